@@ -1,0 +1,112 @@
+//! The `agentls` binary: an LSP server on stdio by default, plus a few subcommands.
+
+use agentls::bench::{self, KeystrokeOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const HELP: &str = "\
+agentls — the language server behind an in-editor LLM coding agent
+
+USAGE:
+    agentls [--stdio]                 Serve LSP on stdin/stdout (what editors start)
+    agentls demo [DIR] [FILE]         Start agentls as a child, drive a scripted LSP session
+                                      on DIR (default .) and print what it tracked
+    agentls bench keystroke [--lines N] [--edits N] [--rounds N]
+                                      Measure the keystroke path (document core vs bare
+                                      rope + tree-sitter)
+    agentls --version                 Print the version
+    agentls --help                    Print this help
+
+ENVIRONMENT:
+    AGENTLS_LOG    log filter, RUST_LOG syntax (default: info). Logs go to stderr only.
+";
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTLS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        [] | ["--stdio"] => {
+            init_logging();
+            match runtime() {
+                Ok(rt) => {
+                    let end = rt.block_on(agentls::server::serve_stdio());
+                    // A blocking read of stdin may still be parked in tokio's pool: don't
+                    // wait for it.
+                    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+                    match end {
+                        agentls::server::SessionEnd::Clean => ExitCode::SUCCESS,
+                        agentls::server::SessionEnd::Unclean => ExitCode::from(1),
+                    }
+                }
+                Err(err) => fail(&format!("cannot start the runtime: {err}")),
+            }
+        }
+        ["--version" | "-V"] => {
+            println!("agentls {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        ["--help" | "-h" | "help"] => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        ["demo", rest @ ..] if rest.len() <= 2 => {
+            let dir = PathBuf::from(rest.first().copied().unwrap_or("."));
+            let file = rest.get(1).map(PathBuf::from);
+            let result = runtime()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| rt.block_on(agentls::demo::run(&dir, file.as_deref())));
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => fail(&err),
+            }
+        }
+        ["bench", "keystroke", rest @ ..] => match keystroke_options(rest) {
+            Ok(options) => {
+                let report = bench::keystroke(&options);
+                bench::print_keystroke(&options, &report);
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err),
+        },
+        _ => fail(&format!("unknown arguments: {}\n\n{HELP}", args.join(" "))),
+    }
+}
+
+fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
+    let mut options = KeystrokeOptions::default();
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .and_then(|v| v.parse::<usize>().ok())
+            .ok_or_else(|| format!("{flag} needs a number"))?;
+        match *flag {
+            "--lines" => options.lines = value.max(1),
+            "--edits" => options.edits = value,
+            "--rounds" => options.rounds = value.max(1),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(options)
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("agentls: {message}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,781 @@
+//! The LSP adapter: tower-lsp over stdio. It translates requests and notifications into
+//! calls on the core (documents, syntax, AGENTS.md, workspace index, config) and results
+//! back into LSP. It owns no logic the core could own.
+
+use crate::agents_md::{self, AgentsChain, DiskFiles, Overlay};
+use crate::config::Config;
+use crate::document::{DocumentSnapshot, TextChange};
+use crate::documents::DocumentStore;
+use crate::position::{self, PositionEncoding};
+use crate::syntax;
+use crate::transport;
+use crate::workspace::{self, WorkspaceIndex};
+use futures::future::{self, Either, Ready};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+use tower_lsp::jsonrpc::{self, Request, Response};
+use tower_lsp::lsp_types::notification::Progress;
+use tower_lsp::lsp_types::request::WorkDoneProgressCreate;
+use tower_lsp::lsp_types::*;
+use tower_lsp::{Client, LanguageServer, LspService, Server};
+use tower_service::Service;
+
+/// How the session ended, for the process exit code: the LSP spec asks for 0 after
+/// shutdown + exit and 1 for an exit without shutdown (or a client that just went away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    Clean,
+    Unclean,
+}
+
+/// Runs the server on stdin/stdout until the client sends `exit` or closes stdin.
+pub async fn serve_stdio() -> SessionEnd {
+    let documents = DocumentStore::spawn();
+    let accepting_sync = Arc::new(AtomicBool::new(false));
+    let (service, socket) = LspService::build(|client| Backend {
+        client,
+        state: Arc::new(State::new(documents.clone(), accepting_sync.clone())),
+    })
+    .custom_method("agentls/debug/document", Backend::debug_document)
+    .custom_method("agentls/debug/syntax", Backend::debug_syntax)
+    .custom_method("agentls/debug/agentsMd", Backend::debug_agents_md)
+    .custom_method("agentls/debug/workspace", Backend::debug_workspace)
+    .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
+    .custom_method(
+        transport::MALFORMED_MESSAGE_METHOD,
+        Backend::malformed_message,
+    )
+    .finish();
+    let lifecycle = Arc::new(Lifecycle::default());
+    let service = OrderedSync {
+        inner: service,
+        documents,
+        accepting: accepting_sync,
+        lifecycle: lifecycle.clone(),
+    };
+    // tower-lsp keeps reading stdin after `exit` until the client closes it; a client that
+    // keeps the pipe open would keep us alive, so `exit` ends the session by itself.
+    tokio::select! {
+        () = Server::new(transport::sanitized(tokio::io::stdin()), tokio::io::stdout(), socket).serve(service) => {}
+        () = lifecycle.exited.notified() => {}
+    }
+    if lifecycle.shutdown_requested.load(Ordering::Acquire) {
+        SessionEnd::Clean
+    } else {
+        SessionEnd::Unclean
+    }
+}
+
+#[derive(Default)]
+struct Lifecycle {
+    shutdown_requested: AtomicBool,
+    exited: tokio::sync::Notify,
+}
+
+/// Routes didOpen/didChange/didClose to the document worker *synchronously*, in the order
+/// the transport read them, before tower-lsp's concurrent handler pool can reorder them
+/// (tower-lsp issue #284). Everything else goes to the tower-lsp service unchanged.
+struct OrderedSync<S> {
+    inner: S,
+    documents: DocumentStore,
+    /// False until `initialize` has answered: before that, LSP says to drop notifications,
+    /// which the inner service does.
+    accepting: Arc<AtomicBool>,
+    lifecycle: Arc<Lifecycle>,
+}
+
+const SYNC_METHODS: [&str; 3] = [
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didClose",
+];
+
+impl<S> Service<Request> for OrderedSync<S>
+where
+    S: Service<Request, Response = Option<Response>>,
+{
+    type Response = Option<Response>;
+    type Error = S::Error;
+    type Future = Either<Ready<Result<Option<Response>, S::Error>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match request.method() {
+            "shutdown" => self
+                .lifecycle
+                .shutdown_requested
+                .store(true, Ordering::Release),
+            "exit" => self.lifecycle.exited.notify_one(),
+            _ => {}
+        }
+        let is_sync = request.id().is_none() && SYNC_METHODS.contains(&request.method());
+        if !is_sync || !self.accepting.load(Ordering::Acquire) {
+            return Either::Right(self.inner.call(request));
+        }
+        let (method, _, params) = request.into_parts();
+        route_sync_notification(&self.documents, &method, params.unwrap_or(Value::Null));
+        Either::Left(future::ready(Ok(None)))
+    }
+}
+
+fn route_sync_notification(documents: &DocumentStore, method: &str, params: Value) {
+    fn parse<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Option<T> {
+        serde_json::from_value(params)
+            .map_err(|err| tracing::warn!("{method} with invalid params ignored: {err}"))
+            .ok()
+    }
+    match method {
+        "textDocument/didOpen" => {
+            if let Some(p) = parse::<DidOpenTextDocumentParams>(method, params) {
+                let d = p.text_document;
+                documents.open(d.uri, d.language_id, d.version, d.text);
+            }
+        }
+        "textDocument/didChange" => {
+            if let Some(p) = parse::<DidChangeTextDocumentParams>(method, params) {
+                let changes = p
+                    .content_changes
+                    .into_iter()
+                    .map(|c| TextChange {
+                        range: c.range,
+                        text: c.text,
+                    })
+                    .collect();
+                documents.change(p.text_document.uri, p.text_document.version, changes);
+            }
+        }
+        "textDocument/didClose" => {
+            if let Some(p) = parse::<DidCloseTextDocumentParams>(method, params) {
+                documents.close(p.text_document.uri);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What the client said it can do, as far as we use it.
+#[derive(Debug, Default, Clone, Copy)]
+struct ClientSupport {
+    work_done_progress: bool,
+    watched_files_registration: bool,
+}
+
+struct State {
+    documents: DocumentStore,
+    accepting_sync: Arc<AtomicBool>,
+    config: RwLock<Config>,
+    /// Config problems found in initializationOptions, reported once `initialized` arrives.
+    initial_config_problems: RwLock<Vec<String>>,
+    encoding: RwLock<PositionEncoding>,
+    support: RwLock<ClientSupport>,
+    index: WorkspaceIndex,
+    agents_disk: DiskFiles,
+    progress_tokens: AtomicU64,
+}
+
+impl State {
+    fn new(documents: DocumentStore, accepting_sync: Arc<AtomicBool>) -> Self {
+        State {
+            documents,
+            accepting_sync,
+            config: RwLock::new(Config::default()),
+            initial_config_problems: RwLock::new(Vec::new()),
+            encoding: RwLock::new(PositionEncoding::default()),
+            support: RwLock::new(ClientSupport::default()),
+            index: WorkspaceIndex::default(),
+            agents_disk: DiskFiles::default(),
+            progress_tokens: AtomicU64::new(0),
+        }
+    }
+
+    fn config(&self) -> Config {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        *self.encoding.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies settings; returns the messages to show the user.
+    fn apply_settings(&self, settings: &Value) -> Vec<String> {
+        let mut config = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let (next, update) = Config::from_settings(&config, settings);
+        for key in &update.unknown_keys {
+            tracing::info!("ignoring unknown configuration key `{key}`");
+        }
+        self.documents
+            .configure(self.encoding(), next.syntax_max_document_bytes);
+        *config = next;
+        update
+            .problems
+            .iter()
+            .map(|p| {
+                format!(
+                    "agentls: configuration key `{}` {}; keeping the previous value",
+                    p.key, p.message
+                )
+            })
+            .collect()
+    }
+}
+
+pub struct Backend {
+    client: Client,
+    state: Arc<State>,
+}
+
+fn invalid_params(message: impl Into<String>) -> jsonrpc::Error {
+    jsonrpc::Error {
+        code: jsonrpc::ErrorCode::InvalidParams,
+        message: message.into().into(),
+        data: None,
+    }
+}
+
+fn roots_from(params: &InitializeParams) -> Vec<PathBuf> {
+    #[allow(deprecated)] // rootPath: still sent by old clients
+    let uris: Vec<Url> = match (
+        &params.workspace_folders,
+        &params.root_uri,
+        &params.root_path,
+    ) {
+        (Some(folders), _, _) if !folders.is_empty() => {
+            folders.iter().map(|f| f.uri.clone()).collect()
+        }
+        (_, Some(uri), _) => vec![uri.clone()],
+        (_, _, Some(path)) => Url::from_file_path(path).into_iter().collect(),
+        _ => Vec::new(),
+    };
+    uris.iter().filter_map(uri_to_dir).collect()
+}
+
+fn uri_to_dir(uri: &Url) -> Option<PathBuf> {
+    match uri.to_file_path() {
+        Ok(path) => Some(path),
+        Err(()) => {
+            tracing::warn!("workspace folder {uri} is not a file: uri; skipped");
+            None
+        }
+    }
+}
+
+#[tower_lsp::async_trait]
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> jsonrpc::Result<InitializeResult> {
+        let state = &self.state;
+        let offered = params
+            .capabilities
+            .general
+            .as_ref()
+            .and_then(|g| g.position_encodings.as_deref());
+        let encoding = PositionEncoding::negotiate(offered);
+        *state.encoding.write().unwrap_or_else(|e| e.into_inner()) = encoding;
+        *state.support.write().unwrap_or_else(|e| e.into_inner()) = ClientSupport {
+            work_done_progress: params
+                .capabilities
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false),
+            watched_files_registration: params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.did_change_watched_files)
+                .and_then(|d| d.dynamic_registration)
+                .unwrap_or(false),
+        };
+        let problems = state.apply_settings(
+            params
+                .initialization_options
+                .as_ref()
+                .unwrap_or(&Value::Null),
+        );
+        *state
+            .initial_config_problems
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = problems;
+        state.index.begin(roots_from(&params));
+        state.accepting_sync.store(true, Ordering::Release);
+        tracing::info!(
+            "initialized: position encoding {encoding:?}, roots {:?}",
+            state.index.roots()
+        );
+
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo {
+                name: "agentls".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            capabilities: ServerCapabilities {
+                position_encoding: Some(encoding.kind()),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(false),
+                        })),
+                        ..Default::default()
+                    },
+                )),
+                workspace: Some(WorkspaceServerCapabilities {
+                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let problems = std::mem::take(
+            &mut *self
+                .state
+                .initial_config_problems
+                .write()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        for message in problems {
+            self.client
+                .show_message(MessageType::WARNING, message)
+                .await;
+        }
+        self.register_agents_md_watchers().await;
+        let roots = self.state.index.roots();
+        self.reindex(roots).await;
+    }
+
+    async fn shutdown(&self) -> jsonrpc::Result<()> {
+        Ok(())
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        if let Ok(path) = params.text_document.uri.to_file_path() {
+            if agents_md::is_instruction_file(&path) {
+                self.state.agents_disk.invalidate(&path);
+            }
+        }
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        for change in params.changes {
+            match change.uri.to_file_path() {
+                Ok(path) if agents_md::is_instruction_file(&path) => {
+                    tracing::debug!("{} changed on disk ({:?})", path.display(), change.typ);
+                    self.state.agents_disk.invalidate(&path);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        for message in self.state.apply_settings(&params.settings) {
+            self.client
+                .show_message(MessageType::WARNING, message)
+                .await;
+        }
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        let mut roots = self.state.index.roots();
+        let removed: Vec<PathBuf> = params
+            .event
+            .removed
+            .iter()
+            .filter_map(|f| uri_to_dir(&f.uri))
+            .collect();
+        roots.retain(|r| !removed.contains(r));
+        for added in params.event.added.iter().filter_map(|f| uri_to_dir(&f.uri)) {
+            if !roots.contains(&added) {
+                roots.push(added);
+            }
+        }
+        self.reindex(roots).await;
+    }
+}
+
+impl Backend {
+    async fn register_agents_md_watchers(&self) {
+        let support = *self.state.support.read().unwrap_or_else(|e| e.into_inner());
+        if !support.watched_files_registration {
+            tracing::info!(
+                "client cannot watch files for us: AGENTS.md is re-read at every lookup"
+            );
+            return;
+        }
+        let watchers = agents_md::FILE_NAMES
+            .iter()
+            .map(|name| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(format!("**/{name}")),
+                kind: None,
+            })
+            .collect();
+        let options = DidChangeWatchedFilesRegistrationOptions { watchers };
+        let registration = Registration {
+            id: "agentls-agents-md".into(),
+            method: "workspace/didChangeWatchedFiles".into(),
+            register_options: serde_json::to_value(options).ok(),
+        };
+        match self.client.register_capability(vec![registration]).await {
+            Ok(()) => self.state.agents_disk.enable_cache(),
+            Err(err) => tracing::warn!("registering AGENTS.md watchers failed: {err}"),
+        }
+    }
+
+    /// Indexes `roots` in the background, reporting `$/progress` when the client can show
+    /// it. Returns once the walk has started, not when it ends.
+    async fn reindex(&self, roots: Vec<PathBuf>) {
+        let generation = self.state.index.begin(roots.clone());
+        let client = self.client.clone();
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            let progress = Progressor::start(&client, &state, "Indexing workspace").await;
+            let (counts, mut counted) = tokio::sync::mpsc::unbounded_channel();
+            let walk = tokio::task::spawn_blocking(move || {
+                workspace::walk(&roots, |n| {
+                    let _ = counts.send(n);
+                })
+            });
+            while let Some(n) = counted.recv().await {
+                progress.report(&client, format!("{n} files")).await;
+            }
+            let message = match walk.await {
+                Ok((files, elapsed_ms)) => {
+                    let message = format!("Indexed {} files in {elapsed_ms} ms", files.len());
+                    if state.index.finish(generation, files, elapsed_ms) {
+                        tracing::info!("{message}");
+                    }
+                    message
+                }
+                Err(err) => {
+                    tracing::error!("workspace index failed: {err}");
+                    state.index.finish(generation, Vec::new(), 0);
+                    "Indexing failed".to_string()
+                }
+            };
+            progress.end(&client, message).await;
+        });
+    }
+
+    async fn snapshot(&self, uri: &Url) -> jsonrpc::Result<DocumentSnapshot> {
+        self.state
+            .documents
+            .snapshot(uri)
+            .await
+            .ok_or_else(|| invalid_params(format!("unknown document {uri}: it is not open")))
+    }
+
+    fn to_byte(
+        &self,
+        uri: &Url,
+        doc: &DocumentSnapshot,
+        position: Position,
+    ) -> jsonrpc::Result<usize> {
+        position::position_to_byte(&doc.rope, position, self.state.encoding())
+            .map_err(|err| invalid_params(format!("{uri}: {err}")))
+    }
+
+    /// The AGENTS.md chain for a directory, with open buffers winning over the disk.
+    pub async fn agents_chain(&self, dir: PathBuf) -> AgentsChain {
+        let buffers: HashMap<PathBuf, String> = self
+            .state
+            .documents
+            .matching(|uri| {
+                uri.to_file_path()
+                    .is_ok_and(|p| agents_md::is_instruction_file(&p))
+            })
+            .await
+            .into_iter()
+            .filter_map(|(uri, doc)| Some((uri.to_file_path().ok()?, doc.rope.to_string())))
+            .collect();
+        let state = self.state.clone();
+        let max_bytes = state.config().agents_md_max_bytes;
+        let root = state.index.root_of(&dir);
+        let chain = tokio::task::spawn_blocking(move || {
+            let overlay = Overlay {
+                buffers,
+                below: &state.agents_disk,
+            };
+            agents_md::collect(&dir, root.as_deref(), &overlay, max_bytes)
+        })
+        .await;
+        chain.unwrap_or_else(|err| {
+            tracing::error!("AGENTS.md lookup failed: {err}");
+            AgentsChain {
+                dir: PathBuf::new(),
+                git_root: None,
+                files: Vec::new(),
+                text: String::new(),
+                omitted_bytes: 0,
+                warnings: vec![format!("AGENTS.md lookup failed: {err}")],
+            }
+        })
+    }
+
+    /// A path the client named must lie in the workspace (when there is one).
+    fn check_in_workspace(&self, path: &Path) -> jsonrpc::Result<()> {
+        let roots = self.state.index.roots();
+        if roots.is_empty() || self.state.index.root_of(path).is_some() {
+            Ok(())
+        } else {
+            Err(invalid_params(format!(
+                "{} is outside the workspace ({})",
+                path.display(),
+                roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    }
+
+    async fn debug_document(&self, params: DebugDocumentParams) -> jsonrpc::Result<Value> {
+        let doc = self.snapshot(&params.uri).await?;
+        let encoding = self.state.encoding();
+        let text = doc.rope.to_string();
+        let outline = match &doc.tree {
+            Some(tree) => syntax::outline(doc.language, text.as_bytes(), tree),
+            None => Vec::new(),
+        };
+        let outline: Vec<Value> = outline
+            .iter()
+            .map(|s| symbol_json(&doc, s, encoding))
+            .collect();
+        let mut result = json!({
+            "uri": params.uri,
+            "text": text,
+            "version": doc.version,
+            "language": doc.language.id(),
+            "positionEncoding": encoding.kind(),
+            "lineCount": position::line_count(&doc.rope),
+            "hasSyntaxTree": doc.tree.is_some(),
+            "syntaxErrors": doc.tree.as_ref().is_some_and(|t| t.root_node().has_error()),
+            "outline": outline,
+        });
+        if params.sexp {
+            result["sexp"] = json!(doc.tree.as_ref().map(|t| t.root_node().to_sexp()));
+        }
+        Ok(result)
+    }
+
+    async fn debug_syntax(&self, params: DebugSyntaxParams) -> jsonrpc::Result<Value> {
+        let uri = &params.uri;
+        let doc = self.snapshot(uri).await?;
+        let encoding = self.state.encoding();
+        let text = doc.rope.to_string();
+        let mut result = json!({ "enclosingSymbol": null, "identifiers": [] });
+        let Some(tree) = &doc.tree else {
+            return Ok(result);
+        };
+        if let Some(position) = params.position {
+            let byte = self.to_byte(uri, &doc, position)?;
+            if let Some(found) = syntax::enclosing_symbol(doc.language, text.as_bytes(), tree, byte)
+            {
+                result["enclosingSymbol"] = json!({
+                    "name": found.name,
+                    "kind": found.kind,
+                    "path": found.path,
+                    "range": position::byte_range_to_range(&doc.rope, found.range, encoding),
+                    "text": found.text,
+                });
+            }
+        }
+        if let Some(range) = params.range {
+            let start = self.to_byte(uri, &doc, range.start)?;
+            let end = self.to_byte(uri, &doc, range.end)?;
+            let identifiers =
+                syntax::referenced_identifiers(doc.language, text.as_bytes(), tree, start..end);
+            result["identifiers"] = json!(identifiers);
+        }
+        Ok(result)
+    }
+
+    async fn debug_agents_md(&self, params: DebugAgentsMdParams) -> jsonrpc::Result<Value> {
+        let dir = match params.uri {
+            Some(uri) => {
+                let path = uri
+                    .to_file_path()
+                    .map_err(|()| invalid_params(format!("{uri} is not a file: uri")))?;
+                self.check_in_workspace(&path)?;
+                if path.is_dir() {
+                    path
+                } else {
+                    path.parent().map(Path::to_path_buf).unwrap_or(path)
+                }
+            }
+            None => match self.state.index.roots().first() {
+                Some(root) => root.clone(),
+                None => return Err(invalid_params("no uri given and no workspace root")),
+            },
+        };
+        let chain = self.agents_chain(dir).await;
+        serde_json::to_value(chain).map_err(|err| jsonrpc::Error {
+            code: jsonrpc::ErrorCode::InternalError,
+            message: err.to_string().into(),
+            data: None,
+        })
+    }
+
+    /// Stands in for a request the transport could not decode (see transport.rs).
+    async fn invalid_request(&self, params: MalformedParams) -> jsonrpc::Result<Value> {
+        Err(jsonrpc::Error {
+            code: jsonrpc::ErrorCode::InvalidRequest,
+            message: params.error.into(),
+            data: None,
+        })
+    }
+
+    /// Stands in for a message the transport could not decode and could not answer.
+    async fn malformed_message(&self, params: MalformedParams) {
+        self.client
+            .log_message(
+                MessageType::WARNING,
+                format!("agentls: ignored a malformed message: {}", params.error),
+            )
+            .await;
+    }
+
+    async fn debug_workspace(&self, _: Value) -> jsonrpc::Result<Value> {
+        let index = self.state.index.state();
+        let config = self.state.config();
+        Ok(json!({
+            "roots": index.roots,
+            "status": index.status,
+            "fileCount": index.files.len(),
+            "indexMillis": index.elapsed_ms,
+            "positionEncoding": self.state.encoding().kind(),
+            "agentsMdCached": self.state.support.read().unwrap_or_else(|e| e.into_inner()).watched_files_registration,
+            "config": {
+                "agentsMd": { "maxBytes": config.agents_md_max_bytes },
+                "syntax": { "maxDocumentBytes": config.syntax_max_document_bytes },
+            },
+        }))
+    }
+}
+
+fn symbol_json(
+    doc: &DocumentSnapshot,
+    symbol: &syntax::Symbol,
+    encoding: PositionEncoding,
+) -> Value {
+    json!({
+        "name": symbol.name,
+        "kind": symbol.kind,
+        "range": position::byte_range_to_range(&doc.rope, symbol.range.clone(), encoding),
+        "selectionRange": position::byte_range_to_range(&doc.rope, symbol.selection_range.clone(), encoding),
+        "children": symbol.children.iter().map(|c| symbol_json(doc, c, encoding)).collect::<Vec<_>>(),
+    })
+}
+
+#[derive(Deserialize)]
+struct DebugDocumentParams {
+    uri: Url,
+    /// Include the syntax tree as an s-expression.
+    #[serde(default)]
+    sexp: bool,
+}
+
+#[derive(Deserialize)]
+struct DebugSyntaxParams {
+    uri: Url,
+    position: Option<Position>,
+    range: Option<tower_lsp::lsp_types::Range>,
+}
+
+#[derive(Deserialize)]
+struct MalformedParams {
+    error: String,
+}
+
+#[derive(Deserialize, Serialize)]
+struct DebugAgentsMdParams {
+    uri: Option<Url>,
+}
+
+/// `$/progress` for one piece of work, or nothing when the client cannot show progress.
+struct Progressor {
+    token: Option<NumberOrString>,
+}
+
+impl Progressor {
+    async fn start(client: &Client, state: &State, title: &str) -> Progressor {
+        let support = *state.support.read().unwrap_or_else(|e| e.into_inner());
+        if !support.work_done_progress {
+            return Progressor { token: None };
+        }
+        let n = state.progress_tokens.fetch_add(1, Ordering::Relaxed);
+        let token = NumberOrString::String(format!("agentls/progress/{n}"));
+        let created = client
+            .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                token: token.clone(),
+            })
+            .await;
+        if let Err(err) = created {
+            tracing::debug!("client refused a progress token: {err}");
+            return Progressor { token: None };
+        }
+        let progress = Progressor { token: Some(token) };
+        progress
+            .send(
+                client,
+                WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                    title: title.into(),
+                    cancellable: Some(false),
+                    message: None,
+                    percentage: None,
+                }),
+            )
+            .await;
+        progress
+    }
+
+    async fn send(&self, client: &Client, value: WorkDoneProgress) {
+        if let Some(token) = &self.token {
+            client
+                .send_notification::<Progress>(ProgressParams {
+                    token: token.clone(),
+                    value: ProgressParamsValue::WorkDone(value),
+                })
+                .await;
+        }
+    }
+
+    async fn report(&self, client: &Client, message: String) {
+        self.send(
+            client,
+            WorkDoneProgress::Report(WorkDoneProgressReport {
+                cancellable: None,
+                message: Some(message),
+                percentage: None,
+            }),
+        )
+        .await;
+    }
+
+    async fn end(&self, client: &Client, message: String) {
+        self.send(
+            client,
+            WorkDoneProgress::End(WorkDoneProgressEnd {
+                message: Some(message),
+            }),
+        )
+        .await;
+    }
+}

@@ -1,0 +1,135 @@
+//! Shared by the end-to-end tests: start the real `agentls` binary and talk LSP to it.
+#![allow(dead_code)] // each test binary uses a different part of this
+
+use agentls::lsp_client::{LspClient, RpcError};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentls"))
+}
+
+pub fn uri(path: &Path) -> String {
+    tower_lsp::lsp_types::Url::from_file_path(path)
+        .expect("absolute path")
+        .to_string()
+}
+
+pub struct Options<'a> {
+    pub root: Option<&'a Path>,
+    pub encodings: &'a [&'a str],
+    pub init_options: Value,
+    pub progress: bool,
+    pub watch_files: bool,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            root: None,
+            encodings: &["utf-16"],
+            init_options: Value::Null,
+            progress: false,
+            watch_files: false,
+        }
+    }
+}
+
+pub struct Server {
+    pub client: LspClient,
+    pub init: Value,
+}
+
+/// Spawns agentls and completes initialize/initialized.
+pub async fn start(options: Options<'_>) -> Server {
+    let client =
+        LspClient::spawn(&binary(), &[], &[("AGENTLS_LOG", "error")]).expect("spawn agentls");
+    let init = client
+        .request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": options.root.map(uri),
+                "initializationOptions": options.init_options,
+                "capabilities": {
+                    "general": { "positionEncodings": options.encodings },
+                    "window": { "workDoneProgress": options.progress },
+                    "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": options.watch_files } }
+                }
+            }),
+        )
+        .await
+        .expect("initialize");
+    client.notify("initialized", json!({})).await.unwrap();
+    Server { client, init }
+}
+
+impl Server {
+    pub async fn open(&self, uri: &str, language_id: &str, version: i32, text: &str) {
+        self.client
+            .notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// One didChange with one ranged change.
+    pub async fn edit(&self, uri: &str, version: i32, range: [u32; 4], text: &str) {
+        self.client
+            .notify(
+                "textDocument/didChange",
+                json!({
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"range": range_json(range), "text": text}]
+                }),
+            )
+            .await
+            .unwrap();
+    }
+
+    pub async fn document(&self, uri: &str) -> Result<Value, RpcError> {
+        self.client
+            .request("agentls/debug/document", json!({"uri": uri, "sexp": true}))
+            .await
+    }
+
+    pub async fn agents_md(&self, uri: &str) -> Value {
+        self.client
+            .request("agentls/debug/agentsMd", json!({"uri": uri}))
+            .await
+            .expect("agentsMd")
+    }
+
+    /// Waits until the workspace index is ready (polling the debug request).
+    pub async fn index_ready(&self) -> Value {
+        loop {
+            let ws = self
+                .client
+                .request("agentls/debug/workspace", json!({}))
+                .await
+                .expect("workspace");
+            if ws["status"] == "ready" {
+                return ws;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn stop(self) {
+        let status = self.client.shutdown().await.expect("wait for agentls");
+        assert!(status.success(), "agentls exited with {status}");
+    }
+}
+
+pub fn range_json([l1, c1, l2, c2]: [u32; 4]) -> Value {
+    json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+}
+
+/// The s-expression of a fresh, non-incremental parse of `text`.
+pub fn fresh_sexp(language: tree_sitter::Language, text: &str) -> String {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&language).unwrap();
+    parser.parse(text, None).unwrap().root_node().to_sexp()
+}
