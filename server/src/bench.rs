@@ -51,33 +51,65 @@ pub fn generate_rust(lines: usize) -> String {
     out
 }
 
-/// Deterministic edit positions: (line, column) where each edit inserts one character.
-/// Insertions only lengthen lines, so positions chosen up front stay valid.
-fn edit_positions(text: &str, edits: usize) -> Vec<(usize, usize)> {
-    let line_lengths: Vec<usize> = text.lines().map(str::len).collect();
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..edits)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let line = (seed as usize) % line_lengths.len();
-            let column = ((seed >> 32) as usize) % (line_lengths[line] + 1);
-            (line, column)
-        })
-        .collect()
+/// One keystroke: type `typed` at (line, column), or, for None, backspace the character
+/// typed there by the keystroke before.
+#[derive(Clone, Copy)]
+struct Keystroke {
+    line: usize,
+    column: usize,
+    typed: Option<char>,
 }
 
-const TYPED: &[u8] = b"a_1 ";
+/// Deterministic keystrokes spread over the file: a character typed at a random spot, then
+/// backspaced (a typo fixed). Typing only would pile thousands of syntax errors into the
+/// file, and tree-sitter's error recovery over them, not the document core, would be
+/// measured; real buffers hold a few errors near the cursor.
+fn keystrokes(text: &str, edits: usize) -> Vec<Keystroke> {
+    let line_lengths: Vec<usize> = text.lines().map(str::len).collect();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut out = Vec::with_capacity(edits);
+    while out.len() < edits {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let line = (seed as usize) % line_lengths.len();
+        let column = ((seed >> 32) as usize) % (line_lengths[line] + 1);
+        let typed = TYPED[out.len() / 2 % TYPED.len()] as char;
+        out.push(Keystroke {
+            line,
+            column,
+            typed: Some(typed),
+        });
+        if out.len() < edits {
+            out.push(Keystroke {
+                line,
+                column,
+                typed: None,
+            });
+        }
+    }
+    out
+}
 
-fn run_core(text: &str, positions: &[(usize, usize)]) -> (Duration, String) {
+const TYPED: &[u8] = b"a_1 ;{";
+
+fn run_core(text: &str, keys: &[Keystroke]) -> (Duration, String) {
     let mut doc = Document::new(text, 0, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
     let started = Instant::now();
-    for (i, &(line, column)) in positions.iter().enumerate() {
-        let p = Position::new(line as u32, column as u32);
-        let change = TextChange {
-            range: Some(Range::new(p, p)),
-            text: (TYPED[i % TYPED.len()] as char).to_string(),
+    for (i, key) in keys.iter().enumerate() {
+        let start = Position::new(key.line as u32, key.column as u32);
+        let change = match key.typed {
+            Some(c) => TextChange {
+                range: Some(Range::new(start, start)),
+                text: c.to_string(),
+            },
+            None => TextChange {
+                range: Some(Range::new(
+                    start,
+                    Position::new(key.line as u32, key.column as u32 + 1),
+                )),
+                text: String::new(),
+            },
         };
         if let Err(err) = doc.apply_changes(std::slice::from_ref(&change), PositionEncoding::Utf16)
         {
@@ -87,25 +119,43 @@ fn run_core(text: &str, positions: &[(usize, usize)]) -> (Duration, String) {
     (started.elapsed(), doc.rope().to_string())
 }
 
-fn run_bare(text: &str, positions: &[(usize, usize)]) -> (Duration, String) {
+fn run_bare(text: &str, keys: &[Keystroke]) -> (Duration, String) {
     let mut rope = Rope::from_str(text);
     let mut parser = Parser::new();
     let grammar = Language::Rust.grammar().expect("rust grammar");
     parser.set_language(&grammar).expect("load rust grammar");
     let mut tree = parser.parse(text, None).expect("parse");
     let started = Instant::now();
-    for (i, &(line, column)) in positions.iter().enumerate() {
-        let char_idx = rope.line_to_char(line) + column;
+    for key in keys {
+        let char_idx = rope.line_to_char(key.line) + key.column;
         let byte = rope.char_to_byte(char_idx);
-        rope.insert_char(char_idx, TYPED[i % TYPED.len()] as char);
-        tree.edit(&InputEdit {
-            start_byte: byte,
-            old_end_byte: byte,
-            new_end_byte: byte + 1,
-            start_position: Point::new(line, column),
-            old_end_position: Point::new(line, column),
-            new_end_position: Point::new(line, column + 1),
-        });
+        let at = Point::new(key.line, key.column);
+        let after = Point::new(key.line, key.column + 1);
+        let edit = match key.typed {
+            Some(c) => {
+                rope.insert_char(char_idx, c);
+                InputEdit {
+                    start_byte: byte,
+                    old_end_byte: byte,
+                    new_end_byte: byte + 1,
+                    start_position: at,
+                    old_end_position: at,
+                    new_end_position: after,
+                }
+            }
+            None => {
+                rope.remove(char_idx..char_idx + 1);
+                InputEdit {
+                    start_byte: byte,
+                    old_end_byte: byte + 1,
+                    new_end_byte: byte,
+                    start_position: at,
+                    old_end_position: after,
+                    new_end_position: at,
+                }
+            }
+        };
+        tree.edit(&edit);
         let r = &rope;
         tree = parser
             .parse_with_options(&mut |b, _| read_chunk(r, b), Some(&tree), None)
@@ -116,16 +166,16 @@ fn run_bare(text: &str, positions: &[(usize, usize)]) -> (Duration, String) {
 
 pub fn keystroke(options: &KeystrokeOptions) -> KeystrokeReport {
     let text = generate_rust(options.lines);
-    let positions = edit_positions(&text, options.edits);
+    let keys = keystrokes(&text, options.edits);
     let mut core_times = Vec::new();
     let mut bare_times = Vec::new();
     for round in 0..options.rounds.max(1) {
         // Alternate the order so neither side always runs second, on a warm cache.
         let ((bare, bare_text), (core, core_text)) = if round % 2 == 0 {
-            (run_bare(&text, &positions), run_core(&text, &positions))
+            (run_bare(&text, &keys), run_core(&text, &keys))
         } else {
-            let core = run_core(&text, &positions);
-            (run_bare(&text, &positions), core)
+            let core = run_core(&text, &keys);
+            (run_bare(&text, &keys), core)
         };
         assert_eq!(
             core_text, bare_text,
@@ -168,6 +218,85 @@ pub fn print_keystroke(options: &KeystrokeOptions, report: &KeystrokeReport) {
     );
 }
 
+/// `agentls bench startup`: how long `initialize` takes and how long the background index
+/// takes, on a generated workspace of `files` files (100 per directory).
+pub struct StartupReport {
+    pub initialize: Duration,
+    pub until_indexed: Duration,
+    pub server_index_millis: u64,
+    pub indexed_files: u64,
+}
+
+pub async fn startup(files: usize) -> Result<StartupReport, String> {
+    use serde_json::json;
+    let root = std::env::temp_dir().join(format!("agentls-bench-startup-{}", std::process::id()));
+    let cleanup = |root: &std::path::Path| {
+        let _ = std::fs::remove_dir_all(root);
+    };
+    let result = async {
+        for i in 0..files {
+            let dir = root.join(format!("d{:04}", i / 100));
+            if i % 100 == 0 {
+                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(dir.join(format!("f{i}.rs")), "fn f() {}\n")
+                .map_err(|e| e.to_string())?;
+        }
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let client = crate::lsp_client::LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")])
+            .map_err(|e| e.to_string())?;
+        let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
+            .map_err(|()| "temp dir is not absolute".to_string())?;
+        let started = Instant::now();
+        client
+            .request(
+                "initialize",
+                json!({"rootUri": root_uri, "capabilities": {}}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let initialize = started.elapsed();
+        client
+            .notify("initialized", json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        let workspace = loop {
+            let ws = client
+                .request("agentls/debug/workspace", json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+            if ws["status"] == "ready" {
+                break ws;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let until_indexed = started.elapsed();
+        let _ = client.shutdown().await;
+        Ok(StartupReport {
+            initialize,
+            until_indexed,
+            server_index_millis: workspace["indexMillis"].as_u64().unwrap_or(0),
+            indexed_files: workspace["fileCount"].as_u64().unwrap_or(0),
+        })
+    }
+    .await;
+    cleanup(&root);
+    result
+}
+
+pub fn print_startup(report: &StartupReport) {
+    println!("startup: workspace of {} files", report.indexed_files);
+    println!(
+        "  initialize round trip:            {:>8.2} ms",
+        report.initialize.as_secs_f64() * 1e3
+    );
+    println!(
+        "  initialize → index ready:         {:>8.1} ms (server-side walk {} ms)",
+        report.until_indexed.as_secs_f64() * 1e3,
+        report.server_index_millis
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,10 +312,11 @@ mod tests {
     #[test]
     fn both_paths_apply_the_same_edits() {
         let text = generate_rust(50);
-        let positions = edit_positions(&text, 200);
-        let (_, core) = run_core(&text, &positions);
-        let (_, bare) = run_bare(&text, &positions);
+        let keys = keystrokes(&text, 201);
+        let (_, core) = run_core(&text, &keys);
+        let (_, bare) = run_bare(&text, &keys);
         assert_eq!(core, bare);
-        assert_eq!(core.len(), text.len() + 200);
+        // 100 typos fixed, one left standing.
+        assert_eq!(core.len(), text.len() + 1);
     }
 }

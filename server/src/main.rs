@@ -14,6 +14,8 @@ USAGE:
     agentls bench keystroke [--lines N] [--edits N] [--rounds N]
                                       Measure the keystroke path (document core vs bare
                                       rope + tree-sitter)
+    agentls bench startup [--files N] initialize latency and index time on a generated
+                                      workspace of N files (default 100000)
     agentls --version                 Print the version
     agentls --help                    Print this help
 
@@ -84,6 +86,26 @@ fn main() -> ExitCode {
             }
             Err(err) => fail(&err),
         },
+        ["bench", "startup", rest @ ..] => {
+            let files = match rest {
+                [] => 100_000,
+                ["--files", n] => match n.parse() {
+                    Ok(n) => n,
+                    Err(_) => return fail("--files needs a number"),
+                },
+                _ => return fail(&format!("unknown options: {}", rest.join(" "))),
+            };
+            let report = runtime()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| rt.block_on(bench::startup(files)));
+            match report {
+                Ok(report) => {
+                    bench::print_startup(&report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
         _ => fail(&format!("unknown arguments: {}\n\n{HELP}", args.join(" "))),
     }
 }
