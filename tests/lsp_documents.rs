@@ -247,3 +247,21 @@ async fn syntax_requests_answer_in_client_positions() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_pathologically_nested_outline_is_cut_not_fatal() {
+    let server = start(Options::default()).await;
+    let uri = "file:///v/deep.rs";
+    let depth = 3000;
+    let text = "mod m {\n".repeat(depth) + &"}\n".repeat(depth);
+    server.open(uri, "rust", 1, &text).await;
+    let doc = server.document(uri).await.unwrap();
+    let mut level = &doc["outline"];
+    let mut levels = 0;
+    while let Some(first) = level.get(0) {
+        levels += 1;
+        level = &first["children"];
+    }
+    assert_eq!(levels, 32);
+    server.stop().await;
+}

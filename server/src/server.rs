@@ -556,7 +556,7 @@ impl Backend {
         };
         let outline: Vec<Value> = outline
             .iter()
-            .map(|s| symbol_json(&doc, s, encoding))
+            .map(|s| symbol_json(&doc, s, encoding, 0))
             .collect();
         let mut result = json!({
             "uri": params.uri,
@@ -670,17 +670,32 @@ impl Backend {
     }
 }
 
+/// Outline levels reported; deeper children are cut so that converting and serializing a
+/// pathological nesting (thousands of nested modules) cannot exhaust the stack, and the
+/// answer stays within the nesting limits of JSON parsers (serde_json stops at 128).
+const MAX_OUTLINE_DEPTH: usize = 32;
+
 fn symbol_json(
     doc: &DocumentSnapshot,
     symbol: &syntax::Symbol,
     encoding: PositionEncoding,
+    depth: usize,
 ) -> Value {
+    let children: Vec<Value> = if depth + 1 < MAX_OUTLINE_DEPTH {
+        symbol
+            .children
+            .iter()
+            .map(|c| symbol_json(doc, c, encoding, depth + 1))
+            .collect()
+    } else {
+        Vec::new()
+    };
     json!({
         "name": symbol.name,
         "kind": symbol.kind,
         "range": position::byte_range_to_range(&doc.rope, symbol.range.clone(), encoding),
         "selectionRange": position::byte_range_to_range(&doc.rope, symbol.selection_range.clone(), encoding),
-        "children": symbol.children.iter().map(|c| symbol_json(doc, c, encoding)).collect::<Vec<_>>(),
+        "children": children,
     })
 }
 
