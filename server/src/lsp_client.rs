@@ -2,12 +2,13 @@
 //! matching, notifications as a stream, and default answers to the server's own requests.
 //! Used by `agentls demo` and by the end-to-end tests, which drive the real binary with it.
 
+use crate::transport::{self, Frame};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
@@ -174,11 +175,7 @@ async fn write_frame(stdin: &AsyncMutex<Option<ChildStdin>>, body: &[u8]) -> std
             "stdin is closed",
         ));
     };
-    stdin
-        .write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
-        .await?;
-    stdin.write_all(body).await?;
-    stdin.flush().await
+    transport::write_frame(stdin, body).await
 }
 
 /// Reads frames until EOF: answers go to their waiting request, server requests get a
@@ -189,7 +186,15 @@ async fn read_loop(
     pending: Pending,
     messages: mpsc::UnboundedSender<ServerMessage>,
 ) {
-    while let Some(body) = read_frame(&mut stdout).await {
+    loop {
+        let body = match transport::read_frame(&mut stdout).await {
+            Frame::Body(body) => body,
+            Frame::BadHeader(why) => {
+                eprintln!("lsp client: {why}");
+                continue;
+            }
+            Frame::End => break,
+        };
         let Ok(message) = serde_json::from_slice::<Value>(&body) else {
             eprintln!("lsp client: unreadable frame from the server");
             continue;
@@ -235,24 +240,4 @@ async fn read_loop(
     }
     // Wake every waiter: the server is gone.
     pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
-}
-
-async fn read_frame(stdout: &mut BufReader<tokio::process::ChildStdout>) -> Option<Vec<u8>> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if stdout.read_line(&mut line).await.ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(value) = line.strip_prefix("Content-Length:") {
-            length = value.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    stdout.read_exact(&mut body).await.ok()?;
-    Some(body)
 }

@@ -49,13 +49,15 @@ where
     }
 }
 
-enum Frame {
+/// One frame read from an LSP byte stream.
+pub enum Frame {
     Body(Vec<u8>),
     BadHeader(String),
     End,
 }
 
-async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Frame {
+/// Reads the next frame: headers up to a blank line, then Content-Length bytes.
+pub async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Frame {
     let mut length: Option<usize> = None;
     let mut saw_header = false;
     loop {
@@ -89,7 +91,11 @@ async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Frame {
     }
 }
 
-async fn write_frame<W: AsyncWrite + Unpin>(output: &mut W, body: &[u8]) -> std::io::Result<()> {
+/// Writes `body` as one frame.
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    output: &mut W,
+    body: &[u8],
+) -> std::io::Result<()> {
     output
         .write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
         .await?;
