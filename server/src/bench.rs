@@ -98,18 +98,17 @@ fn run_core(text: &str, keys: &[Keystroke]) -> (Duration, String) {
     let started = Instant::now();
     for (i, key) in keys.iter().enumerate() {
         let start = Position::new(key.line as u32, key.column as u32);
-        let change = match key.typed {
-            Some(c) => TextChange {
-                range: Some(Range::new(start, start)),
-                text: c.to_string(),
-            },
-            None => TextChange {
-                range: Some(Range::new(
-                    start,
-                    Position::new(key.line as u32, key.column as u32 + 1),
-                )),
-                text: String::new(),
-            },
+        // Typing replaces nothing; a backspace replaces the typed character with nothing.
+        let (end, text) = match key.typed {
+            Some(c) => (start, c.to_string()),
+            None => (
+                Position::new(start.line, start.character + 1),
+                String::new(),
+            ),
+        };
+        let change = TextChange {
+            range: Some(Range::new(start, end)),
+            text,
         };
         if let Err(err) = doc.apply_changes(std::slice::from_ref(&change), PositionEncoding::Utf16)
         {
@@ -230,9 +229,6 @@ pub struct StartupReport {
 pub async fn startup(files: usize) -> Result<StartupReport, String> {
     use serde_json::json;
     let root = std::env::temp_dir().join(format!("agentls-bench-startup-{}", std::process::id()));
-    let cleanup = |root: &std::path::Path| {
-        let _ = std::fs::remove_dir_all(root);
-    };
     let result = async {
         for i in 0..files {
             let dir = root.join(format!("d{:04}", i / 100));
@@ -280,7 +276,7 @@ pub async fn startup(files: usize) -> Result<StartupReport, String> {
         })
     }
     .await;
-    cleanup(&root);
+    let _ = std::fs::remove_dir_all(&root);
     result
 }
 

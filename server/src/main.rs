@@ -87,17 +87,11 @@ fn main() -> ExitCode {
             Err(err) => fail(&err),
         },
         ["bench", "startup", rest @ ..] => {
-            let files = match rest {
-                [] => 100_000,
-                ["--files", n] => match n.parse() {
-                    Ok(n) => n,
-                    Err(_) => return fail("--files needs a number"),
-                },
-                _ => return fail(&format!("unknown options: {}", rest.join(" "))),
-            };
-            let report = runtime()
-                .map_err(|e| e.to_string())
-                .and_then(|rt| rt.block_on(bench::startup(files)));
+            let report = startup_files(rest).and_then(|files| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(bench::startup(files)))
+            });
             match report {
                 Ok(report) => {
                     bench::print_startup(&report);
@@ -110,22 +104,46 @@ fn main() -> ExitCode {
     }
 }
 
-fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
-    let mut options = KeystrokeOptions::default();
+/// Parses `--flag N` pairs, handing each (flag, N) to `set`, which rejects unknown flags.
+fn numeric_flags(
+    args: &[&str],
+    mut set: impl FnMut(&str, usize) -> Result<(), String>,
+) -> Result<(), String> {
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         let value = args
             .next()
             .and_then(|v| v.parse::<usize>().ok())
             .ok_or_else(|| format!("{flag} needs a number"))?;
-        match *flag {
+        set(flag, value)?;
+    }
+    Ok(())
+}
+
+fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
+    let mut options = KeystrokeOptions::default();
+    numeric_flags(args, |flag, value| {
+        match flag {
             "--lines" => options.lines = value.max(1),
             "--edits" => options.edits = value,
             "--rounds" => options.rounds = value.max(1),
             other => return Err(format!("unknown option {other}")),
         }
-    }
+        Ok(())
+    })?;
     Ok(options)
+}
+
+fn startup_files(args: &[&str]) -> Result<usize, String> {
+    let mut files = 100_000;
+    numeric_flags(args, |flag, value| match flag {
+        "--files" => {
+            files = value;
+            Ok(())
+        }
+        other => Err(format!("unknown option {other}")),
+    })?;
+    Ok(files)
 }
 
 fn fail(message: &str) -> ExitCode {
