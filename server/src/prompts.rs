@@ -1,0 +1,173 @@
+//! The prompt files of `prompts/`: embedded at build time, each overridable by a file of the
+//! same name in the user's prompt directory. Loading is the only IO here; everything that
+//! uses prompts takes a `&Prompts`.
+
+use std::path::{Path, PathBuf};
+
+/// A tool as the model is told about it: the provider adapters map this to their format.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompts {
+    /// The system prompt: who the agent is and how it works.
+    pub system: String,
+    /// Put before untrusted content (files, tool outputs, diagnostics): it is data.
+    pub data_boundary: String,
+    /// Heads the skills index.
+    pub skills: String,
+    /// Heads a compaction summary in the history.
+    pub summary_prefix: String,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// (file name, built-in content): one table so a new prompt cannot miss its override.
+const BUILTIN: &[(&str, &str)] = &[
+    ("system.md", include_str!("../../prompts/system.md")),
+    (
+        "data_boundary.md",
+        include_str!("../../prompts/data_boundary.md"),
+    ),
+    ("skills.md", include_str!("../../prompts/skills.md")),
+    (
+        "summary_prefix.md",
+        include_str!("../../prompts/summary_prefix.md"),
+    ),
+    ("tools.json", include_str!("../../prompts/tools.json")),
+];
+
+impl Default for Prompts {
+    fn default() -> Self {
+        Prompts::builtin()
+    }
+}
+
+impl Prompts {
+    pub fn builtin() -> Prompts {
+        let (prompts, problems) = Prompts::from_sources(|_| None);
+        debug_assert!(problems.is_empty(), "built-in prompts: {problems:?}");
+        prompts
+    }
+
+    /// The built-in prompts with every file present in `dir` taking the place of its
+    /// built-in. Problems (an unreadable file, invalid tools.json) keep the built-in and are
+    /// returned for the caller to show.
+    pub fn load(dir: Option<&Path>) -> (Prompts, Vec<String>) {
+        let mut problems = Vec::new();
+        let (prompts, mut more) = Prompts::from_sources(|name| {
+            let path = dir?.join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => Some(text),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+                Err(err) => {
+                    problems.push(format!("cannot read prompt {}: {err}", path.display()));
+                    None
+                }
+            }
+        });
+        problems.append(&mut more);
+        (prompts, problems)
+    }
+
+    fn from_sources(mut read: impl FnMut(&str) -> Option<String>) -> (Prompts, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut text = |name: &str| -> String {
+            let builtin = BUILTIN
+                .iter()
+                .find(|(file, _)| *file == name)
+                .map(|(_, text)| *text)
+                .unwrap_or_default();
+            read(name)
+                .unwrap_or_else(|| builtin.to_string())
+                .trim_end()
+                .to_string()
+        };
+        let system = text("system.md");
+        let data_boundary = text("data_boundary.md");
+        let skills = text("skills.md");
+        let summary_prefix = text("summary_prefix.md");
+        let tools_json = text("tools.json");
+        let tools = match serde_json::from_str::<Vec<ToolSpec>>(&tools_json) {
+            Ok(tools) => tools,
+            Err(err) => {
+                problems.push(format!(
+                    "tools.json is not a list of tools ({err}); using the built-in"
+                ));
+                serde_json::from_str(BUILTIN[4].1).expect("built-in tools.json is valid")
+            }
+        };
+        (
+            Prompts {
+                system,
+                data_boundary,
+                skills,
+                summary_prefix,
+                tools,
+            },
+            problems,
+        )
+    }
+}
+
+/// Where the user's prompt overrides live: `prompts.dir` when configured, else
+/// `$XDG_CONFIG_HOME/agentls/prompts` (`~/.config/agentls/prompts`).
+pub fn override_dir(configured: Option<&Path>) -> Option<PathBuf> {
+    if let Some(dir) = configured {
+        return Some(dir.to_path_buf());
+    }
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(config_home.join("agentls").join("prompts"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_prompts_are_complete() {
+        let prompts = Prompts::builtin();
+        assert!(prompts.system.contains("agentls"));
+        assert!(!prompts.data_boundary.is_empty());
+        let names: Vec<_> = prompts.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "grep",
+                "edit_file",
+                "write_file",
+                "shell",
+                "update_plan"
+            ]
+        );
+        for tool in &prompts.tools {
+            assert_eq!(tool.parameters["type"], "object", "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn a_file_in_the_override_dir_replaces_its_builtin_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("system.md"), "You are a test.\n").unwrap();
+        std::fs::write(dir.path().join("tools.json"), "{not json").unwrap();
+        let (prompts, problems) = Prompts::load(Some(dir.path()));
+        assert_eq!(prompts.system, "You are a test.");
+        assert_eq!(prompts.data_boundary, Prompts::builtin().data_boundary);
+        assert_eq!(prompts.tools, Prompts::builtin().tools);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].contains("tools.json"), "{problems:?}");
+        // A missing directory is not a problem.
+        let (prompts, problems) = Prompts::load(Some(&dir.path().join("absent")));
+        assert_eq!(prompts, Prompts::builtin());
+        assert!(problems.is_empty());
+    }
+}
