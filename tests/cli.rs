@@ -85,3 +85,78 @@ fn demo_drives_a_real_session_and_prints_what_it_tracked() {
         );
     }
 }
+
+/// `agentls context`: the same report as the LSP request, for a file on disk.
+#[test]
+fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "Keep functions short.\n").unwrap();
+    std::fs::write(
+        root.join("lib.rs"),
+        "pub fn double(x: u32) -> u32 {\n    x * 2\n}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("blob.bin"), [1u8, 0, 2, 0]).unwrap();
+    let file = root.join("lib.rs");
+    let target = format!("{}:2:5", file.display());
+
+    let out = run(&["context", &target, "--workspace", root.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("context for lib.rs:2:5 in "), "{text}");
+    for row in [
+        "tools",
+        "system",
+        "agentsMd",
+        "environment",
+        "editor",
+        "total",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(row)),
+            "no {row} row: {text}"
+        );
+    }
+    assert!(text.contains("enclosingSymbol"), "{text}");
+
+    let out = run(&["context", &target, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turn = report["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        turn.contains("cursor=\"2:5\"") && turn.contains("pub fn double"),
+        "{turn}"
+    );
+    let system = report["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Keep functions short."), "{system}");
+
+    let out = run(&["context", root.join("blob.bin").to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("blob.bin is a binary file"), "{err}");
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "context",
+        target.as_str(),
+        "--workspace",
+        elsewhere.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("outside the workspace"));
+}

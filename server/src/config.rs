@@ -8,7 +8,11 @@
 
 use crate::agents_md;
 use crate::document;
+use crate::editor_context;
+use crate::tokens::TokenizerKind;
+use crate::truncate::{self, TruncationPolicy};
 use serde_json::{Map, Value};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -16,6 +20,41 @@ pub struct Config {
     pub agents_md_max_bytes: usize,
     /// `syntax.maxDocumentBytes`: documents above this get no syntax tree.
     pub syntax_max_document_bytes: usize,
+    /// `developerInstructions`: trusted instructions after the system prompt.
+    pub developer_instructions: Option<String>,
+    /// `tokenizer`: `o200k_base` or `cl100k_base`; absent = chosen by the model's name.
+    pub tokenizer: Option<TokenizerKind>,
+    /// `toolOutputLimit`: `{"tokens": n}` or `{"bytes": n}`.
+    pub tool_output_limit: TruncationPolicy,
+    /// `editorContext.maxTokens`: budget of a turn's editor context block.
+    pub editor_context_max_tokens: usize,
+    /// `approval`: `ask`, `auto-edit` or `full-auto`.
+    pub approval: String,
+    /// `provider.kind`: `openai` or `anthropic`.
+    pub provider_kind: String,
+    /// `provider.model`.
+    pub model: Option<String>,
+    /// `provider.contextWindow`: overrides the known-models table.
+    pub context_window: Option<usize>,
+    /// `provider.maxOutputTokens`.
+    pub max_output_tokens: Option<usize>,
+    /// `prompts.dir`: where prompt overrides live (default `~/.config/agentls/prompts`).
+    pub prompts_dir: Option<PathBuf>,
+}
+
+pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
+pub const PROVIDER_KINDS: [&str; 2] = ["openai", "anthropic"];
+
+impl Config {
+    /// The tokenizer counts are made with: configured, else the model's.
+    pub fn tokenizer(&self) -> TokenizerKind {
+        self.tokenizer.unwrap_or_else(|| {
+            self.model
+                .as_deref()
+                .map(TokenizerKind::for_model)
+                .unwrap_or_default()
+        })
+    }
 }
 
 impl Default for Config {
@@ -23,6 +62,16 @@ impl Default for Config {
         Config {
             agents_md_max_bytes: agents_md::DEFAULT_MAX_BYTES,
             syntax_max_document_bytes: document::DEFAULT_MAX_SYNTAX_BYTES,
+            developer_instructions: None,
+            tokenizer: None,
+            tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
+            editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
+            approval: "ask".to_string(),
+            provider_kind: "openai".to_string(),
+            model: None,
+            context_window: None,
+            max_output_tokens: None,
+            prompts_dir: None,
         }
     }
 }
@@ -66,7 +115,113 @@ const KEYS: &[Key] = &[
         },
         keep: |c, p| c.syntax_max_document_bytes = p.syntax_max_document_bytes,
     },
+    Key {
+        path: "developerInstructions",
+        set: |c, v| {
+            c.developer_instructions = Some(string(v)?).filter(|s| !s.trim().is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.developer_instructions = p.developer_instructions.clone(),
+    },
+    Key {
+        path: "tokenizer",
+        set: |c, v| {
+            let name = string(v)?;
+            c.tokenizer =
+                Some(TokenizerKind::from_name(&name).ok_or_else(|| {
+                    format!("must be one of {:?}, got {v}", TokenizerKind::NAMES)
+                })?);
+            Ok(())
+        },
+        keep: |c, p| c.tokenizer = p.tokenizer,
+    },
+    Key {
+        path: "toolOutputLimit",
+        set: |c, v| {
+            c.tool_output_limit = serde_json::from_value(v.clone())
+                .map_err(|_| format!("must be {{\"tokens\": n}} or {{\"bytes\": n}}, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.tool_output_limit = p.tool_output_limit,
+    },
+    Key {
+        path: "editorContext.maxTokens",
+        set: |c, v| {
+            c.editor_context_max_tokens = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.editor_context_max_tokens = p.editor_context_max_tokens,
+    },
+    Key {
+        path: "approval",
+        set: |c, v| {
+            c.approval = one_of(v, &APPROVAL_POLICIES)?;
+            Ok(())
+        },
+        keep: |c, p| c.approval = p.approval.clone(),
+    },
+    Key {
+        path: "provider.kind",
+        set: |c, v| {
+            c.provider_kind = one_of(v, &PROVIDER_KINDS)?;
+            Ok(())
+        },
+        keep: |c, p| c.provider_kind = p.provider_kind.clone(),
+    },
+    Key {
+        path: "provider.model",
+        set: |c, v| {
+            c.model = Some(string(v)?).filter(|s| !s.is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.model = p.model.clone(),
+    },
+    Key {
+        path: "provider.contextWindow",
+        set: |c, v| {
+            c.context_window = Some(positive_integer(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.context_window = p.context_window,
+    },
+    Key {
+        path: "provider.maxOutputTokens",
+        set: |c, v| {
+            c.max_output_tokens = Some(positive_integer(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.max_output_tokens = p.max_output_tokens,
+    },
+    Key {
+        path: "prompts.dir",
+        set: |c, v| {
+            c.prompts_dir = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.prompts_dir = p.prompts_dir.clone(),
+    },
 ];
+
+fn string(value: &Value) -> Result<String, String> {
+    value
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("must be a string, got {value}"))
+}
+
+fn one_of(value: &Value, allowed: &[&str]) -> Result<String, String> {
+    match value.as_str() {
+        Some(s) if allowed.contains(&s) => Ok(s.to_string()),
+        _ => Err(format!("must be one of {allowed:?}, got {value}")),
+    }
+}
+
+fn positive_integer(value: &Value) -> Result<usize, String> {
+    match non_negative_integer(value) {
+        Ok(0) | Err(_) => Err(format!("must be a positive integer, got {value}")),
+        Ok(n) => Ok(n),
+    }
+}
 
 fn non_negative_integer(value: &Value) -> Result<usize, String> {
     value
@@ -189,17 +344,72 @@ mod tests {
         let previous = Config {
             agents_md_max_bytes: 1,
             syntax_max_document_bytes: 2,
+            ..Config::default()
         };
         let (config, update) = Config::from_settings(
             &previous,
-            &json!({"provider": {"kind": "openai"}, "agentsMd": {"maxBytes": 3, "colour": 1}}),
+            &json!({"colour": {"kind": "openai"}, "agentsMd": {"maxBytes": 3, "colour": 1}}),
         );
         assert_eq!(config.agents_md_max_bytes, 3);
         assert_eq!(
             config.syntax_max_document_bytes,
             Config::default().syntax_max_document_bytes
         );
-        assert_eq!(update.unknown_keys, ["agentsMd.colour", "provider"]);
+        assert_eq!(update.unknown_keys, ["agentsMd.colour", "colour"]);
+    }
+
+    #[test]
+    fn context_keys_are_validated() {
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({
+                "developerInstructions": "Prefer small diffs.",
+                "tokenizer": "cl100k_base",
+                "toolOutputLimit": {"bytes": 4000},
+                "editorContext": {"maxTokens": 500},
+                "approval": "auto-edit",
+                "provider": {"kind": "anthropic", "model": "claude-x", "contextWindow": 1000},
+                "prompts": {"dir": "/p"}
+            }),
+        );
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(
+            config.developer_instructions.as_deref(),
+            Some("Prefer small diffs.")
+        );
+        assert_eq!(config.tokenizer(), TokenizerKind::Cl100kBase);
+        assert_eq!(config.tool_output_limit, TruncationPolicy::Bytes(4000));
+        assert_eq!(config.editor_context_max_tokens, 500);
+        assert_eq!(config.approval, "auto-edit");
+        assert_eq!(config.provider_kind, "anthropic");
+        assert_eq!(config.context_window, Some(1000));
+        assert_eq!(config.prompts_dir, Some(PathBuf::from("/p")));
+
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({
+                "tokenizer": "llama",
+                "toolOutputLimit": {"lines": 3},
+                "approval": "yolo",
+                "provider": {"contextWindow": 0, "model": "gpt-4"}
+            }),
+        );
+        let keys: Vec<_> = update.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "approval",
+                "provider.contextWindow",
+                "tokenizer",
+                "toolOutputLimit"
+            ]
+        );
+        assert_eq!(
+            config.tool_output_limit,
+            truncate::DEFAULT_TOOL_OUTPUT_LIMIT
+        );
+        // Without a configured tokenizer, the model decides.
+        assert_eq!(config.tokenizer(), TokenizerKind::Cl100kBase);
     }
 
     #[test]

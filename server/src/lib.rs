@@ -3,16 +3,27 @@
 
 pub mod agents_md;
 pub mod bench;
+pub mod bench_context;
 pub mod config;
+pub mod context;
+pub mod context_cli;
 pub mod demo;
 pub mod document;
 pub mod documents;
+pub mod editor_context;
+pub mod editor_state;
+pub mod environment;
+pub mod files;
 pub mod history;
+pub mod inspect;
 pub mod language;
 pub mod lsp_client;
+pub mod models;
+pub mod openai_wire;
 pub mod position;
 pub mod prompts;
 pub mod server;
+pub mod skills;
 pub mod syntax;
 pub mod tokens;
 pub mod transport;

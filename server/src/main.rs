@@ -11,9 +11,15 @@ USAGE:
     agentls [--stdio]                 Serve LSP on stdin/stdout (what editors start)
     agentls demo [DIR] [FILE]         Start agentls as a child, drive a scripted LSP session
                                       on DIR (default .) and print what it tracked
+    agentls context FILE[:LINE[:COL]] [--workspace DIR] [--json]
+                                      Show what the model would see for FILE at that
+                                      position: sections, token counts, editor context
     agentls bench keystroke [--lines N] [--edits N] [--rounds N]
                                       Measure the keystroke path (document core vs bare
                                       rope + tree-sitter)
+    agentls bench context [--history-tokens N] [--buffers N] [--rounds N]
+                                      Context assembly for a long session, incremental vs
+                                      tokenizing from scratch; tokenizer throughput
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
     agentls --version                 Print the version
@@ -78,10 +84,28 @@ fn main() -> ExitCode {
                 Err(err) => fail(&err),
             }
         }
+        ["context", rest @ ..] => {
+            match agentls::context_cli::parse_args(rest).and_then(|o| agentls::context_cli::run(&o))
+            {
+                Ok(output) => {
+                    println!("{output}");
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
         ["bench", "keystroke", rest @ ..] => match keystroke_options(rest) {
             Ok(options) => {
                 let report = bench::keystroke(&options);
                 bench::print_keystroke(&options, &report);
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err),
+        },
+        ["bench", "context", rest @ ..] => match context_options(rest) {
+            Ok(options) => {
+                let report = agentls::bench_context::context(&options);
+                agentls::bench_context::print_context(&options, &report);
                 ExitCode::SUCCESS
             }
             Err(err) => fail(&err),
@@ -126,6 +150,20 @@ fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
         match flag {
             "--lines" => options.lines = value.max(1),
             "--edits" => options.edits = value,
+            "--rounds" => options.rounds = value.max(1),
+            other => return Err(format!("unknown option {other}")),
+        }
+        Ok(())
+    })?;
+    Ok(options)
+}
+
+fn context_options(args: &[&str]) -> Result<agentls::bench_context::ContextOptions, String> {
+    let mut options = agentls::bench_context::ContextOptions::default();
+    numeric_flags(args, |flag, value| {
+        match flag {
+            "--history-tokens" => options.history_tokens = value,
+            "--buffers" => options.buffers = value.max(1),
             "--rounds" => options.rounds = value.max(1),
             other => return Err(format!("unknown option {other}")),
         }

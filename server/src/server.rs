@@ -6,8 +6,16 @@ use crate::agents_md::{self, AgentsChain, DiskFiles, Overlay};
 use crate::config::Config;
 use crate::document::{DocumentSnapshot, TextChange};
 use crate::documents::DocumentStore;
+use crate::editor_state::{self, EditorState};
+use crate::environment::Environment;
+use crate::files;
+use crate::history::History;
+use crate::inspect::{self, ActiveDocument, OtherDocument};
 use crate::position::{self, PositionEncoding};
+use crate::prompts::{self, Prompts};
+use crate::skills;
 use crate::syntax;
+use crate::tokens::{Calibration, CountCache};
 use crate::transport;
 use crate::workspace::{self, WorkspaceIndex};
 use futures::future::{self, Either, Ready};
@@ -16,7 +24,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use tower_lsp::jsonrpc::{self, Request, Response};
 use tower_lsp::lsp_types::notification::Progress;
@@ -45,6 +53,7 @@ pub async fn serve_stdio() -> SessionEnd {
     .custom_method("agentls/debug/syntax", Backend::debug_syntax)
     .custom_method("agentls/debug/agentsMd", Backend::debug_agents_md)
     .custom_method("agentls/debug/workspace", Backend::debug_workspace)
+    .custom_method("agent/session/context", Backend::session_context)
     .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
     .custom_method(
         transport::MALFORMED_MESSAGE_METHOD,
@@ -179,6 +188,10 @@ struct State {
     index: WorkspaceIndex,
     agents_disk: DiskFiles,
     progress_tokens: AtomicU64,
+    /// The prompt files, reloaded when `prompts.dir` may have changed.
+    prompts: RwLock<Arc<Prompts>>,
+    /// Token counts of static and editor texts seen before (see tokens::CountCache).
+    count_cache: Mutex<CountCache>,
 }
 
 impl State {
@@ -193,7 +206,16 @@ impl State {
             index: WorkspaceIndex::default(),
             agents_disk: DiskFiles::default(),
             progress_tokens: AtomicU64::new(0),
+            prompts: RwLock::new(Arc::new(Prompts::builtin())),
+            count_cache: Mutex::new(CountCache::default()),
         }
+    }
+
+    fn prompts(&self) -> Arc<Prompts> {
+        self.prompts
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn config(&self) -> Config {
@@ -216,6 +238,9 @@ impl State {
         }
         self.documents
             .configure(self.encoding(), next.syntax_max_document_bytes);
+        let (prompts, prompt_problems) =
+            Prompts::load(prompts::override_dir(next.prompts_dir.as_deref()).as_deref());
+        *self.prompts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(prompts);
         *config = next;
         update
             .problems
@@ -226,6 +251,7 @@ impl State {
                     p.key, p.message
                 )
             })
+            .chain(prompt_problems.iter().map(|p| format!("agentls: {p}")))
             .collect()
     }
 }
@@ -241,6 +267,23 @@ fn invalid_params(message: impl Into<String>) -> jsonrpc::Error {
         message: message.into().into(),
         data: None,
     }
+}
+
+fn internal_error(message: impl Into<String>) -> jsonrpc::Error {
+    jsonrpc::Error {
+        code: jsonrpc::ErrorCode::InternalError,
+        message: message.into().into(),
+        data: None,
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionContextParams {
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    editor: Option<EditorState>,
 }
 
 fn roots_from(params: &InitializeParams) -> Vec<PathBuf> {
@@ -356,6 +399,9 @@ impl LanguageServer for Backend {
                 .await;
         }
         self.register_agents_md_watchers().await;
+        // The first count would otherwise pay for building the encoder (≈100 ms).
+        let tokenizer = self.state.config().tokenizer();
+        tokio::task::spawn_blocking(move || tokenizer.warm());
         let roots = self.state.index.roots();
         self.reindex(roots).await;
     }
@@ -544,6 +590,123 @@ impl Backend {
                     .join(", ")
             )))
         }
+    }
+
+    /// `agent/session/context`: what the model would be sent next, section by section.
+    async fn session_context(
+        &self,
+        params: Option<SessionContextParams>,
+    ) -> jsonrpc::Result<Value> {
+        // Absent or null params: a fresh session, no editor.
+        let params = params.unwrap_or_default();
+        if let Some(id) = &params.session_id {
+            // Sessions arrive with the agent loop; until then no id is known.
+            return Err(invalid_params(format!("unknown session {id:?}")));
+        }
+        let state = self.state.clone();
+        let config = state.config();
+        let roots = state.index.roots();
+        let active = match &params.editor {
+            Some(editor) => Some(self.active_document(editor, &roots).await?),
+            None => None,
+        };
+        let agents_dir = match &active {
+            Some((path, _)) => path.parent().map(Path::to_path_buf),
+            None => roots.first().cloned(),
+        };
+        let agents = match agents_dir {
+            Some(dir) => Some(self.agents_chain(dir).await),
+            None => None,
+        };
+        let active_uri = params.editor.as_ref().map(|e| e.uri.clone());
+        let others: Vec<OtherDocument> = state
+            .documents
+            .matching(|_| true)
+            .await
+            .into_iter()
+            .filter(|(uri, _)| Some(uri) != active_uri.as_ref())
+            .map(|(uri, snapshot)| OtherDocument {
+                display_path: uri
+                    .to_file_path()
+                    .map(|p| inspect::display_path(&p, &roots))
+                    .unwrap_or_else(|()| uri.to_string()),
+                snapshot,
+            })
+            .collect();
+        let report = tokio::task::spawn_blocking(move || {
+            let skills = skills::discover(&roots);
+            let cwd = roots
+                .first()
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let environment = Environment::current(
+                cwd,
+                roots
+                    .iter()
+                    .map(|r| r.to_string_lossy().into_owned())
+                    .collect(),
+                &config.approval,
+            );
+            let prompts = state.prompts();
+            let history = History::new(config.tokenizer());
+            let inputs = inspect::Inputs {
+                config: &config,
+                prompts: &prompts,
+                environment: &environment,
+                agents: agents.as_ref(),
+                skills: &skills,
+                active: active.as_ref().map(|(_, doc)| doc),
+                others: &others,
+                history: &history,
+                calibration: Calibration::default(),
+            };
+            let mut cache = state.count_cache.lock().unwrap_or_else(|e| e.into_inner());
+            inspect::report(&inputs, "", &mut cache)
+        })
+        .await
+        .map_err(|err| internal_error(format!("context assembly failed: {err}")))?;
+        serde_json::to_value(report).map_err(|err| internal_error(err.to_string()))
+    }
+
+    /// The document an editor state names: the open buffer, else the file on disk when it
+    /// lies in the workspace and is text.
+    async fn active_document(
+        &self,
+        editor: &EditorState,
+        roots: &[PathBuf],
+    ) -> jsonrpc::Result<(PathBuf, ActiveDocument)> {
+        let uri = &editor.uri;
+        let path = uri
+            .to_file_path()
+            .map_err(|()| invalid_params(format!("{uri} is not a file: uri")))?;
+        let snapshot = match self.state.documents.snapshot(uri).await {
+            Some(snapshot) => snapshot,
+            None => {
+                if self.state.index.root_of(&path).is_none() {
+                    return Err(invalid_params(format!(
+                        "{uri} is not open and not inside the workspace ({})",
+                        roots
+                            .iter()
+                            .map(|r| r.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                let max_syntax = self.state.config().syntax_max_document_bytes;
+                let disk_path = path.clone();
+                tokio::task::spawn_blocking(move || files::read_document(&disk_path, max_syntax))
+                    .await
+                    .map_err(|err| internal_error(err.to_string()))?
+                    .map_err(|refused| invalid_params(refused.0))?
+            }
+        };
+        let resolved = editor_state::resolve(editor, &snapshot.rope, self.state.encoding());
+        let document = ActiveDocument {
+            display_path: inspect::display_path(&path, roots),
+            snapshot,
+            editor: resolved,
+        };
+        Ok((path, document))
     }
 
     async fn debug_document(&self, params: DebugDocumentParams) -> jsonrpc::Result<Value> {

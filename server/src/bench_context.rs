@@ -1,0 +1,323 @@
+//! `agentls bench context`: assembling a request for a long session, incrementally (counts
+//! cached with the history items and in the CountCache) against tokenizing the whole request
+//! from scratch, plus the tokenizers' throughput on code.
+
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::document::{Document, DEFAULT_MAX_SYNTAX_BYTES};
+use crate::editor_state::ResolvedEditor;
+use crate::environment::Environment;
+use crate::history::{History, Item};
+use crate::inspect::{self, ActiveDocument, ContextReport, OtherDocument};
+use crate::language::Language;
+use crate::prompts::Prompts;
+use crate::tokens::{Calibration, CountCache, TokenizerKind};
+
+pub struct ContextOptions {
+    pub history_tokens: usize,
+    pub buffers: usize,
+    pub rounds: usize,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            history_tokens: 150_000,
+            buffers: 20,
+            rounds: 20,
+        }
+    }
+}
+
+pub struct ContextBenchReport {
+    pub history_items: usize,
+    pub history_tokens: usize,
+    pub request_tokens: usize,
+    pub request_bytes: usize,
+    /// Per assembly, same editor state as the previous one.
+    pub warm: Duration,
+    /// Per assembly, the cursor in another function each time.
+    pub cursor_moved: Duration,
+    /// Per assembly, after recording a new exchange (what a turn costs).
+    pub new_turn: Duration,
+    /// Per request, every message and tool tokenized from nothing.
+    pub scratch: Duration,
+    /// (tokenizer, MB/s on code, tokens counted)
+    pub throughput: Vec<(&'static str, f64, usize)>,
+    pub corpus_bytes: usize,
+}
+
+/// Buffer `k`: structs and functions named after `k`, each using the previous buffer's
+/// struct, so that definitions are found across buffers.
+fn buffer_source(k: usize, items: usize) -> String {
+    let mut out = format!(
+        "//! Module {k}.\nuse crate::m{}::Shape{};\n\n",
+        k.saturating_sub(1),
+        k.saturating_sub(1)
+    );
+    for i in 0..items {
+        let prev = k.saturating_sub(1);
+        out.push_str(&format!(
+            "/// Shape {k}.{i}: what it holds.\npub struct Shape{k}x{i} {{\n    pub width: f64,\n    pub height: f64,\n    pub parent: Shape{prev},\n}}\n\n\
+             impl Shape{k}x{i} {{\n    pub fn area(&self) -> f64 {{\n        let base = self.width * self.height;\n        \
+             base + self.parent.area() * {i}.0\n    }}\n\n    pub fn scaled(&self, by: f64) -> Shape{prev} {{\n        \
+             let mut p = self.parent.clone();\n        p.grow(by);\n        p\n    }}\n}}\n\n"
+        ));
+    }
+    out.push_str(&format!(
+        "pub struct Shape{k} {{\n    pub size: f64,\n}}\n\nimpl Shape{k} {{\n    pub fn area(&self) -> f64 {{ self.size }}\n    pub fn grow(&mut self, by: f64) {{ self.size *= by; }}\n}}\n"
+    ));
+    out
+}
+
+fn fixtures(options: &ContextOptions, prompts: &Prompts) -> (Vec<OtherDocument>, History) {
+    let buffers: Vec<OtherDocument> = (0..options.buffers.max(1))
+        .map(|k| {
+            let text = buffer_source(k, 20);
+            OtherDocument {
+                display_path: format!("src/m{k}.rs"),
+                snapshot: Document::new(&text, 1, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES)
+                    .snapshot(),
+            }
+        })
+        .collect();
+    let tokenizer = TokenizerKind::O200kBase;
+    let policy = Config::default().tool_output_limit;
+    let mut history = History::new(tokenizer);
+    let mut turn = 0;
+    while history.tokens() < options.history_tokens {
+        let source = buffers[turn % buffers.len()].snapshot.rope.to_string();
+        let lines: Vec<&str> = source.lines().collect();
+        let start = (turn * 37) % lines.len().saturating_sub(150).max(1);
+        let chunk: String = lines[start..(start + 150).min(lines.len())]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("L{}: {l}\n", start + i + 1))
+            .collect();
+        let call_id = format!("call_{turn}");
+        for item in [
+            Item::User {
+                text: format!("Why does Shape{turn}x1::area add the parent's area? Check src/m{}.rs.", turn % buffers.len()),
+                context: Some(format!("<environment_context>\n  <cwd>/w</cwd>\n  <current_date>2026-11-22</current_date>\n</environment_context>\n\nturn {turn}")),
+            },
+            Item::Assistant {
+                text: "I'll read the module first.".into(),
+            },
+            Item::ToolCall {
+                call_id: call_id.clone(),
+                name: "read_file".into(),
+                arguments: format!("{{\"path\":\"src/m{}.rs\",\"offset\":{start}}}", turn % buffers.len()),
+            },
+            Item::ToolOutput {
+                call_id,
+                name: "read_file".into(),
+                content: chunk,
+                success: true,
+            },
+            Item::Assistant {
+                text: "The area of each shape is its own base area plus the parent's area scaled by the \
+                       shape's index, so a chain of shapes accumulates the areas of every ancestor. \
+                       If you want only the shape's own area, drop the `self.parent.area()` term in \
+                       `area` and keep `scaled` as it is; nothing else calls it."
+                    .repeat(2),
+            },
+        ] {
+            history.record(item, policy, prompts);
+        }
+        turn += 1;
+    }
+    (buffers, history)
+}
+
+fn per_round(total: Duration, rounds: usize) -> Duration {
+    total / rounds.max(1) as u32
+}
+
+pub fn context(options: &ContextOptions) -> ContextBenchReport {
+    let prompts = Prompts::builtin();
+    let config = Config::default();
+    let tokenizer = config.tokenizer();
+    tokenizer.warm();
+    let (mut buffers, mut history) = fixtures(options, &prompts);
+    let active_doc = buffers.remove(buffers.len() / 2);
+    let source = active_doc.snapshot.rope.to_string();
+    // Cursor positions: inside each `area` body of the active buffer.
+    let cursors: Vec<usize> = source.match_indices("let base").map(|(at, _)| at).collect();
+    let environment = Environment {
+        cwd: "/w".into(),
+        approval_policy: "ask".into(),
+        sandbox_mode: "none".into(),
+        shell: "bash".into(),
+        workspace_roots: vec!["/w".into()],
+        date: "2026-11-22".into(),
+    };
+    let mut cache = CountCache::default();
+    let run = |history: &History, cursor: usize, cache: &mut CountCache| -> ContextReport {
+        let active = ActiveDocument {
+            display_path: active_doc.display_path.clone(),
+            snapshot: active_doc.snapshot.clone(),
+            editor: ResolvedEditor {
+                cursor,
+                selection: Some(cursor..cursor + 200),
+                visible: None,
+                diagnostics: Vec::new(),
+            },
+        };
+        let inputs = inspect::Inputs {
+            config: &config,
+            prompts: &prompts,
+            environment: &environment,
+            agents: None,
+            skills: &[],
+            active: Some(&active),
+            others: &buffers,
+            history,
+            calibration: Calibration::default(),
+        };
+        inspect::report(&inputs, "What does this do?", cache)
+    };
+
+    // Warm-up fills the count cache, as the first request of a session does.
+    let report = run(&history, cursors[0], &mut cache);
+    let rounds = options.rounds.max(1);
+
+    let start = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(run(&history, cursors[0], &mut cache));
+    }
+    let warm = per_round(start.elapsed(), rounds);
+
+    let start = Instant::now();
+    for round in 0..rounds {
+        let cursor = cursors[(round + 1) % cursors.len()];
+        std::hint::black_box(run(&history, cursor, &mut cache));
+    }
+    let cursor_moved = per_round(start.elapsed(), rounds);
+
+    let mut new_turn_total = Duration::ZERO;
+    for round in 0..rounds {
+        let start = Instant::now();
+        history.record(
+            Item::User {
+                text: format!("follow-up {round}"),
+                context: None,
+            },
+            config.tool_output_limit,
+            &prompts,
+        );
+        history.record(
+            Item::Assistant {
+                text: format!("answer {round}"),
+            },
+            config.tool_output_limit,
+            &prompts,
+        );
+        std::hint::black_box(run(&history, cursors[0], &mut cache));
+        new_turn_total += start.elapsed();
+    }
+    let new_turn = per_round(new_turn_total, rounds);
+
+    // From scratch: every message's text and every tool definition tokenized now.
+    let scratch_rounds = rounds.clamp(1, 5);
+    let start = Instant::now();
+    let mut scratch_tokens = 0;
+    for _ in 0..scratch_rounds {
+        scratch_tokens = count_from_scratch(&report, &prompts, tokenizer);
+    }
+    let scratch = per_round(start.elapsed(), scratch_rounds);
+    std::hint::black_box(scratch_tokens);
+
+    let corpus = code_corpus();
+    let throughput = [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase]
+        .into_iter()
+        .map(|kind| {
+            kind.warm();
+            let start = Instant::now();
+            let tokens = kind.count(&corpus);
+            let seconds = start.elapsed().as_secs_f64();
+            (kind.name(), corpus.len() as f64 / 1e6 / seconds, tokens)
+        })
+        .collect();
+
+    ContextBenchReport {
+        history_items: history.len(),
+        history_tokens: history.tokens(),
+        request_tokens: report.total_tokens,
+        request_bytes: serde_json::to_string(&report.messages).map_or(0, |s| s.len()),
+        warm,
+        cursor_moved,
+        new_turn,
+        scratch,
+        throughput,
+        corpus_bytes: corpus.len(),
+    }
+}
+
+fn count_from_scratch(
+    report: &ContextReport,
+    prompts: &Prompts,
+    tokenizer: TokenizerKind,
+) -> usize {
+    let mut tokens = 0;
+    for message in &report.messages {
+        if let Some(content) = message["content"].as_str() {
+            tokens += tokenizer.count(content);
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            tokens += tokenizer.count(call["function"]["arguments"].as_str().unwrap_or(""));
+        }
+    }
+    for tool in &prompts.tools {
+        tokens += tokenizer.count(&serde_json::to_string(tool).unwrap_or_default());
+    }
+    tokens
+}
+
+/// Real code: agentls's own sources, repeated to about 2 MB.
+fn code_corpus() -> String {
+    let sources = [
+        include_str!("syntax.rs"),
+        include_str!("server.rs"),
+        include_str!("history.rs"),
+        include_str!("context.rs"),
+        include_str!("document.rs"),
+        include_str!("position.rs"),
+    ];
+    let one: String = sources.concat();
+    one.repeat((2_000_000 / one.len()).max(1))
+}
+
+pub fn print_context(options: &ContextOptions, report: &ContextBenchReport) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "context assembly: history {} items / {} tokens, {} open buffers, request {} tokens ({} bytes of messages), {} rounds",
+        report.history_items, report.history_tokens, options.buffers, report.request_tokens, report.request_bytes, options.rounds
+    );
+    println!(
+        "  incremental, same editor state   {:>9.3} ms/request",
+        ms(report.warm)
+    );
+    println!(
+        "  incremental, cursor moved        {:>9.3} ms/request",
+        ms(report.cursor_moved)
+    );
+    println!(
+        "  incremental, after a new turn    {:>9.3} ms/request",
+        ms(report.new_turn)
+    );
+    println!(
+        "  tokenizing the request from scratch {:>6.3} ms/request",
+        ms(report.scratch)
+    );
+    println!(
+        "  speed-up: {:.0}x (same state), {:.0}x (cursor moved), {:.0}x (new turn)",
+        report.scratch.as_secs_f64() / report.warm.as_secs_f64(),
+        report.scratch.as_secs_f64() / report.cursor_moved.as_secs_f64(),
+        report.scratch.as_secs_f64() / report.new_turn.as_secs_f64(),
+    );
+    println!("token counting on {} bytes of Rust:", report.corpus_bytes);
+    for (name, mbps, tokens) in &report.throughput {
+        println!("  {name:<12} {mbps:>6.2} MB/s  ({tokens} tokens)");
+    }
+}

@@ -1,0 +1,160 @@
+//! What the model will see, from gathered inputs: the static context, the turn block and the
+//! assembled request, reported section by section. Shared by the LSP request
+//! `agent/session/context` and the `agentls context` command; both gather the inputs (open
+//! buffers or files on disk, AGENTS.md, skills) and call [`report`]. No IO here.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::agents_md::AgentsChain;
+use crate::config::Config;
+use crate::context::{
+    self, AgentsMdInstructions, AssemblyConfig, Pending, Section, StaticContext, TurnBlock,
+};
+use crate::document::DocumentSnapshot;
+use crate::editor_context::{self, ActiveFile, OpenBuffer, PartReport};
+use crate::editor_state::ResolvedEditor;
+use crate::environment::Environment;
+use crate::history::History;
+use crate::models;
+use crate::openai_wire;
+use crate::prompts::Prompts;
+use crate::skills::{self, Skill};
+use crate::tokens::{Calibration, CountCache};
+
+/// The document the user is in, with the editor state resolved to its bytes.
+pub struct ActiveDocument {
+    pub display_path: String,
+    pub snapshot: DocumentSnapshot,
+    pub editor: ResolvedEditor,
+}
+
+pub struct OtherDocument {
+    pub display_path: String,
+    pub snapshot: DocumentSnapshot,
+}
+
+pub struct Inputs<'a> {
+    pub config: &'a Config,
+    pub prompts: &'a Prompts,
+    pub environment: &'a Environment,
+    pub agents: Option<&'a AgentsChain>,
+    pub skills: &'a [Skill],
+    pub active: Option<&'a ActiveDocument>,
+    pub others: &'a [OtherDocument],
+    pub history: &'a History,
+    pub calibration: Calibration,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextReport {
+    pub context_window: usize,
+    pub total_tokens: usize,
+    pub fill: f64,
+    pub estimated: bool,
+    pub sections: Vec<Section>,
+    /// Exactly the `messages` the configured provider would be sent next.
+    pub messages: Vec<Value>,
+    pub tokenizer: &'static str,
+    pub calibration: Calibration,
+    /// How the editor context block used its budget, part by part.
+    pub editor_parts: Vec<PartReport>,
+}
+
+/// `path` relative to the workspace root that holds it, else as it is.
+pub fn display_path(path: &Path, roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .filter_map(|root| path.strip_prefix(root).ok())
+        .min_by_key(|relative| relative.as_os_str().len())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
+}
+
+pub fn static_context(inputs: &Inputs) -> StaticContext {
+    let agents_md = inputs
+        .agents
+        .filter(|chain| !chain.text.is_empty())
+        .map(|chain| AgentsMdInstructions {
+            dir: chain.dir.to_string_lossy().into_owned(),
+            text: chain.text.clone(),
+        });
+    StaticContext {
+        tools: inputs.prompts.tools.clone(),
+        system_prompt: inputs.prompts.system.clone(),
+        developer_instructions: inputs.config.developer_instructions.clone(),
+        agents_md,
+        skills_index: skills::render(inputs.skills, &inputs.prompts.skills),
+    }
+}
+
+pub fn turn_block(inputs: &Inputs, cache: &mut CountCache) -> TurnBlock {
+    let tokenizer = inputs.config.tokenizer();
+    let editor = inputs.active.map(|active| {
+        let others: Vec<OpenBuffer> = inputs
+            .others
+            .iter()
+            .map(|o| OpenBuffer {
+                display_path: &o.display_path,
+                snapshot: &o.snapshot,
+            })
+            .collect();
+        let file = ActiveFile {
+            display_path: &active.display_path,
+            snapshot: &active.snapshot,
+            cursor: active.editor.cursor,
+            selection: active.editor.selection.clone(),
+            visible: active.editor.visible.clone(),
+            diagnostics: active.editor.diagnostics.clone(),
+        };
+        editor_context::build(
+            &file,
+            &others,
+            &inputs.prompts.data_boundary,
+            inputs.config.editor_context_max_tokens,
+            tokenizer,
+            cache,
+        )
+    });
+    context::turn_block(inputs.environment, editor, tokenizer, cache)
+}
+
+/// The request the next prompt would produce (with `text` as what the user typed; empty
+/// for an inspection without a prompt), reported.
+pub fn report(inputs: &Inputs, text: &str, cache: &mut CountCache) -> ContextReport {
+    let static_context = static_context(inputs);
+    let block = turn_block(inputs, cache);
+    let config = AssemblyConfig {
+        tokenizer: inputs.config.tokenizer(),
+        context_window: models::context_window(
+            inputs.config.context_window,
+            inputs.config.model.as_deref(),
+        ),
+        calibration: inputs.calibration,
+    };
+    let request = context::assemble(
+        &config,
+        &static_context,
+        inputs.history,
+        Some(Pending {
+            text,
+            block: &block,
+        }),
+        inputs.prompts,
+        cache,
+    );
+    ContextReport {
+        context_window: request.context_window,
+        total_tokens: request.total_tokens,
+        fill: request.fill(),
+        estimated: request.estimated,
+        sections: request.sections.clone(),
+        messages: openai_wire::messages(&request, inputs.prompts),
+        tokenizer: config.tokenizer.name(),
+        calibration: inputs.calibration,
+        editor_parts: block.editor.map(|e| e.parts).unwrap_or_default(),
+    }
+}
