@@ -5,14 +5,16 @@
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::context::AssemblyCache;
 use crate::document::{Document, DEFAULT_MAX_SYNTAX_BYTES};
 use crate::editor_state::ResolvedEditor;
 use crate::environment::Environment;
 use crate::history::{History, Item};
-use crate::inspect::{self, ActiveDocument, ContextReport, OtherDocument};
+use crate::inspect::{self, ActiveDocument, OtherDocument};
 use crate::language::Language;
+use crate::openai_wire;
 use crate::prompts::Prompts;
-use crate::tokens::{Calibration, CountCache, TokenizerKind};
+use crate::tokens::{Calibration, TokenizerKind};
 
 pub struct ContextOptions {
     pub history_tokens: usize,
@@ -43,6 +45,8 @@ pub struct ContextBenchReport {
     pub new_turn: Duration,
     /// Per request, every message and tool tokenized from nothing.
     pub scratch: Duration,
+    /// Per request, building the OpenAI `messages` JSON (the same with or without caches).
+    pub wire: Duration,
     /// (tokenizer, MB/s on code, tokens counted)
     pub throughput: Vec<(&'static str, f64, usize)>,
     pub corpus_bytes: usize,
@@ -130,9 +134,12 @@ fn fixtures(options: &ContextOptions, prompts: &Prompts) -> (Vec<OtherDocument>,
     (buffers, history)
 }
 
-fn per_round(total: Duration, rounds: usize) -> Duration {
-    total / rounds.max(1) as u32
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
+
+const PROMPT: &str = "What does this do?";
 
 pub fn context(options: &ContextOptions) -> ContextBenchReport {
     let prompts = Prompts::builtin();
@@ -152,51 +159,57 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
         workspace_roots: vec!["/w".into()],
         date: "2026-11-22".into(),
     };
-    let mut cache = CountCache::default();
-    let run = |history: &History, cursor: usize, cache: &mut CountCache| -> ContextReport {
-        let active = ActiveDocument {
-            display_path: active_doc.display_path.clone(),
-            snapshot: active_doc.snapshot.clone(),
-            editor: ResolvedEditor {
-                cursor,
-                selection: Some(cursor..cursor + 200),
-                visible: None,
-                diagnostics: Vec::new(),
-            },
-        };
+    let mut cache = AssemblyCache::default();
+    let active_at = |cursor: usize| ActiveDocument {
+        display_path: active_doc.display_path.clone(),
+        snapshot: active_doc.snapshot.clone(),
+        editor: ResolvedEditor {
+            cursor,
+            selection: Some(cursor..cursor + 200),
+            visible: None,
+            diagnostics: Vec::new(),
+        },
+    };
+    // Assembly as a turn does it: static context, turn block, the request with its counts.
+    let assemble = |history: &History, active: &ActiveDocument, cache: &mut AssemblyCache| {
         let inputs = inspect::Inputs {
             config: &config,
             prompts: &prompts,
             environment: &environment,
             agents: None,
             skills: &[],
-            active: Some(&active),
+            active: Some(active),
             others: &buffers,
             history,
             calibration: Calibration::default(),
         };
-        inspect::report(&inputs, "What does this do?", cache)
+        let prepared = inspect::prepare(&inputs, cache);
+        let request = prepared.request(history, PROMPT, &prompts, cache);
+        let wire_start = Instant::now();
+        let messages = openai_wire::messages(&request, &prompts);
+        (request.total_tokens, messages, wire_start.elapsed())
     };
 
-    // Warm-up fills the count cache, as the first request of a session does.
-    let report = run(&history, cursors[0], &mut cache);
+    // The first request of a session fills the caches.
+    let first = active_at(cursors[0]);
+    let (request_tokens, messages, _) = assemble(&history, &first, &mut cache);
     let rounds = options.rounds.max(1);
-
-    let start = Instant::now();
-    for _ in 0..rounds {
-        std::hint::black_box(run(&history, cursors[0], &mut cache));
-    }
-    let warm = per_round(start.elapsed(), rounds);
-
-    let start = Instant::now();
+    let (mut warm, mut moved, mut turn, mut scratch, mut wire) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The measurements are interleaved round by round, so that a slower stretch of the
+    // machine affects all of them alike; medians resist the outliers. Building the wire
+    // JSON is the same work with or without caches and is reported on its own.
     for round in 0..rounds {
-        let cursor = cursors[(round + 1) % cursors.len()];
-        std::hint::black_box(run(&history, cursor, &mut cache));
-    }
-    let cursor_moved = per_round(start.elapsed(), rounds);
+        let start = Instant::now();
+        let (_, _, wire_time) = std::hint::black_box(assemble(&history, &first, &mut cache));
+        warm.push(start.elapsed() - wire_time);
+        wire.push(wire_time);
 
-    let mut new_turn_total = Duration::ZERO;
-    for round in 0..rounds {
+        let moved_to = active_at(cursors[(round + 1) % cursors.len()]);
+        let start = Instant::now();
+        let (_, _, wire_time) = std::hint::black_box(assemble(&history, &moved_to, &mut cache));
+        moved.push(start.elapsed() - wire_time);
+
         let start = Instant::now();
         history.record(
             Item::User {
@@ -213,20 +226,13 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
             config.tool_output_limit,
             &prompts,
         );
-        std::hint::black_box(run(&history, cursors[0], &mut cache));
-        new_turn_total += start.elapsed();
-    }
-    let new_turn = per_round(new_turn_total, rounds);
+        let (_, _, wire_time) = std::hint::black_box(assemble(&history, &first, &mut cache));
+        turn.push(start.elapsed() - wire_time);
 
-    // From scratch: every message's text and every tool definition tokenized now.
-    let scratch_rounds = rounds.clamp(1, 5);
-    let start = Instant::now();
-    let mut scratch_tokens = 0;
-    for _ in 0..scratch_rounds {
-        scratch_tokens = count_from_scratch(&report, &prompts, tokenizer);
+        let start = Instant::now();
+        std::hint::black_box(count_from_scratch(&messages, &prompts, tokenizer));
+        scratch.push(start.elapsed());
     }
-    let scratch = per_round(start.elapsed(), scratch_rounds);
-    std::hint::black_box(scratch_tokens);
 
     let corpus = code_corpus();
     let throughput = [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase]
@@ -243,24 +249,25 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
     ContextBenchReport {
         history_items: history.len(),
         history_tokens: history.tokens(),
-        request_tokens: report.total_tokens,
-        request_bytes: serde_json::to_string(&report.messages).map_or(0, |s| s.len()),
-        warm,
-        cursor_moved,
-        new_turn,
-        scratch,
+        request_tokens,
+        request_bytes: serde_json::to_string(&messages).map_or(0, |s| s.len()),
+        warm: median(warm),
+        cursor_moved: median(moved),
+        new_turn: median(turn),
+        scratch: median(scratch),
+        wire: median(wire),
         throughput,
         corpus_bytes: corpus.len(),
     }
 }
 
 fn count_from_scratch(
-    report: &ContextReport,
+    messages: &[serde_json::Value],
     prompts: &Prompts,
     tokenizer: TokenizerKind,
 ) -> usize {
     let mut tokens = 0;
-    for message in &report.messages {
+    for message in messages {
         if let Some(content) = message["content"].as_str() {
             tokens += tokenizer.count(content);
         }
@@ -309,6 +316,10 @@ pub fn print_context(options: &ContextOptions, report: &ContextBenchReport) {
     println!(
         "  tokenizing the request from scratch {:>6.3} ms/request",
         ms(report.scratch)
+    );
+    println!(
+        "  building the OpenAI messages JSON  {:>6.3} ms/request (the same with or without caches; not in the figures above)",
+        ms(report.wire)
     );
     println!(
         "  speed-up: {:.0}x (same state), {:.0}x (cursor moved), {:.0}x (new turn)",

@@ -12,13 +12,21 @@
 
 use std::borrow::Cow;
 
-use crate::editor_context::EditorContext;
+use crate::editor_context::{EditorContext, OutlineCache};
 use crate::environment::Environment;
 use crate::history::{Entry, History, Item, NormalizeReport};
 use crate::prompts::{Prompts, ToolSpec};
 use crate::tokens::{
     Calibration, CountCache, TokenizerKind, REPLY_PRIMING_TOKENS, TOKENS_PER_MESSAGE,
 };
+
+/// What assembly remembers between requests: token counts of texts seen before and the
+/// outlines of open buffers. Owned by whoever assembles repeatedly (the server, a session).
+#[derive(Default)]
+pub struct AssemblyCache {
+    pub counts: CountCache,
+    pub outlines: OutlineCache,
+}
 
 /// The instructions of a session: the same for every turn until configuration, prompt
 /// files, AGENTS.md or skills change.

@@ -8,6 +8,7 @@ use tower_lsp::lsp_types::{Position, Url};
 
 use crate::agents_md::{self, DiskFiles};
 use crate::config::Config;
+use crate::context::AssemblyCache;
 use crate::editor_state::{self, EditorState};
 use crate::environment::Environment;
 use crate::files;
@@ -16,7 +17,7 @@ use crate::inspect::{self, ActiveDocument, ContextReport};
 use crate::position::PositionEncoding;
 use crate::prompts::{self, Prompts};
 use crate::skills;
-use crate::tokens::{Calibration, CountCache};
+use crate::tokens::Calibration;
 
 pub const USAGE: &str = "agentls context <file>[:line[:col]] [--workspace DIR] [--json]";
 
@@ -155,7 +156,7 @@ pub fn run(options: &Options) -> Result<String, String> {
         history: &history,
         calibration: Calibration::default(),
     };
-    let report = inspect::report(&inputs, "", &mut CountCache::default());
+    let report = inspect::report(&inputs, "", &mut AssemblyCache::default());
     if options.json {
         return serde_json::to_string_pretty(&report).map_err(|e| e.to_string());
     }

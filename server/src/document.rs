@@ -11,6 +11,10 @@ use tree_sitter::{InputEdit, Parser, Tree};
 /// 20 MB generated file costs hundreds of MB and seconds per reparse and helps nobody.
 pub const DEFAULT_MAX_SYNTAX_BYTES: usize = 8 * 1024 * 1024;
 
+/// The version of a document read from disk rather than opened by the client: it says
+/// nothing about the text, so nothing may be cached by it.
+pub const DISK_VERSION: i32 = i32::MIN;
+
 /// One content change as the client sent it: a range (None = whole document) and text.
 #[derive(Debug, Clone)]
 pub struct TextChange {

@@ -20,10 +20,11 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::Arc;
 
 use ropey::Rope;
 
-use crate::document::DocumentSnapshot;
+use crate::document::{DocumentSnapshot, DISK_VERSION};
 use crate::syntax::{self, EnclosingSymbol, Identifier, Symbol, SymbolKind};
 use crate::tokens::{CountCache, TokenizerKind};
 use crate::truncate::{truncate_middle, TruncationPolicy};
@@ -119,6 +120,106 @@ const MAX_OUTLINE_INDENT: usize = 16;
 const OPENING_TAG: &str = "<editor_context>\n";
 const CLOSING_TAG: &str = "</editor_context>\n";
 
+/// What is derived from an open buffer's syntax, kept between builds: its outline, its
+/// rendered outline lines and its rendered definitions by name. It changes only with the
+/// text, and an open buffer's text changes only with its version (the client's, which only
+/// grows). A snapshot read from disk (`DISK_VERSION`) is never cached. One entry per path.
+#[derive(Default)]
+pub struct OutlineCache {
+    entries: HashMap<String, BufferSyntax>,
+}
+
+struct BufferSyntax {
+    version: i32,
+    len_bytes: usize,
+    symbols: Arc<Vec<Symbol>>,
+    outline_lines: Option<Arc<Vec<String>>>,
+    /// Symbol name → its definitions rendered, in source order.
+    definitions: Option<Arc<HashMap<String, Vec<Arc<str>>>>>,
+}
+
+/// Paths remembered at most; past it the cache starts over.
+const OUTLINE_CACHE_CAPACITY: usize = 1024;
+
+impl OutlineCache {
+    /// The buffer's outline, None without a syntax tree.
+    pub fn outline(&mut self, buffer: &OpenBuffer) -> Option<Arc<Vec<Symbol>>> {
+        self.with_entry(buffer, |entry, _| entry.symbols.clone())
+    }
+
+    fn outline_lines(&mut self, buffer: &OpenBuffer) -> Option<Arc<Vec<String>>> {
+        self.with_entry(buffer, |entry, buffer| {
+            entry
+                .outline_lines
+                .get_or_insert_with(|| {
+                    Arc::new(outline_entries(&buffer.snapshot.rope, &entry.symbols))
+                })
+                .clone()
+        })
+    }
+
+    fn definitions(&mut self, buffer: &OpenBuffer) -> Option<Arc<HashMap<String, Vec<Arc<str>>>>> {
+        self.with_entry(buffer, |entry, buffer| {
+            entry
+                .definitions
+                .get_or_insert_with(|| {
+                    let mut by_name: HashMap<String, Vec<Arc<str>>> = HashMap::new();
+                    let mut stack: Vec<&Symbol> = entry.symbols.iter().rev().collect();
+                    while let Some(symbol) = stack.pop() {
+                        by_name
+                            .entry(symbol.name.clone())
+                            .or_default()
+                            .push(Arc::from(render_definition(
+                                buffer.display_path,
+                                &buffer.snapshot.rope,
+                                symbol,
+                            )));
+                        stack.extend(symbol.children.iter().rev());
+                    }
+                    Arc::new(by_name)
+                })
+                .clone()
+        })
+    }
+
+    /// Runs `f` on the buffer's entry, made fresh first when the buffer changed.
+    fn with_entry<R>(
+        &mut self,
+        buffer: &OpenBuffer,
+        f: impl FnOnce(&mut BufferSyntax, &OpenBuffer) -> R,
+    ) -> Option<R> {
+        let snapshot = buffer.snapshot;
+        let tree = snapshot.tree.as_ref()?;
+        let len_bytes = snapshot.rope.len_bytes();
+        let fresh = || {
+            let source = snapshot.rope.to_string();
+            BufferSyntax {
+                version: snapshot.version,
+                len_bytes,
+                symbols: Arc::new(syntax::outline(snapshot.language, source.as_bytes(), tree)),
+                outline_lines: None,
+                definitions: None,
+            }
+        };
+        if snapshot.version == DISK_VERSION {
+            return Some(f(&mut fresh(), buffer));
+        }
+        let current = self
+            .entries
+            .get(buffer.display_path)
+            .is_some_and(|entry| entry.version == snapshot.version && entry.len_bytes == len_bytes);
+        if !current {
+            if self.entries.len() >= OUTLINE_CACHE_CAPACITY {
+                self.entries.clear();
+            }
+            self.entries
+                .insert(buffer.display_path.to_string(), fresh());
+        }
+        let entry = self.entries.get_mut(buffer.display_path)?;
+        Some(f(entry, buffer))
+    }
+}
+
 /// Renders the editor context block of `active` within `budget` tokens (see the module
 /// documentation for the priority order and the markers).
 pub fn build(
@@ -128,6 +229,7 @@ pub fn build(
     budget: usize,
     tokenizer: TokenizerKind,
     cache: &mut CountCache,
+    outlines: &mut OutlineCache,
 ) -> EditorContext {
     let rope = &active.snapshot.rope;
     let cursor = clamp_byte(rope, active.cursor);
@@ -156,10 +258,11 @@ pub fn build(
         .iter()
         .any(|buffer| buffer.display_path != active.display_path && buffer.snapshot.tree.is_some());
     let syntax = ActiveSyntax::of(
-        active.snapshot,
+        active,
         cursor,
         selection.as_ref(),
         has_definition_sources,
+        outlines,
     );
     let mut parts = Vec::new();
     if let Some(selection) = &selection {
@@ -179,18 +282,19 @@ pub fn build(
         parts.push(diagnostics_part(rope, cursor, &active.diagnostics));
     }
     if let Some(syntax) = &syntax {
-        if !syntax.outline.is_empty() {
+        if !syntax.outline_lines.is_empty() {
             parts.push(Part {
                 name: "outline",
                 body: Body::Entries(EntryBlock {
                     open: "<outline>\n",
-                    entries: outline_entries(rope, &syntax.outline),
+                    entries: syntax.outline_lines.to_vec(),
                     close: "</outline>\n",
                     unit: EntryUnit::Lines,
                 }),
             });
         }
-        let definitions = definition_entries(&syntax.identifiers, active.display_path, others);
+        let definitions =
+            definition_entries(&syntax.identifiers, active.display_path, others, outlines);
         if !definitions.is_empty() {
             parts.push(Part {
                 name: "definitions",
@@ -301,25 +405,33 @@ fn fill(
 /// What the active document's syntax tree says; None without a tree.
 struct ActiveSyntax {
     enclosing: Option<EnclosingSymbol>,
-    outline: Vec<Symbol>,
-    /// Referenced in the selection, else in the enclosing symbol, else on the cursor's line.
+    /// The outline rendered one line per symbol.
+    outline_lines: Arc<Vec<String>>,
+    /// Referenced in the selection and the enclosing symbol, else on the cursor's line.
     identifiers: Vec<Identifier>,
 }
 
 impl ActiveSyntax {
     fn of(
-        snapshot: &DocumentSnapshot,
+        active: &ActiveFile,
         cursor: usize,
         selection: Option<&Range<usize>>,
         look_up_identifiers: bool,
+        outlines: &mut OutlineCache,
     ) -> Option<ActiveSyntax> {
+        let snapshot = active.snapshot;
         let tree = snapshot.tree.as_ref()?;
         let language = snapshot.language;
-        // The syntax functions read one contiguous buffer; one copy serves all three.
+        // The outline comes from the cache (unchanged text, unchanged outline); the other
+        // syntax functions read one contiguous copy of the text.
+        let buffer = OpenBuffer {
+            display_path: active.display_path,
+            snapshot,
+        };
+        let outline = outlines.outline(&buffer)?;
         let source = snapshot.rope.to_string();
         let source = source.as_bytes();
-        let enclosing = syntax::enclosing_symbol(language, source, tree, cursor);
-        let outline = syntax::outline(language, source, tree);
+        let enclosing = syntax::enclosing_in_outline(&outline, source, cursor);
         let identifiers = if look_up_identifiers {
             // The selection's identifiers first, then the rest of the enclosing symbol's:
             // both are what the user is looking at.
@@ -350,7 +462,7 @@ impl ActiveSyntax {
         };
         Some(ActiveSyntax {
             enclosing,
-            outline,
+            outline_lines: outlines.outline_lines(&buffer)?,
             identifiers,
         })
     }
@@ -701,44 +813,30 @@ fn definition_entries(
     identifiers: &[Identifier],
     active_path: &str,
     others: &[OpenBuffer],
+    outlines: &mut OutlineCache,
 ) -> Vec<String> {
     if identifiers.is_empty() {
         return Vec::new();
     }
-    let outlines: Vec<(&OpenBuffer, Vec<Symbol>)> = others
+    let indexes: Vec<_> = others
         .iter()
         .filter(|buffer| buffer.display_path != active_path)
-        .filter_map(|buffer| {
-            let tree = buffer.snapshot.tree.as_ref()?;
-            let source = buffer.snapshot.rope.to_string();
-            let symbols = syntax::outline(buffer.snapshot.language, source.as_bytes(), tree);
-            Some((buffer, symbols))
-        })
+        .filter_map(|buffer| outlines.definitions(buffer))
         .collect();
-    let mut by_name: HashMap<&str, Vec<(&OpenBuffer, &Symbol)>> = HashMap::new();
-    for (buffer, symbols) in &outlines {
-        let mut stack: Vec<&Symbol> = symbols.iter().rev().collect();
-        while let Some(symbol) = stack.pop() {
-            by_name
-                .entry(symbol.name.as_str())
-                .or_default()
-                .push((*buffer, symbol));
-            stack.extend(symbol.children.iter().rev());
-        }
-    }
-    let mut seen: HashSet<(&str, usize)> = HashSet::new();
+    // One name, one lookup: an identifier used as a value and as a type finds the same
+    // definitions.
+    let mut looked_up: HashSet<&str> = HashSet::new();
     let mut entries = Vec::new();
     for identifier in identifiers {
-        for (buffer, symbol) in by_name.get(identifier.name.as_str()).into_iter().flatten() {
-            if entries.len() == MAX_DEFINITIONS {
-                return entries;
-            }
-            if seen.insert((buffer.display_path, symbol.range.start)) {
-                entries.push(render_definition(
-                    buffer.display_path,
-                    &buffer.snapshot.rope,
-                    symbol,
-                ));
+        if !looked_up.insert(identifier.name.as_str()) {
+            continue;
+        }
+        for index in &indexes {
+            for definition in index.get(identifier.name.as_str()).into_iter().flatten() {
+                if entries.len() == MAX_DEFINITIONS {
+                    return entries;
+                }
+                entries.push(definition.to_string());
             }
         }
     }
@@ -910,6 +1008,7 @@ mod tests {
             budget,
             TOK,
             &mut CountCache::default(),
+            &mut OutlineCache::default(),
         )
     }
 
@@ -1638,10 +1737,21 @@ class Repository:
             },
         ];
         let floor = floor_of(&file, &others);
+        // Caches shared across the sweep, as the server shares them across requests.
         let mut cache = CountCache::default();
+        let mut outlines = OutlineCache::default();
         let mut cut_parts = HashSet::new();
         for budget in (0..3_000).step_by(37) {
-            let context = build(&file, &others, BOUNDARY, budget, TOK, &mut cache);
+            let context = build(
+                &file,
+                &others,
+                BOUNDARY,
+                budget,
+                TOK,
+                &mut cache,
+                &mut outlines,
+            );
+            assert_eq!(context, run(&file, &others, budget), "cached build differs");
             assert_accounting(&context, budget, floor);
             cut_parts.extend(
                 context
@@ -1655,6 +1765,46 @@ class Repository:
         for name in ["selection", "enclosingSymbol", "diagnostics", "definitions"] {
             assert!(cut_parts.contains(name), "{name} never cut: {cut_parts:?}");
         }
+    }
+
+    #[test]
+    fn the_outline_cache_follows_versions_and_never_keeps_disk_snapshots() {
+        let v1 =
+            Document::new("fn one() {}\n", 1, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES).snapshot();
+        let v2 =
+            Document::new("fn two() {}\n", 2, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES).snapshot();
+        let names = |cache: &mut OutlineCache, snapshot: &DocumentSnapshot| -> Vec<String> {
+            cache
+                .outline(&OpenBuffer {
+                    display_path: "a.rs",
+                    snapshot,
+                })
+                .unwrap()
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        let mut cache = OutlineCache::default();
+        assert_eq!(names(&mut cache, &v1), ["one"]);
+        assert_eq!(names(&mut cache, &v2), ["two"]);
+        // Disk snapshots of the same path with different text: never served from the cache.
+        let disk_a = Document::new(
+            "fn a() {}\n",
+            DISK_VERSION,
+            Language::Rust,
+            DEFAULT_MAX_SYNTAX_BYTES,
+        )
+        .snapshot();
+        let disk_b = Document::new(
+            "fn b() {}\n",
+            DISK_VERSION,
+            Language::Rust,
+            DEFAULT_MAX_SYNTAX_BYTES,
+        )
+        .snapshot();
+        assert_eq!(names(&mut cache, &disk_a), ["a"]);
+        assert_eq!(names(&mut cache, &disk_b), ["b"]);
+        assert!(cache.entries.get("a.rs").is_some_and(|e| e.version == 2));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::document::{Document, DocumentSnapshot};
+use crate::document::{Document, DocumentSnapshot, DISK_VERSION};
 use crate::language::Language;
 
 /// Files above this are not read whole into a prompt's context.
@@ -51,14 +51,14 @@ pub fn read_text(path: &Path) -> Result<String, FileRefused> {
     })
 }
 
-/// The file as a document (text and syntax tree), as if it were open at version 0.
+/// The file as a document (text and syntax tree) at `DISK_VERSION`.
 pub fn read_document(
     path: &Path,
     max_syntax_bytes: usize,
 ) -> Result<DocumentSnapshot, FileRefused> {
     let text = read_text(path)?;
     let language = Language::detect("", Some(path));
-    Ok(Document::new(&text, 0, language, max_syntax_bytes).snapshot())
+    Ok(Document::new(&text, DISK_VERSION, language, max_syntax_bytes).snapshot())
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::agents_md::AgentsChain;
 use crate::config::Config;
 use crate::context::{
-    self, AgentsMdInstructions, AssemblyConfig, Pending, Section, StaticContext, TurnBlock,
+    self, AgentsMdInstructions, AssemblyCache, AssemblyConfig, Pending, Section, StaticContext,
+    TurnBlock,
 };
 use crate::document::DocumentSnapshot;
 use crate::editor_context::{self, ActiveFile, OpenBuffer, PartReport};
@@ -21,7 +22,7 @@ use crate::models;
 use crate::openai_wire;
 use crate::prompts::Prompts;
 use crate::skills::{self, Skill};
-use crate::tokens::{Calibration, CountCache};
+use crate::tokens::Calibration;
 
 /// The document the user is in, with the editor state resolved to its bytes.
 pub struct ActiveDocument {
@@ -91,7 +92,7 @@ pub fn static_context(inputs: &Inputs) -> StaticContext {
     }
 }
 
-pub fn turn_block(inputs: &Inputs, cache: &mut CountCache) -> TurnBlock {
+pub fn turn_block(inputs: &Inputs, cache: &mut AssemblyCache) -> TurnBlock {
     let tokenizer = inputs.config.tokenizer();
     let editor = inputs.active.map(|active| {
         let others: Vec<OpenBuffer> = inputs
@@ -116,36 +117,64 @@ pub fn turn_block(inputs: &Inputs, cache: &mut CountCache) -> TurnBlock {
             &inputs.prompts.data_boundary,
             inputs.config.editor_context_max_tokens,
             tokenizer,
-            cache,
+            &mut cache.counts,
+            &mut cache.outlines,
         )
     });
-    context::turn_block(inputs.environment, editor, tokenizer, cache)
+    context::turn_block(inputs.environment, editor, tokenizer, &mut cache.counts)
+}
+
+/// Everything of the next request that does not borrow the history: the static context,
+/// the turn block, the assembly settings.
+pub struct Prepared {
+    pub static_context: StaticContext,
+    pub block: TurnBlock,
+    pub config: AssemblyConfig,
+}
+
+pub fn prepare(inputs: &Inputs, cache: &mut AssemblyCache) -> Prepared {
+    Prepared {
+        static_context: static_context(inputs),
+        block: turn_block(inputs, cache),
+        config: AssemblyConfig {
+            tokenizer: inputs.config.tokenizer(),
+            context_window: models::context_window(
+                inputs.config.context_window,
+                inputs.config.model.as_deref(),
+            ),
+            calibration: inputs.calibration,
+        },
+    }
+}
+
+impl Prepared {
+    /// The request the next prompt would produce, with `text` as what the user typed.
+    pub fn request<'a>(
+        &'a self,
+        history: &'a History,
+        text: &str,
+        prompts: &Prompts,
+        cache: &mut AssemblyCache,
+    ) -> context::Request<'a> {
+        context::assemble(
+            &self.config,
+            &self.static_context,
+            history,
+            Some(Pending {
+                text,
+                block: &self.block,
+            }),
+            prompts,
+            &mut cache.counts,
+        )
+    }
 }
 
 /// The request the next prompt would produce (with `text` as what the user typed; empty
 /// for an inspection without a prompt), reported.
-pub fn report(inputs: &Inputs, text: &str, cache: &mut CountCache) -> ContextReport {
-    let static_context = static_context(inputs);
-    let block = turn_block(inputs, cache);
-    let config = AssemblyConfig {
-        tokenizer: inputs.config.tokenizer(),
-        context_window: models::context_window(
-            inputs.config.context_window,
-            inputs.config.model.as_deref(),
-        ),
-        calibration: inputs.calibration,
-    };
-    let request = context::assemble(
-        &config,
-        &static_context,
-        inputs.history,
-        Some(Pending {
-            text,
-            block: &block,
-        }),
-        inputs.prompts,
-        cache,
-    );
+pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> ContextReport {
+    let prepared = prepare(inputs, cache);
+    let request = prepared.request(inputs.history, text, inputs.prompts, cache);
     ContextReport {
         context_window: request.context_window,
         total_tokens: request.total_tokens,
@@ -153,8 +182,13 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut CountCache) -> ContextRep
         estimated: request.estimated,
         sections: request.sections.clone(),
         messages: openai_wire::messages(&request, inputs.prompts),
-        tokenizer: config.tokenizer.name(),
+        tokenizer: prepared.config.tokenizer.name(),
         calibration: inputs.calibration,
-        editor_parts: block.editor.map(|e| e.parts).unwrap_or_default(),
+        editor_parts: prepared
+            .block
+            .editor
+            .as_ref()
+            .map(|e| e.parts.clone())
+            .unwrap_or_default(),
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::agents_md::{self, AgentsChain, DiskFiles, Overlay};
 use crate::config::Config;
+use crate::context::AssemblyCache;
 use crate::document::{DocumentSnapshot, TextChange};
 use crate::documents::DocumentStore;
 use crate::editor_state::{self, EditorState};
@@ -15,7 +16,7 @@ use crate::position::{self, PositionEncoding};
 use crate::prompts::{self, Prompts};
 use crate::skills;
 use crate::syntax;
-use crate::tokens::{Calibration, CountCache};
+use crate::tokens::Calibration;
 use crate::transport;
 use crate::workspace::{self, WorkspaceIndex};
 use futures::future::{self, Either, Ready};
@@ -190,8 +191,8 @@ struct State {
     progress_tokens: AtomicU64,
     /// The prompt files, reloaded when `prompts.dir` may have changed.
     prompts: RwLock<Arc<Prompts>>,
-    /// Token counts of static and editor texts seen before (see tokens::CountCache).
-    count_cache: Mutex<CountCache>,
+    /// Token counts and outlines remembered between assemblies.
+    assembly_cache: Mutex<AssemblyCache>,
 }
 
 impl State {
@@ -207,7 +208,7 @@ impl State {
             agents_disk: DiskFiles::default(),
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
-            count_cache: Mutex::new(CountCache::default()),
+            assembly_cache: Mutex::new(AssemblyCache::default()),
         }
     }
 
@@ -660,7 +661,10 @@ impl Backend {
                 history: &history,
                 calibration: Calibration::default(),
             };
-            let mut cache = state.count_cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = state
+                .assembly_cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             inspect::report(&inputs, "", &mut cache)
         })
         .await

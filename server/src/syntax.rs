@@ -176,10 +176,19 @@ pub fn enclosing_symbol(
     tree: &Tree,
     byte: usize,
 ) -> Option<EnclosingSymbol> {
+    enclosing_in_outline(&outline(language, source, tree), source, byte)
+}
+
+/// `enclosing_symbol` over an outline computed before (and perhaps cached) for `source`.
+pub fn enclosing_in_outline(
+    outline: &[Symbol],
+    source: &[u8],
+    byte: usize,
+) -> Option<EnclosingSymbol> {
     let byte = byte.min(source.len());
-    let mut level = outline(language, source, tree);
+    let mut level = outline;
     let mut path = Vec::new();
-    let mut innermost: Option<Symbol> = None;
+    let mut innermost: Option<&Symbol> = None;
     // Prefer a symbol that strictly contains the byte, so when one definition ends exactly
     // where the next begins, the cursor belongs to the one it is in front of.
     while let Some(index) = level
@@ -191,8 +200,8 @@ pub fn enclosing_symbol(
                 .rposition(|s| s.range.start <= byte && byte <= s.range.end)
         })
     {
-        let mut symbol = level.swap_remove(index);
-        level = std::mem::take(&mut symbol.children);
+        let symbol = &level[index];
+        level = &symbol.children;
         path.push(symbol.name.clone());
         innermost = Some(symbol);
     }
@@ -200,9 +209,9 @@ pub fn enclosing_symbol(
     Some(EnclosingSymbol {
         path,
         text: lossy_text(source, symbol.range.clone()),
-        name: symbol.name,
+        name: symbol.name.clone(),
         kind: symbol.kind,
-        range: symbol.range,
+        range: symbol.range.clone(),
     })
 }
 
