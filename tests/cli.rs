@@ -23,7 +23,9 @@ fn version_and_help() {
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(
-        help.contains("agentls demo") && help.contains("AGENTLS_LOG"),
+        help.contains("agentls demo")
+            && help.contains("agentls context")
+            && help.contains("AGENTLS_LOG"),
         "{help}"
     );
 }
@@ -77,6 +79,9 @@ fn demo_drives_a_real_session_and_prints_what_it_tracked() {
         "last symbol: added_by_demo [function]",
         "symbol at 10:4: \"added_by_demo\" [\"function\"]",
         "  AGENTS.md (10 bytes)",
+        "context the model would see (",
+        "% of 128000, estimated):",
+        "  editor",
         "server exited: exit status: 0",
     ] {
         assert!(

@@ -1,7 +1,8 @@
 //! `agentls demo [DIR] [FILE]`: the main job until the agent exists. Starts this very
 //! binary as a language server, drives a scripted LSP session against it over stdio and
 //! prints what the server tracked: the workspace index, a document's outline before and
-//! after an incremental edit, the symbol at a position, and the AGENTS.md chain.
+//! after an incremental edit, the symbol at a position, the AGENTS.md chain, and the
+//! context the model would be sent for a prompt made there.
 
 use crate::lsp_client::LspClient;
 use serde_json::{json, Value};
@@ -170,6 +171,34 @@ pub async fn run(dir: &Path, file: Option<&Path>) -> Result<(), String> {
             }
         }
         _ => println!("  (none)"),
+    }
+
+    // What the model would be sent for a prompt made here, section by section.
+    let context = client
+        .request(
+            "agent/session/context",
+            json!({"editor": {"uri": file_uri, "position": at}}),
+        )
+        .await
+        .map_err(rpc)?;
+    println!(
+        "\ncontext the model would see ({} tokens, {:.1}% of {}, {}):",
+        context["totalTokens"],
+        context["fill"].as_f64().unwrap_or(0.0) * 100.0,
+        context["contextWindow"],
+        if context["estimated"] == true {
+            "estimated"
+        } else {
+            "provider-reported"
+        }
+    );
+    for section in context["sections"].as_array().into_iter().flatten() {
+        println!(
+            "  {:<22} {:>7}  {}",
+            section["name"].as_str().unwrap_or("?"),
+            section["tokens"].as_u64().unwrap_or(0),
+            section["trust"].as_str().unwrap_or("")
+        );
     }
     let status = client.shutdown().await.map_err(|e| e.to_string())?;
     println!("\nserver exited: {status}");

@@ -437,6 +437,9 @@ impl LanguageServer for Backend {
                 .show_message(MessageType::WARNING, message)
                 .await;
         }
+        // A new model may mean a new tokenizer: build it now, not on the next request.
+        let tokenizer = self.state.config().tokenizer();
+        tokio::task::spawn_blocking(move || tokenizer.warm());
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
