@@ -40,6 +40,20 @@ pub struct Config {
     pub max_output_tokens: Option<usize>,
     /// `prompts.dir`: where prompt overrides live (default `~/.config/agentls/prompts`).
     pub prompts_dir: Option<PathBuf>,
+    /// `provider.baseUrl`: default per kind (api.openai.com/v1, api.anthropic.com).
+    pub base_url: Option<String>,
+    /// `provider.apiKeyEnv`: the environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// `provider.timeoutMs`: connect timeout and longest silence in a stream.
+    pub timeout_ms: u64,
+    /// `provider.maxRetries`: retries of 429/5xx answers.
+    pub max_retries: u32,
+    /// `maxSteps`: model calls per turn.
+    pub max_steps: usize,
+    /// `stateDir`: where session logs live.
+    pub state_dir: Option<PathBuf>,
+    /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
+    pub approval_timeout_ms: u64,
 }
 
 pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
@@ -72,6 +86,13 @@ impl Default for Config {
             context_window: None,
             max_output_tokens: None,
             prompts_dir: None,
+            base_url: None,
+            api_key_env: None,
+            timeout_ms: 120_000,
+            max_retries: 4,
+            max_steps: 50,
+            state_dir: None,
+            approval_timeout_ms: 300_000,
         }
     }
 }
@@ -191,6 +212,67 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.max_output_tokens = p.max_output_tokens,
+    },
+    Key {
+        path: "provider.baseUrl",
+        set: |c, v| {
+            let url = string(v)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("must be an http:// or https:// URL, got {v}"));
+            }
+            c.base_url = Some(url.trim_end_matches('/').to_string());
+            Ok(())
+        },
+        keep: |c, p| c.base_url = p.base_url.clone(),
+    },
+    Key {
+        path: "provider.apiKeyEnv",
+        set: |c, v| {
+            c.api_key_env = Some(string(v)?).filter(|s| !s.is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.api_key_env = p.api_key_env.clone(),
+    },
+    Key {
+        path: "provider.timeoutMs",
+        set: |c, v| {
+            c.timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.timeout_ms = p.timeout_ms,
+    },
+    Key {
+        path: "provider.maxRetries",
+        set: |c, v| {
+            c.max_retries = u32::try_from(non_negative_integer(v)?)
+                .map_err(|_| format!("must be a small non-negative integer, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.max_retries = p.max_retries,
+    },
+    Key {
+        path: "maxSteps",
+        set: |c, v| {
+            c.max_steps = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.max_steps = p.max_steps,
+    },
+    Key {
+        path: "stateDir",
+        set: |c, v| {
+            c.state_dir = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.state_dir = p.state_dir.clone(),
+    },
+    Key {
+        path: "approvalTimeoutMs",
+        set: |c, v| {
+            c.approval_timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.approval_timeout_ms = p.approval_timeout_ms,
     },
     Key {
         path: "prompts.dir",

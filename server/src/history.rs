@@ -193,6 +193,14 @@ impl History {
     /// Appends an item: a tool output is cut to `policy` first, then the item is counted
     /// once. Returns the recorded entry.
     pub fn record(&mut self, item: Item, policy: TruncationPolicy, prompts: &Prompts) -> &Entry {
+        let entry = self.entry_for(item, policy, prompts);
+        self.push_recorded(entry);
+        self.entries.last().expect("just pushed")
+    }
+
+    /// The entry `item` becomes when recorded (cut to `policy` if a tool output, counted),
+    /// without recording it: a session writes it to its log first.
+    pub fn entry_for(&self, item: Item, policy: TruncationPolicy, prompts: &Prompts) -> Entry {
         let item = match item {
             Item::ToolOutput {
                 call_id,
@@ -208,9 +216,13 @@ impl History {
             other => other,
         };
         let tokens = item_tokens(&item, prompts, self.tokenizer);
-        self.tokens += tokens;
-        self.entries.push(Entry { item, tokens });
-        self.entries.last().expect("just pushed")
+        Entry { item, tokens }
+    }
+
+    /// Appends an entry made by `entry_for` (or read back from a session log) as it is.
+    pub fn push_recorded(&mut self, entry: Entry) {
+        self.tokens += entry.tokens;
+        self.entries.push(entry);
     }
 
     /// Recounts every entry, e.g. after the model (and so the tokenizer) changed.

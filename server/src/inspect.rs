@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::agents_md::AgentsChain;
 use crate::config::Config;
@@ -19,10 +19,10 @@ use crate::editor_state::ResolvedEditor;
 use crate::environment::Environment;
 use crate::history::History;
 use crate::models;
-use crate::openai_wire;
 use crate::prompts::Prompts;
 use crate::skills::{self, Skill};
 use crate::tokens::Calibration;
+use crate::{anthropic_wire, openai_wire};
 
 /// The document the user is in, with the editor state resolved to its bytes.
 pub struct ActiveDocument {
@@ -181,7 +181,17 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> Context
         fill: request.fill(),
         estimated: request.estimated,
         sections: request.sections.clone(),
-        messages: openai_wire::messages(&request, inputs.prompts),
+        // Exactly what the configured provider would be sent: Anthropic keeps the system
+        // prompt out of `messages`, so it is shown as the first entry there too.
+        messages: match inputs.config.provider_kind.as_str() {
+            "anthropic" => {
+                let body = anthropic_wire::body(&request, inputs.prompts);
+                let mut messages = vec![json!({"role": "system", "content": body["system"]})];
+                messages.extend(body["messages"].as_array().cloned().unwrap_or_default());
+                messages
+            }
+            _ => openai_wire::messages(&request, inputs.prompts),
+        },
         tokenizer: prepared.config.tokenizer.name(),
         calibration: inputs.calibration,
         editor_parts: prepared

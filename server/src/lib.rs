@@ -1,9 +1,14 @@
 //! agentls: a language server that is the backend of an LLM coding agent in the editor.
 //! See ARCHITECTURE.md for the map; `server` is the LSP edge, the rest is the core.
 
+pub mod agent;
 pub mod agents_md;
+pub mod anthropic_wire;
+pub mod approval;
+pub mod ask_cli;
 pub mod bench;
 pub mod bench_context;
+pub mod bench_stream;
 pub mod config;
 pub mod context;
 pub mod context_cli;
@@ -13,19 +18,26 @@ pub mod documents;
 pub mod editor_context;
 pub mod editor_state;
 pub mod environment;
+pub mod fake_provider;
 pub mod files;
 pub mod history;
+pub mod host;
 pub mod inspect;
 pub mod language;
 pub mod lsp_client;
 pub mod models;
 pub mod openai_wire;
 pub mod position;
+pub mod prompt_text;
 pub mod prompts;
+pub mod provider;
 pub mod server;
+pub mod session;
+pub mod session_log;
 pub mod skills;
 pub mod syntax;
 pub mod tokens;
+pub mod tools;
 pub mod transport;
 pub mod truncate;
 pub mod workspace;

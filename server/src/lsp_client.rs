@@ -38,6 +38,19 @@ pub struct ServerMessage {
 
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
+/// How the client answers a request from the server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Result(Value),
+    Error(i64, String),
+    /// Never answer (to test the server's timeouts).
+    Silence,
+}
+
+/// Chooses the answer to a server request from its method and params. The default answers
+/// `null`, what a plain editor answers to registerCapability or progress/create.
+pub type Responder = Arc<dyn Fn(&str, &Value) -> Answer + Send + Sync>;
+
 pub struct LspClient {
     child: Child,
     /// None once closed by `shutdown`.
@@ -54,6 +67,21 @@ impl LspClient {
         program: &std::path::Path,
         args: &[&str],
         env: &[(&str, &str)],
+    ) -> std::io::Result<LspClient> {
+        LspClient::spawn_with(
+            program,
+            args,
+            env,
+            Arc::new(|_, _| Answer::Result(Value::Null)),
+        )
+    }
+
+    /// `spawn`, answering server requests with `responder`.
+    pub fn spawn_with(
+        program: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        responder: Responder,
     ) -> std::io::Result<LspClient> {
         let mut command = Command::new(program);
         command
@@ -75,6 +103,7 @@ impl LspClient {
             stdin.clone(),
             pending.clone(),
             tx,
+            responder,
         ));
         Ok(LspClient {
             child,
@@ -185,6 +214,7 @@ async fn read_loop(
     stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
     pending: Pending,
     messages: mpsc::UnboundedSender<ServerMessage>,
+    responder: Responder,
 ) {
     loop {
         let body = match transport::read_frame(&mut stdout).await {
@@ -206,12 +236,21 @@ async fn read_loop(
         let id = message.get("id").cloned();
         match (method, id) {
             (Some(method), id) => {
-                if let Some(id) = &id {
-                    // What a plain editor answers to registerCapability, progress/create…
-                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": null});
-                    let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
-                }
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
+                if let Some(id) = &id {
+                    let answer = match responder(&method, &params) {
+                        Answer::Result(result) => {
+                            Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                        }
+                        Answer::Error(code, text) => Some(
+                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
+                        ),
+                        Answer::Silence => None,
+                    };
+                    if let Some(answer) = answer {
+                        let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
+                    }
+                }
                 let _ = messages.send(ServerMessage { method, params, id });
             }
             (None, Some(id)) => {

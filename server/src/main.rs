@@ -11,6 +11,10 @@ USAGE:
     agentls [--stdio]                 Serve LSP on stdin/stdout (what editors start)
     agentls demo [DIR] [FILE]         Start agentls as a child, drive a scripted LSP session
                                       on DIR (default .) and print what it tracked
+    agentls ask QUESTION [--file PATH[:LINE[:COL]]] [--session ID] [--approve]
+               [--workspace DIR] [--config JSON|@FILE]
+                                      One agent turn without an editor: the answer on
+                                      stdout, tool calls on stderr, the session persisted
     agentls context FILE[:LINE[:COL]] [--workspace DIR] [--json]
                                       Show what the model would see for FILE at that
                                       position: sections, token counts, editor context
@@ -20,6 +24,9 @@ USAGE:
     agentls bench context [--history-tokens N] [--buffers N] [--rounds N]
                                       Context assembly for a long session, incremental vs
                                       tokenizing from scratch; tokenizer throughput
+    agentls bench stream [--chunks N] [--turns N] [--first-token-ms N] [--gap-ms N]
+                                      Streaming through agentls from a fake provider:
+                                      chunk latency p50/p99, time to first token vs direct
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
     agentls --version                 Print the version
@@ -84,6 +91,18 @@ fn main() -> ExitCode {
                 Err(err) => fail(&err),
             }
         }
+        ["ask", rest @ ..] => {
+            let result = agentls::ask_cli::parse_args(rest).and_then(|options| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::ask_cli::run(options)))
+            });
+            match result {
+                Ok(0) => ExitCode::SUCCESS,
+                Ok(code) => ExitCode::from(code as u8),
+                Err(err) => fail(&err),
+            }
+        }
         ["context", rest @ ..] => {
             match agentls::context_cli::parse_args(rest).and_then(|o| agentls::context_cli::run(&o))
             {
@@ -110,6 +129,21 @@ fn main() -> ExitCode {
             }
             Err(err) => fail(&err),
         },
+        ["bench", "stream", rest @ ..] => {
+            let result = stream_options(rest).and_then(|options| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::bench_stream::stream(&options)))
+                    .map(|report| (options, report))
+            });
+            match result {
+                Ok((options, report)) => {
+                    agentls::bench_stream::print_stream(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
         ["bench", "startup", rest @ ..] => {
             let report = startup_files(rest).and_then(|files| {
                 runtime()
@@ -165,6 +199,21 @@ fn context_options(args: &[&str]) -> Result<agentls::bench_context::ContextOptio
             "--history-tokens" => options.history_tokens = value,
             "--buffers" => options.buffers = value.max(1),
             "--rounds" => options.rounds = value.max(1),
+            other => return Err(format!("unknown option {other}")),
+        }
+        Ok(())
+    })?;
+    Ok(options)
+}
+
+fn stream_options(args: &[&str]) -> Result<agentls::bench_stream::StreamOptions, String> {
+    let mut options = agentls::bench_stream::StreamOptions::default();
+    numeric_flags(args, |flag, value| {
+        match flag {
+            "--chunks" => options.chunks = value.max(1),
+            "--turns" => options.turns = value.max(1),
+            "--first-token-ms" => options.first_token_ms = value as u64,
+            "--gap-ms" => options.gap_ms = value as u64,
             other => return Err(format!("unknown option {other}")),
         }
         Ok(())

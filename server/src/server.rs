@@ -2,6 +2,7 @@
 //! calls on the core (documents, syntax, AGENTS.md, workspace index, config) and results
 //! back into LSP. It owns no logic the core could own.
 
+use crate::agent::{Agent, AgentError};
 use crate::agents_md::{self, AgentsChain, DiskFiles, Overlay};
 use crate::config::Config;
 use crate::context::AssemblyCache;
@@ -11,6 +12,7 @@ use crate::editor_state::{self, EditorState};
 use crate::environment::Environment;
 use crate::files;
 use crate::history::History;
+use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::inspect::{self, ActiveDocument, OtherDocument};
 use crate::position::{self, PositionEncoding};
 use crate::prompts::{self, Prompts};
@@ -55,6 +57,11 @@ pub async fn serve_stdio() -> SessionEnd {
     .custom_method("agentls/debug/agentsMd", Backend::debug_agents_md)
     .custom_method("agentls/debug/workspace", Backend::debug_workspace)
     .custom_method("agent/session/context", Backend::session_context)
+    .custom_method("agent/session/new", Backend::session_new)
+    .custom_method("agent/session/list", Backend::session_list)
+    .custom_method("agent/session/load", Backend::session_load)
+    .custom_method("agent/session/prompt", Backend::session_prompt)
+    .custom_method("agent/session/cancel", Backend::session_cancel)
     .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
     .custom_method(
         transport::MALFORMED_MESSAGE_METHOD,
@@ -176,6 +183,9 @@ fn route_sync_notification(documents: &DocumentStore, method: &str, params: Valu
 struct ClientSupport {
     work_done_progress: bool,
     watched_files_registration: bool,
+    apply_edit: bool,
+    document_changes: bool,
+    create_files: bool,
 }
 
 struct State {
@@ -193,6 +203,8 @@ struct State {
     prompts: RwLock<Arc<Prompts>>,
     /// Token counts and outlines remembered between assemblies.
     assembly_cache: Mutex<AssemblyCache>,
+    /// The agent loop, made on first use (it needs the client to talk back).
+    agent: std::sync::OnceLock<Arc<Agent>>,
 }
 
 impl State {
@@ -209,6 +221,7 @@ impl State {
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
             assembly_cache: Mutex::new(AssemblyCache::default()),
+            agent: std::sync::OnceLock::new(),
         }
     }
 
@@ -257,6 +270,7 @@ impl State {
     }
 }
 
+#[derive(Clone)]
 pub struct Backend {
     client: Client,
     state: Arc<State>,
@@ -285,6 +299,44 @@ struct SessionContextParams {
     session_id: Option<String>,
     #[serde(default)]
     editor: Option<EditorState>,
+}
+
+/// The code action kind of "Ask agent about this selection": a refactor sub-kind, so that
+/// VS Code shows it in the lightbulb and the refactor menu.
+const ASK_ACTION_KIND: &str = "refactor.agentls";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionNewParams {
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionIdParams {
+    session_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionPromptParams {
+    session_id: String,
+    text: String,
+    #[serde(default)]
+    editor: Option<EditorState>,
+}
+
+fn agent_error(err: AgentError) -> jsonrpc::Error {
+    if err.0.starts_with("unknown session") || err.0.starts_with("no model configured") {
+        invalid_params(err.0)
+    } else {
+        jsonrpc::Error {
+            code: jsonrpc::ErrorCode::ServerError(-32803),
+            message: err.0.into(),
+            data: None,
+        }
+    }
 }
 
 fn roots_from(params: &InitializeParams) -> Vec<PathBuf> {
@@ -339,6 +391,26 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.did_change_watched_files)
                 .and_then(|d| d.dynamic_registration)
                 .unwrap_or(false),
+            apply_edit: params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.apply_edit)
+                .unwrap_or(false),
+            document_changes: params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.document_changes)
+                .unwrap_or(false),
+            create_files: params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.resource_operations.as_ref())
+                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
         };
         let problems = state.apply_settings(
             params
@@ -371,6 +443,16 @@ impl LanguageServer for Backend {
                         save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
                             include_text: Some(false),
                         })),
+                        ..Default::default()
+                    },
+                )),
+                code_action_provider: Some(CodeActionProviderCapability::Options(
+                    CodeActionOptions {
+                        code_action_kinds: Some(vec![
+                            CodeActionKind::QUICKFIX,
+                            CodeActionKind::from(ASK_ACTION_KIND),
+                        ]),
+                        resolve_provider: Some(false),
                         ..Default::default()
                     },
                 )),
@@ -409,6 +491,46 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> jsonrpc::Result<()> {
         Ok(())
+    }
+
+    /// "Ask agent about this selection" on a non-empty selection, "Ask agent to fix" for
+    /// each diagnostic under the cursor. The commands run in the editor (which opens its
+    /// chat with the context attached), so they are not registered as server commands.
+    async fn code_action(
+        &self,
+        params: CodeActionParams,
+    ) -> jsonrpc::Result<Option<CodeActionResponse>> {
+        let uri = params.text_document.uri;
+        let range = params.range;
+        let mut actions = CodeActionResponse::new();
+        if range.start != range.end {
+            actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: "Ask agent about this selection".into(),
+                kind: Some(CodeActionKind::from(ASK_ACTION_KIND)),
+                command: Some(Command {
+                    title: "Ask agent about this selection".into(),
+                    command: "agentls.askAboutSelection".into(),
+                    arguments: Some(vec![json!(uri), json!(range)]),
+                }),
+                ..Default::default()
+            }));
+        }
+        for diagnostic in params.context.diagnostics {
+            let message = diagnostic.message.lines().next().unwrap_or("").to_string();
+            let title = format!("Ask agent to fix: {}", crate::session::shorten(&message));
+            actions.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: title.clone(),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic.clone()]),
+                command: Some(Command {
+                    title,
+                    command: "agentls.fixDiagnostic".into(),
+                    arguments: Some(vec![json!(uri), json!(diagnostic)]),
+                }),
+                ..Default::default()
+            }));
+        }
+        Ok(Some(actions))
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
@@ -596,6 +718,51 @@ impl Backend {
         }
     }
 
+    fn agent(&self) -> Arc<Agent> {
+        self.state
+            .agent
+            .get_or_init(|| Agent::new(Arc::new(LspHost::new(self.clone()))))
+            .clone()
+    }
+
+    async fn session_new(&self, params: Option<SessionNewParams>) -> jsonrpc::Result<Value> {
+        let model = params.unwrap_or_default().model;
+        let id = self.agent().new_session(model).await.map_err(agent_error)?;
+        Ok(json!({ "sessionId": id }))
+    }
+
+    async fn session_list(&self, _: Option<Value>) -> jsonrpc::Result<Value> {
+        let sessions = self.agent().list().await.map_err(agent_error)?;
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    async fn session_load(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+        let items = self
+            .agent()
+            .load(&params.session_id)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "sessionId": params.session_id, "items": items }))
+    }
+
+    async fn session_prompt(&self, params: SessionPromptParams) -> jsonrpc::Result<Value> {
+        let turn_id = self
+            .agent()
+            .prompt(&params.session_id, params.text, params.editor)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "turnId": turn_id }))
+    }
+
+    async fn session_cancel(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+        let cancelled = self
+            .agent()
+            .cancel(&params.session_id)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "cancelled": cancelled }))
+    }
+
     /// `agent/session/context`: what the model would be sent next, section by section.
     async fn session_context(
         &self,
@@ -603,15 +770,68 @@ impl Backend {
     ) -> jsonrpc::Result<Value> {
         // Absent or null params: a fresh session, no editor.
         let params = params.unwrap_or_default();
-        if let Some(id) = &params.session_id {
-            // Sessions arrive with the agent loop; until then no id is known.
-            return Err(invalid_params(format!("unknown session {id:?}")));
-        }
+        let config = self.state.config();
+        let session = match &params.session_id {
+            Some(id) => Some(self.agent().history_of(id).await.map_err(agent_error)?),
+            None => None,
+        };
+        let gathered = self
+            .gather(params.editor.as_ref())
+            .await
+            .map_err(invalid_params)?;
+        let state = self.state.clone();
+        let report = tokio::task::spawn_blocking(move || {
+            let prompts = state.prompts();
+            let (history, calibration, config) = match session {
+                Some((history, calibration, model)) => {
+                    let mut config = config;
+                    if !model.is_empty() {
+                        config.model = Some(model);
+                    }
+                    (history, calibration, config)
+                }
+                None => (
+                    History::new(config.tokenizer()),
+                    Calibration::default(),
+                    config,
+                ),
+            };
+            let inputs = inspect::Inputs {
+                config: &config,
+                prompts: &prompts,
+                environment: &gathered.environment,
+                agents: gathered.agents.as_ref(),
+                skills: &gathered.skills,
+                active: gathered.active.as_ref(),
+                others: &gathered.others,
+                history: &history,
+                calibration,
+            };
+            let mut cache = state
+                .assembly_cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            inspect::report(&inputs, "", &mut cache)
+        })
+        .await
+        .map_err(|err| internal_error(format!("context assembly failed: {err}")))?;
+        serde_json::to_value(report).map_err(|err| internal_error(err.to_string()))
+    }
+
+    /// The context inputs of a turn: the editor's active document (open buffer, else the
+    /// file on disk when it is in the workspace), the other open buffers, the AGENTS.md
+    /// chain of the active file's directory (else the first root's), the skills, the
+    /// environment. An editor state that names an unusable document is an error.
+    pub async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
         let state = self.state.clone();
         let config = state.config();
         let roots = state.index.roots();
-        let active = match &params.editor {
-            Some(editor) => Some(self.active_document(editor, &roots).await?),
+        let active = match editor {
+            Some(editor) => Some(
+                self.active_document(editor, &roots)
+                    .await
+                    .map_err(|e| e.message.to_string())?,
+            ),
             None => None,
         };
         let agents_dir = match &active {
@@ -622,7 +842,7 @@ impl Backend {
             Some(dir) => Some(self.agents_chain(dir).await),
             None => None,
         };
-        let active_uri = params.editor.as_ref().map(|e| e.uri.clone());
+        let active_uri = editor.map(|e| e.uri.clone());
         let others: Vec<OtherDocument> = state
             .documents
             .matching(|_| true)
@@ -637,42 +857,29 @@ impl Backend {
                 snapshot,
             })
             .collect();
-        let report = tokio::task::spawn_blocking(move || {
-            let skills = skills::discover(&roots);
-            let cwd = roots
-                .first()
+        let skill_roots = roots.clone();
+        let skills = tokio::task::spawn_blocking(move || skills::discover(&skill_roots))
+            .await
+            .unwrap_or_default();
+        let cwd = roots
+            .first()
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let environment = Environment::current(
+            cwd,
+            roots
+                .iter()
                 .map(|r| r.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let environment = Environment::current(
-                cwd,
-                roots
-                    .iter()
-                    .map(|r| r.to_string_lossy().into_owned())
-                    .collect(),
-                &config.approval,
-            );
-            let prompts = state.prompts();
-            let history = History::new(config.tokenizer());
-            let inputs = inspect::Inputs {
-                config: &config,
-                prompts: &prompts,
-                environment: &environment,
-                agents: agents.as_ref(),
-                skills: &skills,
-                active: active.as_ref().map(|(_, doc)| doc),
-                others: &others,
-                history: &history,
-                calibration: Calibration::default(),
-            };
-            let mut cache = state
-                .assembly_cache
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            inspect::report(&inputs, "", &mut cache)
+                .collect(),
+            &config.approval,
+        );
+        Ok(Gathered {
+            environment,
+            agents,
+            skills,
+            active: active.map(|(_, doc)| doc),
+            others,
         })
-        .await
-        .map_err(|err| internal_error(format!("context assembly failed: {err}")))?;
-        serde_json::to_value(report).map_err(|err| internal_error(err.to_string()))
     }
 
     /// The document an editor state names: the open buffer, else the file on disk when it
@@ -962,5 +1169,226 @@ impl Progressor {
             }),
         )
         .await;
+    }
+}
+
+/// `agent/session/update`, `agent/status` and `agent/session/requestPermission`.
+enum SessionUpdate {}
+impl notification::Notification for SessionUpdate {
+    type Params = Value;
+    const METHOD: &'static str = "agent/session/update";
+}
+enum AgentStatus {}
+impl notification::Notification for AgentStatus {
+    type Params = Value;
+    const METHOD: &'static str = "agent/status";
+}
+enum RequestPermission {}
+impl request::Request for RequestPermission {
+    type Params = Value;
+    type Result = Value;
+    const METHOD: &'static str = "agent/session/requestPermission";
+}
+
+/// The agent loop's host over LSP: context from the document store, edits through
+/// `workspace/applyEdit`, approvals through `agent/session/requestPermission`, updates as
+/// notifications sent in order by one task.
+struct LspHost {
+    backend: Backend,
+    notices: tokio::sync::mpsc::UnboundedSender<Notice>,
+}
+
+impl LspHost {
+    fn new(backend: Backend) -> LspHost {
+        let (notices, mut queue) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+        let client = backend.client.clone();
+        tokio::spawn(async move {
+            while let Some(notice) = queue.recv().await {
+                match notice {
+                    Notice::Update {
+                        session_id,
+                        turn_id,
+                        update,
+                    } => {
+                        client
+                            .send_notification::<SessionUpdate>(json!({
+                                "sessionId": session_id,
+                                "turnId": turn_id,
+                                "update": update,
+                            }))
+                            .await
+                    }
+                    Notice::Status(status) => client.send_notification::<AgentStatus>(status).await,
+                }
+            }
+        });
+        LspHost { backend, notices }
+    }
+
+    fn support(&self) -> ClientSupport {
+        *self
+            .backend
+            .state
+            .support
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[tower_lsp::async_trait]
+impl Host for LspHost {
+    fn config(&self) -> Config {
+        self.backend.state.config()
+    }
+
+    fn prompts(&self) -> Arc<Prompts> {
+        self.backend.state.prompts()
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        self.backend
+            .state
+            .index
+            .roots()
+            .into_iter()
+            .map(|root| root.canonicalize().unwrap_or(root))
+            .collect()
+    }
+
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        self.backend.gather(editor).await
+    }
+
+    async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
+        let uri = Url::from_file_path(path).ok()?;
+        let snapshot = self.backend.state.documents.snapshot(&uri).await?;
+        Some((snapshot.rope.to_string(), snapshot.version))
+    }
+
+    async fn apply(&self, change: FileChange) -> Result<(), String> {
+        let support = self.support();
+        if !support.apply_edit {
+            return Err("the editor does not support workspace/applyEdit".into());
+        }
+        let encoding = self.backend.state.encoding();
+        let (path, version, edits, create) = match change {
+            FileChange::Edit {
+                path,
+                version,
+                original,
+                range,
+                new_text,
+            } => {
+                let rope = ropey::Rope::from_str(&original);
+                let range = position::byte_range_to_range(&rope, range, encoding);
+                (path, version, vec![TextEdit { range, new_text }], false)
+            }
+            FileChange::Write {
+                path,
+                version,
+                original,
+                content,
+            } => {
+                let create = original.is_none();
+                let rope = ropey::Rope::from_str(original.as_deref().unwrap_or(""));
+                let end = position::byte_to_position(&rope, rope.len_bytes(), encoding);
+                let range = Range::new(Position::new(0, 0), end);
+                (
+                    path,
+                    version,
+                    vec![TextEdit {
+                        range,
+                        new_text: content,
+                    }],
+                    create,
+                )
+            }
+        };
+        let uri = Url::from_file_path(&path)
+            .map_err(|()| format!("{} has no file: uri", path.display()))?;
+        let edit = if support.document_changes {
+            let text_edit = TextDocumentEdit {
+                text_document: OptionalVersionedTextDocumentIdentifier {
+                    uri: uri.clone(),
+                    version,
+                },
+                edits: edits.into_iter().map(OneOf::Left).collect(),
+            };
+            let mut operations = Vec::new();
+            if create {
+                if !support.create_files {
+                    return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
+                }
+                operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
+                    CreateFile {
+                        uri: uri.clone(),
+                        options: Some(CreateFileOptions {
+                            overwrite: Some(false),
+                            ignore_if_exists: Some(true),
+                        }),
+                        annotation_id: None,
+                    },
+                )));
+            }
+            operations.push(DocumentChangeOperation::Edit(text_edit));
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Operations(operations)),
+                ..Default::default()
+            }
+        } else {
+            if create {
+                return Err("the editor cannot create files through workspace/applyEdit (no documentChanges)".into());
+            }
+            WorkspaceEdit {
+                changes: Some(HashMap::from([(uri, edits)])),
+                ..Default::default()
+            }
+        };
+        match self.backend.client.apply_edit(edit).await {
+            Ok(response) if response.applied => Ok(()),
+            Ok(response) => Err(response
+                .failure_reason
+                .unwrap_or_else(|| "the editor refused the edit".into())),
+            Err(err) => Err(format!("workspace/applyEdit failed: {}", err.message)),
+        }
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
+        let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
+        let options = request.options.clone();
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let answer = tokio::time::timeout(
+            timeout,
+            self.backend
+                .client
+                .send_request::<RequestPermission>(params),
+        )
+        .await;
+        let kind = match answer {
+            Ok(Ok(answer)) => answer["outcome"]["optionId"]
+                .as_str()
+                .and_then(|id| options.iter().find(|o| o.option_id == id))
+                .map(|o| o.kind.clone()),
+            Ok(Err(err)) => {
+                tracing::warn!(
+                    "requestPermission failed: {}; counted as a rejection",
+                    err.message
+                );
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "requestPermission got no answer in {timeout:?}; counted as a rejection"
+                );
+                None
+            }
+        };
+        PermissionOutcome {
+            kind: kind.unwrap_or_else(|| "cancelled".into()),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(notice);
     }
 }

@@ -1,7 +1,7 @@
 //! Shared by the end-to-end tests: start the real `agentls` binary and talk LSP to it.
 #![allow(dead_code)] // each test binary uses a different part of this
 
-use agentls::lsp_client::{LspClient, RpcError};
+use agentls::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,11 @@ pub struct Options<'a> {
     pub init_options: Value,
     pub progress: bool,
     pub watch_files: bool,
+    /// Advertise workspace/applyEdit with documentChanges and file creation.
+    pub apply_edit: bool,
+    /// Answers the server's requests (default: null to everything).
+    pub responder: Option<Responder>,
+    pub env: Vec<(&'a str, String)>,
 }
 
 impl Default for Options<'_> {
@@ -31,6 +36,9 @@ impl Default for Options<'_> {
             init_options: Value::Null,
             progress: false,
             watch_files: false,
+            apply_edit: false,
+            responder: None,
+            env: Vec::new(),
         }
     }
 }
@@ -42,8 +50,13 @@ pub struct Server {
 
 /// Spawns agentls and completes initialize/initialized.
 pub async fn start(options: Options<'_>) -> Server {
-    let client =
-        LspClient::spawn(&binary(), &[], &[("AGENTLS_LOG", "error")]).expect("spawn agentls");
+    let mut env: Vec<(&str, &str)> = vec![("AGENTLS_LOG", "error")];
+    env.extend(options.env.iter().map(|(k, v)| (*k, v.as_str())));
+    let responder = options
+        .responder
+        .clone()
+        .unwrap_or_else(|| std::sync::Arc::new(|_: &str, _: &Value| Answer::Result(Value::Null)));
+    let client = LspClient::spawn_with(&binary(), &[], &env, responder).expect("spawn agentls");
     let init = client
         .request(
             "initialize",
@@ -54,7 +67,14 @@ pub async fn start(options: Options<'_>) -> Server {
                 "capabilities": {
                     "general": { "positionEncodings": options.encodings },
                     "window": { "workDoneProgress": options.progress },
-                    "workspace": { "didChangeWatchedFiles": { "dynamicRegistration": options.watch_files } }
+                    "workspace": {
+                        "didChangeWatchedFiles": { "dynamicRegistration": options.watch_files },
+                        "applyEdit": options.apply_edit,
+                        "workspaceEdit": {
+                            "documentChanges": options.apply_edit,
+                            "resourceOperations": if options.apply_edit { json!(["create"]) } else { json!([]) }
+                        }
+                    }
                 }
             }),
         )

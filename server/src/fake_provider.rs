@@ -1,0 +1,439 @@
+//! A scripted model provider for tests and benchmarks: a real HTTP/1.1 server on
+//! 127.0.0.1 that answers each request with the next scripted reply, speaking the real wire
+//! formats (OpenAI chat-completion chunks and Anthropic message events as server-sent
+//! events, chunked transfer encoding) and recording every request it received.
+//!
+//! It is deliberately small (one request per connection, `Connection: close`), but what
+//! reaches the client is byte for byte what a provider sends, including faults: HTTP error
+//! statuses with Retry-After, malformed lines, a stream cut without its final chunk, delays.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One step of a streamed reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// `data: <text>` and a blank line.
+    Data(String),
+    /// `event: <event>`, `data: <data>` and a blank line (Anthropic's framing).
+    Event {
+        event: String,
+        data: String,
+    },
+    /// Bytes sent as they are (to send malformed lines).
+    Raw(String),
+    Delay(Duration),
+    /// Close the connection without ending the chunked body: a stream cut mid-way.
+    Cut,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// 200 with `text/event-stream`, each step flushed as its own chunk.
+    Sse { steps: Vec<Step> },
+    /// A whole non-streamed answer (errors).
+    Http {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (Null when it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    requests: Vec<RecordedRequest>,
+    /// When each streamed step was flushed to the socket (for latency benchmarks).
+    sent: Vec<Instant>,
+}
+
+pub struct FakeProvider {
+    address: std::net::SocketAddr,
+    script: Arc<Mutex<Script>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeProvider {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl FakeProvider {
+    /// Listens on a free loopback port; answers until dropped.
+    pub async fn start() -> FakeProvider {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let address = listener.local_addr().expect("local address");
+        let script: Arc<Mutex<Script>> = Arc::default();
+        let shared = script.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let script = shared.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, script).await;
+                });
+            }
+        });
+        FakeProvider {
+            address,
+            script,
+            accept,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` (an OpenAI base URL adds `/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Queues the reply to the next request.
+    pub fn push(&self, reply: Reply) {
+        self.lock().replies.push_back(reply);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// When each data step of every stream so far was flushed, in order.
+    pub fn sent_times(&self) -> Vec<Instant> {
+        self.lock().sent.clone()
+    }
+
+    /// Replies queued and not yet used.
+    pub fn pending(&self) -> usize {
+        self.lock().replies.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An OpenAI stream of text chunks, then `stop`, the usage chunk when given, `[DONE]`.
+    pub fn openai_text(chunks: &[&str], usage: Option<(u64, u64)>) -> Reply {
+        let mut steps = vec![openai_chunk(
+            json!({"role": "assistant", "content": ""}),
+            None,
+        )];
+        steps.extend(
+            chunks
+                .iter()
+                .map(|text| openai_chunk(json!({"content": text}), None)),
+        );
+        steps.push(openai_chunk(json!({}), Some("stop")));
+        openai_end(steps, usage)
+    }
+
+    /// An OpenAI stream of tool calls `(id, name, argument pieces)`, each call's arguments
+    /// split across deltas as given, then `tool_calls`, the usage chunk when given, `[DONE]`.
+    pub fn openai_tool_calls(calls: &[(&str, &str, &[&str])], usage: Option<(u64, u64)>) -> Reply {
+        let mut steps = vec![openai_chunk(
+            json!({"role": "assistant", "content": null}),
+            None,
+        )];
+        for (index, (id, name, pieces)) in calls.iter().enumerate() {
+            steps.push(openai_chunk(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                None,
+            ));
+            for piece in pieces.iter() {
+                steps.push(openai_chunk(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                    None,
+                ));
+            }
+        }
+        steps.push(openai_chunk(json!({}), Some("tool_calls")));
+        openai_end(steps, usage)
+    }
+
+    /// HTTP 400 with OpenAI's `context_length_exceeded` error.
+    pub fn openai_context_length_exceeded() -> Reply {
+        Reply::Http {
+            status: 400,
+            headers: vec![],
+            body: json!({"error": {
+                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }})
+            .to_string(),
+        }
+    }
+
+    /// An Anthropic message of text blocks' deltas, with usage when given.
+    pub fn anthropic_text(chunks: &[&str], usage: Option<(u64, u64)>) -> Reply {
+        let (input, output) = usage.unwrap_or((0, 0));
+        let mut steps = vec![anthropic_start(input)];
+        steps.push(anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        for text in chunks {
+            steps.push(anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ));
+        }
+        steps.push(anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        anthropic_end(steps, "end_turn", output)
+    }
+
+    /// An Anthropic message with a text block, then one tool_use block whose input JSON
+    /// arrives in the given pieces.
+    pub fn anthropic_tool_use(text: &str, id: &str, name: &str, pieces: &[&str]) -> Reply {
+        let mut steps = vec![
+            anthropic_start(0),
+            anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ),
+            anthropic_event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            anthropic_event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+            ),
+        ];
+        for piece in pieces {
+            steps.push(anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        steps.push(anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ));
+        anthropic_end(steps, "tool_use", 0)
+    }
+}
+
+/// One `chat.completion.chunk` with `delta` (and a finish reason).
+pub fn openai_chunk(delta: Value, finish_reason: Option<&str>) -> Step {
+    Step::Data(
+        json!({
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        })
+        .to_string(),
+    )
+}
+
+fn openai_end(mut steps: Vec<Step>, usage: Option<(u64, u64)>) -> Reply {
+    if let Some((prompt, completion)) = usage {
+        steps.push(Step::Data(
+            json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "fake",
+                "choices": [],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            })
+            .to_string(),
+        ));
+    }
+    steps.push(Step::Data("[DONE]".into()));
+    Reply::Sse { steps }
+}
+
+fn anthropic_event(event: &str, data: Value) -> Step {
+    Step::Event {
+        event: event.to_string(),
+        data: data.to_string(),
+    }
+}
+
+fn anthropic_start(input_tokens: u64) -> Step {
+    anthropic_event(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "content": [],
+            "model": "fake", "stop_reason": null,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        }}),
+    )
+}
+
+fn anthropic_end(mut steps: Vec<Step>, stop_reason: &str, output_tokens: u64) -> Reply {
+    steps.push(anthropic_event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
+    ));
+    steps.push(anthropic_event(
+        "message_stop",
+        json!({"type": "message_stop"}),
+    ));
+    Reply::Sse { steps }
+}
+
+/// Reads one request, records it, writes the next reply.
+async fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) -> std::io::Result<()> {
+    let Some(request) = read_request(&mut stream).await? else {
+        return Ok(());
+    };
+    let reply = {
+        let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
+        script.requests.push(request);
+        script.replies.pop_front()
+    };
+    let reply = reply.unwrap_or_else(|| Reply::Http {
+        status: 500,
+        headers: vec![],
+        body:
+            json!({"error": {"message": "fake provider: no reply was scripted for this request"}})
+                .to_string(),
+    });
+    match reply {
+        Reply::Http {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                reason(status),
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Sse { steps } => {
+            stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
+            for step in steps {
+                let bytes = match step {
+                    Step::Data(data) => format!("data: {data}\n\n"),
+                    Step::Event { event, data } => format!("event: {event}\ndata: {data}\n\n"),
+                    Step::Raw(raw) => raw,
+                    Step::Delay(delay) => {
+                        tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                    Step::Cut => {
+                        // Abrupt: no final chunk, so the client sees a broken body.
+                        stream.flush().await?;
+                        return Ok(());
+                    }
+                };
+                let chunk = format!("{:x}\r\n{bytes}\r\n", bytes.len());
+                stream.write_all(chunk.as_bytes()).await?;
+                stream.flush().await?;
+                script
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .sent
+                    .push(Instant::now());
+            }
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
+    }
+    stream.flush().await?;
+    let _ = stream.shutdown().await;
+    Ok(())
+}
+
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Ok(Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    }))
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}

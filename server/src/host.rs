@@ -1,0 +1,105 @@
+//! What the agent loop needs from whoever runs it: the editor over LSP (`server.rs`) or the
+//! terminal (`agentls ask`). The loop is written once against this trait.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::agents_md::AgentsChain;
+use crate::config::Config;
+use crate::editor_state::EditorState;
+use crate::environment::Environment;
+use crate::inspect::{ActiveDocument, OtherDocument};
+use crate::prompts::Prompts;
+use crate::skills::Skill;
+
+/// The inputs of a turn's context, gathered by the host.
+pub struct Gathered {
+    pub environment: Environment,
+    pub agents: Option<AgentsChain>,
+    pub skills: Vec<Skill>,
+    pub active: Option<ActiveDocument>,
+    pub others: Vec<OtherDocument>,
+}
+
+/// A change to a file, planned against `original` (the text the model saw).
+#[derive(Debug, Clone)]
+pub enum FileChange {
+    /// Replace `range` (bytes of `original`) with `new_text`.
+    Edit {
+        path: PathBuf,
+        /// The open buffer's version the edit was planned against; None when read from disk.
+        version: Option<i32>,
+        original: String,
+        range: std::ops::Range<usize>,
+        new_text: String,
+    },
+    /// Create the file, or replace all of `original` (Some when it exists).
+    Write {
+        path: PathBuf,
+        version: Option<i32>,
+        original: Option<String>,
+        content: String,
+    },
+}
+
+/// `agent/session/requestPermission` params, as sent.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    pub session_id: String,
+    pub turn_id: String,
+    pub tool_call: Value,
+    pub options: Vec<PermissionOption>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    pub option_id: String,
+    pub kind: String,
+    pub name: String,
+}
+
+/// The user's answer: the chosen option's kind (`allowOnce`, `allowAlways`, `rejectOnce`,
+/// `rejectAlways`), or `cancelled` (no answer, an error, a timeout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionOutcome {
+    pub kind: String,
+}
+
+impl PermissionOutcome {
+    pub fn allows(&self) -> bool {
+        matches!(self.kind.as_str(), "allowOnce" | "allowAlways")
+    }
+}
+
+/// What the loop tells the client: `agent/session/update` and `agent/status` payloads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    Update {
+        session_id: String,
+        turn_id: String,
+        update: Value,
+    },
+    Status(Value),
+}
+
+#[tower_lsp::async_trait]
+pub trait Host: Send + Sync + 'static {
+    fn config(&self) -> Config;
+    fn prompts(&self) -> Arc<Prompts>;
+    /// Canonical workspace roots; the first is the default working directory.
+    fn roots(&self) -> Vec<PathBuf>;
+    /// The context inputs of a turn; an editor state that cannot be used is an error the
+    /// user sees.
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String>;
+    /// The open buffer's text and version, when the file is open in the editor.
+    async fn buffer(&self, path: &Path) -> Option<(String, i32)>;
+    /// Applies a change (through the editor, so it is undoable there); Err says why not.
+    async fn apply(&self, change: FileChange) -> Result<(), String>;
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
+    /// Sends in order; never blocks the loop.
+    fn notify(&self, notice: Notice);
+}

@@ -1,0 +1,1061 @@
+//! The agent loop through the real server and a fake provider that speaks the real wire
+//! formats (OpenAI and Anthropic SSE) over real HTTP: turns, tools, approvals, edits through
+//! workspace/applyEdit, cancellation, queued prompts, faults, durable sessions.
+
+mod common;
+
+use agentls::fake_provider::{FakeProvider, RecordedRequest, Reply, Step};
+use agentls::lsp_client::{Answer, Responder};
+use common::{range_json, start, uri, Options, Server};
+use serde_json::{json, Value};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct Workspace {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    state: tempfile::TempDir,
+}
+
+fn workspace() -> Workspace {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::write(
+        root.join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("outside.txt"), "secret\n").unwrap();
+    let root = root.canonicalize().unwrap();
+    Workspace {
+        _dir: dir,
+        root,
+        state: tempfile::tempdir().unwrap(),
+    }
+}
+
+fn provider_options(fake: &FakeProvider, ws: &Workspace, extra: Value) -> Value {
+    let mut options = json!({
+        "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "test-model", "maxRetries": 2, "timeoutMs": 20000},
+        "stateDir": ws.state.path(),
+    });
+    merge(&mut options, extra);
+    options
+}
+
+fn merge(into: &mut Value, from: Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        for (key, value) in from {
+            match into.get_mut(&key) {
+                Some(existing) if existing.is_object() && value.is_object() => {
+                    merge(existing, value)
+                }
+                _ => {
+                    into.insert(key, value);
+                }
+            }
+        }
+    }
+}
+
+async fn server(ws: &Workspace, init_options: Value, responder: Option<Responder>) -> Server {
+    start(Options {
+        root: Some(&ws.root),
+        init_options,
+        apply_edit: true,
+        responder,
+        ..Options::default()
+    })
+    .await
+}
+
+async fn new_session(server: &Server) -> String {
+    let answer = server
+        .client
+        .request("agent/session/new", json!({}))
+        .await
+        .expect("session/new");
+    answer["sessionId"].as_str().unwrap().to_string()
+}
+
+async fn prompt(server: &Server, session: &str, text: &str) -> String {
+    let answer = server
+        .client
+        .request(
+            "agent/session/prompt",
+            json!({"sessionId": session, "text": text}),
+        )
+        .await
+        .expect("session/prompt");
+    answer["turnId"].as_str().unwrap().to_string()
+}
+
+/// Every `agent/session/update` of `turn` until its turnEnd, and the other messages seen
+/// on the way (status notifications, server requests).
+async fn updates_until_end(
+    server: &Server,
+    turn: &str,
+) -> (Vec<Value>, Vec<agentls::lsp_client::ServerMessage>) {
+    let mut updates = Vec::new();
+    let mut others = Vec::new();
+    loop {
+        let message = server
+            .client
+            .next_message()
+            .await
+            .expect("server still talking");
+        if message.method == "agent/session/update" && message.params["turnId"] == turn {
+            let update = message.params["update"].clone();
+            let end = update["kind"] == "turnEnd";
+            updates.push(update);
+            if end {
+                return (updates, others);
+            }
+        } else {
+            others.push(message);
+        }
+    }
+}
+
+fn kinds(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|u| u["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn answer_text(updates: &[Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "agentMessageChunk")
+        .map(|u| u["text"].as_str().unwrap())
+        .collect()
+}
+
+fn stop_reason(updates: &[Value]) -> String {
+    updates.last().unwrap()["stopReason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn tool_updates<'a>(updates: &'a [Value], status: &str) -> Vec<&'a Value> {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "toolCallUpdate" && u["status"] == status)
+        .collect()
+}
+
+/// Every request body the provider received: each `tool` message answers a tool call of
+/// the assistant message before the run of tool messages it belongs to, and every call of
+/// that assistant message is answered.
+fn assert_invariants(requests: &[RecordedRequest]) {
+    for request in requests {
+        let Some(messages) = request.body["messages"].as_array() else {
+            continue;
+        };
+        let mut open_calls: Vec<String> = Vec::new();
+        for message in messages {
+            match message["role"].as_str() {
+                Some("assistant") => {
+                    assert!(
+                        open_calls.is_empty(),
+                        "calls {open_calls:?} unanswered before an assistant message"
+                    );
+                    open_calls = message["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c["id"].as_str().unwrap().to_string())
+                        .collect();
+                }
+                Some("tool") => {
+                    let id = message["tool_call_id"].as_str().unwrap();
+                    let at = open_calls.iter().position(|c| c == id).unwrap_or_else(|| {
+                        panic!(
+                            "tool message {id} answers no call of the preceding assistant message"
+                        )
+                    });
+                    open_calls.remove(at);
+                }
+                _ => assert!(
+                    open_calls.is_empty(),
+                    "calls {open_calls:?} unanswered before a {} message",
+                    message["role"]
+                ),
+            }
+        }
+        assert!(
+            open_calls.is_empty(),
+            "calls {open_calls:?} unanswered at the end"
+        );
+    }
+}
+
+fn openai_chunk(delta: Value) -> Step {
+    Step::Data(json!({"id": "c", "object": "chat.completion.chunk", "model": "test-model", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string())
+}
+
+fn openai_finish(reason: &str) -> Step {
+    Step::Data(json!({"id": "c", "object": "chat.completion.chunk", "model": "test-model", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}).to_string())
+}
+
+/// Answers requestPermission with the options of `kinds` in turn, and applyEdit with
+/// applied: true; records both.
+/// The server requests the client saw: (method, params).
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+fn responder(kinds: &[&'static str]) -> (Responder, Seen) {
+    let seen: Seen = Arc::default();
+    let queue = Arc::new(Mutex::new(kinds.to_vec()));
+    let record = seen.clone();
+    let responder: Responder = Arc::new(move |method: &str, params: &Value| {
+        record
+            .lock()
+            .unwrap()
+            .push((method.to_string(), params.clone()));
+        match method {
+            "agent/session/requestPermission" => {
+                let kind = queue
+                    .lock()
+                    .unwrap()
+                    .drain(..1)
+                    .next()
+                    .unwrap_or("rejectOnce");
+                let option = params["options"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["kind"] == kind)
+                    .unwrap();
+                Answer::Result(json!({"outcome": {"optionId": option["optionId"]}}))
+            }
+            "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
+            _ => Answer::Result(Value::Null),
+        }
+    });
+    (responder, seen)
+}
+
+#[tokio::test]
+async fn a_read_file_turn_streams_the_tool_call_and_the_answer() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_tool_calls(
+        &[(
+            "call_1",
+            "read_file",
+            &["{\"pa", "th\": \"src/", "lib.rs\"}"],
+        )],
+        Some((900, 12)),
+    ));
+    fake.push(FakeProvider::openai_text(
+        &["The function ", "returns 41."],
+        Some((1200, 6)),
+    ));
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "What does answer() return?").await;
+    let (updates, others) = updates_until_end(&server, &turn).await;
+
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(answer_text(&updates), "The function returns 41.");
+    let call = updates
+        .iter()
+        .find(|u| u["kind"] == "toolCall")
+        .expect("toolCall");
+    assert_eq!(call["toolCallId"], "call_1");
+    assert_eq!(call["name"], "read_file");
+    assert_eq!(call["toolKind"], "read");
+    assert_eq!(call["input"], json!({"path": "src/lib.rs"}));
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done.len(), 1);
+    assert!(
+        done[0]["output"].as_str().unwrap().contains("L2:     41"),
+        "{}",
+        done[0]
+    );
+    assert_eq!(
+        updates.last().unwrap()["usage"],
+        json!({"inputTokens": 2100, "outputTokens": 18})
+    );
+
+    // The status went from an estimate to the provider's figures, and ends idle.
+    let statuses: Vec<&Value> = others
+        .iter()
+        .filter(|m| m.method == "agent/status")
+        .map(|m| &m.params)
+        .collect();
+    assert!(statuses
+        .iter()
+        .any(|s| s["estimated"] == true && s["state"] == "running"));
+    assert!(statuses
+        .iter()
+        .any(|s| s["estimated"] == false && s["usedTokens"] == 1206));
+
+    // The second request carried the tool result after its call; the first, the user's
+    // question with the environment block.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].body["stream"], true);
+    assert_eq!(requests[0].body["model"], "test-model");
+    let last_user = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(last_user["content"]
+        .as_str()
+        .unwrap()
+        .contains("<environment_context>"));
+    assert!(last_user["content"]
+        .as_str()
+        .unwrap()
+        .ends_with("What does answer() return?"));
+    let tool_message = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(tool_message["tool_call_id"], "call_1");
+    assert!(tool_message["content"]
+        .as_str()
+        .unwrap()
+        .contains("pub fn answer()"));
+    assert_invariants(&requests);
+
+    // The transcript and the list show the turn.
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let items = loaded["items"].as_array().unwrap();
+    let shown: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert_eq!(shown, ["user", "toolCall", "assistant"]);
+    assert_eq!(items[1]["status"], "completed");
+    let list = server
+        .client
+        .request("agent/session/list", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(list["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(list["sessions"][0]["title"], "What does answer() return?");
+    assert_eq!(list["sessions"][0]["turns"], 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_anthropic_provider_runs_the_same_turn() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::anthropic_tool_use(
+        "Let me look.",
+        "toolu_1",
+        "grep",
+        &["{\"pattern\":", " \"fn answer\"}"],
+    ));
+    fake.push(FakeProvider::anthropic_text(
+        &["Found it in ", "src/lib.rs."],
+        Some((800, 9)),
+    ));
+    let options = json!({
+        "provider": {"kind": "anthropic", "baseUrl": fake.base_url(), "model": "claude-test", "maxRetries": 0},
+        "stateDir": ws.state.path(),
+    });
+    let server = server(&ws, options, None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Where is answer defined?").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(answer_text(&updates), "Let me look.Found it in src/lib.rs.");
+    let done = tool_updates(&updates, "completed");
+    assert!(
+        done[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("src/lib.rs:1:"),
+        "{}",
+        done[0]
+    );
+    let requests = fake.requests();
+    assert_eq!(requests[0].path, "/v1/messages");
+    let second = &requests[1].body;
+    let messages = second["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(messages[1]["content"][1]["type"], "tool_use");
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_1");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_e1", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_e2", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Understood."], None));
+    let (responder, seen) = responder(&["allowOnce", "rejectOnce"]);
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder),
+    )
+    .await;
+    let lib = uri(&ws.root.join("src/lib.rs"));
+    server
+        .open(&lib, "rust", 3, "pub fn answer() -> u32 {\n    41\n}\n")
+        .await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "Make it 42").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let done = tool_updates(&updates, "completed");
+    assert!(
+        done[0]["output"]
+            .as_str()
+            .unwrap()
+            .starts_with("Edited src/lib.rs"),
+        "{updates:?}"
+    );
+    let seen_now = seen.lock().unwrap().clone();
+    let permission = &seen_now
+        .iter()
+        .find(|(m, _)| m == "agent/session/requestPermission")
+        .unwrap()
+        .1;
+    assert_eq!(permission["sessionId"], session.as_str());
+    assert_eq!(permission["toolCall"]["kind"], "edit");
+    let diff = permission["toolCall"]["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-    41") && diff.contains("+    42"),
+        "{diff}"
+    );
+    let kinds_offered: Vec<&str> = permission["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds_offered,
+        ["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+    );
+    let apply = &seen_now
+        .iter()
+        .find(|(m, _)| m == "workspace/applyEdit")
+        .expect("applyEdit")
+        .1;
+    let change = &apply["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], lib.as_str());
+    assert_eq!(change["textDocument"]["version"], 3);
+    assert_eq!(change["edits"][0]["newText"], "    42\n");
+    assert_eq!(change["edits"][0]["range"], range_json([1, 0, 2, 0]));
+
+    let turn = prompt(&server, &session, "Again").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let failed = tool_updates(&updates, "failed");
+    assert!(
+        failed[0]["output"].as_str().unwrap().contains("rejected"),
+        "{updates:?}"
+    );
+    let applies = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "workspace/applyEdit")
+        .count();
+    assert_eq!(applies, 1, "a rejected edit must not be applied");
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn allow_always_is_remembered_and_survives_a_restart() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let shell = json!({"command": "echo hi"}).to_string();
+    for _ in 0..3 {
+        fake.push(FakeProvider::openai_tool_calls(
+            &[("call_s", "shell", &[shell.as_str()])],
+            None,
+        ));
+        fake.push(FakeProvider::openai_text(&["ok"], None));
+    }
+    let (responder_a, seen_a) = responder(&["allowAlways"]);
+    let server_a = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder_a),
+    )
+    .await;
+    let session = new_session(&server_a).await;
+    for _ in 0..2 {
+        let turn = prompt(&server_a, &session, "say hi").await;
+        let (updates, _) = updates_until_end(&server_a, &turn).await;
+        let done = tool_updates(&updates, "completed");
+        assert!(
+            done[0]["output"].as_str().unwrap().contains("hi\n"),
+            "{updates:?}"
+        );
+    }
+    let asked = seen_a
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .count();
+    assert_eq!(
+        asked, 1,
+        "allowAlways must be remembered within the session"
+    );
+    server_a.stop().await;
+
+    let (responder_b, seen_b) = responder(&[]);
+    let server_b = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder_b),
+    )
+    .await;
+    let turn = prompt(&server_b, &session, "say hi again").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    let asked = seen_b
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .count();
+    assert_eq!(
+        asked, 0,
+        "the approval is part of the session's durable state"
+    );
+    server_b.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_stops_a_stream_and_a_shell_command() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(Reply::Sse {
+        steps: vec![
+            openai_chunk(json!({"role": "assistant", "content": "Thinking about"})),
+            Step::Delay(Duration::from_secs(60)),
+            openai_chunk(json!({"content": " never sent"})),
+            openai_finish("stop"),
+            Step::Data("[DONE]".into()),
+        ],
+    });
+    let sleep = json!({"command": "sleep 60"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_sleep", "shell", &[sleep.as_str()])],
+        None,
+    ));
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approval": "full-auto"})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "think").await;
+    loop {
+        let message = server.client.next_message().await.unwrap();
+        if message.params["update"]["kind"] == "agentMessageChunk" {
+            break;
+        }
+    }
+    let answer = server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(answer["cancelled"], true);
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "cancelled");
+    assert!(!answer_text(&updates).contains("never sent"));
+
+    let turn = prompt(&server, &session, "sleep").await;
+    loop {
+        let message = server.client.next_message().await.unwrap();
+        if message.params["update"]["kind"] == "toolCallUpdate"
+            && message.params["update"]["status"] == "in_progress"
+        {
+            break;
+        }
+    }
+    server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "cancelled");
+    let failed = tool_updates(&updates, "failed");
+    assert!(
+        failed[0]["output"].as_str().unwrap().contains("cancelled"),
+        "{updates:?}"
+    );
+    // Nothing more for that turn after turnEnd, and the session still works.
+    assert_eq!(kinds(&updates).last().unwrap(), "turnEnd");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_path_outside_the_workspace_is_refused() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_x", "read_file", &["{\"path\": \"../outside.txt\"}"]),
+            ("call_y", "read_file", &["{\"path\": \"/etc/passwd\"}"]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["I cannot read that."], None));
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "read the secret").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed.len(), 2, "{updates:?}");
+    for update in failed {
+        let output = update["output"].as_str().unwrap();
+        assert!(output.contains("outside"), "{output}");
+        assert!(!output.contains("secret"), "{output}");
+    }
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_prompt_during_a_turn_is_queued_and_runs_after_it() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(Reply::Sse {
+        steps: vec![
+            openai_chunk(json!({"role": "assistant", "content": "first "})),
+            Step::Delay(Duration::from_millis(300)),
+            openai_chunk(json!({"content": "answer"})),
+            openai_finish("stop"),
+            Step::Data("[DONE]".into()),
+        ],
+    });
+    fake.push(FakeProvider::openai_text(&["second answer"], None));
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let first = prompt(&server, &session, "one").await;
+    let _second = prompt(&server, &session, "two").await;
+    let mut order = Vec::new();
+    while order.len() < 3 {
+        let message = server.client.next_message().await.unwrap();
+        if message.method != "agent/session/update" {
+            continue;
+        }
+        let kind = message.params["update"]["kind"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let turn = message.params["turnId"].as_str().unwrap().to_string();
+        if kind == "queued" || kind == "turnEnd" {
+            order.push((if turn == first { "first" } else { "second" }, kind));
+        }
+    }
+    assert_eq!(
+        order,
+        [
+            ("second", "queued".to_string()),
+            ("first", "turnEnd".to_string()),
+            ("second", "turnEnd".to_string())
+        ]
+    );
+    // The second request holds the first exchange.
+    let requests = fake.requests();
+    let contents: Vec<String> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        contents.iter().any(|c| c.contains("first answer")),
+        "{contents:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn provider_faults_become_clear_errors_and_retries() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // 429 then success: retried, with a warning.
+    fake.push(Reply::Http {
+        status: 429,
+        headers: vec![("Retry-After".into(), "0".into())],
+        body: "{\"error\":{\"message\":\"slow down\"}}".into(),
+    });
+    fake.push(FakeProvider::openai_text(&["after the retry"], None));
+    // 500 three times (maxRetries 2): an error, retryable.
+    for _ in 0..3 {
+        fake.push(Reply::Http {
+            status: 500,
+            headers: vec![],
+            body: "{\"error\":{\"message\":\"boom\"}}".into(),
+        });
+    }
+    // A stream cut mid-way: error, retryable, the partial answer kept.
+    fake.push(Reply::Sse {
+        steps: vec![
+            openai_chunk(json!({"role": "assistant", "content": "partial ans"})),
+            Step::Cut,
+        ],
+    });
+    // Malformed lines are skipped.
+    fake.push(Reply::Sse {
+        steps: vec![
+            openai_chunk(json!({"role": "assistant", "content": "fine"})),
+            Step::Raw("data: {not json\n\n".into()),
+            Step::Raw("garbage line\n\n".into()),
+            openai_chunk(json!({"content": " anyway"})),
+            openai_finish("stop"),
+            Step::Data("[DONE]".into()),
+        ],
+    });
+    fake.push(FakeProvider::openai_context_length_exceeded());
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "a").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(answer_text(&updates), "after the retry");
+    assert!(
+        kinds(&updates).contains(&"warning".to_string()),
+        "{updates:?}"
+    );
+
+    let turn = prompt(&server, &session, "b").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error");
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    assert_eq!(error["retryable"], true);
+
+    let turn = prompt(&server, &session, "c").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error");
+    assert_eq!(answer_text(&updates), "partial ans");
+    assert_eq!(
+        updates.iter().find(|u| u["kind"] == "error").unwrap()["retryable"],
+        true
+    );
+
+    let turn = prompt(&server, &session, "d").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(answer_text(&updates), "fine anyway");
+
+    let turn = prompt(&server, &session, "e").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("context window"),
+        "{error}"
+    );
+
+    // The partial answer is in the transcript.
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert!(loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["kind"] == "assistant" && i["text"] == "partial ans"));
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_key_or_an_unreachable_server_names_the_setting_to_fix() {
+    let ws = workspace();
+    let server = server(
+        &ws,
+        json!({"provider": {"kind": "openai", "model": "gpt-4o", "apiKeyEnv": "AGENTLS_TEST_SURELY_UNSET_KEY"}, "stateDir": ws.state.path()}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hello").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("error");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("AGENTLS_TEST_SURELY_UNSET_KEY"),
+        "{message}"
+    );
+    server.stop().await;
+
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let server = start(Options {
+        root: Some(&ws.root),
+        init_options: json!({"provider": {"kind": "openai", "baseUrl": format!("http://127.0.0.1:{port}/v1"), "model": "m", "maxRetries": 0}, "stateDir": ws.state.path()}),
+        ..Options::default()
+    })
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hello").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let message = updates.iter().find(|u| u["kind"] == "error").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("provider.baseUrl"), "{message}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let sleep = json!({"command": "sleep 60"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_long", "shell", &[sleep.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Recovered."], None));
+    let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));
+    let mut server_a = server(&ws, options.clone(), None).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "run the long command").await;
+    loop {
+        let message = server_a.client.next_message().await.unwrap();
+        if message.params["turnId"] == turn.as_str()
+            && message.params["update"]["status"] == "in_progress"
+        {
+            break;
+        }
+    }
+    let pid = server_a.client.child().id().unwrap() as i32;
+    // SAFETY: a signal to the child process this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = server_a.client.child().wait().await;
+
+    let server_b = server(&ws, options, None).await;
+    let loaded = server_b
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let items = loaded["items"].as_array().unwrap();
+    assert_eq!(items[0]["kind"], "user");
+    assert_eq!(items[0]["text"], "run the long command");
+    assert_eq!(items[1]["kind"], "toolCall");
+    assert_eq!(
+        items[1]["status"], "failed",
+        "the interrupted call is closed as aborted: {items:?}"
+    );
+    let turn = prompt(&server_b, &session, "what happened?").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    assert_eq!(answer_text(&updates), "Recovered.");
+    assert_invariants(&fake.requests());
+    server_b.stop().await;
+}
+
+#[tokio::test]
+async fn slash_commands_and_mentions_are_handled_by_the_server() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Seen."], None));
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "/help").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert!(answer_text(&updates).contains("/compact [focus]"));
+    let turn = prompt(&server, &session, "/frobnicate").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let text = answer_text(&updates);
+    assert!(
+        text.contains("unknown command /frobnicate") && text.contains("/model NAME"),
+        "{text}"
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "slash commands never reach the model"
+    );
+
+    let turn = prompt(
+        &server,
+        &session,
+        "Compare @src/lib.rs:1-2 with @src/missing.rs",
+    )
+    .await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let warning = updates
+        .iter()
+        .find(|u| u["kind"] == "warning")
+        .expect("warning for the missing file");
+    assert!(warning["message"]
+        .as_str()
+        .unwrap()
+        .contains("@src/missing.rs"));
+    let requests = fake.requests();
+    let user = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.contains("<attached_files>") && user.contains("L1: pub fn answer() -> u32 {"),
+        "{user}"
+    );
+    assert!(!user.contains("missing.rs\""), "{user}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_turn_stops_after_max_steps() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    for i in 0..3 {
+        let id = format!("call_{i}");
+        fake.push(FakeProvider::openai_tool_calls(
+            &[(id.as_str(), "list_dir", &["{}"])],
+            None,
+        ));
+    }
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"maxSteps": 2})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "loop forever").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "maxSteps");
+    assert_eq!(fake.requests().len(), 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn code_actions_offer_to_ask_about_a_selection_and_to_fix_a_diagnostic() {
+    let ws = workspace();
+    let server = server(&ws, json!({}), None).await;
+    let lib = uri(&ws.root.join("src/lib.rs"));
+    server
+        .open(&lib, "rust", 1, "pub fn answer() -> u32 {\n    41\n}\n")
+        .await;
+    let diagnostic = json!({"range": range_json([1, 4, 1, 6]), "severity": 1, "message": "expected 42\nnote: more"});
+    let actions = server
+        .client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": lib}, "range": range_json([0, 0, 2, 1]), "context": {"diagnostics": [diagnostic]}}),
+        )
+        .await
+        .unwrap();
+    let actions = actions.as_array().unwrap();
+    assert_eq!(actions[0]["title"], "Ask agent about this selection");
+    assert!(actions[0]["kind"]
+        .as_str()
+        .unwrap()
+        .starts_with("refactor."));
+    assert_eq!(
+        actions[0]["command"]["command"],
+        "agentls.askAboutSelection"
+    );
+    assert_eq!(actions[0]["command"]["arguments"][0], lib.as_str());
+    assert_eq!(actions[1]["title"], "Ask agent to fix: expected 42");
+    assert_eq!(actions[1]["kind"], "quickfix");
+    assert_eq!(actions[1]["command"]["command"], "agentls.fixDiagnostic");
+    assert_eq!(
+        actions[1]["command"]["arguments"][1]["message"],
+        "expected 42\nnote: more"
+    );
+    // An empty selection and no diagnostic: nothing to offer.
+    let none = server
+        .client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": lib}, "range": range_json([0, 0, 0, 0]), "context": {"diagnostics": []}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(none, json!([]));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_sessions_and_bad_params_are_invalid_params() {
+    let ws = workspace();
+    let server = server(&ws, json!({"stateDir": ws.state.path()}), None).await;
+    for (method, params) in [
+        (
+            "agent/session/prompt",
+            json!({"sessionId": "nope", "text": "hi"}),
+        ),
+        ("agent/session/load", json!({"sessionId": "nope"})),
+        ("agent/session/cancel", json!({"sessionId": "../../etc"})),
+        ("agent/session/prompt", json!({"sessionId": 3})),
+        ("agent/session/context", json!({"sessionId": "nope"})),
+    ] {
+        let err = server
+            .client
+            .request(method, params.clone())
+            .await
+            .expect_err(method);
+        assert_eq!(err.code, -32602, "{method} {params}: {}", err.message);
+    }
+    // No model configured: a clear error at the first prompt, not a crash.
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("provider.model"),
+        "{error}"
+    );
+    server.stop().await;
+}
