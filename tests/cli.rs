@@ -165,3 +165,120 @@ fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
         .unwrap()
         .contains("outside the workspace"));
 }
+
+/// `agentls ask` against the fake provider over real HTTP: the answer on stdout, the tool
+/// call on stderr, the edit refused without a terminal to ask on, the session persisted and
+/// continued with --session.
+#[tokio::test]
+async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
+    use agentls::fake_provider::FakeProvider;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let fake = FakeProvider::start().await;
+    let edit =
+        serde_json::json!({"path": "src/lib.rs", "old_text": "41", "new_text": "42"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "read_file", &["{\"path\":\"src/lib.rs\"}"])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c2", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(
+        &["It returns ", "41."],
+        Some((300, 4)),
+    ));
+    fake.push(FakeProvider::openai_text(&["Still 41."], None));
+    let config = serde_json::json!({
+        "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "m"},
+        "stateDir": state,
+    })
+    .to_string();
+    let ask = |args: Vec<String>| {
+        tokio::process::Command::new(common::binary())
+            .args(args)
+            .env("AGENTLS_LOG", "error")
+            .stdin(std::process::Stdio::null())
+            .output()
+    };
+    let workspace = root.to_str().unwrap().to_string();
+    let out = ask(vec![
+        "ask".into(),
+        "What does answer() return?".into(),
+        "--workspace".into(),
+        workspace.clone(),
+        "--config".into(),
+        config.clone(),
+    ])
+    .await
+    .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "It returns 41.", "{stderr}");
+    assert!(stderr.contains("→ Read src/lib.rs"), "{stderr}");
+    assert!(stderr.contains("stdin is not a terminal"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+        "the edit was refused, the file is unchanged"
+    );
+    let session = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("agentls: session "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the session id on stderr")
+        .to_string();
+
+    // The same session continues: its history is in the next request.
+    let out = ask(vec![
+        "ask".into(),
+        "And now?".into(),
+        "--workspace".into(),
+        workspace,
+        "--config".into(),
+        config,
+        "--session".into(),
+        session,
+    ])
+    .await
+    .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), "Still 41.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    let history: Vec<String> = requests[3].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(
+        history.iter().any(|c| c.contains("It returns 41.")),
+        "{history:?}"
+    );
+}
+
+#[test]
+fn ask_without_a_provider_says_how_to_configure_one() {
+    let out = Command::new(common::binary())
+        .args(["ask", "hello"])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no provider configured") && err.contains("OPENAI_API_KEY"),
+        "{err}"
+    );
+}
