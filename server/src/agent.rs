@@ -20,12 +20,17 @@ use crate::host::{FileChange, Host, Notice, PermissionOption, PermissionRequest}
 use crate::inspect;
 use crate::models;
 use crate::prompt_text::{self, SlashCommand};
-use crate::provider::{ErrorKind, Provider, ProviderConfig, ProviderEvent, ProviderKind};
+use crate::provider::{ErrorKind, Provider, ProviderConfig, ProviderEvent, ProviderKind, Usage};
 use crate::session::{self, Event, Session};
 use crate::session_log::{self, SessionLog, SessionStore};
 use crate::tokens::Calibration;
+use crate::tokens::TokenizerKind;
 use crate::tools::{self, ToolKind, Workspace};
 use crate::truncate::{truncate_middle, TruncationPolicy};
+
+mod compact;
+pub use compact::CompactionOutcome;
+use compact::Prepared;
 
 /// Shell output kept in a tool result before the history's own truncation.
 const SHELL_OUTPUT_BYTES: usize = 64 * 1024;
@@ -51,15 +56,62 @@ struct Live {
     log: SessionLog,
 }
 
+/// Work for a session's worker, run one at a time in arrival order.
+enum Job {
+    Prompt(Prompt),
+    /// `agent/session/compact`, `/compact`.
+    Compact {
+        instructions: Option<String>,
+        reply: tokio::sync::oneshot::Sender<Result<CompactionOutcome, AgentError>>,
+    },
+    /// `agent/session/setModel`, `/model`.
+    SetModel {
+        model: String,
+        context_window: Option<usize>,
+        reply: tokio::sync::oneshot::Sender<Result<bool, AgentError>>,
+    },
+}
+
+/// Which turns wait and which runs: one lock, so that a cancel sees a consistent picture.
+#[derive(Default)]
+struct QueueState {
+    /// Turn ids queued and not started.
+    waiting: Vec<String>,
+    /// The running job's turn id and cancellation.
+    running: Option<(String, CancellationToken)>,
+    /// Queued turns a cancel dropped: the worker skips them.
+    dropped: std::collections::HashSet<String>,
+}
+
 struct SessionHandle {
     id: String,
     live: tokio::sync::Mutex<Live>,
-    queue: mpsc::UnboundedSender<Prompt>,
-    /// The running turn's cancellation, and how many prompts wait behind it.
-    running: Mutex<Option<CancellationToken>>,
-    waiting: Mutex<Vec<String>>,
-    /// Queued turns a cancel dropped before they started: the worker skips them.
-    dropped: Mutex<std::collections::HashSet<String>>,
+    queue: mpsc::UnboundedSender<Job>,
+    state: Mutex<QueueState>,
+    /// A summary prepared in the background for the next compaction.
+    prepared: Mutex<Prepared>,
+}
+
+impl SessionHandle {
+    fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks `turn_id` as running unless a cancel dropped it; its cancellation token.
+    fn start(&self, turn_id: &str) -> Option<CancellationToken> {
+        let mut state = self.state();
+        state.waiting.retain(|t| t != turn_id);
+        if state.dropped.remove(turn_id) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        state.running = Some((turn_id.to_string(), token.clone()));
+        Some(token)
+    }
+
+    fn stop(&self) {
+        self.state().running = None;
+    }
 }
 
 pub struct Agent {
@@ -169,7 +221,7 @@ impl Agent {
             .iter()
             .rev()
             .find_map(|e| match e {
-                Event::ModelChanged { model } | Event::SessionStarted { model, .. } => {
+                Event::ModelChanged { model, .. } | Event::SessionStarted { model, .. } => {
                     Some(model.clone())
                 }
                 _ => None,
@@ -204,6 +256,11 @@ impl Agent {
                     });
                 }
             }
+            events.push(Event::Error {
+                turn_id: turn_id.clone(),
+                message: "agentls stopped during this turn (a crash or a kill); the turn was closed when the session was loaded again".into(),
+                retryable: true,
+            });
             events.push(Event::TurnEnded {
                 turn_id,
                 stop_reason: "error".into(),
@@ -227,14 +284,13 @@ impl Agent {
     }
 
     fn spawn_worker(self: &Arc<Self>, id: String, live: Live) -> Arc<SessionHandle> {
-        let (queue, mut prompts) = mpsc::unbounded_channel::<Prompt>();
+        let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
         let handle = Arc::new(SessionHandle {
             id: id.clone(),
             live: tokio::sync::Mutex::new(live),
             queue,
-            running: Mutex::new(None),
-            waiting: Mutex::new(Vec::new()),
-            dropped: Mutex::new(std::collections::HashSet::new()),
+            state: Mutex::new(QueueState::default()),
+            prepared: Mutex::new(Prepared::default()),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = sessions.get(&id) {
@@ -245,14 +301,26 @@ impl Agent {
         let agent = Arc::downgrade(self);
         let worker = handle.clone();
         tokio::spawn(async move {
-            while let Some(prompt) = prompts.recv().await {
-                worker
-                    .waiting
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .retain(|t| t != &prompt.turn_id);
+            while let Some(job) = jobs.recv().await {
                 let Some(agent) = agent.upgrade() else { break };
-                agent.run_turn(&worker, prompt).await;
+                match job {
+                    Job::Prompt(prompt) => agent.run_turn(&worker, prompt).await,
+                    Job::Compact {
+                        instructions,
+                        reply,
+                    } => {
+                        let result = agent.compact_job(&worker, instructions).await;
+                        let _ = reply.send(result);
+                    }
+                    Job::SetModel {
+                        model,
+                        context_window,
+                        reply,
+                    } => {
+                        let result = agent.set_model_job(&worker, model, context_window).await;
+                        let _ = reply.send(result);
+                    }
+                }
             }
         });
         handle
@@ -333,31 +401,22 @@ impl Agent {
     ) -> Result<String, AgentError> {
         let handle = self.handle(id).await?;
         let turn_id = format!("turn-{}", session_log::new_session_id());
-        let busy = handle
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-            || !handle
-                .waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty();
-        handle
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(turn_id.clone());
+        let busy = {
+            let mut state = handle.state();
+            let busy = state.running.is_some() || !state.waiting.is_empty();
+            state.waiting.push(turn_id.clone());
+            busy
+        };
         if busy {
             self.update(id, &turn_id, json!({"kind": "queued"}));
         }
         handle
             .queue
-            .send(Prompt {
+            .send(Job::Prompt(Prompt {
                 turn_id: turn_id.clone(),
                 text,
                 editor,
-            })
+            }))
             .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
         Ok(turn_id)
     }
@@ -365,26 +424,23 @@ impl Agent {
     /// `agent/session/cancel`: stops the running turn and drops the queued ones.
     pub async fn cancel(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
         let handle = self.handle(id).await?;
-        let dropped: Vec<String> =
-            std::mem::take(&mut *handle.waiting.lock().unwrap_or_else(|e| e.into_inner()));
-        let running = handle
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        for turn_id in &dropped {
+        let (dropped, running) = {
+            let mut state = handle.state();
+            let dropped = std::mem::take(&mut state.waiting);
             // The worker skips them when it gets to them.
+            state.dropped.extend(dropped.iter().cloned());
+            (
+                dropped,
+                state.running.as_ref().map(|(_, token)| token.clone()),
+            )
+        };
+        for turn_id in &dropped {
             self.update(
                 id,
                 turn_id,
                 json!({"kind": "turnEnd", "stopReason": "cancelled"}),
             );
         }
-        handle
-            .dropped
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(dropped.iter().cloned());
         let cancelled = match running {
             Some(token) => {
                 token.cancel();
@@ -404,12 +460,7 @@ impl Agent {
     }
 
     fn status(&self, session: &Session, state: &str, used: usize, estimated: bool) {
-        let window = models::context_window(
-            self.host.config().context_window,
-            Some(&session.model)
-                .filter(|m| !m.is_empty())
-                .map(String::as_str),
-        );
+        let window = self.window_of(session).context_window;
         self.host.notify(Notice::Status(json!({
             "sessionId": session.id,
             "usedTokens": used,
@@ -417,8 +468,21 @@ impl Agent {
             "fill": if window == 0 { 1.0 } else { used as f64 / window as f64 },
             "estimated": estimated,
             "state": state,
-            "compactions": 0,
+            "compactions": session.compactions,
         })));
+    }
+
+    /// Environment variables a shell command must not see: the provider keys.
+    fn hidden_env(&self) -> Vec<String> {
+        let config = self.host.config();
+        let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        if let Some(name) = config.api_key_env {
+            names.push(name);
+        }
+        names
     }
 
     fn provider(&self, model: &str) -> Result<Arc<Provider>, AgentError> {
@@ -458,30 +522,23 @@ impl Agent {
     }
 
     async fn run_turn(self: &Arc<Self>, handle: &Arc<SessionHandle>, prompt: Prompt) {
-        if handle
-            .dropped
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&prompt.turn_id)
-        {
+        let Some(cancel) = handle.start(&prompt.turn_id) else {
             return;
-        }
-        let cancel = CancellationToken::new();
-        *handle.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(cancel.clone());
+        };
         let mut turn = Turn {
             agent: self.clone(),
             handle: handle.clone(),
             turn_id: prompt.turn_id.clone(),
             cancel,
             usage: (0, 0),
+            last_estimate: None,
             changed: Vec::new(),
             evidence: Vec::new(),
             problems: Vec::new(),
             steps: 0,
         };
         let stop = turn.run(prompt).await;
-        turn.finish(&stop).await;
-        *handle.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        turn.finish(stop).await;
     }
 }
 
@@ -547,6 +604,8 @@ struct Turn {
     turn_id: String,
     cancel: CancellationToken,
     usage: (u64, u64),
+    /// The calibrated size of the last request sent (the status at the end of the turn).
+    last_estimate: Option<usize>,
     /// For the progress log: files changed, evidence gathered, problems met.
     changed: Vec<String>,
     evidence: Vec<String>,
@@ -566,8 +625,11 @@ impl Turn {
         &self.agent.host
     }
 
+    /// Tells the client; nothing after a cancel (its only remaining update is `turnEnd`).
     fn update(&self, update: Value) {
-        self.agent.update(&self.handle.id, &self.turn_id, update);
+        if !self.cancel.is_cancelled() {
+            self.agent.update(&self.handle.id, &self.turn_id, update);
+        }
     }
 
     /// Writes the event, then applies it: what the client hears about is on disk first.
@@ -601,15 +663,27 @@ impl Turn {
         Ok(entry)
     }
 
-    fn error(&mut self, message: impl Into<String>, retryable: bool) -> Event {
+    /// Records the error, then tells the client (even when the log cannot take it: the
+    /// user must hear of a failure). `code` names errors a client can act on.
+    async fn fail(&mut self, message: impl Into<String>, retryable: bool, code: Option<&str>) {
         let message = message.into();
         self.problems.push(message.clone());
-        self.update(json!({"kind": "error", "message": message, "retryable": retryable}));
-        Event::Error {
-            turn_id: self.turn_id.clone(),
-            message,
-            retryable,
+        let _ = self
+            .record(Event::Error {
+                turn_id: self.turn_id.clone(),
+                message: message.clone(),
+                retryable,
+            })
+            .await;
+        let mut update = json!({"kind": "error", "message": message, "retryable": retryable});
+        if let Some(code) = code {
+            update["code"] = json!(code);
         }
+        self.update(update);
+    }
+
+    fn warn(&self, message: String) {
+        self.update(json!({"kind": "warning", "message": message}));
     }
 
     async fn run(&mut self, prompt: Prompt) -> Stop {
@@ -628,8 +702,7 @@ impl Turn {
                         at: session_log::now_millis(),
                     })
                     .await;
-                let event = self.error(message, false);
-                let _ = self.record(event).await;
+                self.fail(message, false, None).await;
                 return Stop::Error;
             }
         };
@@ -668,7 +741,7 @@ impl Turn {
             })
             .await
         {
-            self.error(message, false);
+            self.fail(message, false, None).await;
             return Stop::Error;
         }
         if let Err(message) = self
@@ -678,24 +751,20 @@ impl Turn {
             })
             .await
         {
-            self.error(message, false);
+            self.fail(message, false, None).await;
             return Stop::Error;
         }
         let provider = match self.agent.provider(&model) {
             Ok(provider) => provider,
             Err(err) => {
-                let event = self.error(err.0, false);
-                let _ = self.record(event).await;
+                self.fail(err.0, false, None).await;
                 return Stop::Error;
             }
         };
         let tokenizer = tokenizer_for(&config, &model);
-        let assembly = crate::context::AssemblyConfig {
-            tokenizer,
-            context_window: models::context_window(config.context_window, Some(model.as_str())),
-            calibration: Calibration::default(),
-        };
-
+        // Compaction (at the threshold, or after a context-length answer) happens at most
+        // once per model call, so a history that cannot shrink does not loop.
+        let mut compacted_for_this_call = false;
         loop {
             if self.cancel.is_cancelled() {
                 return Stop::Cancelled;
@@ -703,10 +772,18 @@ impl Turn {
             if self.steps >= config.max_steps {
                 return Stop::MaxSteps;
             }
-            self.steps += 1;
-            let (history, calibration) = {
+            let (history, calibration, window) = {
                 let live = self.handle.live.lock().await;
-                (live.session.history.clone(), live.session.calibration)
+                (
+                    live.session.history.clone(),
+                    live.session.calibration,
+                    self.agent.window_of(&live.session),
+                )
+            };
+            let assembly = crate::context::AssemblyConfig {
+                tokenizer,
+                context_window: window.context_window,
+                calibration,
             };
             let request = {
                 let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -720,10 +797,40 @@ impl Turn {
                 )
             };
             let estimated = request.total_tokens;
+            let used = calibration.apply(estimated);
+            self.last_estimate = Some(used);
+            let (compact, prepare) = {
+                let live = self.handle.live.lock().await;
+                self.agent.triggers(&live.session, used)
+            };
+            if compact && !compacted_for_this_call {
+                compacted_for_this_call = true;
+                let outcome = self
+                    .agent
+                    .compact_now(
+                        &self.handle,
+                        &self.turn_id,
+                        compact::Trigger::Threshold,
+                        None,
+                        &static_context,
+                        window,
+                        &self.cancel,
+                    )
+                    .await;
+                if let Err(err) = outcome {
+                    // The call goes out anyway: the provider may still take it.
+                    self.warn(format!("compaction failed: {}", err.0));
+                }
+                continue;
+            }
+            if prepare {
+                self.agent
+                    .prepare_in_background(&self.handle, &static_context);
+            }
+            self.steps += 1;
             {
                 let live = self.handle.live.lock().await;
-                self.agent
-                    .status(&live.session, "running", calibration.apply(estimated), true);
+                self.agent.status(&live.session, "running", used, true);
             }
 
             let (events_tx, mut events_rx) = mpsc::unbounded_channel();
@@ -754,34 +861,69 @@ impl Turn {
                     .record_item(Item::Assistant { text: text.clone() })
                     .await
                 {
-                    self.error(message, false);
+                    self.fail(message, false, None).await;
                     return Stop::Error;
                 }
             }
             if let Err(err) = result {
-                return match err.kind {
-                    ErrorKind::Cancelled => Stop::Cancelled,
-                    _ => {
-                        let message = match err.kind {
-                            ErrorKind::StreamCut if !text.is_empty() => {
-                                format!("{} (the partial answer above was kept)", err.message)
+                match err.kind {
+                    ErrorKind::Cancelled => return Stop::Cancelled,
+                    ErrorKind::ContextLengthExceeded
+                        if !compacted_for_this_call && text.is_empty() =>
+                    {
+                        // Compact and send the call again, once.
+                        compacted_for_this_call = true;
+                        self.steps -= 1;
+                        match self
+                            .agent
+                            .compact_now(
+                                &self.handle,
+                                &self.turn_id,
+                                compact::Trigger::Overflow,
+                                None,
+                                &static_context,
+                                window,
+                                &self.cancel,
+                            )
+                            .await
+                        {
+                            Ok(_) => continue,
+                            Err(compaction_error) => {
+                                let message = format!(
+                                    "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
+                                    err.message, compaction_error.0
+                                );
+                                self.fail(message, false, Some("contextLengthExceeded"))
+                                    .await;
+                                return Stop::Error;
                             }
-                            ErrorKind::ContextLengthExceeded => format!(
-                                "{} — the conversation is larger than the model's context window",
-                                err.message
-                            ),
-                            _ => err.message.clone(),
-                        };
-                        let event = self.error(message, err.retryable);
-                        let _ = self.record(event).await;
-                        Stop::Error
+                        }
                     }
-                };
+                    _ => {
+                        let (message, code) = match err.kind {
+                            ErrorKind::StreamCut if !text.is_empty() => (
+                                format!("{} (the partial answer above was kept)", err.message),
+                                None,
+                            ),
+                            ErrorKind::ContextLengthExceeded => (
+                                format!(
+                                    "{} — the conversation is larger than the model's context window",
+                                    err.message
+                                ),
+                                Some("contextLengthExceeded"),
+                            ),
+                            _ => (err.message.clone(), None),
+                        };
+                        self.fail(message, err.retryable, code).await;
+                        return Stop::Error;
+                    }
+                }
             }
+            compacted_for_this_call = false;
             if let Some(usage) = usage {
                 self.usage.0 += usage.input_tokens;
                 self.usage.1 += usage.output_tokens;
-                let _ = self
+                let recorded = self
                     .record(Event::Usage {
                         turn_id: self.turn_id.clone(),
                         input_tokens: usage.input_tokens,
@@ -789,13 +931,15 @@ impl Turn {
                         estimated_input: estimated as u64,
                     })
                     .await;
-                let live = self.handle.live.lock().await;
-                self.agent.status(
-                    &live.session,
-                    "running",
-                    (usage.input_tokens + usage.output_tokens) as usize,
-                    false,
-                );
+                if recorded.is_ok() {
+                    let live = self.handle.live.lock().await;
+                    self.agent.status(
+                        &live.session,
+                        "running",
+                        (usage.input_tokens + usage.output_tokens) as usize,
+                        false,
+                    );
+                }
             }
             if calls.is_empty() {
                 return Stop::EndTurn;
@@ -809,7 +953,7 @@ impl Turn {
                     })
                     .await
                 {
-                    self.error(message, false);
+                    self.fail(message, false, None).await;
                     return Stop::Error;
                 }
             }
@@ -828,7 +972,7 @@ impl Turn {
                 }
                 let (output, success) = self.run_tool(call).await;
                 if let Err(message) = self.finish_call(call, output, success).await {
-                    self.error(message, false);
+                    self.fail(message, false, None).await;
                     return Stop::Error;
                 }
             }
@@ -1248,7 +1392,12 @@ impl Turn {
         let session_id = self.handle.id.clone();
         let turn_id = self.turn_id.clone();
         let call_id = call.id.clone();
+        let cancel = self.cancel.clone();
         let on_output = move |chunk: &str| {
+            // After a cancel the turn says nothing more but turnEnd.
+            if cancel.is_cancelled() {
+                return;
+            }
             agent.update(
                 &session_id,
                 &turn_id,
@@ -1262,6 +1411,7 @@ impl Turn {
             SHELL_OUTPUT_BYTES,
             on_output,
             &self.cancel,
+            &self.agent.hidden_env(),
         )
         .await
         {
@@ -1378,17 +1528,49 @@ impl Turn {
         let reply = match command {
             SlashCommand::Help => format!("Commands:\n{}", prompt_text::COMMANDS),
             SlashCommand::Invalid(why) => format!("{why}. Commands:\n{}", prompt_text::COMMANDS),
-            SlashCommand::Compact(_) => {
-                "Compaction is not available yet: it arrives with the background compaction work."
-                    .to_string()
+            SlashCommand::Compact(focus) => {
+                let static_context = match self.agent.static_context_now().await {
+                    Ok(context) => context,
+                    Err(err) => {
+                        self.fail(err.0, false, None).await;
+                        return Stop::Error;
+                    }
+                };
+                let window = {
+                    let live = self.handle.live.lock().await;
+                    self.agent.window_of(&live.session)
+                };
+                match self
+                    .agent
+                    .compact_now(
+                        &self.handle,
+                        &self.turn_id,
+                        compact::Trigger::Manual,
+                        focus,
+                        &static_context,
+                        window,
+                        &self.cancel,
+                    )
+                    .await
+                {
+                    Ok(outcome) => format!(
+                        "Compacted: {} → {} tokens of history ({}).",
+                        outcome.tokens_before, outcome.tokens_after, outcome.strategy
+                    ),
+                    Err(err) => format!("Compaction failed: {}", err.0),
+                }
             }
             SlashCommand::Model(model) => {
-                let event = Event::ModelChanged {
-                    model: model.clone(),
-                };
-                match self.record(event).await {
-                    Ok(()) => format!("This session now uses {model}. (Compacting for a smaller window is not available yet.)"),
-                    Err(message) => message,
+                match self
+                    .agent
+                    .switch_model(&self.handle, &self.turn_id, model.clone(), None, &self.cancel)
+                    .await
+                {
+                    Ok(true) => format!(
+                        "This session now uses {model}; the conversation was compacted first to fit its window."
+                    ),
+                    Ok(false) => format!("This session now uses {model}."),
+                    Err(err) => err.0,
                 }
             }
             SlashCommand::New => match self.agent.new_session(None).await {
@@ -1397,10 +1579,7 @@ impl Turn {
             },
             SlashCommand::Context => {
                 let live = self.handle.live.lock().await;
-                let window = models::context_window(
-                    self.host().config().context_window,
-                    Some(live.session.model.as_str()),
-                );
+                let window = self.agent.window_of(&live.session).context_window;
                 format!(
                     "This session holds {} history items, about {} tokens of a {}-token window (estimated). Ask agent/session/context for the full breakdown.",
                     live.session.history.len(),
@@ -1415,7 +1594,14 @@ impl Turn {
 
     /// Ends the turn: the log records it (and is synced), the progress log gets its entry,
     /// the client gets `turnEnd` and an idle status.
-    async fn finish(&mut self, stop: &Stop) {
+    async fn finish(&mut self, stop: Stop) {
+        // A cancel that arrived after the last call finished still answered `cancelled:
+        // true`: the turn ends as cancelled.
+        let stop = if self.cancel.is_cancelled() && stop == Stop::EndTurn {
+            Stop::Cancelled
+        } else {
+            stop
+        };
         let at = session_log::now_millis();
         let started = self.handle.live.lock().await.session.open_turn.as_deref()
             == Some(self.turn_id.as_str());
@@ -1428,15 +1614,18 @@ impl Turn {
                 })
                 .await;
         }
-        let (session_id, plan, used, model) = {
+        let (session_id, plan) = {
             let mut live = self.handle.live.lock().await;
             if let Err(err) = live.log.sync() {
                 tracing::error!("cannot sync session log: {err}");
             }
+            // The provider's figure when it gave one, else the last request's estimate (the
+            // whole request, not just the history).
             let used = live
                 .session
                 .last_usage
                 .map(|u| ((u.input_tokens + u.output_tokens) as usize, false))
+                .or(self.last_estimate.map(|e| (e, true)))
                 .unwrap_or_else(|| {
                     (
                         live.session
@@ -1446,14 +1635,8 @@ impl Turn {
                     )
                 });
             self.agent.status(&live.session, "idle", used.0, used.1);
-            (
-                live.session.id.clone(),
-                live.session.plan.clone(),
-                used,
-                live.session.model.clone(),
-            )
+            (live.session.id.clone(), live.session.plan.clone())
         };
-        let _ = (used, model);
         if started {
             let next = plan
                 .iter()
@@ -1481,7 +1664,9 @@ impl Turn {
         if self.usage != (0, 0) {
             end["usage"] = json!({"inputTokens": self.usage.0, "outputTokens": self.usage.1});
         }
-        self.update(end);
+        // Not running any more before the client hears so: a cancel after this is a no-op.
+        self.handle.stop();
+        self.agent.update(&self.handle.id, &self.turn_id, end);
     }
 }
 

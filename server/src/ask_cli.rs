@@ -144,11 +144,25 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         .prompt(&session, options.question, editor)
         .await
         .map_err(|e| e.0)?;
+    let mut interrupted = false;
     let stop = loop {
-        match ends.recv().await {
-            Some((turn_id, stop)) if turn_id == turn => break stop,
-            Some(_) => continue,
-            None => return Err("the agent stopped unexpectedly".into()),
+        tokio::select! {
+            end = ends.recv() => match end {
+                Some((turn_id, stop)) if turn_id == turn => break stop,
+                Some(_) => continue,
+                None => return Err("the agent stopped unexpectedly".into()),
+            },
+            // Ctrl-C cancels the turn (the running command's group is killed); a second
+            // one gives up at once.
+            _ = tokio::signal::ctrl_c() => {
+                if interrupted {
+                    crate::tools::kill_running_commands();
+                    return Ok(130);
+                }
+                interrupted = true;
+                eprintln!("\nagentls: cancelling (Ctrl-C again to quit now)");
+                let _ = agent.cancel(&session).await;
+            }
         }
     };
     // Let the printer finish the answer's last line.
@@ -367,6 +381,13 @@ impl Host for CliHost {
             _ => "rejectOnce",
         };
         PermissionOutcome { kind: kind.into() }
+    }
+
+    fn progress(&self, _id: &str, title: &str, end: Option<String>) {
+        match end {
+            None => self.stderr_line(&format!("agentls: {title}…")),
+            Some(message) => self.stderr_line(&format!("agentls: {message}")),
+        }
     }
 
     fn notify(&self, notice: Notice) {

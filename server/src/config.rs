@@ -14,7 +14,7 @@ use crate::truncate::{self, TruncationPolicy};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// `agentsMd.maxBytes`: cap on the AGENTS.md chain's content.
     pub agents_md_max_bytes: usize,
@@ -54,6 +54,48 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
     pub approval_timeout_ms: u64,
+    pub compaction: CompactionConfig,
+}
+
+/// `compaction.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    /// `compaction.auto`: compact by itself at the threshold (manual, model-switch and
+    /// overflow compaction happen either way).
+    pub auto: bool,
+    /// `compaction.threshold`: fill of the usable window (the window less the output
+    /// reserve) at which a model call waits for compaction.
+    pub threshold: f64,
+    /// `compaction.prepareAt`: fill at which a summary is prepared in the background.
+    pub prepare_at: f64,
+    /// `compaction.targetFill`: the fill a compaction aims for.
+    pub target_fill: f64,
+    /// `compaction.style`: `handoff`, `state_snapshot` or `checkpoint`.
+    pub style: crate::compaction::Style,
+    /// `compaction.promptFile`: replaces the built-in compaction prompt.
+    pub prompt_file: Option<PathBuf>,
+    pub keep_tool_rounds: usize,
+    pub user_message_budget: usize,
+    pub keep_recent_rounds: usize,
+    /// `compaction.ledgerMaxTokens`.
+    pub ledger_max_tokens: usize,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            auto: true,
+            threshold: 0.85,
+            prepare_at: 0.70,
+            target_fill: 0.35,
+            style: crate::compaction::Style::Handoff,
+            prompt_file: None,
+            keep_tool_rounds: 3,
+            user_message_budget: 20_000,
+            keep_recent_rounds: 2,
+            ledger_max_tokens: 4_000,
+        }
+    }
 }
 
 pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
@@ -93,6 +135,7 @@ impl Default for Config {
             max_steps: 50,
             state_dir: None,
             approval_timeout_ms: 300_000,
+            compaction: CompactionConfig::default(),
         }
     }
 }
@@ -275,6 +318,90 @@ const KEYS: &[Key] = &[
         keep: |c, p| c.approval_timeout_ms = p.approval_timeout_ms,
     },
     Key {
+        path: "compaction.auto",
+        set: |c, v| {
+            c.compaction.auto = v
+                .as_bool()
+                .ok_or_else(|| format!("must be true or false, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.auto = p.compaction.auto,
+    },
+    Key {
+        path: "compaction.threshold",
+        set: |c, v| {
+            c.compaction.threshold = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.threshold = p.compaction.threshold,
+    },
+    Key {
+        path: "compaction.prepareAt",
+        set: |c, v| {
+            c.compaction.prepare_at = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.prepare_at = p.compaction.prepare_at,
+    },
+    Key {
+        path: "compaction.targetFill",
+        set: |c, v| {
+            c.compaction.target_fill = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.target_fill = p.compaction.target_fill,
+    },
+    Key {
+        path: "compaction.style",
+        set: |c, v| {
+            let name = one_of(v, &["handoff", "state_snapshot", "checkpoint"])?;
+            c.compaction.style = crate::compaction::Style::from_name(&name)
+                .unwrap_or(crate::compaction::Style::Handoff);
+            Ok(())
+        },
+        keep: |c, p| c.compaction.style = p.compaction.style,
+    },
+    Key {
+        path: "compaction.promptFile",
+        set: |c, v| {
+            c.compaction.prompt_file = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.compaction.prompt_file = p.compaction.prompt_file.clone(),
+    },
+    Key {
+        path: "compaction.keepToolRounds",
+        set: |c, v| {
+            c.compaction.keep_tool_rounds = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.keep_tool_rounds = p.compaction.keep_tool_rounds,
+    },
+    Key {
+        path: "compaction.userMessageBudget",
+        set: |c, v| {
+            c.compaction.user_message_budget = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.user_message_budget = p.compaction.user_message_budget,
+    },
+    Key {
+        path: "compaction.keepRecentRounds",
+        set: |c, v| {
+            c.compaction.keep_recent_rounds = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.keep_recent_rounds = p.compaction.keep_recent_rounds,
+    },
+    Key {
+        path: "compaction.ledgerMaxTokens",
+        set: |c, v| {
+            c.compaction.ledger_max_tokens = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.ledger_max_tokens = p.compaction.ledger_max_tokens,
+    },
+    Key {
         path: "prompts.dir",
         set: |c, v| {
             c.prompts_dir = Some(PathBuf::from(string(v)?));
@@ -296,6 +423,14 @@ fn one_of(value: &Value, allowed: &[&str]) -> Result<String, String> {
         Some(s) if allowed.contains(&s) => Ok(s.to_string()),
         _ => Err(format!("must be one of {allowed:?}, got {value}")),
     }
+}
+
+/// A number in (0, 1].
+fn fraction(value: &Value) -> Result<f64, String> {
+    value
+        .as_f64()
+        .filter(|f| *f > 0.0 && *f <= 1.0)
+        .ok_or_else(|| format!("must be a number between 0 and 1, got {value}"))
 }
 
 fn positive_integer(value: &Value) -> Result<usize, String> {

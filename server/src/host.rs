@@ -102,4 +102,7 @@ pub trait Host: Send + Sync + 'static {
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.
     fn notify(&self, notice: Notice);
+    /// Work-done progress: `end` None begins the progress `id` titled `title`; Some ends
+    /// it with that message. Never blocks the loop.
+    fn progress(&self, id: &str, title: &str, end: Option<String>);
 }

@@ -24,6 +24,12 @@ pub struct Prompts {
     /// Heads a compaction summary in the history.
     pub summary_prefix: String,
     pub tools: Vec<ToolSpec>,
+    /// Compaction prompts, by style.
+    pub compact_handoff: String,
+    pub compact_state_snapshot: String,
+    pub compact_checkpoint: String,
+    /// Introduces the user's focus of a manual compaction.
+    pub compact_focus: String,
 }
 
 /// (file name, built-in content): one table so a new prompt cannot miss its override.
@@ -39,6 +45,22 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../prompts/summary_prefix.md"),
     ),
     ("tools.json", include_str!("../../prompts/tools.json")),
+    (
+        "compact_handoff.md",
+        include_str!("../../prompts/compact_handoff.md"),
+    ),
+    (
+        "compact_state_snapshot.md",
+        include_str!("../../prompts/compact_state_snapshot.md"),
+    ),
+    (
+        "compact_checkpoint.md",
+        include_str!("../../prompts/compact_checkpoint.md"),
+    ),
+    (
+        "compact_focus.md",
+        include_str!("../../prompts/compact_focus.md"),
+    ),
 ];
 
 impl Default for Prompts {
@@ -92,6 +114,10 @@ impl Prompts {
         let skills = text("skills.md");
         let summary_prefix = text("summary_prefix.md");
         let tools_json = text("tools.json");
+        let compact_handoff = text("compact_handoff.md");
+        let compact_state_snapshot = text("compact_state_snapshot.md");
+        let compact_checkpoint = text("compact_checkpoint.md");
+        let compact_focus = text("compact_focus.md");
         let tools = match serde_json::from_str::<Vec<ToolSpec>>(&tools_json) {
             Ok(tools) => tools,
             Err(err) => {
@@ -108,6 +134,10 @@ impl Prompts {
                 skills,
                 summary_prefix,
                 tools,
+                compact_handoff,
+                compact_state_snapshot,
+                compact_checkpoint,
+                compact_focus,
             },
             problems,
         )

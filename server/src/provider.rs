@@ -264,7 +264,20 @@ impl Provider {
                 response = self.send(&url, key.as_deref(), body.clone()) => response,
             };
             let failure = match response {
-                Ok(response) => return self.read_stream(response, events, cancel).await,
+                Ok(response) => match self.read_stream(response, events, cancel).await {
+                    Ok(completion) => return Ok(completion),
+                    // An overload or rate limit reported in the stream before any content
+                    // (Anthropic does this after a 200) is retried like an HTTP 529/429.
+                    Err((error, false))
+                        if matches!(error.kind, ErrorKind::Server | ErrorKind::RateLimited) =>
+                    {
+                        Failure {
+                            error,
+                            retry_after: None,
+                        }
+                    }
+                    Err((error, _)) => return Err(error),
+                },
                 Err(failure) => failure,
             };
             if !failure.error.retryable || attempt >= self.config.max_retries {
@@ -389,11 +402,25 @@ impl Provider {
         )
     }
 
+    /// The stream's completion, or its error and whether content had been forwarded.
     async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        events: &UnboundedSender<ProviderEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, (ProviderError, bool)> {
+        let mut forwarded = false;
+        self.read_events(response, events, cancel, &mut forwarded)
+            .await
+            .map_err(|error| (error, forwarded))
+    }
+
+    async fn read_events(
         &self,
         mut response: reqwest::Response,
         events: &UnboundedSender<ProviderEvent>,
         cancel: &CancellationToken,
+        forwarded: &mut bool,
     ) -> Result<Completion, ProviderError> {
         let mut decoder = SseDecoder::default();
         let mut assembler = Assembler::new(self.config.kind);
@@ -424,6 +451,12 @@ impl Provider {
             };
             for sse in decoder.push(&bytes) {
                 for event in assembler.on_event(&sse)? {
+                    *forwarded |= matches!(
+                        event,
+                        ProviderEvent::Text(_)
+                            | ProviderEvent::Reasoning(_)
+                            | ProviderEvent::ToolCallStarted { .. }
+                    );
                     let _ = events.send(event);
                 }
                 if assembler.done {
@@ -665,8 +698,10 @@ struct PartialCall {
 #[derive(Debug)]
 pub struct Assembler {
     kind: ProviderKind,
-    /// Tool calls by the provider's index, in order of first appearance.
+    /// Tool calls in order of first appearance, with the provider's index.
     calls: Vec<(u64, PartialCall)>,
+    /// Makes ids unique for calls the provider sent without one.
+    nonce: String,
     usage: Option<Usage>,
     finish_reason: Option<String>,
     /// The provider said the stream is over (`[DONE]`, `message_stop`).
@@ -678,6 +713,12 @@ impl Assembler {
         Assembler {
             kind,
             calls: Vec::new(),
+            nonce: {
+                use std::hash::{BuildHasher, Hasher};
+                let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+                hasher.write_u8(0);
+                format!("{:08x}", hasher.finish() as u32)
+            },
             usage: None,
             finish_reason: None,
             done: false,
@@ -753,7 +794,9 @@ impl Assembler {
             let id = call["id"].as_str().unwrap_or("");
             let name = function["name"].as_str().unwrap_or("");
             let arguments = function["arguments"].as_str().unwrap_or("");
-            let (started, partial) = self.call(index);
+            // Some servers (Ollama) give every parallel call index 0: a new id on a known
+            // index starts a new call.
+            let (started, partial) = self.call_with_id(index, id);
             if !id.is_empty() {
                 partial.id = id.to_string();
             }
@@ -846,6 +889,23 @@ impl Assembler {
         }
     }
 
+    /// The latest partial call at `index`, unless `id` names a different call; and whether
+    /// it was just created.
+    fn call_with_id(&mut self, index: u64, id: &str) -> (bool, &mut PartialCall) {
+        let latest = self.calls.iter().rposition(|(i, _)| *i == index);
+        match latest {
+            Some(at)
+                if id.is_empty() || self.calls[at].1.id.is_empty() || self.calls[at].1.id == id =>
+            {
+                (false, &mut self.calls[at].1)
+            }
+            _ => {
+                self.calls.push((index, PartialCall::default()));
+                (true, &mut self.calls.last_mut().expect("just pushed").1)
+            }
+        }
+    }
+
     /// The partial call at `index`, and whether it was just created.
     fn call(&mut self, index: u64) -> (bool, &mut PartialCall) {
         match self.calls.iter().position(|(i, _)| *i == index) {
@@ -859,9 +919,9 @@ impl Assembler {
 
     /// Sends the finished tool calls and the usage; the stream's result.
     pub fn completion(&mut self, events: &UnboundedSender<ProviderEvent>) -> Completion {
-        for (index, call) in self.calls.drain(..) {
+        for (position, (_, call)) in self.calls.drain(..).enumerate() {
             let id = if call.id.is_empty() {
-                format!("call_{index}")
+                format!("call_{}_{position}", self.nonce)
             } else {
                 call.id
             };
@@ -1030,6 +1090,45 @@ mod tests {
             ]
         );
         assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn calls_sharing_an_index_stay_apart_and_calls_without_ids_get_unique_ones() {
+        // Ollama: every parallel call at index 0, each with its own id.
+        let events = [
+            sse(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "x", "function": {"name": "read_file", "arguments": "{}"}}]}}]}),
+            ),
+            sse(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "y", "function": {"name": "grep", "arguments": "{\"pattern\":\"a\"}"}}]}}]}),
+            ),
+            sse(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        ];
+        let (out, _, _) = run(ProviderKind::OpenAi, &events);
+        let calls: Vec<&ProviderEvent> = out
+            .iter()
+            .filter(|e| matches!(e, ProviderEvent::ToolCall { .. }))
+            .collect();
+        assert_eq!(calls.len(), 2, "{out:?}");
+        // No ids at all: two streams never produce the same id.
+        let anonymous = [
+            sse(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "list_dir", "arguments": "{}"}}]}}]}),
+            ),
+            sse(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        ];
+        let id = |out: Vec<ProviderEvent>| {
+            out.into_iter()
+                .find_map(|e| match e {
+                    ProviderEvent::ToolCall { id, .. } => Some(id),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_ne!(
+            id(run(ProviderKind::OpenAi, &anonymous).0),
+            id(run(ProviderKind::OpenAi, &anonymous).0)
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub async fn serve_stdio() -> SessionEnd {
     .custom_method("agent/session/load", Backend::session_load)
     .custom_method("agent/session/prompt", Backend::session_prompt)
     .custom_method("agent/session/cancel", Backend::session_cancel)
+    .custom_method("agent/session/compact", Backend::session_compact)
+    .custom_method("agent/session/setModel", Backend::session_set_model)
     .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
     .custom_method(
         transport::MALFORMED_MESSAGE_METHOD,
@@ -320,6 +322,23 @@ struct SessionIdParams {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct SessionCompactParams {
+    session_id: String,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionSetModelParams {
+    session_id: String,
+    model: String,
+    #[serde(default)]
+    context_window: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SessionPromptParams {
     session_id: String,
     text: String,
@@ -328,7 +347,10 @@ struct SessionPromptParams {
 }
 
 fn agent_error(err: AgentError) -> jsonrpc::Error {
-    if err.0.starts_with("unknown session") || err.0.starts_with("no model configured") {
+    if err.0.starts_with("unknown session")
+        || err.0.starts_with("no model configured")
+        || err.0.starts_with("invalid params")
+    {
         invalid_params(err.0)
     } else {
         jsonrpc::Error {
@@ -763,6 +785,27 @@ impl Backend {
         Ok(json!({ "cancelled": cancelled }))
     }
 
+    async fn session_compact(&self, params: SessionCompactParams) -> jsonrpc::Result<Value> {
+        let outcome = self
+            .agent()
+            .compact(&params.session_id, params.instructions)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!(outcome))
+    }
+
+    async fn session_set_model(&self, params: SessionSetModelParams) -> jsonrpc::Result<Value> {
+        if params.context_window == Some(0) {
+            return Err(invalid_params("contextWindow must be a positive integer"));
+        }
+        let compacted = self
+            .agent()
+            .set_model(&params.session_id, params.model, params.context_window)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "compacted": compacted }))
+    }
+
     /// `agent/session/context`: what the model would be sent next, section by section.
     async fn session_context(
         &self,
@@ -1195,15 +1238,33 @@ impl request::Request for RequestPermission {
 /// notifications sent in order by one task.
 struct LspHost {
     backend: Backend,
-    notices: tokio::sync::mpsc::UnboundedSender<Notice>,
+    notices: tokio::sync::mpsc::UnboundedSender<Outgoing>,
+    /// Progress reports begun and not ended: the sender ends each with its message.
+    progress: std::sync::Mutex<HashMap<String, tokio::sync::oneshot::Sender<String>>>,
+}
+
+/// What the notice task sends, in order.
+enum Outgoing {
+    Notice(Notice),
+    /// Answered once every notice queued before it was handed to the client: a server
+    /// request (requestPermission, applyEdit) waits for it so it never overtakes the
+    /// `toolCall` it is about.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 impl LspHost {
     fn new(backend: Backend) -> LspHost {
-        let (notices, mut queue) = tokio::sync::mpsc::unbounded_channel::<Notice>();
+        let (notices, mut queue) = tokio::sync::mpsc::unbounded_channel::<Outgoing>();
         let client = backend.client.clone();
         tokio::spawn(async move {
-            while let Some(notice) = queue.recv().await {
+            while let Some(outgoing) = queue.recv().await {
+                let notice = match outgoing {
+                    Outgoing::Notice(notice) => notice,
+                    Outgoing::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
                 match notice {
                     Notice::Update {
                         session_id,
@@ -1222,7 +1283,19 @@ impl LspHost {
                 }
             }
         });
-        LspHost { backend, notices }
+        LspHost {
+            backend,
+            notices,
+            progress: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits until every notice queued so far was handed to the client.
+    async fn flush(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.notices.send(Outgoing::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
     }
 
     fn support(&self) -> ClientSupport {
@@ -1344,6 +1417,7 @@ impl Host for LspHost {
                 ..Default::default()
             }
         };
+        self.flush().await;
         match self.backend.client.apply_edit(edit).await {
             Ok(response) if response.applied => Ok(()),
             Ok(response) => Err(response
@@ -1357,6 +1431,7 @@ impl Host for LspHost {
         let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
         let options = request.options.clone();
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        self.flush().await;
         let answer = tokio::time::timeout(
             timeout,
             self.backend
@@ -1389,6 +1464,30 @@ impl Host for LspHost {
     }
 
     fn notify(&self, notice: Notice) {
-        let _ = self.notices.send(notice);
+        let _ = self.notices.send(Outgoing::Notice(notice));
+    }
+
+    fn progress(&self, id: &str, title: &str, end: Option<String>) {
+        let mut running = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        match end {
+            Some(message) => {
+                if let Some(sender) = running.remove(id) {
+                    let _ = sender.send(message);
+                }
+            }
+            None => {
+                let (sender, ended) = tokio::sync::oneshot::channel::<String>();
+                running.insert(id.to_string(), sender);
+                let client = self.backend.client.clone();
+                let state = self.backend.state.clone();
+                let title = title.to_string();
+                // Its own task: creating the token is a round trip the loop must not wait for.
+                tokio::spawn(async move {
+                    let progress = Progressor::start(&client, &state, &title).await;
+                    let message = ended.await.unwrap_or_default();
+                    progress.end(&client, message).await;
+                });
+            }
+        }
     }
 }

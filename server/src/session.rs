@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::history::{Entry, History, Item};
+use crate::ledger::Ledger;
 use crate::prompts::Prompts;
 use crate::tokens::{Calibration, TokenizerKind};
 use crate::tools::PlanEntry;
@@ -62,12 +63,47 @@ pub enum Event {
     },
     ModelChanged {
         model: String,
+        /// The window given with the switch (`agent/session/setModel`), else the model's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<usize>,
+    },
+    /// A compaction boundary: the history from here on is `entries` (the rebuilt one).
+    Compacted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        entries: Vec<Entry>,
+        /// The summary (with the ledger) as the model will see it, for the transcript.
+        summary: String,
+        metrics: CompactionMetrics,
     },
     TurnEnded {
         turn_id: String,
         stop_reason: String,
         at: u64,
     },
+}
+
+/// What a compaction did, recorded with its boundary and reported to the client.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionMetrics {
+    /// `threshold`, `prepared`, `manual`, `modelSwitch`, `overflow`.
+    pub trigger: String,
+    /// `trim`, `summary`, `middle_drop`, `oldest_drop`.
+    pub strategy: String,
+    /// The summary's style when a model wrote it.
+    pub style: Option<String>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub items_before: usize,
+    pub items_after: usize,
+    pub outputs_trimmed: usize,
+    pub tool_rounds_kept: usize,
+    pub duration_ms: u64,
+    pub summarizer_input_tokens: u64,
+    pub summarizer_output_tokens: u64,
+    /// Why the model's summary was not used, when it was not.
+    pub fallback_reason: Option<String>,
 }
 
 /// Approvals remembered for the session (allowAlways / rejectAlways).
@@ -107,6 +143,15 @@ pub struct Session {
     /// The turn that started and has not ended (a crash leaves one open).
     pub open_turn: Option<String>,
     pub errors: Vec<String>,
+    /// What compaction must carry, folded from every event.
+    pub ledger: Ledger,
+    pub compactions: u32,
+    /// Consecutive compactions that saved less than 10 %.
+    pub low_yield_compactions: u32,
+    /// The window of the session's model when set with the switch.
+    pub context_window: Option<usize>,
+    /// Bumped by every compaction: a summary prepared before it is stale.
+    pub generation: u64,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -128,6 +173,11 @@ impl Session {
             title: String::new(),
             open_turn: None,
             errors: Vec::new(),
+            ledger: Ledger::default(),
+            compactions: 0,
+            low_yield_compactions: 0,
+            context_window: None,
+            generation: 0,
         }
     }
 
@@ -147,6 +197,7 @@ impl Session {
     }
 
     pub fn apply(&mut self, event: &Event, _prompts: &Prompts) {
+        self.ledger.observe(event);
         match event {
             Event::SessionStarted {
                 session_id,
@@ -154,7 +205,10 @@ impl Session {
                 workspace,
                 at,
             } => {
-                self.id = session_id.clone();
+                // The id is the log's file name; one written inside the file is not trusted.
+                if self.id.is_empty() {
+                    self.id = session_id.clone();
+                }
                 self.model = model.clone();
                 self.workspace = workspace.clone();
                 self.created_at = *at;
@@ -218,7 +272,27 @@ impl Session {
                 });
             }
             Event::Error { message, .. } => self.errors.push(message.clone()),
-            Event::ModelChanged { model } => self.model = model.clone(),
+            Event::ModelChanged {
+                model,
+                context_window,
+            } => {
+                self.model = model.clone();
+                self.context_window = *context_window;
+            }
+            Event::Compacted {
+                entries, metrics, ..
+            } => {
+                self.history = History::from_entries(self.history.tokenizer(), entries.clone());
+                self.last_usage = None;
+                self.compactions += 1;
+                self.generation += 1;
+                let saved = 1.0 - metrics.tokens_after as f64 / metrics.tokens_before.max(1) as f64;
+                if saved < 0.10 {
+                    self.low_yield_compactions += 1;
+                } else {
+                    self.low_yield_compactions = 0;
+                }
+            }
             Event::TurnEnded { at, .. } => {
                 self.open_turn = None;
                 self.updated_at = *at;
@@ -270,6 +344,9 @@ pub enum TranscriptItem {
     },
     Compaction {
         summary: String,
+        tokens_before: usize,
+        tokens_after: usize,
+        strategy: String,
     },
     Error {
         message: String,
@@ -325,11 +402,19 @@ pub fn transcript(events: &[Event]) -> Vec<TranscriptItem> {
                         }
                     }
                 }
-                Item::CompactionSummary { text } => items.push(TranscriptItem::Compaction {
-                    summary: text.clone(),
-                }),
-                Item::Instructions { .. } | Item::Internal { .. } => {}
+                // Shown once, from its boundary event.
+                Item::CompactionSummary { .. }
+                | Item::Instructions { .. }
+                | Item::Internal { .. } => {}
             },
+            Event::Compacted {
+                summary, metrics, ..
+            } => items.push(TranscriptItem::Compaction {
+                summary: summary.clone(),
+                tokens_before: metrics.tokens_before,
+                tokens_after: metrics.tokens_after,
+                strategy: metrics.strategy.clone(),
+            }),
             Event::Plan { entries, .. } => items.push(TranscriptItem::Plan {
                 entries: entries.clone(),
             }),

@@ -178,6 +178,12 @@ impl SessionStore {
 
     /// Appends a section to the session's progress log (markdown, human-readable).
     pub fn append_progress(&self, id: &str, section: &str) -> std::io::Result<()> {
+        if !valid_session_id(id) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid session id {id:?}"),
+            ));
+        }
         std::fs::create_dir_all(&self.dir)?;
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -223,7 +229,13 @@ impl SessionLog {
         let mut line = serde_json::to_vec(event)
             .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
         line.push(b'\n');
-        self.file.write_all(&line)
+        let before = self.file.metadata()?.len();
+        let written = self.file.write_all(&line);
+        if written.is_err() {
+            // A half-written line (disk full) would swallow the next event: cut it off.
+            let _ = self.file.set_len(before);
+        }
+        written
     }
 
     /// Flushes the log to the disk (turn boundaries).

@@ -863,6 +863,7 @@ pub async fn run_shell(
     max_output_bytes: usize,
     on_output: impl Fn(&str) + Send + Sync + 'static,
     cancel: &CancellationToken,
+    hidden_env: &[String],
 ) -> Result<ShellOutcome, ToolError> {
     if !cwd.is_dir() {
         return Err(error(format!(
@@ -870,7 +871,13 @@ pub async fn run_shell(
             cwd.display()
         )));
     }
-    let mut child = tokio::process::Command::new(user_shell())
+    let mut shell = tokio::process::Command::new(user_shell());
+    // The provider's key must not reach a command (`env` would print it to the model, the
+    // editor and the session log).
+    for name in hidden_env {
+        shell.env_remove(name);
+    }
+    let mut child = shell
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -892,7 +899,7 @@ pub async fn run_shell(
             ))
         })?;
     // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
-    let mut group = GroupGuard(child.id());
+    let mut group = GroupGuard::new(child.id());
 
     // A small bound: a command printing faster than the output is consumed waits for it.
     let (sender, mut receiver) = mpsc::channel::<String>(64);
@@ -1035,7 +1042,38 @@ fn user_shell() -> PathBuf {
 /// Kills the command's process group when armed: on timeout, cancellation, or when dropped.
 struct GroupGuard(Option<u32>);
 
+/// Process groups of commands still running: killed by `kill_running_commands` when the
+/// process exits (a future is not dropped at exit, so `GroupGuard` alone would leave them).
+static RUNNING_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Kills every command still running (on exit, on Ctrl-C).
+pub fn kill_running_commands() {
+    let groups = std::mem::take(&mut *RUNNING_GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
+    for pid in groups {
+        GroupGuard(Some(pid)).kill();
+    }
+}
+
 impl GroupGuard {
+    fn new(pid: Option<u32>) -> GroupGuard {
+        if let Some(pid) = pid {
+            RUNNING_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pid);
+        }
+        GroupGuard(pid)
+    }
+
+    fn forget(&self) {
+        if let Some(pid) = self.0 {
+            RUNNING_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|p| *p != pid);
+        }
+    }
+
     fn kill(&mut self) {
         if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
             // pid 0 or 1 would address our own group or every process: never those.
@@ -1049,6 +1087,7 @@ impl GroupGuard {
     }
 
     fn disarm(&mut self) {
+        self.forget();
         self.0 = None;
     }
 }
@@ -1056,6 +1095,7 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill();
+        self.forget();
     }
 }
 
@@ -1638,6 +1678,7 @@ mod tests {
             10_000,
             no_output(),
             &CancellationToken::new(),
+            &[],
         )
         .await
         .unwrap()
@@ -1687,6 +1728,7 @@ mod tests {
             1000,
             no_output(),
             &CancellationToken::new(),
+            &[],
         )
         .await
         .unwrap_err()
@@ -1706,6 +1748,7 @@ mod tests {
             1000,
             move |chunk: &str| seen.lock().unwrap().push(chunk.to_string()),
             &CancellationToken::new(),
+            &[],
         )
         .await
         .unwrap();
@@ -1766,6 +1809,7 @@ mod tests {
             1000,
             no_output(),
             &cancel,
+            &[],
         )
         .await
         .unwrap();
