@@ -90,6 +90,8 @@ struct SessionHandle {
     state: Mutex<QueueState>,
     /// A summary prepared in the background for the next compaction.
     prepared: Mutex<Prepared>,
+    /// Signalled when a background preparation ends.
+    prepared_done: tokio::sync::Notify,
 }
 
 impl SessionHandle {
@@ -291,6 +293,7 @@ impl Agent {
             queue,
             state: Mutex::new(QueueState::default()),
             prepared: Mutex::new(Prepared::default()),
+            prepared_done: tokio::sync::Notify::new(),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = sessions.get(&id) {
@@ -823,7 +826,8 @@ impl Turn {
                 }
                 continue;
             }
-            if prepare {
+            // Not right after a compaction: its result is what the next summary would cover.
+            if prepare && !compacted_for_this_call {
                 self.agent
                     .prepare_in_background(&self.handle, &static_context);
             }

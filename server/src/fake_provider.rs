@@ -30,6 +30,9 @@ pub enum Step {
     Delay(Duration),
     /// Close the connection without ending the chunked body: a stream cut mid-way.
     Cut,
+    /// Wait until the test calls `FakeProvider::release` (a model thinking as long as the
+    /// test needs, without a clock).
+    Hold,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +69,9 @@ impl RecordedRequest {
 #[derive(Default)]
 struct Script {
     replies: VecDeque<Reply>,
+    /// Replies for requests whose body contains the needle, before the common queue (a
+    /// summary call racing a turn's call gets the summary).
+    routes: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<RecordedRequest>,
     /// When each streamed step was flushed to the socket (for latency benchmarks).
     sent: Vec<Instant>,
@@ -74,6 +80,7 @@ struct Script {
 pub struct FakeProvider {
     address: std::net::SocketAddr,
     script: Arc<Mutex<Script>>,
+    release: Arc<tokio::sync::Semaphore>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -91,18 +98,22 @@ impl FakeProvider {
             .expect("bind a loopback port");
         let address = listener.local_addr().expect("local address");
         let script: Arc<Mutex<Script>> = Arc::default();
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
         let shared = script.clone();
+        let shared_release = release.clone();
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let script = shared.clone();
+                let release = shared_release.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, script).await;
+                    let _ = serve(stream, script, release).await;
                 });
             }
         });
         FakeProvider {
             address,
             script,
+            release,
             accept,
         }
     }
@@ -110,6 +121,22 @@ impl FakeProvider {
     /// `http://127.0.0.1:PORT` (an OpenAI base URL adds `/v1`).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// Queues the reply to the next request whose JSON body contains `needle`.
+    pub fn push_for(&self, needle: &str, reply: Reply) {
+        let mut script = self.lock();
+        match script.routes.iter_mut().find(|(n, _)| n == needle) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => script
+                .routes
+                .push((needle.to_string(), VecDeque::from([reply]))),
+        }
+    }
+
+    /// Lets one held stream (`Step::Hold`) go on.
+    pub fn release(&self) {
+        self.release.add_permits(1);
     }
 
     /// Queues the reply to the next request.
@@ -309,14 +336,24 @@ fn anthropic_end(mut steps: Vec<Step>, stop_reason: &str, output_tokens: u64) ->
 }
 
 /// Reads one request, records it, writes the next reply.
-async fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) -> std::io::Result<()> {
+async fn serve(
+    mut stream: TcpStream,
+    script: Arc<Mutex<Script>>,
+    release: Arc<tokio::sync::Semaphore>,
+) -> std::io::Result<()> {
     let Some(request) = read_request(&mut stream).await? else {
         return Ok(());
     };
     let reply = {
         let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
+        let body = request.body.to_string();
         script.requests.push(request);
-        script.replies.pop_front()
+        let routed = script
+            .routes
+            .iter_mut()
+            .find(|(needle, queue)| !queue.is_empty() && body.contains(needle.as_str()))
+            .and_then(|(_, queue)| queue.pop_front());
+        routed.or_else(|| script.replies.pop_front())
     };
     let reply = reply.unwrap_or_else(|| Reply::Http {
         status: 500,
@@ -356,6 +393,12 @@ async fn serve(mut stream: TcpStream, script: Arc<Mutex<Script>>) -> std::io::Re
                     Step::Raw(raw) => raw,
                     Step::Delay(delay) => {
                         tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                    Step::Hold => {
+                        if let Ok(permit) = release.acquire().await {
+                            permit.forget();
+                        }
                         continue;
                     }
                     Step::Cut => {

@@ -1,6 +1,8 @@
 //! Shared by the end-to-end tests: start the real `agentls` binary and talk LSP to it.
 #![allow(dead_code)] // each test binary uses a different part of this
 
+pub mod agent;
+
 use agentls::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -63,6 +63,8 @@ impl Trigger {
 pub(super) struct Window {
     pub context_window: usize,
     pub usable: usize,
+    /// What the summarizing model takes (the old model's when switching to a smaller one).
+    pub summarizer_usable: usize,
 }
 
 impl Agent {
@@ -73,9 +75,11 @@ impl Agent {
             session.context_window.or(config.context_window),
             Some(session.model.as_str()).filter(|m| !m.is_empty()),
         );
+        let usable = compaction::usable_window(context_window, config.max_output_tokens);
         Window {
             context_window,
-            usable: compaction::usable_window(context_window, config.max_output_tokens),
+            usable,
+            summarizer_usable: usable,
         }
     }
 
@@ -195,7 +199,9 @@ impl Agent {
             next.context_window = context_window;
             let used =
                 self.static_tokens(&static_context, &live.session) + live.session.history.tokens();
-            (used, self.window_of(&next))
+            let mut window = self.window_of(&next);
+            window.summarizer_usable = self.window_of(&live.session).usable;
+            (used, window)
         };
         let mut compacted = false;
         if used as f64 >= config.compaction.threshold * next.usable as f64 {
@@ -312,14 +318,17 @@ impl Agent {
         let static_context = static_context.clone();
         tokio::spawn(async move {
             let result = agent.prepare(&handle, &static_context).await;
-            let mut prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
-            prepared.pending = false;
-            match result {
-                Ok(summary) => prepared.result = Some(summary),
-                Err(err) => {
-                    tracing::warn!("session {}: preparing a summary failed: {err}", handle.id)
+            {
+                let mut prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
+                prepared.pending = false;
+                match result {
+                    Ok(summary) => prepared.result = Some(summary),
+                    Err(err) => {
+                        tracing::warn!("session {}: preparing a summary failed: {err}", handle.id)
+                    }
                 }
             }
+            handle.prepared_done.notify_waiters();
         });
     }
 
@@ -346,14 +355,11 @@ impl Agent {
             &prompts,
             tokenizer,
         );
-        let target = self.target_tokens(static_context, window, tokenizer);
-        let cut = compaction::kept_tail_start(
-            &trimmed.entries,
-            config.compaction.keep_recent_rounds,
-            target / 2,
-        );
+        // Everything so far (this runs before a model call, when every call has its
+        // output); what comes after it stays verbatim at the swap.
+        let cut = trimmed.entries.len();
         if cut == 0 {
-            return Err("nothing old enough to summarize yet".into());
+            return Err("nothing to summarize yet".into());
         }
         let provider = self.provider(&model).map_err(|e| e.0)?;
         let started = Instant::now();
@@ -479,7 +485,9 @@ impl Agent {
                 return Err(AgentError(message));
             }
         };
-        metrics.trigger = trigger.name().into();
+        if metrics.trigger.is_empty() {
+            metrics.trigger = trigger.name().into();
+        }
         metrics.tokens_before = tokens_before;
         metrics.tokens_after = compaction::tokens_of(&rebuilt);
         metrics.items_before = entries.len();
@@ -602,27 +610,59 @@ impl Agent {
         }
         let entries = trimmed.entries;
 
-        // 2. Summarize: the prepared summary when it is still good, else a fresh one.
+        // 2. Summarize: the prepared summary when it is still good (the same history, cut at
+        // a round start, and the result with what came since kept verbatim lands below the
+        // threshold), else a fresh one.
+        let fixed = {
+            let session = Session::new("", "", "", tokenizer);
+            self.static_tokens(static_context, &session)
+        };
+        // A preparation in flight finishes sooner than a new summary call would.
+        loop {
+            let done = handle.prepared_done.notified();
+            if !handle
+                .prepared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pending
+            {
+                break;
+            }
+            tokio::select! {
+                () = done => {}
+                () = cancel.cancelled() => break,
+            }
+        }
+        let below_threshold =
+            ((settings.threshold * window.usable as f64) as usize).saturating_sub(fixed);
         let prepared = {
             let prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
             prepared.result.clone().filter(|p| {
                 instructions.is_none()
                     && p.generation == generation
                     && p.cut <= entries.len()
-                    && compaction::tokens_of(&entries[p.cut..]) <= target / 2
+                    && (p.cut == entries.len()
+                        || compaction::round_starts(&entries).contains(&p.cut))
+                    && compaction::tokens_of(&entries[p.cut..])
+                        + tokenizer.count(&p.summary)
+                        + tokenizer.count(ledger)
+                        < below_threshold
             })
         };
         let user_budget = settings.user_message_budget.min(target / 4);
-        let (summary, cut) = match prepared {
+        // Where the verbatim tail may start: after the prepared point (what came since is
+        // not in that summary), or, for a fresh summary of everything, the last rounds when
+        // they fit, else nothing.
+        let (summary, tail_starts) = match prepared {
             Some(prepared) => {
                 metrics.style = Some(prepared.style.name().into());
                 metrics.summarizer_input_tokens = prepared.usage.input_tokens;
                 metrics.summarizer_output_tokens = prepared.usage.output_tokens;
                 metrics.trigger = "prepared".into();
-                (Ok(prepared.summary), prepared.cut)
+                (Ok(prepared.summary), vec![prepared.cut])
             }
             None => {
-                let cut =
+                let tail =
                     compaction::kept_tail_start(&entries, settings.keep_recent_rounds, target / 2);
                 let summary = match self.provider(model) {
                     Err(err) => Err(err.0),
@@ -630,7 +670,7 @@ impl Agent {
                         .summarize(
                             &provider,
                             static_context,
-                            &entries[..cut],
+                            &entries,
                             instructions.as_deref(),
                             window,
                             cancel,
@@ -643,7 +683,7 @@ impl Agent {
                             summary
                         }),
                 };
-                (summary, cut)
+                (summary, vec![tail, entries.len()])
             }
         };
         if cancel.is_cancelled() {
@@ -653,22 +693,28 @@ impl Agent {
         // 3. Rebuild and 4. verify; a summary that does not verify is discarded.
         let fallback_reason = match summary {
             Ok(summary) => {
-                let users =
-                    compaction::select_user_messages(&entries[..cut], user_budget, tokenizer);
-                let rebuilt = compaction::rebuild(
-                    &users,
-                    compaction::summary_text(&summary, ledger),
-                    &entries[cut..],
-                    &prompts,
-                    tokenizer,
-                );
-                match compaction::verify(tokens_before, &rebuilt, ledger) {
-                    Ok(()) => {
-                        metrics.strategy = Strategy::Summary.name().into();
-                        return Ok((rebuilt, metrics));
+                let mut why = String::new();
+                for cut in tail_starts {
+                    let users =
+                        compaction::select_user_messages(&entries[..cut], user_budget, tokenizer);
+                    let rebuilt = compaction::rebuild(
+                        &users,
+                        compaction::summary_text(&summary, ledger),
+                        &entries[cut..],
+                        &prompts,
+                        tokenizer,
+                    );
+                    match compaction::verify(tokens_before, &rebuilt, ledger) {
+                        Ok(()) => {
+                            metrics.strategy = Strategy::Summary.name().into();
+                            return Ok((rebuilt, metrics));
+                        }
+                        Err(reason) => {
+                            why = format!("the summarized history was discarded: {reason}")
+                        }
                     }
-                    Err(why) => format!("the summarized history was discarded: {why}"),
                 }
+                why
             }
             Err(why) => why,
         };
@@ -822,7 +868,7 @@ impl Agent {
                     &mut cache.counts,
                 )
             };
-            if request.total_tokens > window.usable && !kept.is_empty() {
+            if request.total_tokens > window.summarizer_usable && !kept.is_empty() {
                 dropped = (dropped * 2).max(1);
                 continue;
             }

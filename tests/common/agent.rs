@@ -1,0 +1,239 @@
+//! Shared by the agent end-to-end tests: a workspace, a server wired to the fake
+//! provider, and readers of the updates a turn sends.
+
+use super::{start, Options, Server};
+pub use agentls::fake_provider::FakeProvider;
+use agentls::fake_provider::{RecordedRequest, Step};
+use agentls::lsp_client::{Answer, Responder};
+use serde_json::{json, Value};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub struct Workspace {
+    pub _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub state: tempfile::TempDir,
+}
+
+pub fn workspace() -> Workspace {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::write(
+        root.join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("outside.txt"), "secret\n").unwrap();
+    let root = root.canonicalize().unwrap();
+    Workspace {
+        _dir: dir,
+        root,
+        state: tempfile::tempdir().unwrap(),
+    }
+}
+
+pub fn provider_options(fake: &FakeProvider, ws: &Workspace, extra: Value) -> Value {
+    let mut options = json!({
+        "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "test-model", "maxRetries": 2, "timeoutMs": 20000},
+        "stateDir": ws.state.path(),
+    });
+    merge(&mut options, extra);
+    options
+}
+
+pub fn merge(into: &mut Value, from: Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        for (key, value) in from {
+            match into.get_mut(&key) {
+                Some(existing) if existing.is_object() && value.is_object() => {
+                    merge(existing, value)
+                }
+                _ => {
+                    into.insert(key, value);
+                }
+            }
+        }
+    }
+}
+
+pub async fn server(ws: &Workspace, init_options: Value, responder: Option<Responder>) -> Server {
+    start(Options {
+        root: Some(&ws.root),
+        init_options,
+        apply_edit: true,
+        responder,
+        ..Options::default()
+    })
+    .await
+}
+
+pub async fn new_session(server: &Server) -> String {
+    let answer = server
+        .client
+        .request("agent/session/new", json!({}))
+        .await
+        .expect("session/new");
+    answer["sessionId"].as_str().unwrap().to_string()
+}
+
+pub async fn prompt(server: &Server, session: &str, text: &str) -> String {
+    let answer = server
+        .client
+        .request(
+            "agent/session/prompt",
+            json!({"sessionId": session, "text": text}),
+        )
+        .await
+        .expect("session/prompt");
+    answer["turnId"].as_str().unwrap().to_string()
+}
+
+/// Every `agent/session/update` of `turn` until its turnEnd, and the other messages seen
+/// on the way (status notifications, server requests).
+pub async fn updates_until_end(
+    server: &Server,
+    turn: &str,
+) -> (Vec<Value>, Vec<agentls::lsp_client::ServerMessage>) {
+    let mut updates = Vec::new();
+    let mut others = Vec::new();
+    loop {
+        let message = server
+            .client
+            .next_message()
+            .await
+            .expect("server still talking");
+        if message.method == "agent/session/update" && message.params["turnId"] == turn {
+            let update = message.params["update"].clone();
+            let end = update["kind"] == "turnEnd";
+            updates.push(update);
+            if end {
+                return (updates, others);
+            }
+        } else {
+            others.push(message);
+        }
+    }
+}
+
+pub fn kinds(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|u| u["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn answer_text(updates: &[Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "agentMessageChunk")
+        .map(|u| u["text"].as_str().unwrap())
+        .collect()
+}
+
+pub fn stop_reason(updates: &[Value]) -> String {
+    updates.last().unwrap()["stopReason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+pub fn tool_updates<'a>(updates: &'a [Value], status: &str) -> Vec<&'a Value> {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "toolCallUpdate" && u["status"] == status)
+        .collect()
+}
+
+/// Every request body the provider received: each `tool` message answers a tool call of
+/// the assistant message before the run of tool messages it belongs to, and every call of
+/// that assistant message is answered.
+pub fn assert_invariants(requests: &[RecordedRequest]) {
+    for request in requests {
+        let Some(messages) = request.body["messages"].as_array() else {
+            continue;
+        };
+        let mut open_calls: Vec<String> = Vec::new();
+        for message in messages {
+            match message["role"].as_str() {
+                Some("assistant") => {
+                    assert!(
+                        open_calls.is_empty(),
+                        "calls {open_calls:?} unanswered before an assistant message"
+                    );
+                    open_calls = message["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c["id"].as_str().unwrap().to_string())
+                        .collect();
+                }
+                Some("tool") => {
+                    let id = message["tool_call_id"].as_str().unwrap();
+                    let at = open_calls.iter().position(|c| c == id).unwrap_or_else(|| {
+                        panic!(
+                            "tool message {id} answers no call of the preceding assistant message"
+                        )
+                    });
+                    open_calls.remove(at);
+                }
+                _ => assert!(
+                    open_calls.is_empty(),
+                    "calls {open_calls:?} unanswered before a {} message",
+                    message["role"]
+                ),
+            }
+        }
+        assert!(
+            open_calls.is_empty(),
+            "calls {open_calls:?} unanswered at the end"
+        );
+    }
+}
+
+pub fn openai_chunk(delta: Value) -> Step {
+    Step::Data(json!({"id": "c", "object": "chat.completion.chunk", "model": "test-model", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string())
+}
+
+pub fn openai_finish(reason: &str) -> Step {
+    Step::Data(json!({"id": "c", "object": "chat.completion.chunk", "model": "test-model", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}).to_string())
+}
+
+/// Answers requestPermission with the options of `kinds` in turn, and applyEdit with
+/// applied: true; records both.
+/// The server requests the client saw: (method, params).
+pub type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+pub fn responder(kinds: &[&'static str]) -> (Responder, Seen) {
+    let seen: Seen = Arc::default();
+    let queue = Arc::new(Mutex::new(kinds.to_vec()));
+    let record = seen.clone();
+    let responder: Responder = Arc::new(move |method: &str, params: &Value| {
+        record
+            .lock()
+            .unwrap()
+            .push((method.to_string(), params.clone()));
+        match method {
+            "agent/session/requestPermission" => {
+                let kind = queue
+                    .lock()
+                    .unwrap()
+                    .drain(..1)
+                    .next()
+                    .unwrap_or("rejectOnce");
+                let option = params["options"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["kind"] == kind)
+                    .unwrap();
+                Answer::Result(json!({"outcome": {"optionId": option["optionId"]}}))
+            }
+            "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
+            _ => Answer::Result(Value::Null),
+        }
+    });
+    (responder, seen)
+}

@@ -1,0 +1,587 @@
+//! Compaction through the real server and the fake provider: the threshold trigger with a
+//! deliberately poor summary (the ledger carries what matters anyway), manual compaction
+//! with a focus and $/progress, the fallback when the summary call fails, compact-and-retry
+//! after a context-length answer, the checkpoint style's validation, a switch to a smaller
+//! model, a summary prepared ahead, requests answered while a summary is in flight, and a
+//! session reloaded after compaction.
+
+mod common;
+
+use agentls::fake_provider::{Reply, Step};
+use common::agent::*;
+use common::{start, Options, Server};
+use serde_json::{json, Value};
+
+/// A workspace with two large files (about 3,200 tokens each when read).
+fn big_workspace() -> Workspace {
+    let ws = workspace();
+    for (name, word) in [("big.rs", "alpha"), ("big2.rs", "omega")] {
+        let text: String = (0..150)
+            .map(|i| {
+                format!("let value_{i} = compute(&inputs[{i}], \"{word} parser stage {i}\");\n")
+            })
+            .collect();
+        std::fs::write(ws.root.join("src").join(name), text).unwrap();
+    }
+    ws
+}
+
+fn options(fake: &FakeProvider, ws: &Workspace, extra: Value) -> Value {
+    provider_options(
+        fake,
+        ws,
+        merge_all(
+            json!({
+                "approval": "full-auto",
+                "provider": {"contextWindow": 12000, "maxRetries": 0},
+                "compaction": {"prepareAt": 0.99},
+            }),
+            extra,
+        ),
+    )
+}
+
+fn merge_all(mut base: Value, extra: Value) -> Value {
+    merge(&mut base, extra);
+    base
+}
+
+fn read(id: &str, path: &str) -> Reply {
+    let arguments = json!({ "path": path }).to_string();
+    FakeProvider::openai_tool_calls(&[(id, "read_file", &[arguments.as_str()])], None)
+}
+
+fn text(answer: &str) -> Reply {
+    FakeProvider::openai_text(&[answer], None)
+}
+
+/// Every compaction prompt says this: summary calls are routed by it.
+const SUMMARY_CALL: &str = "CONTEXT CHECKPOINT COMPACTION";
+
+fn summary(fake: &FakeProvider, reply: Reply) {
+    fake.push_for(SUMMARY_CALL, reply);
+}
+
+/// Turn 1 reads big.rs; turn 2 runs a failing command, sets a plan and reads big2.rs —
+/// which puts the next call of turn 2 over the threshold.
+fn script_two_turns(fake: &FakeProvider) {
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    let shell = json!({"command": "echo 'error[E0308]: mismatched types' >&2; exit 3"}).to_string();
+    let plan =
+        json!({"entries": [{"content": "fix the type error in big2.rs", "status": "in_progress"}]})
+            .to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("s1", "shell", &[shell.as_str()]),
+            ("p1", "update_plan", &[plan.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(read("r2", "src/big2.rs"));
+}
+
+async fn run_two_turns(server: &Server, session: &str) -> Vec<Value> {
+    let turn = prompt(
+        server,
+        session,
+        "Never edit generated files. Please read src/big.rs.",
+    )
+    .await;
+    let (updates, _) = updates_until_end(server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let turn = prompt(server, session, "Now run the tests.").await;
+    let (updates, others) = updates_until_end(server, &turn).await;
+    let mut all = updates;
+    all.extend(
+        others
+            .into_iter()
+            .filter(|m| m.method == "agent/status")
+            .map(|m| m.params),
+    );
+    all
+}
+
+fn last_user_content(request: &Value) -> String {
+    request["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn all_content(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn at_the_threshold_a_poor_summary_still_leaves_the_ledger_intact() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    script_two_turns(&fake);
+    summary(&fake, text("I did some stuff."));
+    fake.push(text("Tests fail."));
+    let server = server(&ws, options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let seen = run_two_turns(&server, &session).await;
+
+    let compaction: Vec<&Value> = seen.iter().filter(|u| u["kind"] == "compaction").collect();
+    assert_eq!(compaction.len(), 2, "{seen:?}");
+    assert_eq!(compaction[0]["phase"], "started");
+    assert_eq!(compaction[1]["phase"], "completed");
+    assert_eq!(compaction[1]["strategy"], "summary");
+    assert_eq!(compaction[1]["trigger"], "threshold");
+    assert!(compaction[1]["tokensAfter"].as_u64() < compaction[1]["tokensBefore"].as_u64());
+    assert!(seen.iter().any(|s| s["state"] == "compacting"), "{seen:?}");
+    let last_status = seen
+        .iter()
+        .rev()
+        .find(|s| s.get("compactions").is_some())
+        .unwrap();
+    assert_eq!(last_status["compactions"], 1);
+    assert_eq!(answer_text(&seen), "Tests fail.");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 6);
+    // The summary request: the session's own prefix, no tools, the compaction prompt last.
+    let summary_request = &requests[4].body;
+    assert!(summary_request.get("tools").is_none());
+    assert!(last_user_content(summary_request).contains("CONTEXT CHECKPOINT COMPACTION"));
+    assert!(all_content(summary_request).contains("alpha parser stage"));
+    // The call after it: the summary, the ledger with everything that matters, the user's
+    // messages; the old file content is gone.
+    let after = all_content(&requests[5].body);
+    for needle in [
+        "I did some stuff.",
+        "<ledger>",
+        "src/big.rs (whole)",
+        "echo 'error[E0308]: mismatched types' >&2; exit 3` → exit 3",
+        "error[E0308]: mismatched types",
+        "[~] fix the type error in big2.rs",
+        "Never edit generated files.",
+        "Now run the tests.",
+    ] {
+        assert!(
+            after.contains(needle),
+            "{needle:?} missing after compaction:\n{after}"
+        );
+    }
+    assert!(
+        !after.contains("alpha parser stage"),
+        "the summarized read is gone"
+    );
+    assert!(
+        after.contains("omega parser stage"),
+        "the last round is kept verbatim"
+    );
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_restart() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    summary(
+        &fake,
+        text("# Compaction Handoff\n[Done] read src/big.rs\n[Next] refactor the parser"),
+    );
+    let init = options(&fake, &ws, json!({"provider": {"contextWindow": 128000}}));
+    let server = start(Options {
+        root: Some(&ws.root),
+        init_options: init.clone(),
+        progress: true,
+        ..Options::default()
+    })
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+
+    let outcome = server
+        .client
+        .request(
+            "agent/session/compact",
+            json!({"sessionId": session, "instructions": "focus on the parser"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    assert!(outcome["tokensAfter"].as_u64().unwrap() < outcome["tokensBefore"].as_u64().unwrap());
+    let requests = fake.requests();
+    let prompt_text = last_user_content(&requests[2].body);
+    assert!(
+        prompt_text.ends_with("focus on the parser"),
+        "{prompt_text}"
+    );
+
+    // The editor saw a work-done progress begin and end with the figures.
+    let mut progress = Vec::new();
+    while let Ok(Some(message)) = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        server.client.next_message(),
+    )
+    .await
+    {
+        if message.method == "$/progress" {
+            progress.push(message.params["value"].clone());
+        }
+    }
+    assert_eq!(
+        progress.first().unwrap()["title"],
+        "Compacting conversation",
+        "{progress:?}"
+    );
+    let end = progress.last().unwrap();
+    assert_eq!(end["kind"], "end");
+    assert!(end["message"].as_str().unwrap().contains("% → "), "{end}");
+    server.stop().await;
+
+    // After a restart the session continues from the boundary.
+    fake.push(text("Continuing."));
+    let server = start(Options {
+        root: Some(&ws.root),
+        init_options: init,
+        ..Options::default()
+    })
+    .await;
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let items = loaded["items"].as_array().unwrap();
+    let marker = items
+        .iter()
+        .find(|i| i["kind"] == "compaction")
+        .expect("compaction marker");
+    assert_eq!(marker["strategy"], "summary");
+    assert!(marker["summary"]
+        .as_str()
+        .unwrap()
+        .contains("[Next] refactor the parser"));
+    let turn = prompt(&server, &session, "Go on.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(answer_text(&updates), "Continuing.");
+    let after = all_content(&fake.requests()[3].body);
+    assert!(after.contains("[Next] refactor the parser"));
+    assert!(!after.contains("alpha parser stage"), "{after}");
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_summary_call_falls_back_to_a_rule_based_drop_with_the_ledger() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    script_two_turns(&fake);
+    summary(
+        &fake,
+        Reply::Http {
+            status: 500,
+            headers: vec![],
+            body: json!({"error": {"message": "summarizer down"}}).to_string(),
+        },
+    );
+    fake.push(text("Tests fail."));
+    let server = server(&ws, options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let seen = run_two_turns(&server, &session).await;
+    let completed = seen
+        .iter()
+        .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        .expect("completed");
+    let strategy = completed["strategy"].as_str().unwrap();
+    assert!(
+        strategy == "middle_drop" || strategy == "oldest_drop",
+        "{completed}"
+    );
+    assert_eq!(answer_text(&seen), "Tests fail.");
+    let after = all_content(&fake.requests()[5].body);
+    assert!(
+        after.contains("summarizer down"),
+        "the note says why there is no summary"
+    );
+    for needle in [
+        "src/big.rs (whole)",
+        "exit 3",
+        "Never edit generated files.",
+    ] {
+        assert!(after.contains(needle), "{needle:?} missing:\n{after}");
+    }
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_context_length_answer_is_compacted_and_retried_once() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    fake.push(FakeProvider::openai_context_length_exceeded());
+    summary(&fake, text("[Done] read big.rs"));
+    fake.push(text("Answer after the retry."));
+    // A window the estimate thinks is large: only the provider knows better.
+    let server = server(
+        &ws,
+        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+    let turn = prompt(&server, &session, "And now?").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(answer_text(&updates), "Answer after the retry.");
+    let completed = updates
+        .iter()
+        .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        .unwrap();
+    assert_eq!(completed["trigger"], "overflow");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(!all_content(&requests[4].body).contains("alpha parser stage"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_invalid_checkpoint_is_asked_again_then_the_style_falls_back_to_handoff() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    summary(&fake, text("Sure! Here is the summary: it went well."));
+    summary(&fake, text("{\"summary\": \"missing the intent\"}"));
+    summary(&fake, text("# Compaction Handoff\n[Done] read big.rs"));
+    let server = server(
+        &ws,
+        options(
+            &fake,
+            &ws,
+            json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "checkpoint"}}),
+        ),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(last_user_content(&requests[2].body).contains("single valid JSON object"));
+    assert!(last_user_content(&requests[3].body).contains("single valid JSON object"));
+    assert!(last_user_content(&requests[4].body).contains("# Compaction Handoff"));
+
+    // A valid checkpoint is used as it is (after the history grew again).
+    fake.push(read("r2", "src/big2.rs"));
+    fake.push(text("Read it too."));
+    let turn = prompt(&server, &session, "Please read src/big2.rs.").await;
+    updates_until_end(&server, &turn).await;
+    summary(&fake, text(
+        &json!({"intent_user_message": "Refactor the parser.\n<VERBATIM_REQUEST_START>\nPlease read src/big.rs.\n<VERBATIM_REQUEST_END>", "summary": "Read it.\nRESUME_AT: refactor"})
+            .to_string(),
+    ));
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let last = loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|i| i["kind"] == "compaction")
+        .unwrap()
+        .clone();
+    assert!(
+        last["summary"]
+            .as_str()
+            .unwrap()
+            .contains("RESUME_AT: refactor"),
+        "{last}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn switching_to_a_smaller_model_compacts_first_with_the_old_one() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    summary(&fake, text("[Done] read big.rs"));
+    let server = server(
+        &ws,
+        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+
+    let bigger = server
+        .client
+        .request(
+            "agent/session/setModel",
+            json!({"sessionId": session, "model": "big-model", "contextWindow": 200000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(bigger["compacted"], false);
+    let smaller = server
+        .client
+        .request(
+            "agent/session/setModel",
+            json!({"sessionId": session, "model": "small-model", "contextWindow": 6000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(smaller["compacted"], true);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[2].body["model"], "big-model",
+        "the summary is written by the old model"
+    );
+    let list = server
+        .client
+        .request("agent/session/list", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(list["sessions"][0]["sessionId"], session.as_str());
+    let err = server
+        .client
+        .request(
+            "agent/session/setModel",
+            json!({"sessionId": session, "model": ""}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32602);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_summary_prepared_ahead_is_swapped_in_at_the_threshold() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    // Past prepareAt after the read: the summary is prepared while the turn goes on.
+    fake.push(text("Read it."));
+    summary(&fake, text("[Done] prepared summary of the big.rs read"));
+    fake.push(read("r2", "src/big2.rs"));
+    fake.push(text("Read the second."));
+    let server = server(
+        &ws,
+        options(&fake, &ws, json!({"compaction": {"prepareAt": 0.5, "threshold": 0.85}, "provider": {"contextWindow": 12000}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+    // The background summary call happened during or right after that turn.
+    while fake.requests().len() < 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let turn = prompt(&server, &session, "Now read src/big2.rs.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let completed = updates
+        .iter()
+        .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        .expect("compacted at the threshold");
+    assert_eq!(completed["trigger"], "prepared", "{completed}");
+    assert_eq!(answer_text(&updates), "Read the second.");
+    let requests = fake.requests();
+    assert_eq!(
+        requests.len(),
+        5,
+        "no second summary call: the prepared one was used"
+    );
+    assert!(all_content(&requests[4].body).contains("[Done] prepared summary of the big.rs read"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn requests_are_answered_while_a_summary_is_in_flight() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    // The summary streams only when the test says so.
+    summary(
+        &fake,
+        Reply::Sse {
+            steps: vec![
+                Step::Hold,
+                agentls::fake_provider::openai_chunk(
+                    json!({"content": "[Done] read big.rs"}),
+                    None,
+                ),
+                agentls::fake_provider::openai_chunk(json!({}), Some("stop")),
+                Step::Data("[DONE]".into()),
+            ],
+        },
+    );
+    let server = server(
+        &ws,
+        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+
+    let compact = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}));
+    let others = async {
+        while fake.requests().len() < 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // The summary call is held: everything else is still answered.
+        let context = server
+            .client
+            .request("agent/session/context", json!({}))
+            .await
+            .unwrap();
+        let list = server
+            .client
+            .request("agent/session/list", json!({}))
+            .await
+            .unwrap();
+        fake.release();
+        (context, list)
+    };
+    let (outcome, (context, list)) = tokio::join!(compact, others);
+    assert!(context["totalTokens"].as_u64().unwrap() > 0);
+    assert_eq!(list["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(outcome.unwrap()["strategy"], "summary");
+    server.stop().await;
+}
