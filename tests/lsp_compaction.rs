@@ -585,3 +585,48 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
     assert_eq!(outcome.unwrap()["strategy"], "summary");
     server.stop().await;
 }
+
+/// The quality evaluation, small: every planted needle survives successive compactions
+/// with a poor and with an extractive summarizer, the ledger is what keeps the files and
+/// approvals (without it they are lost), results stay under 35% of the window and never
+/// grow.
+#[tokio::test]
+async fn the_compaction_eval_recalls_every_needle_after_successive_compactions() {
+    use agentls::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
+    let options = EvalOptions {
+        sessions: 1,
+        compactions: 3,
+        turns: 2,
+        context_window: 32_000,
+    };
+    let report = run(&options).await.unwrap();
+    assert_eq!(report.summarizers.len(), 2);
+    for (name, rounds) in &report.summarizers {
+        assert_eq!(rounds.len(), 3);
+        for (i, round) in rounds.iter().enumerate() {
+            for category in CATEGORIES {
+                assert_eq!(
+                    percent(&round.recall, category),
+                    100.0,
+                    "{name} compaction {} {category}",
+                    i + 1
+                );
+            }
+            assert!(
+                round.max_fill_after <= 0.35,
+                "{name}: {}",
+                round.max_fill_after
+            );
+            assert!(!round.grew, "{name}");
+        }
+        let last = rounds.last().unwrap();
+        assert!(
+            percent(&last.recall_without_ledger, "files") < 100.0,
+            "the ledger carries the files"
+        );
+        assert!(
+            percent(&last.recall_without_ledger, "approvals") < 100.0,
+            "and the approvals"
+        );
+    }
+}

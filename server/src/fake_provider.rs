@@ -66,8 +66,13 @@ impl RecordedRequest {
     }
 }
 
+/// Makes a reply from a request's JSON body.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Script {
+    /// Answers requests containing the needle when no queued reply fits (a summarizer).
+    responders: Vec<(String, Responder)>,
     replies: VecDeque<Reply>,
     /// Replies for requests whose body contains the needle, before the common queue (a
     /// summary call racing a turn's call gets the summary).
@@ -132,6 +137,12 @@ impl FakeProvider {
                 .routes
                 .push((needle.to_string(), VecDeque::from([reply]))),
         }
+    }
+
+    /// Answers every later request whose body contains `needle`, when no queued reply is
+    /// routed to it, with `respond(body)`.
+    pub fn respond_to(&self, needle: &str, respond: Responder) {
+        self.lock().responders.push((needle.to_string(), respond));
     }
 
     /// Lets one held stream (`Step::Hold`) go on.
@@ -353,7 +364,20 @@ async fn serve(
             .iter_mut()
             .find(|(needle, queue)| !queue.is_empty() && body.contains(needle.as_str()))
             .and_then(|(_, queue)| queue.pop_front());
-        routed.or_else(|| script.replies.pop_front())
+        let dynamic = || {
+            script
+                .responders
+                .iter()
+                .find(|(needle, _)| body.contains(needle.as_str()))
+                .map(|(_, respond)| respond.clone())
+        };
+        match routed {
+            Some(reply) => Some(reply),
+            None => match dynamic() {
+                Some(respond) => Some(respond(&serde_json::from_str(&body).unwrap_or(Value::Null))),
+                None => script.replies.pop_front(),
+            },
+        }
     };
     let reply = reply.unwrap_or_else(|| Reply::Http {
         status: 500,

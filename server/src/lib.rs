@@ -19,6 +19,7 @@ pub mod documents;
 pub mod editor_context;
 pub mod editor_state;
 pub mod environment;
+pub mod eval_compaction;
 pub mod fake_provider;
 pub mod files;
 pub mod history;

@@ -29,6 +29,9 @@ USAGE:
                                       chunk latency p50/p99, time to first token vs direct
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
+    agentls eval-compaction [--sessions N] [--compactions N] [--turns N] [--window N]
+                                      Recall of planted facts after 1..N compactions,
+                                      poor and extractive summarizers (fake provider)
     agentls --version                 Print the version
     agentls --help                    Print this help
 
@@ -142,6 +145,31 @@ fn main() -> ExitCode {
             match result {
                 Ok((options, report)) => {
                     agentls::bench_stream::print_stream(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
+        ["eval-compaction", rest @ ..] => {
+            let mut options = agentls::eval_compaction::EvalOptions::default();
+            let parsed = numeric_flags(rest, |flag, value| {
+                match flag {
+                    "--sessions" => options.sessions = value.max(1),
+                    "--compactions" => options.compactions = value.max(1),
+                    "--turns" => options.turns = value.max(1),
+                    "--window" => options.context_window = value.max(4096),
+                    other => return Err(format!("unknown option {other}")),
+                }
+                Ok(())
+            });
+            let result = parsed.and_then(|()| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::eval_compaction::run(&options)))
+            });
+            match result {
+                Ok(report) => {
+                    agentls::eval_compaction::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
