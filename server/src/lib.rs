@@ -7,6 +7,7 @@ pub mod anthropic_wire;
 pub mod approval;
 pub mod ask_cli;
 pub mod bench;
+pub mod bench_compaction;
 pub mod bench_context;
 pub mod bench_stream;
 pub mod compaction;

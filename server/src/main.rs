@@ -27,6 +27,9 @@ USAGE:
     agentls bench stream [--chunks N] [--turns N] [--first-token-ms N] [--gap-ms N]
                                       Streaming through agentls from a fake provider:
                                       chunk latency p50/p99, time to first token vs direct
+    agentls bench compaction [--history-tokens N] [--rounds N] [--summary-ms N]
+                                      Non-LLM compaction steps on a long history; LSP
+                                      latency during a slow summary; prepared-swap wait
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
     agentls eval-compaction [--sessions N] [--compactions N] [--turns N] [--window N]
@@ -145,6 +148,30 @@ fn main() -> ExitCode {
             match result {
                 Ok((options, report)) => {
                     agentls::bench_stream::print_stream(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
+        ["bench", "compaction", rest @ ..] => {
+            let mut options = agentls::bench_compaction::CompactionBenchOptions::default();
+            let parsed = numeric_flags(rest, |flag, value| {
+                match flag {
+                    "--history-tokens" => options.history_tokens = value.max(1000),
+                    "--rounds" => options.rounds = value.max(1),
+                    "--summary-ms" => options.summary_ms = (value as u64).max(500),
+                    other => return Err(format!("unknown option {other}")),
+                }
+                Ok(())
+            });
+            let result = parsed.and_then(|()| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::bench_compaction::run(&options)))
+            });
+            match result {
+                Ok(report) => {
+                    agentls::bench_compaction::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),

@@ -539,6 +539,7 @@ impl Agent {
                 "tokensAfter": metrics.tokens_after,
                 "strategy": metrics.strategy,
                 "trigger": metrics.trigger,
+                "durationMs": metrics.duration_ms,
             }),
         );
         self.host.progress(
