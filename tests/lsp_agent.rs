@@ -841,3 +841,38 @@ async fn unknown_sessions_and_bad_params_are_invalid_params() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn reasoning_streams_as_thought_chunks_and_split_tool_calls_assemble() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(Reply::Sse {
+        steps: vec![
+            openai_chunk(json!({"role": "assistant", "reasoning_content": "The user wants "})),
+            openai_chunk(json!({"reasoning_content": "the answer."})),
+            openai_chunk(json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{\"pat"}}]})),
+            openai_chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "tern\": \"answer\"}"}}]})),
+            openai_finish("tool_calls"),
+            Step::Data("[DONE]".into()),
+        ],
+    });
+    fake.push(FakeProvider::openai_text(&["Found."], None));
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Where is answer?").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let thoughts: String = updates
+        .iter()
+        .filter(|u| u["kind"] == "agentThoughtChunk")
+        .map(|u| u["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(thoughts, "The user wants the answer.");
+    let call = updates.iter().find(|u| u["kind"] == "toolCall").unwrap();
+    assert_eq!(call["input"], json!({"pattern": "answer"}));
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    assert_eq!(answer_text(&updates), "Found.");
+    // Reasoning is shown, not sent back to the model as the answer.
+    let second = fake.requests()[1].body.to_string();
+    assert!(!second.contains("The user wants"), "{second}");
+    server.stop().await;
+}

@@ -537,6 +537,37 @@ mod tests {
     }
 
     #[test]
+    fn two_low_yield_compactions_in_a_row_are_counted_and_a_good_one_resets() {
+        let compacted = |before: usize, after: usize| Event::Compacted {
+            turn_id: None,
+            entries: Vec::new(),
+            summary: String::new(),
+            metrics: CompactionMetrics {
+                tokens_before: before,
+                tokens_after: after,
+                ..Default::default()
+            },
+        };
+        let prompts = Prompts::builtin();
+        let mut session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &prompts);
+        session.apply(&compacted(1000, 950), &prompts);
+        assert_eq!((session.compactions, session.low_yield_compactions), (1, 1));
+        assert!(
+            session.history.is_empty(),
+            "the boundary replaces the history"
+        );
+        session.apply(&compacted(1000, 500), &prompts);
+        assert_eq!(session.low_yield_compactions, 0);
+        session.apply(&compacted(1000, 920), &prompts);
+        session.apply(&compacted(1000, 990), &prompts);
+        assert_eq!((session.compactions, session.low_yield_compactions), (4, 2));
+        assert!(
+            session.ledger.approvals[0].contains("cargo test"),
+            "the ledger outlives compactions"
+        );
+    }
+
+    #[test]
     fn events_round_trip_through_json_lines() {
         for event in events() {
             let line = serde_json::to_string(&event).unwrap();
