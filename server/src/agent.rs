@@ -711,17 +711,12 @@ impl Turn {
         };
         let model = self.handle.live.lock().await.session.model.clone();
         let history_for_block = self.handle.live.lock().await.session.history.clone();
-        let inputs = inspect::Inputs {
-            config: &config,
-            prompts: &prompts,
-            environment: &gathered.environment,
-            agents: gathered.agents.as_ref(),
-            skills: &gathered.skills,
-            active: gathered.active.as_ref(),
-            others: &gathered.others,
-            history: &history_for_block,
-            calibration: Calibration::default(),
-        };
+        let inputs = gathered.inputs(
+            &config,
+            &prompts,
+            &history_for_block,
+            Calibration::default(),
+        );
         let (mut block, static_context) = {
             let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
             (

@@ -306,37 +306,9 @@ impl Host for CliHost {
 
     /// Without an editor, changes go to the disk, checked against what the model saw.
     async fn apply(&self, change: FileChange) -> Result<(), String> {
-        tokio::task::spawn_blocking(move || match change {
-            FileChange::Edit {
-                path,
-                original,
-                range,
-                new_text,
-                ..
-            } => {
-                let current = files::read_text(&path).map_err(|r| r.0)?;
-                if current != original {
-                    return Err(format!(
-                        "{} changed on disk since it was read; read it again",
-                        path.display()
-                    ));
-                }
-                let mut updated = original;
-                updated.replace_range(range, &new_text);
-                std::fs::write(&path, updated)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
-            }
-            FileChange::Write { path, content, .. } => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-                }
-                std::fs::write(&path, content)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
-            }
-        })
-        .await
-        .map_err(|e| e.to_string())?
+        tokio::task::spawn_blocking(move || files::write_change(change))
+            .await
+            .map_err(|e| e.to_string())?
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {

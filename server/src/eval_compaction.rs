@@ -105,24 +105,7 @@ impl Host for EvalHost {
         None
     }
     async fn apply(&self, change: FileChange) -> Result<(), String> {
-        let (path, text) = match change {
-            FileChange::Edit {
-                path,
-                original,
-                range,
-                new_text,
-                ..
-            } => {
-                let mut text = original;
-                text.replace_range(range, &new_text);
-                (path, text)
-            }
-            FileChange::Write { path, content, .. } => (path, content),
-        };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-        }
-        std::fs::write(&path, text).map_err(|e| e.to_string())
+        crate::files::write_change(change)
     }
     async fn request_permission(&self, _request: PermissionRequest) -> PermissionOutcome {
         // The user says "always" the first time: the approval is a needle.

@@ -61,6 +61,41 @@ pub fn read_document(
     Ok(Document::new(&text, DISK_VERSION, language, max_syntax_bytes).snapshot())
 }
 
+/// Applies a planned change to the disk (no editor to apply it): an edit only when the file
+/// still holds the text the model saw.
+pub fn write_change(change: crate::host::FileChange) -> Result<(), String> {
+    use crate::host::FileChange;
+    match change {
+        FileChange::Edit {
+            path,
+            original,
+            range,
+            new_text,
+            ..
+        } => {
+            let current = read_text(&path).map_err(|r| r.0)?;
+            if current != original {
+                return Err(format!(
+                    "{} changed on disk since it was read; read it again",
+                    path.display()
+                ));
+            }
+            let mut updated = original;
+            updated.replace_range(range, &new_text);
+            std::fs::write(&path, updated)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
+        FileChange::Write { path, content, .. } => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, content)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,29 @@ pub struct Gathered {
     pub others: Vec<OtherDocument>,
 }
 
+impl Gathered {
+    /// The inputs of an assembly from what was gathered.
+    pub fn inputs<'a>(
+        &'a self,
+        config: &'a Config,
+        prompts: &'a Prompts,
+        history: &'a crate::history::History,
+        calibration: crate::tokens::Calibration,
+    ) -> crate::inspect::Inputs<'a> {
+        crate::inspect::Inputs {
+            config,
+            prompts,
+            environment: &self.environment,
+            agents: self.agents.as_ref(),
+            skills: &self.skills,
+            active: self.active.as_ref(),
+            others: &self.others,
+            history,
+            calibration,
+        }
+    }
+}
+
 /// A change to a file, planned against `original` (the text the model saw).
 #[derive(Debug, Clone)]
 pub enum FileChange {

@@ -839,17 +839,7 @@ impl Backend {
                     config,
                 ),
             };
-            let inputs = inspect::Inputs {
-                config: &config,
-                prompts: &prompts,
-                environment: &gathered.environment,
-                agents: gathered.agents.as_ref(),
-                skills: &gathered.skills,
-                active: gathered.active.as_ref(),
-                others: &gathered.others,
-                history: &history,
-                calibration,
-            };
+            let inputs = gathered.inputs(&config, &prompts, &history, calibration);
             let mut cache = state
                 .assembly_cache
                 .lock()

@@ -242,17 +242,7 @@ impl Agent {
         let prompts = self.host.prompts();
         let gathered = self.host.gather(None).await.map_err(AgentError)?;
         let history = History::new(config.tokenizer());
-        let inputs = inspect::Inputs {
-            config: &config,
-            prompts: &prompts,
-            environment: &gathered.environment,
-            agents: gathered.agents.as_ref(),
-            skills: &gathered.skills,
-            active: None,
-            others: &[],
-            history: &history,
-            calibration: Calibration::default(),
-        };
+        let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
         Ok(inspect::static_context(&inputs))
     }
 
