@@ -630,3 +630,70 @@ async fn the_compaction_eval_recalls_every_needle_after_successive_compactions()
         );
     }
 }
+
+#[tokio::test]
+async fn the_state_snapshot_style_uses_its_prompt_and_an_inflating_summary_is_discarded() {
+    let ws = big_workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(read("r1", "src/big.rs"));
+    fake.push(text("Read it."));
+    summary(
+        &fake,
+        text("<state_snapshot>\n  <overall_goal>read big.rs</overall_goal>\n</state_snapshot>"),
+    );
+    let server = server(
+        &ws,
+        options(
+            &fake,
+            &ws,
+            json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "state_snapshot"}}),
+        ),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
+    updates_until_end(&server, &turn).await;
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary");
+    let requests = fake.requests();
+    assert!(last_user_content(&requests[2].body).contains("<state_snapshot>"));
+
+    // A summary larger than what it replaces is discarded: the rule-based fallback runs.
+    fake.push(read("r2", "src/big2.rs"));
+    fake.push(text("Read it too."));
+    let turn = prompt(&server, &session, "Please read src/big2.rs.").await;
+    updates_until_end(&server, &turn).await;
+    summary(&fake, text(&"padding words ".repeat(20_000)));
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let strategy = outcome["strategy"].as_str().unwrap();
+    assert!(strategy.ends_with("_drop"), "{outcome}");
+    assert!(outcome["tokensAfter"].as_u64() < outcome["tokensBefore"].as_u64());
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let marker = loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|i| i["kind"] == "compaction")
+        .unwrap()
+        .clone();
+    let summary_text = marker["summary"].as_str().unwrap();
+    assert!(
+        summary_text.contains("discarded") && summary_text.contains("<ledger>"),
+        "{summary_text}"
+    );
+    assert!(!summary_text.contains("padding words padding"));
+    server.stop().await;
+}

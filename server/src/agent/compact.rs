@@ -716,7 +716,9 @@ impl Agent {
             handle.id
         );
         let note_reserve = tokenizer.count(ledger) + 300;
-        let dropped = compaction::rule_based(&entries, target, note_reserve);
+        // Never aim above half of what there is: a manual compaction of a history already
+        // under the target must still make room.
+        let dropped = compaction::rule_based(&entries, target.min(tokens_before / 2), note_reserve);
         let note = format!(
             "No model summary is available for this part of the conversation ({fallback_reason}). \
              {} older items were removed ({}); what matters from them is in the ledger below, \
