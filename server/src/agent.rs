@@ -685,6 +685,43 @@ impl Turn {
         self.update(update);
     }
 
+    /// Records what a context-length error tells: the request's real size (a calibration
+    /// sample) and the model's real window (kept for the session). The window to compact
+    /// for.
+    async fn learn_from_overflow(
+        &mut self,
+        message: &str,
+        estimated: usize,
+        model: &str,
+        window: compact::Window,
+    ) -> compact::Window {
+        let (requested, limit) = crate::provider::context_figures(message);
+        if let Some(requested) = requested {
+            let _ = self
+                .record(Event::Usage {
+                    turn_id: self.turn_id.clone(),
+                    input_tokens: requested as u64,
+                    output_tokens: 0,
+                    estimated_input: estimated as u64,
+                })
+                .await;
+        }
+        if let Some(limit) = limit.filter(|l| *l > 0 && *l < window.context_window) {
+            self.warn(format!(
+                "the provider says the model's window is {limit} tokens, not {}: using {limit} for this session",
+                window.context_window
+            ));
+            let _ = self
+                .record(Event::ModelChanged {
+                    model: model.to_string(),
+                    context_window: Some(limit),
+                })
+                .await;
+        }
+        let live = self.handle.live.lock().await;
+        self.agent.window_of(&live.session)
+    }
+
     fn warn(&self, message: String) {
         self.update(json!({"kind": "warning", "message": message}));
     }
@@ -870,9 +907,14 @@ impl Turn {
                     ErrorKind::ContextLengthExceeded
                         if !compacted_for_this_call && text.is_empty() =>
                     {
-                        // Compact and send the call again, once.
+                        // Compact and send the call again, once. What the error says is the
+                        // provider's own count: it calibrates the estimates, and a smaller
+                        // real window replaces the configured one.
                         compacted_for_this_call = true;
                         self.steps -= 1;
+                        let window = self
+                            .learn_from_overflow(&err.message, estimated, &model, window)
+                            .await;
                         match self
                             .agent
                             .compact_now(

@@ -571,6 +571,41 @@ fn is_context_length_exceeded(status: u16, body: &str) -> bool {
     .any(|needle| lower.contains(needle))
 }
 
+/// What a context-length error says about the request: (tokens of the request as the
+/// provider counted them, the model's limit), when it says. The first is the best
+/// calibration sample there is (the provider's own count of what agentls estimated); the
+/// second is the real window when the configured one was wrong.
+pub fn context_figures(message: &str) -> (Option<usize>, Option<usize>) {
+    use std::sync::OnceLock;
+    static PATTERNS: OnceLock<Vec<(regex::Regex, bool)>> = OnceLock::new();
+    // (pattern, whether the first group is the request and the second the limit)
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            // llama-cpp-python
+            (r"(?i)requested tokens \((\d+)\) exceed context window of (\d+)", true),
+            // Anthropic
+            (r"(?i)prompt is too long: (\d+) tokens > (\d+) maximum", true),
+            // OpenAI, vLLM
+            (r"(?i)maximum context length is (\d+) tokens.*?(?:messages resulted in|\((\d+) in the messages|requested) ?(\d+)?", false),
+        ]
+        .into_iter()
+        .filter_map(|(p, order)| regex::Regex::new(p).ok().map(|r| (r, order)))
+        .collect()
+    });
+    let number = |m: Option<regex::Match>| m.and_then(|m| m.as_str().parse::<usize>().ok());
+    for (pattern, request_first) in patterns {
+        if let Some(captures) = pattern.captures(message) {
+            return if *request_first {
+                (number(captures.get(1)), number(captures.get(2)))
+            } else {
+                let requested = number(captures.get(2)).or(number(captures.get(3)));
+                (requested, number(captures.get(1)))
+            };
+        }
+    }
+    (None, None)
+}
+
 /// The provider's error message from a JSON error body, else the body's start.
 fn error_detail(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
@@ -1247,6 +1282,27 @@ mod tests {
         assert!(http_error(503, "", &config).retryable);
         assert!(http_error(429, "", &config).retryable);
         assert!(!http_error(400, r#"{"error":{"message":"bad tool schema"}}"#, &config).retryable);
+    }
+
+    #[test]
+    fn context_errors_tell_the_real_request_size_and_window() {
+        assert_eq!(
+            context_figures("Requested tokens (2345) exceed context window of 2048"),
+            (Some(2345), Some(2048))
+        );
+        assert_eq!(
+            context_figures("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."),
+            (Some(9000), Some(8192))
+        );
+        assert_eq!(
+            context_figures("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."),
+            (Some(5000), Some(4096))
+        );
+        assert_eq!(
+            context_figures("prompt is too long: 210000 tokens > 200000 maximum"),
+            (Some(210000), Some(200000))
+        );
+        assert_eq!(context_figures("context_length_exceeded"), (None, None));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub(super) struct Prepared {
 
 /// Why a compaction runs (`trigger` of its metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Trigger {
+pub enum Trigger {
     Threshold,
     Manual,
     ModelSwitch,
@@ -60,11 +60,21 @@ impl Trigger {
 
 /// The window figures a compaction works with.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Window {
+pub struct Window {
     pub context_window: usize,
     pub usable: usize,
     /// What the summarizing model takes (the old model's when switching to a smaller one).
     pub summarizer_usable: usize,
+    /// Provider tokens per estimated token (the session's calibration): the window is in
+    /// the provider's tokens, history counts are estimates.
+    pub ratio: f64,
+}
+
+impl Window {
+    /// `provider_tokens` of the window expressed in estimated tokens.
+    pub fn estimated(&self, provider_tokens: usize) -> usize {
+        (provider_tokens as f64 / self.ratio.max(0.1)) as usize
+    }
 }
 
 impl Agent {
@@ -80,6 +90,7 @@ impl Agent {
             context_window,
             usable,
             summarizer_usable: usable,
+            ratio: session.calibration.ratio,
         }
     }
 
@@ -389,7 +400,8 @@ impl Agent {
         let config = self.host.config().compaction;
         let session = Session::new("", "", "", tokenizer);
         let fixed = self.static_tokens(static_context, &session);
-        ((config.target_fill * window.usable as f64) as usize)
+        window
+            .estimated((config.target_fill * window.usable as f64) as usize)
             .saturating_sub(fixed)
             .max(256)
     }
@@ -624,8 +636,9 @@ impl Agent {
                 () = cancel.cancelled() => break,
             }
         }
-        let below_threshold =
-            ((settings.threshold * window.usable as f64) as usize).saturating_sub(fixed);
+        let below_threshold = window
+            .estimated((settings.threshold * window.usable as f64) as usize)
+            .saturating_sub(fixed);
         let prepared = {
             let prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
             prepared.result.clone().filter(|p| {
@@ -861,7 +874,8 @@ impl Agent {
                     &mut cache.counts,
                 )
             };
-            if request.total_tokens > window.summarizer_usable && !kept.is_empty() {
+            if request.total_tokens > window.estimated(window.summarizer_usable) && !kept.is_empty()
+            {
                 dropped = (dropped * 2).max(1);
                 continue;
             }
