@@ -92,6 +92,9 @@ struct SessionHandle {
     prepared: Mutex<Prepared>,
     /// Signalled when a background preparation ends.
     prepared_done: tokio::sync::Notify,
+    /// Held while a turn sends an update and while a cancel takes effect: after a cancel
+    /// no update of the cancelled turn can be on its way.
+    updates: Mutex<()>,
 }
 
 impl SessionHandle {
@@ -294,6 +297,7 @@ impl Agent {
             state: Mutex::new(QueueState::default()),
             prepared: Mutex::new(Prepared::default()),
             prepared_done: tokio::sync::Notify::new(),
+            updates: Mutex::new(()),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = sessions.get(&id) {
@@ -446,11 +450,14 @@ impl Agent {
         }
         let cancelled = match running {
             Some(token) => {
+                let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
                 token.cancel();
                 true
             }
             None => !dropped.is_empty(),
         };
+        // What the turn said before the cancel reaches the client before this answer.
+        self.host.flush().await;
         Ok(cancelled)
     }
 
@@ -511,6 +518,7 @@ impl Agent {
             max_output_tokens: config.max_output_tokens,
             timeout: Duration::from_millis(config.timeout_ms),
             max_retries: config.max_retries,
+            temperature: config.temperature,
         };
         let key = format!("{provider_config:?}");
         let mut cached = self.provider.lock().unwrap_or_else(|e| e.into_inner());
@@ -630,6 +638,11 @@ impl Turn {
 
     /// Tells the client; nothing after a cancel (its only remaining update is `turnEnd`).
     fn update(&self, update: Value) {
+        let _quiet = self
+            .handle
+            .updates
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if !self.cancel.is_cancelled() {
             self.agent.update(&self.handle.id, &self.turn_id, update);
         }
@@ -1434,8 +1447,10 @@ impl Turn {
         let turn_id = self.turn_id.clone();
         let call_id = call.id.clone();
         let cancel = self.cancel.clone();
+        let handle = self.handle.clone();
         let on_output = move |chunk: &str| {
             // After a cancel the turn says nothing more but turnEnd.
+            let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
             if cancel.is_cancelled() {
                 return;
             }

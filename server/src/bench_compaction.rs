@@ -50,7 +50,7 @@ pub struct CompactionBenchReport {
 
 /// A history like a long working session: per turn a request, an answer, a read with a
 /// long output, a failing command and an edit.
-fn history(tokens: usize) -> (Vec<Entry>, Vec<Event>) {
+pub fn history(tokens: usize) -> (Vec<Entry>, Vec<Event>) {
     let prompts = Prompts::builtin();
     let tokenizer = TokenizerKind::O200kBase;
     let mut entries = Vec::new();

@@ -48,6 +48,8 @@ pub struct Config {
     pub timeout_ms: u64,
     /// `provider.maxRetries`: retries of 429/5xx answers.
     pub max_retries: u32,
+    /// `provider.temperature`: sent when set (the provider's default otherwise).
+    pub temperature: Option<f64>,
     /// `maxSteps`: model calls per turn.
     pub max_steps: usize,
     /// `stateDir`: where session logs live.
@@ -132,6 +134,7 @@ impl Default for Config {
             api_key_env: None,
             timeout_ms: 120_000,
             max_retries: 4,
+            temperature: None,
             max_steps: 50,
             state_dir: None,
             approval_timeout_ms: 300_000,
@@ -292,6 +295,18 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.max_retries = p.max_retries,
+    },
+    Key {
+        path: "provider.temperature",
+        set: |c, v| {
+            c.temperature = Some(
+                v.as_f64()
+                    .filter(|t| (0.0..=2.0).contains(t))
+                    .ok_or_else(|| format!("must be a number from 0 to 2, got {v}"))?,
+            );
+            Ok(())
+        },
+        keep: |c, p| c.temperature = p.temperature,
     },
     Key {
         path: "maxSteps",

@@ -9,6 +9,7 @@ pub mod ask_cli;
 pub mod bench;
 pub mod bench_compaction;
 pub mod bench_context;
+pub mod bench_memory;
 pub mod bench_stream;
 pub mod compaction;
 pub mod config;

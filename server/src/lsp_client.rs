@@ -34,9 +34,12 @@ pub struct ServerMessage {
     pub params: Value,
     /// Set when it was a request (we already answered it).
     pub id: Option<Value>,
+    /// Its place among every frame the server sent (see `request_ordered`).
+    pub seq: u64,
 }
 
-type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>>;
+/// Waiters for answers: the answer and its place among the frames the server sent.
+type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<(Result<Value, RpcError>, u64)>>>>;
 
 /// How the client answers a request from the server.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +130,16 @@ impl LspClient {
     /// Sends a request and waits for its answer. Err(RpcError) for an error answer, or
     /// code -1 when the server went away first.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        self.request_ordered(method, params).await.0
+    }
+
+    /// `request`, with the answer's place among the frames the server sent: a message with
+    /// a larger `seq` was sent after the answer.
+    pub async fn request_ordered(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> (Result<Value, RpcError>, u64) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending
@@ -146,19 +159,27 @@ impl LspClient {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
-        self.await_answer(rx, self.send_raw(body).await).await
+        self.await_answer(rx, self.send_raw(body).await).await.0
     }
 
     async fn await_answer(
         &self,
-        answer: oneshot::Receiver<Result<Value, RpcError>>,
+        answer: oneshot::Receiver<(Result<Value, RpcError>, u64)>,
         sent: std::io::Result<()>,
-    ) -> Result<Value, RpcError> {
+    ) -> (Result<Value, RpcError>, u64) {
         let gone = |message: String| RpcError { code: -1, message };
-        sent.map_err(|e| gone(format!("cannot write to the server: {e}")))?;
-        answer
-            .await
-            .unwrap_or_else(|_| Err(gone("the server closed the connection".into())))
+        if let Err(e) = sent {
+            return (
+                Err(gone(format!("cannot write to the server: {e}"))),
+                u64::MAX,
+            );
+        }
+        answer.await.unwrap_or_else(|_| {
+            (
+                Err(gone("the server closed the connection".into())),
+                u64::MAX,
+            )
+        })
     }
 
     /// The next message the server sent on its own, in order; None once it has exited.
@@ -191,6 +212,10 @@ impl LspClient {
         self.stdin.lock().await.take();
     }
 
+    pub fn child_id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub fn child(&mut self) -> &mut Child {
         &mut self.child
     }
@@ -216,9 +241,13 @@ async fn read_loop(
     messages: mpsc::UnboundedSender<ServerMessage>,
     responder: Responder,
 ) {
+    let mut seq: u64 = 0;
     loop {
         let body = match transport::read_frame(&mut stdout).await {
-            Frame::Body(body) => body,
+            Frame::Body(body) => {
+                seq += 1;
+                body
+            }
             Frame::BadHeader(why) => {
                 eprintln!("lsp client: {why}");
                 continue;
@@ -251,7 +280,12 @@ async fn read_loop(
                         let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
                     }
                 }
-                let _ = messages.send(ServerMessage { method, params, id });
+                let _ = messages.send(ServerMessage {
+                    method,
+                    params,
+                    id,
+                    seq,
+                });
             }
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };
@@ -271,7 +305,7 @@ async fn read_loop(
                         }),
                         None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                     };
-                    let _ = waiter.send(result);
+                    let _ = waiter.send((result, seq));
                 }
             }
             (None, None) => eprintln!("lsp client: a frame with neither method nor id"),

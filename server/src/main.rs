@@ -30,6 +30,8 @@ USAGE:
     agentls bench compaction [--history-tokens N] [--rounds N] [--summary-ms N]
                                       Non-LLM compaction steps on a long history; LSP
                                       latency during a slow summary; prepared-swap wait
+    agentls bench memory [--buffers N] [--lines N] [--history-tokens N]
+                                      RSS idle and with open buffers and a long session
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
     agentls eval-compaction [--sessions N] [--compactions N] [--turns N] [--window N]
@@ -148,6 +150,30 @@ fn main() -> ExitCode {
             match result {
                 Ok((options, report)) => {
                     agentls::bench_stream::print_stream(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
+        ["bench", "memory", rest @ ..] => {
+            let mut options = agentls::bench_memory::MemoryOptions::default();
+            let parsed = numeric_flags(rest, |flag, value| {
+                match flag {
+                    "--buffers" => options.buffers = value,
+                    "--lines" => options.lines = value.max(1),
+                    "--history-tokens" => options.history_tokens = value.max(1000),
+                    other => return Err(format!("unknown option {other}")),
+                }
+                Ok(())
+            });
+            let result = parsed.and_then(|()| {
+                runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::bench_memory::run(&options)))
+            });
+            match result {
+                Ok(report) => {
+                    agentls::bench_memory::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),

@@ -18,6 +18,13 @@ use crate::context::Request;
 use crate::prompts::Prompts;
 use crate::{anthropic_wire, openai_wire};
 
+/// The message of a 200 answer whose stream carried no event at all.
+const EMPTY_STREAM: &str = "the provider answered with an empty stream";
+
+fn decoder_saw_nothing(assembler: &Assembler) -> bool {
+    !assembler.saw_event
+}
+
 /// Anthropic requires `max_tokens`; this is used when `provider.maxOutputTokens` is unset.
 const ANTHROPIC_DEFAULT_MAX_TOKENS: usize = 8192;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -71,7 +78,7 @@ impl ProviderKind {
 
 /// Everything a provider needs; no secret in it (the key is read from `api_key_env` per
 /// request), so it may be printed and compared.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     pub base_url: String,
@@ -81,6 +88,7 @@ pub struct ProviderConfig {
     /// Connect timeout, and the longest silence tolerated inside a stream.
     pub timeout: Duration,
     pub max_retries: u32,
+    pub temperature: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,6 +234,9 @@ impl Provider {
                 if let Some(max) = self.config.max_output_tokens {
                     body["max_tokens"] = json!(max);
                 }
+                if let Some(temperature) = self.config.temperature {
+                    body["temperature"] = json!(temperature);
+                }
                 body
             }
             ProviderKind::Anthropic => {
@@ -236,6 +247,9 @@ impl Provider {
                     .max_output_tokens
                     .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS));
                 body["stream"] = json!(true);
+                if let Some(temperature) = self.config.temperature {
+                    body["temperature"] = json!(temperature);
+                }
                 body
             }
         }
@@ -266,6 +280,24 @@ impl Provider {
             let failure = match response {
                 Ok(response) => match self.read_stream(response, events, cancel).await {
                     Ok(completion) => return Ok(completion),
+                    // Some servers (llama-cpp-python) fail a streamed request after the 200
+                    // and close the stream empty; asked without streaming, they say why
+                    // (a context-length error, typically) or answer.
+                    Err((error, false))
+                        if error.message == EMPTY_STREAM
+                            && self.config.kind == ProviderKind::OpenAi =>
+                    {
+                        return self
+                            .complete_without_streaming(
+                                request,
+                                prompts,
+                                &url,
+                                key.as_deref(),
+                                events,
+                                cancel,
+                            )
+                            .await;
+                    }
                     // An overload or rate limit reported in the stream before any content
                     // (Anthropic does this after a 200) is retried like an HTTP 529/429.
                     Err((error, false))
@@ -274,10 +306,25 @@ impl Provider {
                         Failure {
                             error,
                             retry_after: None,
+                            dropped: false,
                         }
                     }
                     Err((error, _)) => return Err(error),
                 },
+                // A server that resets a streamed request it cannot serve (llama-cpp-python
+                // past its window) says why when asked without streaming.
+                Err(failure) if failure.dropped && self.config.kind == ProviderKind::OpenAi => {
+                    return self
+                        .complete_without_streaming(
+                            request,
+                            prompts,
+                            &url,
+                            key.as_deref(),
+                            events,
+                            cancel,
+                        )
+                        .await;
+                }
                 Err(failure) => failure,
             };
             if !failure.error.retryable || attempt >= self.config.max_retries {
@@ -301,6 +348,58 @@ impl Provider {
                 () = tokio::time::sleep(delay) => {}
             }
         }
+    }
+
+    /// One non-streamed Chat Completions request; its answer sent as events.
+    async fn complete_without_streaming(
+        &self,
+        request: &Request<'_>,
+        prompts: &Prompts,
+        url: &str,
+        key: Option<&str>,
+        events: &UnboundedSender<ProviderEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let mut body = self.body(request, prompts);
+        body["stream"] = json!(false);
+        if let Some(object) = body.as_object_mut() {
+            object.remove("stream_options");
+        }
+        let body = serde_json::to_vec(&body).map_err(|e| {
+            ProviderError::new(ErrorKind::Config, format!("cannot encode the request: {e}"))
+        })?;
+        // A fresh connection: the pooled one is what the server just dropped.
+        let client = reqwest::Client::builder()
+            .connect_timeout(self.config.timeout)
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| {
+                ProviderError::new(
+                    ErrorKind::Config,
+                    format!("cannot build the HTTP client: {e}"),
+                )
+            })?;
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            response = self.send_with(&client, url, key, body) => response.map_err(|failure| failure.error)?,
+        };
+        let text = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            text = response.text() => text.map_err(|e| ProviderError::new(ErrorKind::StreamCut, format!("the provider's answer was cut: {e}")))?,
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            ProviderError::new(
+                ErrorKind::StreamCut,
+                format!("the provider's answer is not JSON: {e}"),
+            )
+        })?;
+        let completion = completion_events(&value);
+        for event in completion.0 {
+            let _ = events.send(event);
+        }
+        Ok(completion.1)
     }
 
     /// The key from the environment. Required by the official endpoints; a custom base URL
@@ -332,8 +431,17 @@ impl Provider {
         key: Option<&str>,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, Failure> {
-        let mut builder = self
-            .client
+        self.send_with(&self.client, url, key, body).await
+    }
+
+    async fn send_with(
+        &self,
+        client: &reqwest::Client,
+        url: &str,
+        key: Option<&str>,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response, Failure> {
+        let mut builder = client
             .post(url)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
@@ -358,10 +466,14 @@ impl Provider {
                     ),
                 ),
                 retry_after: None,
+                dropped: false,
             })?
             .map_err(|e| Failure {
                 error: self.transport_error(&e),
                 retry_after: None,
+                // A reset can look like a failed connect when the pooled connection was
+                // reused: every failure but a timeout counts.
+                dropped: !e.is_timeout(),
             })?;
         let status = response.status();
         if status.is_success() {
@@ -382,6 +494,7 @@ impl Provider {
         Err(Failure {
             error: http_error(status.as_u16(), &text, &self.config),
             retry_after,
+            dropped: false,
         })
     }
 
@@ -471,6 +584,8 @@ impl Provider {
         }
         if assembler.finished() {
             Ok(assembler.completion(events))
+        } else if decoder_saw_nothing(&assembler) {
+            Err(ProviderError::new(ErrorKind::StreamCut, EMPTY_STREAM))
         } else {
             Err(ProviderError::new(
                 ErrorKind::StreamCut,
@@ -483,6 +598,8 @@ impl Provider {
 struct Failure {
     error: ProviderError,
     retry_after: Option<Duration>,
+    /// The connection was made and then dropped (reset) before an answer came.
+    dropped: bool,
 }
 
 fn cancelled() -> ProviderError {
@@ -741,6 +858,8 @@ pub struct Assembler {
     finish_reason: Option<String>,
     /// The provider said the stream is over (`[DONE]`, `message_stop`).
     pub done: bool,
+    /// Any event with data arrived.
+    pub saw_event: bool,
 }
 
 impl Assembler {
@@ -757,6 +876,7 @@ impl Assembler {
             usage: None,
             finish_reason: None,
             done: false,
+            saw_event: false,
         }
     }
 
@@ -775,6 +895,7 @@ impl Assembler {
         if sse.data.is_empty() && sse.event.is_empty() {
             return Ok(out);
         }
+        self.saw_event = true;
         if self.kind == ProviderKind::OpenAi && sse.data.trim() == "[DONE]" {
             self.done = true;
             return Ok(out);
@@ -979,6 +1100,54 @@ impl Assembler {
             finish_reason: self.finish_reason.clone(),
         }
     }
+}
+
+/// The events of a whole (non-streamed) Chat Completions answer, and its completion.
+pub fn completion_events(value: &Value) -> (Vec<ProviderEvent>, Completion) {
+    let mut out = Vec::new();
+    let choice = &value["choices"][0];
+    let message = &choice["message"];
+    for key in ["reasoning_content", "reasoning"] {
+        if let Some(text) = message[key].as_str().filter(|t| !t.is_empty()) {
+            out.push(ProviderEvent::Reasoning(text.to_string()));
+        }
+    }
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+        out.push(ProviderEvent::Text(text.to_string()));
+    }
+    for (index, call) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        out.push(ProviderEvent::ToolCall {
+            id: call["id"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call_{index}")),
+            name: call["function"]["name"].as_str().unwrap_or("").to_string(),
+            arguments: call["function"]["arguments"]
+                .as_str()
+                .filter(|a| !a.trim().is_empty())
+                .unwrap_or("{}")
+                .to_string(),
+        });
+    }
+    let usage = value.get("usage").filter(|u| u.is_object()).map(|u| Usage {
+        input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+    });
+    if let Some(usage) = usage {
+        out.push(ProviderEvent::Usage(usage));
+    }
+    (
+        out,
+        Completion {
+            usage,
+            finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+        },
+    )
 }
 
 /// An `error` object inside a stream (OpenAI-compatible servers and Anthropic's `error`
@@ -1263,6 +1432,7 @@ mod tests {
             max_output_tokens: None,
             timeout: Duration::from_secs(1),
             max_retries: 0,
+            temperature: None,
         };
         let exceeded = http_error(
             400,

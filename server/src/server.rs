@@ -1281,7 +1281,7 @@ impl LspHost {
     }
 
     /// Waits until every notice queued so far was handed to the client.
-    async fn flush(&self) {
+    async fn flush_notices(&self) {
         let (done, flushed) = tokio::sync::oneshot::channel();
         if self.notices.send(Outgoing::Flush(done)).is_ok() {
             let _ = flushed.await;
@@ -1407,7 +1407,7 @@ impl Host for LspHost {
                 ..Default::default()
             }
         };
-        self.flush().await;
+        self.flush_notices().await;
         match self.backend.client.apply_edit(edit).await {
             Ok(response) if response.applied => Ok(()),
             Ok(response) => Err(response
@@ -1421,7 +1421,7 @@ impl Host for LspHost {
         let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
         let options = request.options.clone();
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-        self.flush().await;
+        self.flush_notices().await;
         let answer = tokio::time::timeout(
             timeout,
             self.backend
@@ -1455,6 +1455,10 @@ impl Host for LspHost {
 
     fn notify(&self, notice: Notice) {
         let _ = self.notices.send(Outgoing::Notice(notice));
+    }
+
+    async fn flush(&self) {
+        self.flush_notices().await;
     }
 
     fn progress(&self, id: &str, title: &str, end: Option<String>) {

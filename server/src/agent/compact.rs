@@ -430,18 +430,18 @@ impl Agent {
                 live.session.history.entries().to_vec(),
                 live.session.generation,
                 live.session.model.clone(),
-                live.session
-                    .ledger
-                    .render(config.compaction.ledger_max_tokens, tokenizer),
+                // Nothing to carry yet: no empty block.
+                if live.session.ledger.is_empty() {
+                    String::new()
+                } else {
+                    live.session
+                        .ledger
+                        .render(config.compaction.ledger_max_tokens, tokenizer)
+                },
                 live.session.calibration,
             )
         };
         let tokenizer = tokenizer_for(&config, &model);
-        let ledger = if entries.is_empty() {
-            String::new()
-        } else {
-            ledger
-        };
         let fixed = {
             let session = Session::new("", "", "", tokenizer);
             self.static_tokens(static_context, &session)
@@ -744,12 +744,32 @@ impl Agent {
         };
         let tokens = crate::history::item_tokens(&item, &prompts, tokenizer);
         let mut rebuilt = dropped.head.clone();
-        rebuilt.push(Entry { item, tokens });
+        rebuilt.push(Entry {
+            item: item.clone(),
+            tokens,
+        });
         rebuilt.extend(dropped.tail.iter().cloned());
+        metrics.fallback_reason = Some(fallback_reason);
+        if compaction::verify(tokens_before, &rebuilt, ledger).is_ok() {
+            metrics.strategy = dropped.strategy.name().into();
+            return Ok((rebuilt, metrics));
+        }
+        // Even the last round is too large (one enormous message): keep only the user's
+        // messages, cut to their budget, and the ledger. The session stays usable.
+        let users = compaction::select_user_messages(&entries, user_budget, tokenizer);
+        let rebuilt = compaction::rebuild(
+            &users,
+            match item {
+                Item::CompactionSummary { text } => text,
+                _ => unreachable!("built above"),
+            },
+            &[],
+            &prompts,
+            tokenizer,
+        );
         compaction::verify(tokens_before, &rebuilt, ledger)
             .map_err(|why| format!("compaction could not make the history smaller: {why}"))?;
-        metrics.strategy = dropped.strategy.name().into();
-        metrics.fallback_reason = Some(fallback_reason);
+        metrics.strategy = Strategy::OldestDrop.name().into();
         Ok((rebuilt, metrics))
     }
 

@@ -1,0 +1,335 @@
+//! The end-to-end tier against a real model: llama.cpp's OpenAI-compatible server
+//! (llama-cpp-python) with SmolLM2-135M, installed by `scripts/local-model install` (which
+//! `./test` runs). Behaviour is asserted, never the model's words: a turn streams over LSP
+//! with an estimated status; a session driven past the window compacts with the real model
+//! and the next call succeeds; a context-length answer is recovered; a cancel stops a long
+//! generation.
+//!
+//! Skipped only when AGENTLS_SKIP_LOCAL_MODEL=1 is set; otherwise a missing install fails.
+
+mod common;
+
+use common::agent::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The window the server runs with. SmolLM2 takes 8192; 4096 leaves room for agentls's
+/// tool definitions and system prompt (about 1,800 of SmolLM2's tokens) and keeps the tier
+/// quick. The sessions below configure the same window, and drive past it.
+const N_CTX: usize = 4096;
+
+/// One test at a time: the server computes one answer at a time, and a test waiting for
+/// another's answers would only measure the queue.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn skip() -> bool {
+    if std::env::var("AGENTLS_SKIP_LOCAL_MODEL").as_deref() == Ok("1") {
+        eprintln!("skipped: AGENTLS_SKIP_LOCAL_MODEL=1");
+        return true;
+    }
+    false
+}
+
+/// The base URL of the one server this test binary shares, started on first use. It dies
+/// with the test process (PR_SET_PDEATHSIG on a thread that lives as long as the process).
+fn local_model() -> &'static str {
+    static URL: OnceLock<Result<String, String>> = OnceLock::new();
+    match URL.get_or_init(start_server) {
+        Ok(url) => url,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn start_server() -> Result<String, String> {
+    let paths = std::process::Command::new(repo().join("scripts/local-model"))
+        .arg("paths")
+        .output()
+        .map_err(|e| format!("cannot run scripts/local-model: {e}"))?;
+    if !paths.status.success() {
+        return Err("the local model is not installed: run `scripts/local-model install` (./test does), or set AGENTLS_SKIP_LOCAL_MODEL=1 to skip this tier".into());
+    }
+    let paths = String::from_utf8_lossy(&paths.stdout).into_owned();
+    let mut lines = paths.lines();
+    let python = lines.next().unwrap_or_default().to_string();
+    let model = lines.next().unwrap_or_default().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let log = std::env::temp_dir().join(format!("agentls-local-model-{port}.log"));
+    let (started, ready) = std::sync::mpsc::channel();
+    let spawn_log = log.clone();
+    std::thread::spawn(move || {
+        use std::os::unix::process::CommandExt;
+        let log_file = std::fs::File::create(&spawn_log).expect("log file");
+        let mut command = std::process::Command::new(python);
+        command
+            .args([
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                &model,
+                "--host",
+                "127.0.0.1",
+            ])
+            .args(["--port", &port.to_string(), "--n_ctx", &N_CTX.to_string()])
+            // A new request must not cut the one running (a summary prepared in the
+            // background runs beside the turn's own call).
+            .args(["--model_alias", "smollm2", "--interrupt_requests", "False"])
+            .stdout(log_file.try_clone().expect("log file"))
+            .stderr(log_file);
+        // SAFETY: prctl in the child before exec; no allocation, no locks.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn();
+        let _ = started.send(child.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+        // This thread lives as long as the process: its death kills the server.
+        let _child = child;
+        loop {
+            std::thread::park();
+        }
+    });
+    ready.recv().map_err(|e| e.to_string())??;
+    for _ in 0..1200 {
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let request = format!(
+                "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+            );
+            let mut answer = String::new();
+            if stream.write_all(request.as_bytes()).is_ok()
+                && stream.read_to_string(&mut answer).is_ok()
+                && answer.starts_with("HTTP/1.1 200")
+            {
+                return Ok(format!("http://127.0.0.1:{port}/v1"));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(format!(
+        "the local model server did not answer in 120 s; see {}",
+        log.display()
+    ))
+}
+
+fn options(ws: &Workspace, extra: Value) -> Value {
+    let mut options = json!({
+        "provider": {"kind": "openai", "baseUrl": local_model(), "model": "smollm2", "contextWindow": N_CTX, "maxOutputTokens": 96, "maxRetries": 1, "timeoutMs": 120000, "temperature": 0},
+        "stateDir": ws.state.path(),
+        "approval": "full-auto",
+    });
+    merge(&mut options, extra);
+    options
+}
+
+async fn turn(server: &common::Server, session: &str, text: &str) -> (Vec<Value>, Vec<Value>) {
+    let turn = prompt(server, session, text).await;
+    let (updates, others) = updates_until_end(server, &turn).await;
+    let statuses = others
+        .into_iter()
+        .filter(|m| m.method == "agent/status")
+        .map(|m| m.params)
+        .collect();
+    (updates, statuses)
+}
+
+#[tokio::test]
+async fn a_turn_streams_from_the_real_model_with_an_estimated_status() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let ws = workspace();
+    let server = server(&ws, options(&ws, json!({})), None).await;
+    let session = new_session(&server).await;
+    let (updates, statuses) = turn(&server, &session, "Say hello in one short sentence.").await;
+    assert!(
+        matches!(stop_reason(&updates).as_str(), "endTurn" | "maxSteps"),
+        "{updates:?}"
+    );
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    let chunks = updates
+        .iter()
+        .filter(|u| u["kind"] == "agentMessageChunk")
+        .count();
+    let calls = updates.iter().filter(|u| u["kind"] == "toolCall").count();
+    assert!(
+        chunks > 0 || calls > 0,
+        "the model said something: {updates:?}"
+    );
+    // llama.cpp's server reports no usage: every figure is agentls's estimate.
+    assert!(!statuses.is_empty());
+    assert!(
+        statuses.iter().all(|s| s["estimated"] == true),
+        "{statuses:?}"
+    );
+    let last = statuses.last().unwrap();
+    assert_eq!(last["contextWindow"], N_CTX);
+    assert!(last["fill"].as_f64().unwrap() > 0.0);
+    server.stop().await;
+}
+
+/// About 500 tokens of text, with a rule and a file path planted in the first one.
+fn long_message(i: usize) -> String {
+    let filler =
+        "The parser reads tokens, builds nodes, and reports errors with their spans. ".repeat(30);
+    if i == 0 {
+        format!("Never delete tests/golden.txt. Keep this in mind. {filler}")
+    } else {
+        format!("Part {i} of the notes: {filler} Reply with one word.")
+    }
+}
+
+#[tokio::test]
+async fn a_session_driven_past_the_window_compacts_with_the_real_model() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let ws = workspace();
+    let server = server(
+        &ws,
+        options(&ws, json!({"compaction": {"prepareAt": 0.99}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let mut compacted = None;
+    for i in 0..10 {
+        let (updates, _) = turn(&server, &session, &long_message(i)).await;
+        assert!(
+            !updates.iter().any(|u| u["kind"] == "error"),
+            "turn {i}: {updates:?}"
+        );
+        if let Some(done) = updates
+            .iter()
+            .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        {
+            compacted = Some(done.clone());
+            break;
+        }
+    }
+    let compacted = compacted.expect("the session compacted before 10 turns");
+    assert!(compacted["tokensAfter"].as_u64() < compacted["tokensBefore"].as_u64());
+    // Whatever the 135M model wrote, the ledger and the user's rule are in what is sent.
+    let context = server
+        .client
+        .request("agent/session/context", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let sent = context["messages"].to_string();
+    assert!(sent.contains("<ledger>"), "{sent}");
+    assert!(sent.contains("Never delete tests/golden.txt."), "{sent}");
+    // The next call succeeds.
+    let (updates, _) = turn(&server, &session, "Thanks. What is the rule about tests?").await;
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    assert_ne!(stop_reason(&updates), "error");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_context_length_answer_from_the_real_server_is_recovered() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let ws = workspace();
+    // agentls believes in a large window; llama.cpp knows better.
+    let server = server(
+        &ws,
+        options(
+            &ws,
+            json!({"provider": {"contextWindow": 32000}, "compaction": {"auto": false}}),
+        ),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = turn(&server, &session, &long_message(0)).await;
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    let huge = format!("{} Summarize that in one word.", long_message(1).repeat(8));
+    let (updates, statuses) = turn(&server, &session, &huge).await;
+    let compaction = updates
+        .iter()
+        .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        .unwrap_or_else(|| panic!("compacted after the context-length answer: {updates:?}"));
+    assert_eq!(compaction["trigger"], "overflow");
+    assert!(
+        updates.iter().any(|u| u["kind"] == "warning"
+            && u["message"].as_str().unwrap().contains(&N_CTX.to_string())),
+        "the real window was learned: {updates:?}"
+    );
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    assert_eq!(statuses.last().unwrap()["contextWindow"], N_CTX);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancel_mid_stream_stops_the_real_generation() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let ws = workspace();
+    let server = server(
+        &ws,
+        options(&ws, json!({"provider": {"maxOutputTokens": 1500}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn_id = prompt(
+        &server,
+        &session,
+        "Count from 1 to 400, one number per line.",
+    )
+    .await;
+    loop {
+        let message = server.client.next_message().await.unwrap();
+        if message.params["turnId"] == turn_id.as_str() {
+            let kind = message.params["update"]["kind"].clone();
+            if kind == "agentMessageChunk" {
+                break;
+            }
+            assert_ne!(kind, "turnEnd", "the model ended before streaming anything");
+        }
+    }
+    let (answer, answered_at) = server
+        .client
+        .request_ordered("agent/session/cancel", json!({"sessionId": session}))
+        .await;
+    assert_eq!(answer.unwrap()["cancelled"], true);
+    // What the server sent after its answer to the cancel: turnEnd only. (Chunks sent
+    // before the answer may still be waiting in this client's queue.)
+    let mut after = Vec::new();
+    loop {
+        let message = server.client.next_message().await.unwrap();
+        if message.params["turnId"] != turn_id.as_str() || message.seq < answered_at {
+            continue;
+        }
+        let update = message.params["update"].clone();
+        let end = update["kind"] == "turnEnd";
+        after.push(update);
+        if end {
+            break;
+        }
+    }
+    assert_eq!(kinds(&after), ["turnEnd"], "{after:?}");
+    assert_eq!(stop_reason(&after), "cancelled");
+    // The server is free again: the next turn runs to its end.
+    let (updates, _) = turn(&server, &session, "Say yes.").await;
+    assert_ne!(stop_reason(&updates), "error", "{updates:?}");
+    server.stop().await;
+}
