@@ -261,3 +261,110 @@ pub fn print_stream(options: &StreamOptions, report: &StreamReport) {
         ms(report.ttft_agentls.saturating_sub(report.ttft_direct))
     );
 }
+
+/// Time to first token through agentls and directly, against a real OpenAI-compatible
+/// server (`agentls bench ttft --base-url URL`): the same messages both ways (the direct
+/// request sends what `agent/session/context` says agentls would send), rounds alternated,
+/// medians. Returns (through agentls, direct, rounds).
+pub async fn ttft_real(base_url: &str, model: &str, turns: usize) -> Result<(Duration, Duration, usize), String> {
+    let dir = tempfile_dir()?;
+    let result = ttft_real_in(base_url, model, turns, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn ttft_real_in(
+    base_url: &str,
+    model: &str,
+    turns: usize,
+    dir: &std::path::Path,
+) -> Result<(Duration, Duration, usize), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let client = LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")]).map_err(|e| e.to_string())?;
+    let root = dir.join("project").canonicalize().map_err(|e| e.to_string())?;
+    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root).map_err(|()| "not absolute".to_string())?;
+    client
+        .request(
+            "initialize",
+            json!({"rootUri": root_uri, "capabilities": {}, "initializationOptions": {
+                "provider": {"kind": "openai", "baseUrl": base_url, "model": model, "maxOutputTokens": 8, "temperature": 0, "contextWindow": 4096},
+                "stateDir": dir.join("state"),
+                "compaction": {"auto": false},
+            }}),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    client.notify("initialized", json!({})).await.map_err(|e| e.to_string())?;
+    let prompts = crate::prompts::Prompts::builtin();
+    let tools = crate::openai_wire::tools(&prompts.tools);
+    let http = reqwest::Client::new();
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let mut through = Vec::new();
+    let mut direct = Vec::new();
+    for round in 0..turns {
+        // A fresh session each round, so both sides send the same short conversation.
+        let session = client
+            .request("agent/session/new", json!({}))
+            .await
+            .map_err(|e| e.to_string())?["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let text = format!("Say the number {round}.");
+        let started = Instant::now();
+        let turn = prompt(&client, &session, &text).await?;
+        let mut first = None;
+        loop {
+            let message = client.next_message().await.ok_or("agentls exited")?;
+            if message.params["turnId"] != turn.as_str() {
+                continue;
+            }
+            match message.params["update"]["kind"].as_str() {
+                Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
+                Some("turnEnd") => break,
+                Some("error") => return Err(format!("the turn failed: {}", message.params["update"]["message"])),
+                _ => {}
+            }
+        }
+        let Some(first) = first else { continue };
+        through.push(first);
+
+        // Directly: the messages agentls sent for that turn.
+        let context = client
+            .request("agent/session/context", json!({"sessionId": session}))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut messages = context["messages"].as_array().cloned().unwrap_or_default();
+        // The inspection shows the next request: drop its empty last user message and the
+        // answer, keep the request as it was sent.
+        messages.truncate(messages.len().saturating_sub(2));
+        // Not the very same text: a server with a prompt cache would answer a repeat from
+        // its cache. Both requests then share the prefix and differ at the end.
+        if let Some(last) = messages.last_mut() {
+            if let Some(content) = last["content"].as_str() {
+                last["content"] = json!(content.replace(&text, &format!("Say the number {}.", round + 1000)));
+            }
+        }
+        let body = json!({"model": model, "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 8, "temperature": 0, "messages": messages, "tools": tools});
+        let started = Instant::now();
+        let mut response = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut seen = Vec::new();
+        let mut first = None;
+        while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
+            seen.extend_from_slice(&bytes);
+            if first.is_none() && contains(&seen, b"\"content\": \"") || first.is_none() && contains(&seen, b"\"content\":\"") {
+                first = Some(started.elapsed());
+            }
+        }
+        direct.push(first.ok_or("no content chunk arrived directly")?);
+    }
+    let _ = client.shutdown().await;
+    let rounds = through.len().min(direct.len());
+    Ok((median(through), median(direct), rounds))
+}

@@ -27,6 +27,9 @@ USAGE:
     agentls bench stream [--chunks N] [--turns N] [--first-token-ms N] [--gap-ms N]
                                       Streaming through agentls from a fake provider:
                                       chunk latency p50/p99, time to first token vs direct
+    agentls bench ttft --base-url URL [--model M] [--turns N]
+                                      Time to first token through agentls vs direct, on a
+                                      real OpenAI-compatible server
     agentls bench compaction [--history-tokens N] [--rounds N] [--summary-ms N]
                                       Non-LLM compaction steps on a long history; LSP
                                       latency during a slow summary; prepared-swap wait
@@ -150,6 +153,40 @@ fn main() -> ExitCode {
             match result {
                 Ok((options, report)) => {
                     agentls::bench_stream::print_stream(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
+        ["bench", "ttft", rest @ ..] => {
+            let mut base_url = None;
+            let mut model = "smollm2".to_string();
+            let mut turns = 10;
+            let mut args = rest.iter();
+            let mut problem = None;
+            while let Some(flag) = args.next() {
+                match (*flag, args.next()) {
+                    ("--base-url", Some(v)) => base_url = Some(v.to_string()),
+                    ("--model", Some(v)) => model = v.to_string(),
+                    ("--turns", Some(v)) => turns = v.parse().unwrap_or(10),
+                    (other, _) => problem = Some(format!("unknown or incomplete option {other}")),
+                }
+            }
+            let result = match (problem, base_url) {
+                (Some(problem), _) => Err(problem),
+                (None, None) => Err("--base-url is required".to_string()),
+                (None, Some(url)) => runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(agentls::bench_stream::ttft_real(&url, &model, turns))),
+            };
+            match result {
+                Ok((through, direct, rounds)) => {
+                    println!(
+                        "time to first token on {model}, median of {rounds} rounds: through agentls {:.1} ms, direct {:.1} ms, ratio {:.3}",
+                        through.as_secs_f64() * 1e3,
+                        direct.as_secs_f64() * 1e3,
+                        through.as_secs_f64() / direct.as_secs_f64().max(1e-9)
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
