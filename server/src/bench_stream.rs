@@ -266,7 +266,11 @@ pub fn print_stream(options: &StreamOptions, report: &StreamReport) {
 /// server (`agentls bench ttft --base-url URL`): the same messages both ways (the direct
 /// request sends what `agent/session/context` says agentls would send), rounds alternated,
 /// medians. Returns (through agentls, direct, rounds).
-pub async fn ttft_real(base_url: &str, model: &str, turns: usize) -> Result<(Duration, Duration, usize), String> {
+pub async fn ttft_real(
+    base_url: &str,
+    model: &str,
+    turns: usize,
+) -> Result<(Duration, Duration, usize), String> {
     let dir = tempfile_dir()?;
     let result = ttft_real_in(base_url, model, turns, &dir).await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -280,9 +284,14 @@ async fn ttft_real_in(
     dir: &std::path::Path,
 ) -> Result<(Duration, Duration, usize), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let client = LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")]).map_err(|e| e.to_string())?;
-    let root = dir.join("project").canonicalize().map_err(|e| e.to_string())?;
-    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root).map_err(|()| "not absolute".to_string())?;
+    let client =
+        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")]).map_err(|e| e.to_string())?;
+    let root = dir
+        .join("project")
+        .canonicalize()
+        .map_err(|e| e.to_string())?;
+    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
+        .map_err(|()| "not absolute".to_string())?;
     client
         .request(
             "initialize",
@@ -294,7 +303,10 @@ async fn ttft_real_in(
         )
         .await
         .map_err(|e| e.to_string())?;
-    client.notify("initialized", json!({})).await.map_err(|e| e.to_string())?;
+    client
+        .notify("initialized", json!({}))
+        .await
+        .map_err(|e| e.to_string())?;
     let prompts = crate::prompts::Prompts::builtin();
     let tools = crate::openai_wire::tools(&prompts.tools);
     let http = reqwest::Client::new();
@@ -322,7 +334,12 @@ async fn ttft_real_in(
             match message.params["update"]["kind"].as_str() {
                 Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
                 Some("turnEnd") => break,
-                Some("error") => return Err(format!("the turn failed: {}", message.params["update"]["message"])),
+                Some("error") => {
+                    return Err(format!(
+                        "the turn failed: {}",
+                        message.params["update"]["message"]
+                    ))
+                }
                 _ => {}
             }
         }
@@ -342,7 +359,8 @@ async fn ttft_real_in(
         // its cache. Both requests then share the prefix and differ at the end.
         if let Some(last) = messages.last_mut() {
             if let Some(content) = last["content"].as_str() {
-                last["content"] = json!(content.replace(&text, &format!("Say the number {}.", round + 1000)));
+                last["content"] =
+                    json!(content.replace(&text, &format!("Say the number {}.", round + 1000)));
             }
         }
         let body = json!({"model": model, "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 8, "temperature": 0, "messages": messages, "tools": tools});
@@ -358,7 +376,9 @@ async fn ttft_real_in(
         let mut first = None;
         while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
             seen.extend_from_slice(&bytes);
-            if first.is_none() && contains(&seen, b"\"content\": \"") || first.is_none() && contains(&seen, b"\"content\":\"") {
+            if first.is_none() && contains(&seen, b"\"content\": \"")
+                || first.is_none() && contains(&seen, b"\"content\":\"")
+            {
                 first = Some(started.elapsed());
             }
         }

@@ -20,6 +20,9 @@ pub struct Config {
     pub agents_md_max_bytes: usize,
     /// `syntax.maxDocumentBytes`: documents above this get no syntax tree.
     pub syntax_max_document_bytes: usize,
+    /// `syntax.treeBudgetBytes`: syntax trees are kept for the most recently used
+    /// documents up to this much text; the others are parsed again when needed.
+    pub syntax_tree_budget_bytes: usize,
     /// `developerInstructions`: trusted instructions after the system prompt.
     pub developer_instructions: Option<String>,
     /// `tokenizer`: `o200k_base` or `cl100k_base`; absent = chosen by the model's name.
@@ -120,6 +123,7 @@ impl Default for Config {
         Config {
             agents_md_max_bytes: agents_md::DEFAULT_MAX_BYTES,
             syntax_max_document_bytes: document::DEFAULT_MAX_SYNTAX_BYTES,
+            syntax_tree_budget_bytes: crate::documents::DEFAULT_TREE_BUDGET_BYTES,
             developer_instructions: None,
             tokenizer: None,
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
@@ -181,6 +185,14 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.syntax_max_document_bytes = p.syntax_max_document_bytes,
+    },
+    Key {
+        path: "syntax.treeBudgetBytes",
+        set: |c, v| {
+            c.syntax_tree_budget_bytes = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.syntax_tree_budget_bytes = p.syntax_tree_budget_bytes,
     },
     Key {
         path: "developerInstructions",

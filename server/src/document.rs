@@ -67,6 +67,18 @@ impl Document {
         doc
     }
 
+    /// Frees the syntax tree (memory): the next change or `ensure_tree` parses again.
+    pub fn drop_tree(&mut self) {
+        self.tree = None;
+    }
+
+    /// Parses from scratch when the tree was dropped (or never made).
+    pub fn ensure_tree(&mut self) {
+        if self.tree.is_none() {
+            self.reparse(false);
+        }
+    }
+
     pub fn rope(&self) -> &Rope {
         &self.rope
     }

@@ -17,10 +17,16 @@ use std::sync::mpsc;
 use tokio::sync::oneshot;
 use tower_lsp::lsp_types::Url;
 
+/// Total size of the documents whose syntax trees are kept, by default. A tree takes about
+/// 45 times the bytes of its text (a 5,000-line Rust buffer of 250 KB: 11 MB), so 1 MiB of
+/// text is about 45 MB of trees: a hundred ordinary files, or four huge ones.
+pub const DEFAULT_TREE_BUDGET_BYTES: usize = 1 << 20;
+
 enum Command {
     Configure {
         encoding: PositionEncoding,
         max_syntax_bytes: usize,
+        tree_budget_bytes: usize,
     },
     Open {
         uri: Url,
@@ -73,10 +79,16 @@ impl DocumentStore {
         }
     }
 
-    pub fn configure(&self, encoding: PositionEncoding, max_syntax_bytes: usize) {
+    pub fn configure(
+        &self,
+        encoding: PositionEncoding,
+        max_syntax_bytes: usize,
+        tree_budget_bytes: usize,
+    ) {
         self.send(Command::Configure {
             encoding,
             max_syntax_bytes,
+            tree_budget_bytes,
         });
     }
 
@@ -122,6 +134,11 @@ struct Worker {
     documents: HashMap<Url, Document>,
     encoding: PositionEncoding,
     max_syntax_bytes: usize,
+    /// Trees are kept for the most recently used documents up to this much text.
+    tree_budget_bytes: usize,
+    /// When each document was last opened, changed or read (a counter, not a clock).
+    last_used: HashMap<Url, u64>,
+    tick: u64,
 }
 
 impl Worker {
@@ -130,6 +147,41 @@ impl Worker {
             documents: HashMap::new(),
             encoding: PositionEncoding::default(),
             max_syntax_bytes: DEFAULT_MAX_SYNTAX_BYTES,
+            tree_budget_bytes: DEFAULT_TREE_BUDGET_BYTES,
+            last_used: HashMap::new(),
+            tick: 0,
+        }
+    }
+
+    fn touch(&mut self, uri: &Url) {
+        self.tick += 1;
+        self.last_used.insert(uri.clone(), self.tick);
+    }
+
+    /// Drops the trees of the least recently used documents until the documents that keep
+    /// one fit the budget (the most recent always keeps its tree).
+    fn evict_trees(&mut self) {
+        let mut with_trees: Vec<(u64, Url, usize)> = self
+            .documents
+            .iter()
+            .filter(|(_, doc)| doc.tree().is_some())
+            .map(|(uri, doc)| {
+                (
+                    self.last_used.get(uri).copied().unwrap_or(0),
+                    uri.clone(),
+                    doc.rope().len_bytes(),
+                )
+            })
+            .collect();
+        // Newest first: keep while the budget lasts.
+        with_trees.sort_by_key(|(used, _, _)| std::cmp::Reverse(*used));
+        let mut kept = 0;
+        for (index, (_, uri, bytes)) in with_trees.into_iter().enumerate() {
+            if index == 0 || kept + bytes <= self.tree_budget_bytes {
+                kept += bytes;
+            } else if let Some(doc) = self.documents.get_mut(&uri) {
+                doc.drop_tree();
+            }
         }
     }
 
@@ -157,9 +209,12 @@ impl Worker {
             Command::Configure {
                 encoding,
                 max_syntax_bytes,
+                tree_budget_bytes,
             } => {
                 self.encoding = encoding;
                 self.max_syntax_bytes = max_syntax_bytes;
+                self.tree_budget_bytes = tree_budget_bytes;
+                self.evict_trees();
             }
             Command::Open {
                 uri,
@@ -173,7 +228,9 @@ impl Worker {
                     tracing::warn!("didOpen of {uri}, which is already open: replacing it");
                 }
                 let document = Document::new(&text, version, language, self.max_syntax_bytes);
+                self.touch(&uri);
                 self.documents.insert(uri, document);
+                self.evict_trees();
             }
             Command::Change {
                 uri,
@@ -191,20 +248,33 @@ impl Worker {
                     );
                     return;
                 }
+                // A document whose tree was dropped is parsed whole by this change.
                 match document.apply_changes(&changes, self.encoding) {
                     Ok(()) => document.version = version,
                     Err(err) => {
                         tracing::warn!("didChange for {uri} (version {version}) ignored: {err}")
                     }
                 }
+                self.touch(&uri);
+                self.evict_trees();
             }
             Command::Close { uri } => {
+                self.last_used.remove(&uri);
                 if self.documents.remove(&uri).is_none() {
                     tracing::warn!("didClose for {uri}, which is not open: ignored");
                 }
             }
             Command::Snapshot { uri, reply } => {
-                let _ = reply.send(self.documents.get(&uri).map(Document::snapshot));
+                // The document asked for by name is the one in use: it gets its tree.
+                let snapshot = self.documents.get_mut(&uri).map(|doc| {
+                    doc.ensure_tree();
+                    doc.snapshot()
+                });
+                if snapshot.is_some() {
+                    self.touch(&uri);
+                    self.evict_trees();
+                }
+                let _ = reply.send(snapshot);
             }
             Command::Matching { filter, reply } => {
                 let found = self
@@ -287,5 +357,35 @@ mod tests {
             store.snapshot(&uri("main.go")).await.unwrap().language,
             Language::Go
         );
+    }
+
+    #[tokio::test]
+    async fn only_the_most_recently_used_documents_keep_their_trees() {
+        let store = DocumentStore::spawn();
+        // Room for the trees of two of these documents.
+        store.configure(PositionEncoding::Utf16, DEFAULT_MAX_SYNTAX_BYTES, 25);
+        for name in ["a.rs", "b.rs", "c.rs"] {
+            store.open(uri(name), "rust".into(), 1, "fn f() {}\n".into());
+        }
+        let has_tree = |found: &[(Url, DocumentSnapshot)], name: &str| {
+            found
+                .iter()
+                .find(|(u, _)| u.path().ends_with(name))
+                .map(|(_, s)| s.tree.is_some())
+                .unwrap()
+        };
+        let found = store.matching(|_| true).await;
+        assert!(!has_tree(&found, "a.rs"), "the oldest lost its tree");
+        assert!(has_tree(&found, "b.rs") && has_tree(&found, "c.rs"));
+        // Asked for by name it is parsed again, and the next oldest gives way.
+        let a = store.snapshot(&uri("a.rs")).await.unwrap();
+        assert_eq!(a.tree.unwrap().root_node().kind(), "source_file");
+        let found = store.matching(|_| true).await;
+        assert!(has_tree(&found, "a.rs") && !has_tree(&found, "b.rs"));
+        // An edit of a document without a tree parses it whole, correctly.
+        store.change(uri("b.rs"), 2, insert_at(0, 0, "// x\n"));
+        let b = store.snapshot(&uri("b.rs")).await.unwrap();
+        assert_eq!(b.rope.to_string(), "// x\nfn f() {}\n");
+        assert_eq!(b.tree.unwrap().root_node().named_child_count(), 2);
     }
 }

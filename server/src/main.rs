@@ -175,9 +175,9 @@ fn main() -> ExitCode {
             let result = match (problem, base_url) {
                 (Some(problem), _) => Err(problem),
                 (None, None) => Err("--base-url is required".to_string()),
-                (None, Some(url)) => runtime()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::bench_stream::ttft_real(&url, &model, turns))),
+                (None, Some(url)) => runtime().map_err(|e| e.to_string()).and_then(|rt| {
+                    rt.block_on(agentls::bench_stream::ttft_real(&url, &model, turns))
+                }),
             };
             match result {
                 Ok((through, direct, rounds)) => {

@@ -252,8 +252,11 @@ impl State {
         for key in &update.unknown_keys {
             tracing::info!("ignoring unknown configuration key `{key}`");
         }
-        self.documents
-            .configure(self.encoding(), next.syntax_max_document_bytes);
+        self.documents.configure(
+            self.encoding(),
+            next.syntax_max_document_bytes,
+            next.syntax_tree_budget_bytes,
+        );
         let (prompts, prompt_problems) =
             Prompts::load(prompts::override_dir(next.prompts_dir.as_deref()).as_deref());
         *self.prompts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(prompts);
