@@ -282,3 +282,75 @@ fn ask_without_a_provider_says_how_to_configure_one() {
         "{err}"
     );
 }
+
+/// `agentls fake-provider` as a process: scripted from a file and over `/__push`, answers
+/// in the real SSE format, lists what it received, exits when its stdin closes.
+#[tokio::test]
+async fn the_fake_provider_runs_as_a_process_for_other_test_suites() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"replies": [{"text": ["Hello", " there"], "usage": [10, 2]}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(common::binary())
+        .args(["fake-provider", "--script", script.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = lines.next_line().await.unwrap().unwrap();
+    assert!(
+        base.starts_with("http://127.0.0.1:") && base.ends_with("/v1"),
+        "{base}"
+    );
+    let http = reqwest::Client::new();
+    let ask = || async {
+        http.post(format!("{base}/chat/completions"))
+            .header("content-type", "application/json")
+            .body(r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#)
+            .send()
+            .await
+            .unwrap()
+    };
+    let first = ask().await.text().await.unwrap();
+    assert!(
+        first.contains("\"content\":\"Hello\"") && first.contains("[DONE]"),
+        "{first}"
+    );
+    let root = base.trim_end_matches("/v1");
+    let pushed = http
+        .post(format!("{root}/__push"))
+        .body(r#"{"reply": {"http": {"status": 429, "body": "slow down"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pushed.status(), 200);
+    assert_eq!(ask().await.status(), 429);
+    let bad = http
+        .post(format!("{root}/__push"))
+        .body(r#"{"reply": {"what": 1}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let seen: serde_json::Value = serde_json::from_str(
+        &http
+            .get(format!("{root}/__requests"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(seen.as_array().unwrap().len(), 2);
+    assert_eq!(seen[0]["path"], "/v1/chat/completions");
+    drop(child.stdin.take());
+    assert!(child.wait().await.unwrap().success());
+}

@@ -355,6 +355,19 @@ async fn serve(
     let Some(request) = read_request(&mut stream).await? else {
         return Ok(());
     };
+    if request.path.starts_with("/__") {
+        let (status, answer) = control(&request, &script, &release);
+        let body = answer.to_string();
+        let head = format!(
+            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            reason(status),
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.flush().await?;
+        return Ok(());
+    }
     let reply = {
         let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
         let body = request.body.to_string();
@@ -446,6 +459,199 @@ async fn serve(
     stream.flush().await?;
     let _ = stream.shutdown().await;
     Ok(())
+}
+
+/// `agentls fake-provider [--script FILE]`: a fake provider as a process, for the editor
+/// plugins' tests. The script (JSON) is `{"replies": [R, …], "routes": {"needle": [R, …]}}`
+/// with replies as `reply_from_json` reads them; more can be pushed at `/__push`. Prints
+/// the base URL on stdout, then serves until stdin closes.
+pub async fn run_process(script: Option<&str>) -> Result<(), String> {
+    let fake = FakeProvider::start().await;
+    if let Some(path) = script {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|e| format!("{path} is not JSON: {e}"))?;
+        for reply in value["replies"].as_array().into_iter().flatten() {
+            fake.push(reply_from_json(reply)?);
+        }
+        for (needle, replies) in value["routes"].as_object().into_iter().flatten() {
+            for reply in replies.as_array().into_iter().flatten() {
+                fake.push_for(needle, reply_from_json(reply)?);
+            }
+        }
+    }
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "{}/v1", fake.base_url());
+        let _ = stdout.flush();
+    }
+    // Until whoever started us closes our stdin (or exits).
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0u8; 256];
+    while stdin
+        .read(&mut buffer)
+        .await
+        .map(|n| n > 0)
+        .unwrap_or(false)
+    {}
+    Ok(())
+}
+
+/// The control endpoints, for a fake provider run as a process (`agentls fake-provider`)
+/// by tests in other languages: `POST /__push {"reply": R, "route"?: needle}` queues a
+/// reply, `GET /__requests` lists what was received, `POST /__release` lets a held
+/// stream go on.
+fn control(
+    request: &RecordedRequest,
+    script: &Arc<Mutex<Script>>,
+    release: &Arc<tokio::sync::Semaphore>,
+) -> (u16, Value) {
+    let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
+    match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/__push") => match reply_from_json(&request.body["reply"]) {
+            Ok(reply) => {
+                match request.body["route"].as_str() {
+                    Some(needle) => match script.routes.iter_mut().find(|(n, _)| n == needle) {
+                        Some((_, queue)) => queue.push_back(reply),
+                        None => script
+                            .routes
+                            .push((needle.to_string(), VecDeque::from([reply]))),
+                    },
+                    None => script.replies.push_back(reply),
+                }
+                (200, json!({"queued": script.replies.len()}))
+            }
+            Err(why) => (400, json!({"error": {"message": why}})),
+        },
+        ("GET", "/__requests") => (
+            200,
+            Value::Array(
+                script
+                    .requests
+                    .iter()
+                    .map(|r| json!({"method": r.method, "path": r.path, "body": r.body}))
+                    .collect(),
+            ),
+        ),
+        ("POST", "/__release") => {
+            release.add_permits(1);
+            (200, json!({"released": true}))
+        }
+        _ => (
+            404,
+            json!({"error": {"message": format!("no control endpoint {} {}", request.method, request.path)}}),
+        ),
+    }
+}
+
+/// A reply described in JSON (for `agentls fake-provider` and its `/__push`):
+/// - `{"text": ["Hel", "lo"], "usage"?: [input, output], "chunkDelayMs"?: n, "firstDelayMs"?: n}`
+/// - `{"toolCalls": [{"id", "name", "arguments": string or object}], "usage"?: [i, o]}`
+/// - `{"http": {"status": 500, "body": "…", "headers"?: {"Retry-After": "1"}}}`
+/// - `{"contextLengthExceeded": true}`
+/// - `{"steps": [{"data": "…"} | {"raw": "…"} | {"delayMs": n} | {"cut": true} | {"hold": true}]}`
+pub fn reply_from_json(value: &Value) -> Result<Reply, String> {
+    let usage = |v: &Value| -> Option<(u64, u64)> {
+        let pair = v["usage"].as_array()?;
+        Some((pair.first()?.as_u64()?, pair.get(1)?.as_u64()?))
+    };
+    if let Some(chunks) = value["text"].as_array() {
+        let chunks: Vec<&str> = chunks.iter().filter_map(Value::as_str).collect();
+        let Reply::Sse { steps } = FakeProvider::openai_text(&chunks, usage(value)) else {
+            unreachable!("openai_text streams")
+        };
+        let between = value["chunkDelayMs"].as_u64().map(Duration::from_millis);
+        let first = value["firstDelayMs"].as_u64().map(Duration::from_millis);
+        let mut timed = Vec::new();
+        for (i, step) in steps.into_iter().enumerate() {
+            // Step 0 is the role chunk; content chunks follow.
+            if i == 1 {
+                if let Some(first) = first {
+                    timed.push(Step::Delay(first));
+                }
+            } else if i > 1 && i <= chunks.len() {
+                if let Some(between) = between {
+                    timed.push(Step::Delay(between));
+                }
+            }
+            timed.push(step);
+        }
+        return Ok(Reply::Sse { steps: timed });
+    }
+    if let Some(calls) = value["toolCalls"].as_array() {
+        let owned: Vec<(String, String, String)> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let arguments = match &c["arguments"] {
+                    Value::String(text) => text.clone(),
+                    Value::Null => "{}".to_string(),
+                    other => other.to_string(),
+                };
+                (
+                    c["id"]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("call_{i}")),
+                    c["name"].as_str().unwrap_or("").to_string(),
+                    arguments,
+                )
+            })
+            .collect();
+        let pieces: Vec<[&str; 1]> = owned.iter().map(|(_, _, a)| [a.as_str()]).collect();
+        let specs: Vec<(&str, &str, &[&str])> = owned
+            .iter()
+            .zip(&pieces)
+            .map(|((id, name, _), piece)| (id.as_str(), name.as_str(), &piece[..]))
+            .collect();
+        return Ok(FakeProvider::openai_tool_calls(&specs, usage(value)));
+    }
+    if let Some(http) = value.get("http") {
+        return Ok(Reply::Http {
+            status: http["status"].as_u64().unwrap_or(500) as u16,
+            headers: http["headers"]
+                .as_object()
+                .map(|h| {
+                    h.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            body: match &http["body"] {
+                Value::String(text) => text.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            },
+        });
+    }
+    if value["contextLengthExceeded"] == true {
+        return Ok(FakeProvider::openai_context_length_exceeded());
+    }
+    if let Some(steps) = value["steps"].as_array() {
+        let steps = steps
+            .iter()
+            .map(|step| {
+                if let Some(data) = step["data"].as_str() {
+                    Ok(Step::Data(data.to_string()))
+                } else if let Some(raw) = step["raw"].as_str() {
+                    Ok(Step::Raw(raw.to_string()))
+                } else if let Some(ms) = step["delayMs"].as_u64() {
+                    Ok(Step::Delay(Duration::from_millis(ms)))
+                } else if step["cut"] == true {
+                    Ok(Step::Cut)
+                } else if step["hold"] == true {
+                    Ok(Step::Hold)
+                } else {
+                    Err(format!("unknown step {step}"))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(Reply::Sse { steps });
+    }
+    Err(format!(
+        "unknown reply {value}: use text, toolCalls, http, contextLengthExceeded or steps"
+    ))
 }
 
 async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {

@@ -40,6 +40,10 @@ USAGE:
     agentls eval-compaction [--sessions N] [--compactions N] [--turns N] [--window N]
                                       Recall of planted facts after 1..N compactions,
                                       poor and extractive summarizers (fake provider)
+    agentls fake-provider [--script FILE]
+                                      A scripted OpenAI-compatible provider on loopback
+                                      (for editor plugin tests): prints its base URL,
+                                      serves until stdin closes
     agentls --version                 Print the version
     agentls --help                    Print this help
 
@@ -237,6 +241,22 @@ fn main() -> ExitCode {
                     agentls::bench_compaction::print(&options, &report);
                     ExitCode::SUCCESS
                 }
+                Err(err) => fail(&err),
+            }
+        }
+        ["fake-provider", rest @ ..] => {
+            let script = match rest {
+                [] => Ok(None),
+                ["--script", path] => Ok(Some(path.to_string())),
+                _ => Err("usage: agentls fake-provider [--script FILE]".to_string()),
+            };
+            let result = script.and_then(|script| {
+                runtime().map_err(|e| e.to_string()).and_then(|rt| {
+                    rt.block_on(agentls::fake_provider::run_process(script.as_deref()))
+                })
+            });
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
                 Err(err) => fail(&err),
             }
         }
