@@ -882,3 +882,72 @@ async fn reasoning_streams_as_thought_chunks_and_split_tool_calls_assemble() {
     assert!(!second.contains("The user wants"), "{second}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_torn_log_line_is_dropped_and_the_user_is_told() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["First answer."], None));
+    fake.push(FakeProvider::openai_text(&["Second answer."], None));
+    let options = provider_options(&fake, &ws, json!({}));
+    let server_a = server(&ws, options.clone(), None).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "one").await;
+    updates_until_end(&server_a, &turn).await;
+    server_a.stop().await;
+    // A crash mid-write: half an event at the end of the log.
+    let log = walk(ws.state.path())
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
+        .expect("the session log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"event\":\"item\",\"turnId\":\"t9\",\"entry\":{\"ite");
+    std::fs::write(&log, bytes).unwrap();
+
+    let server_b = server(&ws, options, None).await;
+    let loaded = server_b
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let texts: Vec<&str> = loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["one", "First answer."],
+        "nothing before the torn line is lost"
+    );
+    let shown = loop {
+        let message = server_b.client.next_message().await.unwrap();
+        if message.method == "window/showMessage" {
+            break message.params["message"].as_str().unwrap().to_string();
+        }
+    };
+    assert!(
+        shown.contains(&session) && shown.contains("cut short"),
+        "{shown}"
+    );
+    // The session goes on, its log repaired.
+    let turn = prompt(&server_b, &session, "two").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    assert_eq!(answer_text(&updates), "Second answer.");
+    assert!(std::fs::read_to_string(&log).unwrap().ends_with('\n'));
+    server_b.stop().await;
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -218,6 +218,10 @@ impl Agent {
             .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?;
         for warning in &contents.warnings {
             tracing::warn!("session {id}: {warning}");
+            // The user should know their session log was damaged, even if nothing was lost
+            // but the torn line.
+            self.host
+                .show_warning(format!("agentls: session {id}: {warning}"));
         }
         let config = self.host.config();
         let prompts = self.host.prompts();

@@ -355,6 +355,10 @@ impl Host for CliHost {
         PermissionOutcome { kind: kind.into() }
     }
 
+    fn show_warning(&self, message: String) {
+        self.stderr_line(&message);
+    }
+
     fn progress(&self, _id: &str, title: &str, end: Option<String>) {
         match end {
             None => self.stderr_line(&format!("agentls: {title}…")),

@@ -125,6 +125,9 @@ impl Host for EvalHost {
         }
     }
     fn progress(&self, _id: &str, _title: &str, _end: Option<String>) {}
+    fn show_warning(&self, message: String) {
+        eprintln!("{message}");
+    }
 }
 
 /// What one synthetic session planted so far.

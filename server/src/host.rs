@@ -128,6 +128,8 @@ pub trait Host: Send + Sync + 'static {
     /// Work-done progress: `end` None begins the progress `id` titled `title`; Some ends
     /// it with that message. Never blocks the loop.
     fn progress(&self, id: &str, title: &str, end: Option<String>);
+    /// A problem the user should see outside any turn (a damaged session log).
+    fn show_warning(&self, message: String);
     /// Returns once every notice sent so far has left (so that an answer sent next cannot
     /// overtake them).
     async fn flush(&self) {}

@@ -1464,6 +1464,11 @@ impl Host for LspHost {
         self.flush_notices().await;
     }
 
+    fn show_warning(&self, message: String) {
+        let client = self.backend.client.clone();
+        tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+    }
+
     fn progress(&self, id: &str, title: &str, end: Option<String>) {
         let mut running = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         match end {
