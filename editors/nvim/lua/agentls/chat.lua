@@ -1,0 +1,364 @@
+-- The chat panel: a markdown transcript buffer and an input buffer below it. Updates of
+-- the running turn are rendered as they arrive: text appended in place (the view follows
+-- only when it was at the end), one line per tool call whose status marker is updated
+-- through an extmark, the plan as a checklist, warnings and errors as quotes.
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("agentls.chat")
+
+local markers = {
+  pending = "○",
+  in_progress = "◐",
+  completed = "✓",
+  failed = "✗",
+}
+
+M.ui = {
+  buf = nil, -- the transcript
+  input = nil, -- the input buffer
+  win = nil,
+  input_win = nil,
+  origin_win = nil, -- where the user came from (its editor state goes with the prompt)
+  pending_state = nil, -- an editor state set by a code action or :AgentAsk
+  text_open = false, -- the last line is the agent's text, still streaming
+  calls = {}, -- toolCallId -> extmark id
+}
+
+local function agentls()
+  return require("agentls")
+end
+
+local function valid(buf)
+  return buf and vim.api.nvim_buf_is_valid(buf)
+end
+
+local function ensure_buffers()
+  local ui = M.ui
+  if not valid(ui.buf) then
+    ui.buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(ui.buf, "agentls://chat")
+    vim.bo[ui.buf].filetype = "markdown"
+    vim.bo[ui.buf].modifiable = false
+    ui.calls = {}
+    ui.text_open = false
+  end
+  if not valid(ui.input) then
+    ui.input = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(ui.input, "agentls://input")
+    vim.bo[ui.input].filetype = "markdown"
+    local keys = agentls().config.keymaps
+    vim.keymap.set("n", keys.send, M.send, { buffer = ui.input, desc = "agentls: send" })
+    vim.keymap.set("i", keys.send_insert, function()
+      vim.cmd("stopinsert")
+      M.send()
+    end, { buffer = ui.input, desc = "agentls: send" })
+    for _, buf in ipairs({ ui.buf, ui.input }) do
+      vim.keymap.set("n", keys.cancel, M.cancel, { buffer = buf, desc = "agentls: cancel" })
+    end
+  end
+end
+
+--- Writes to the transcript (which the user cannot edit).
+local function with_transcript(fn)
+  local buf = M.ui.buf
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(fn, buf)
+  vim.bo[buf].modifiable = false
+  if not ok then
+    error(err)
+  end
+end
+
+--- Whether the transcript window shows its last line (then it follows new text).
+local function at_end()
+  local win = M.ui.win
+  if not (win and vim.api.nvim_win_is_valid(win)) then
+    return false
+  end
+  return vim.api.nvim_win_get_cursor(win)[1] >= vim.api.nvim_buf_line_count(M.ui.buf) - 1
+end
+
+local function follow(was_at_end)
+  local win = M.ui.win
+  if was_at_end and win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(M.ui.buf), 0 })
+  end
+end
+
+--- Appends whole lines at the end of the transcript.
+local function append_lines(lines)
+  ensure_buffers()
+  local follows = at_end()
+  with_transcript(function(buf)
+    local count = vim.api.nvim_buf_line_count(buf)
+    local empty = count == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == ""
+    vim.api.nvim_buf_set_lines(buf, empty and 0 or count, -1, false, lines)
+  end)
+  M.ui.text_open = false
+  follow(follows)
+end
+
+--- Appends streamed text: continues the last line while the text is open.
+local function append_text(text)
+  ensure_buffers()
+  local follows = at_end()
+  with_transcript(function(buf)
+    local pieces = vim.split(text, "\n", { plain = true })
+    if not M.ui.text_open then
+      vim.api.nvim_buf_set_lines(buf, -1, -1, false, { "" })
+    end
+    local last = vim.api.nvim_buf_line_count(buf) - 1
+    local line = vim.api.nvim_buf_get_lines(buf, last, last + 1, false)[1]
+    vim.api.nvim_buf_set_text(buf, last, #line, last, #line, pieces)
+  end)
+  M.ui.text_open = true
+  follow(follows)
+end
+
+local function tool_line(update)
+  local marker = markers[update.status] or markers.pending
+  return string.format("- %s %s", marker, update.title or update.name or "tool")
+end
+
+local function set_call_status(id, status)
+  local mark = M.ui.calls[id]
+  if not mark then
+    return
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(M.ui.buf, ns, mark, {})
+  if not pos[1] then
+    return
+  end
+  local line = vim.api.nvim_buf_get_lines(M.ui.buf, pos[1], pos[1] + 1, false)[1] or ""
+  local updated = line:gsub("^%- [^ ]+ ", "- " .. (markers[status] or markers.pending) .. " ", 1)
+  with_transcript(function(buf)
+    vim.api.nvim_buf_set_lines(buf, pos[1], pos[1] + 1, false, { updated })
+  end)
+  -- set_lines replaced the line: put the mark back on it.
+  M.ui.calls[id] = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, pos[1], 0, { id = mark })
+end
+
+--- One agent/session/update.
+function M.on_update(params)
+  ensure_buffers()
+  local update = params.update or {}
+  local kind = update.kind
+  if kind == "agentMessageChunk" then
+    append_text(update.text or "")
+  elseif kind == "agentThoughtChunk" then
+    -- Reasoning is shown as a quote, apart from the answer.
+    append_lines({ "> 💭 " .. (update.text or ""):gsub("\n", " ") })
+  elseif kind == "toolCall" then
+    append_lines({ tool_line(update) })
+    local last = vim.api.nvim_buf_line_count(M.ui.buf) - 1
+    M.ui.calls[update.toolCallId] = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, last, 0, {})
+  elseif kind == "toolCallUpdate" then
+    set_call_status(update.toolCallId, update.status)
+  elseif kind == "plan" then
+    local lines = { "", "### Plan" }
+    for _, entry in ipairs(update.entries or {}) do
+      local box = entry.status == "completed" and "[x]" or (entry.status == "in_progress" and "[~]" or "[ ]")
+      table.insert(lines, string.format("- %s %s", box, entry.content))
+    end
+    append_lines(lines)
+  elseif kind == "warning" then
+    append_lines({ "> ⚠ " .. (update.message or "") })
+  elseif kind == "error" then
+    append_lines({ "> ✗ " .. (update.message or "") })
+    agentls().state.last_error = update.message
+  elseif kind == "compaction" then
+    if update.phase == "completed" then
+      append_lines({
+        string.format(
+          "> ⟳ compacted: %d → %d tokens (%s)",
+          update.tokensBefore or 0,
+          update.tokensAfter or 0,
+          update.strategy or ""
+        ),
+      })
+    elseif update.phase == "failed" then
+      append_lines({ "> ⟳ compaction failed: " .. (update.message or "") })
+    end
+  elseif kind == "queued" then
+    append_lines({ "> queued behind the running turn" })
+  elseif kind == "turnEnd" then
+    local reason = update.stopReason
+    if reason ~= "endTurn" then
+      append_lines({ "> turn ended: " .. tostring(reason) })
+    end
+    if agentls().state.turn == params.turnId then
+      agentls().state.turn = nil
+    end
+  end
+end
+
+function M.on_permission(call, choice)
+  ensure_buffers()
+  append_lines({
+    string.format("> %s: %s", choice and choice.name or "rejected", call.title or call.name or "tool call"),
+  })
+end
+
+--- Shows a unified diff in a scratch window; returns the window.
+function M.show_diff(title, diff)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(diff, "\n", { plain = true }))
+  vim.bo[buf].filetype = "diff"
+  vim.bo[buf].modifiable = false
+  local width = math.floor(vim.o.columns * 0.7)
+  local height = math.min(#vim.api.nvim_buf_get_lines(buf, 0, -1, false) + 1, math.floor(vim.o.lines * 0.6))
+  return vim.api.nvim_open_win(buf, false, {
+    relative = "editor",
+    width = width,
+    height = math.max(height, 3),
+    row = 2,
+    col = math.floor((vim.o.columns - width) / 2),
+    border = "rounded",
+    title = " " .. (title or "diff") .. " ",
+  })
+end
+
+function M.is_open()
+  return M.ui.win ~= nil and vim.api.nvim_win_is_valid(M.ui.win)
+end
+
+--- Opens the chat (transcript above, input below) and puts the cursor in the input.
+function M.open()
+  ensure_buffers()
+  local ui = M.ui
+  local current = vim.api.nvim_get_current_win()
+  if current ~= ui.win and current ~= ui.input_win then
+    ui.origin_win = current
+  end
+  if not M.is_open() then
+    local config = agentls().config.chat
+    if config.layout == "float" then
+      local width = math.floor(vim.o.columns * 0.6)
+      local height = math.floor(vim.o.lines * 0.6)
+      ui.win = vim.api.nvim_open_win(ui.buf, true, {
+        relative = "editor",
+        width = width,
+        height = height,
+        row = 1,
+        col = math.floor((vim.o.columns - width) / 2),
+        border = "rounded",
+        title = " agentls ",
+      })
+    else
+      vim.cmd("botright vsplit")
+      ui.win = vim.api.nvim_get_current_win()
+      vim.api.nvim_win_set_buf(ui.win, ui.buf)
+      vim.api.nvim_win_set_width(ui.win, math.floor(vim.o.columns * config.width))
+    end
+    vim.wo[ui.win].wrap = true
+    vim.wo[ui.win].linebreak = true
+    vim.api.nvim_set_current_win(ui.win)
+    vim.cmd("belowright split")
+    ui.input_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(ui.input_win, ui.input)
+    vim.api.nvim_win_set_height(ui.input_win, config.input_height)
+  end
+  vim.api.nvim_set_current_win(ui.input_win)
+end
+
+function M.close()
+  for _, win in ipairs({ M.ui.input_win, M.ui.win }) do
+    if win and vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+  M.ui.win, M.ui.input_win = nil, nil
+end
+
+function M.toggle()
+  if M.is_open() then
+    M.close()
+  else
+    M.open()
+  end
+end
+
+--- Sends what the input holds, with the editor state of the window the user came from.
+function M.send(text)
+  ensure_buffers()
+  local ui = M.ui
+  text = text or table.concat(vim.api.nvim_buf_get_lines(ui.input, 0, -1, false), "\n")
+  text = vim.trim(text)
+  if text == "" then
+    return
+  end
+  local session = agentls().session()
+  if not session then
+    return
+  end
+  local state = ui.pending_state
+  if not state and ui.origin_win and vim.api.nvim_win_is_valid(ui.origin_win) then
+    local bufnr = vim.api.nvim_win_get_buf(ui.origin_win)
+    if vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= "" then
+      local client = agentls().client(bufnr)
+      state = require("agentls.editor_state").from_window(ui.origin_win, client and client.offset_encoding or "utf-16")
+    end
+  end
+  ui.pending_state = nil
+  append_lines({ "", "## You", "" })
+  append_lines(vim.split(text, "\n", { plain = true }))
+  append_lines({ "", "## Agent", "" })
+  vim.api.nvim_buf_set_lines(ui.input, 0, -1, false, {})
+  local result, err = agentls().request("agent/session/prompt", { sessionId = session, text = text, editor = state })
+  if err or not result then
+    append_lines({ "> ✗ " .. (err and err.message or "the prompt was not taken") })
+    return
+  end
+  agentls().state.turn = result.turnId
+end
+
+function M.cancel()
+  local session = agentls().state.session
+  if session then
+    agentls().request("agent/session/cancel", { sessionId = session })
+  end
+end
+
+--- Clears the transcript (a new or loaded session).
+function M.clear()
+  ensure_buffers()
+  with_transcript(function(buf)
+    vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  end)
+  M.ui.calls = {}
+  M.ui.text_open = false
+end
+
+--- Renders a transcript from agent/session/load.
+function M.render(items)
+  M.clear()
+  for _, item in ipairs(items or {}) do
+    if item.kind == "user" then
+      append_lines({ "", "## You", "" })
+      append_lines(vim.split(item.text or "", "\n", { plain = true }))
+      append_lines({ "", "## Agent", "" })
+    elseif item.kind == "assistant" then
+      append_text(item.text or "")
+    elseif item.kind == "toolCall" then
+      append_lines({ tool_line(item) })
+    elseif item.kind == "plan" then
+      M.on_update({ update = { kind = "plan", entries = item.entries } })
+    elseif item.kind == "compaction" then
+      M.on_update({ update = { kind = "compaction", phase = "completed", tokensBefore = item.tokensBefore, tokensAfter = item.tokensAfter, strategy = item.strategy } })
+    elseif item.kind == "error" then
+      append_lines({ "> ✗ " .. (item.message or "") })
+    end
+  end
+end
+
+--- Opens the chat with `text` in the input and `state` to send with it.
+function M.prefill(text, state)
+  M.open()
+  M.ui.pending_state = state
+  vim.api.nvim_buf_set_lines(M.ui.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  vim.api.nvim_win_set_cursor(M.ui.input_win, { vim.api.nvim_buf_line_count(M.ui.input), 0 })
+end
+
+return M

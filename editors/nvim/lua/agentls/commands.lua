@@ -1,0 +1,170 @@
+-- User commands and the handlers of the server's code-action commands.
+
+local M = {}
+
+local function agentls()
+  return require("agentls")
+end
+
+local function chat()
+  return require("agentls.chat")
+end
+
+local function encoding_of(bufnr)
+  local client = agentls().client(bufnr)
+  return client and client.offset_encoding or "utf-16"
+end
+
+function M.new_session()
+  agentls().state.session = nil
+  agentls().session()
+  chat().clear()
+  chat().open()
+end
+
+function M.sessions()
+  local result, err = agentls().request("agent/session/list", {})
+  if err or not result then
+    return vim.notify("agentls: " .. (err and err.message or "no sessions"), vim.log.levels.ERROR)
+  end
+  vim.ui.select(result.sessions or {}, {
+    prompt = "agentls sessions",
+    format_item = function(s)
+      return string.format("%s  (%d turns)  %s", s.title, s.turns or 0, s.sessionId)
+    end,
+  }, function(choice)
+    if not choice then
+      return
+    end
+    local loaded, load_err = agentls().request("agent/session/load", { sessionId = choice.sessionId })
+    if load_err or not loaded then
+      return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
+    end
+    agentls().state.session = choice.sessionId
+    chat().open()
+    chat().render(loaded.items)
+  end)
+end
+
+function M.compact(instructions)
+  local session = agentls().session()
+  if not session then
+    return
+  end
+  local params = { sessionId = session }
+  if instructions and instructions ~= "" then
+    params.instructions = instructions
+  end
+  local result, err = agentls().request("agent/session/compact", params, 600000)
+  if err or not result then
+    return vim.notify("agentls: compaction failed: " .. (err and err.message or "?"), vim.log.levels.WARN)
+  end
+  vim.notify(string.format("agentls: compacted %d → %d tokens (%s)", result.tokensBefore, result.tokensAfter, result.strategy))
+end
+
+--- The context breakdown (what the model would be sent next) in a float.
+function M.context()
+  local params = { sessionId = agentls().state.session }
+  local win = chat().ui.origin_win
+  if not (win and vim.api.nvim_win_is_valid(win)) then
+    win = vim.api.nvim_get_current_win()
+  end
+  local bufnr = vim.api.nvim_win_get_buf(win)
+  if vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= "" then
+    params.editor = require("agentls.editor_state").from_window(win, encoding_of(bufnr))
+  end
+  local result, err = agentls().request("agent/session/context", params)
+  if err or not result then
+    return vim.notify("agentls: " .. (err and err.message or "no context"), vim.log.levels.ERROR)
+  end
+  local lines = {
+    string.format("%d of %d tokens (%.0f%%)%s", result.totalTokens, result.contextWindow, result.fill * 100, result.estimated and ", estimated" or ""),
+    "",
+  }
+  for _, section in ipairs(result.sections or {}) do
+    table.insert(lines, string.format("%-24s %8d  %s", section.name, section.tokens, section.trust))
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
+  local width = 50
+  vim.api.nvim_open_win(buf, true, {
+    relative = "editor",
+    width = width,
+    height = #lines,
+    row = 2,
+    col = math.floor((vim.o.columns - width) / 2),
+    border = "rounded",
+    title = " agentls context ",
+  })
+  return buf
+end
+
+--- :'<,'>AgentAsk [question]: the chat, with the selection attached.
+function M.ask(opts)
+  local win = vim.api.nvim_get_current_win()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local range
+  if opts and opts.range and opts.range > 0 then
+    local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ""
+    range = { opts.line1 - 1, 0, opts.line2 - 1, #last }
+  end
+  local state = require("agentls.editor_state").from_window(win, encoding_of(bufnr), range)
+  chat().ui.origin_win = win
+  local question = opts and opts.args or ""
+  if question ~= "" then
+    chat().open()
+    chat().ui.pending_state = state
+    chat().send(question)
+  else
+    chat().prefill("", state)
+  end
+end
+
+local function state_for_uri(uri)
+  local bufnr = vim.uri_to_bufnr(uri)
+  local win = vim.fn.bufwinid(bufnr)
+  if win == -1 then
+    win = vim.api.nvim_get_current_win()
+  end
+  return require("agentls.editor_state").from_window(win, encoding_of(bufnr)), win
+end
+
+--- agentls.askAboutSelection [uri, range]
+local function ask_about_selection(command)
+  local uri, range = command.arguments[1], command.arguments[2]
+  local state, win = state_for_uri(uri)
+  state.selection = range
+  chat().ui.origin_win = win
+  chat().prefill("", state)
+end
+
+--- agentls.fixDiagnostic [uri, diagnostic]
+local function fix_diagnostic(command)
+  local uri, diagnostic = command.arguments[1], command.arguments[2]
+  local state, win = state_for_uri(uri)
+  state.position = diagnostic.range.start
+  state.diagnostics = { diagnostic }
+  chat().ui.origin_win = win
+  chat().prefill("Fix this: " .. (diagnostic.message or ""), state)
+end
+
+function M.register()
+  local commands = {
+    AgentChat = { function() chat().toggle() end, {} },
+    AgentCancel = { function() chat().cancel() end, {} },
+    AgentNew = { M.new_session, {} },
+    AgentSessions = { M.sessions, {} },
+    AgentCompact = { function(o) M.compact(o.args) end, { nargs = "?" } },
+    AgentContext = { M.context, {} },
+    AgentAsk = { M.ask, { nargs = "?", range = true } },
+  }
+  for name, spec in pairs(commands) do
+    vim.api.nvim_create_user_command(name, spec[1], vim.tbl_extend("force", { desc = "agentls" }, spec[2]))
+  end
+  vim.lsp.commands["agentls.askAboutSelection"] = ask_about_selection
+  vim.lsp.commands["agentls.fixDiagnostic"] = fix_diagnostic
+end
+
+return M

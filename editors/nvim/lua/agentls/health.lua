@@ -1,0 +1,43 @@
+-- :checkhealth agentls
+
+local M = {}
+
+function M.check()
+  local health = vim.health
+  local agentls = require("agentls")
+  health.start("agentls")
+  local cmd = agentls.config.cmd[1]
+  if vim.fn.executable(cmd) == 1 then
+    local version = vim.fn.system({ cmd, "--version" })
+    health.ok(string.format("binary %s: %s", vim.fn.exepath(cmd), vim.trim(version)))
+  else
+    health.error(string.format("%s is not executable: install agentls (cargo install --path server) or set cmd in setup()", cmd))
+  end
+  local clients = vim.lsp.get_clients({ name = "agentls" })
+  if #clients > 0 then
+    for _, client in ipairs(clients) do
+      health.ok(string.format("server running for %s (client %d)", client.config.root_dir or "?", client.id))
+    end
+  else
+    health.info("no agentls server running yet (it starts with the first file of a workspace or :AgentChat)")
+  end
+  local provider = agentls.config.provider or (agentls.config.settings or {}).provider
+  if provider and provider.model then
+    health.ok(string.format("provider %s, model %s%s", provider.kind or "openai", provider.model, provider.baseUrl and (" at " .. provider.baseUrl) or ""))
+    local key = provider.apiKeyEnv or ((provider.kind == "anthropic") and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY")
+    if (vim.env[key] or "") ~= "" then
+      health.ok(key .. " is set")
+    elseif provider.baseUrl then
+      health.info(key .. " is not set (a local server may not need it)")
+    else
+      health.error(key .. " is not set: the provider will refuse the requests")
+    end
+  else
+    health.warn("no provider.model configured: setup({ provider = { kind = 'openai', model = '…' } })")
+  end
+  if agentls.state.last_error then
+    health.warn("last error: " .. agentls.state.last_error)
+  end
+end
+
+return M

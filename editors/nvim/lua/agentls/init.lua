@@ -1,0 +1,185 @@
+-- agentls for Neovim: one agentls language server per workspace, a chat panel on its
+-- agent/session/* requests, approvals, code-action handlers and a statusline figure.
+-- The server does the work (context, tools, compaction); this plugin shows it and sends
+-- what the editor knows (buffers through LSP, the editor state with each prompt).
+
+local M = {}
+
+local defaults = {
+  cmd = { "agentls" },
+  -- Sent as initializationOptions (see docs/protocol.md in the agentls repository).
+  provider = nil,
+  compaction = nil,
+  approval = "ask",
+  settings = {},
+  chat = {
+    layout = "vertical", -- "vertical" | "float"
+    width = 0.4,
+    input_height = 4,
+  },
+  keymaps = {
+    send = "<CR>", -- normal mode, in the input
+    send_insert = "<C-s>", -- insert mode, in the input
+    cancel = "<C-c>",
+  },
+  root_markers = { ".git", "AGENTS.md", "Cargo.toml", "package.json" },
+}
+
+M.config = vim.deepcopy(defaults)
+
+--- Per workspace root: the session and the last status.
+M.state = {
+  last_error = nil,
+  status = nil, -- the last agent/status params
+  session = nil, -- the current session id
+  turn = nil, -- the running turn id
+}
+
+--- Calls a client method the way this Neovim expects (0.11: client:method(...); 0.10:
+--- client.method(...)).
+function M.call(client, method, ...)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client[method](client, ...)
+  end
+  return client[method](...)
+end
+
+local function settings()
+  local s = vim.deepcopy(M.config.settings or {})
+  s.provider = M.config.provider or s.provider
+  s.compaction = M.config.compaction or s.compaction
+  s.approval = M.config.approval or s.approval
+  return s
+end
+
+local function is_file_buffer(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  return vim.bo[bufnr].buftype == "" and name ~= "" and not name:match("^%a[%w+.-]*://")
+end
+
+--- The workspace of a file buffer (its nearest root marker); for anything else (the chat,
+--- a scratch buffer) the one around the current directory.
+local function root_for(bufnr)
+  local start = is_file_buffer(bufnr) and vim.fs.dirname(vim.api.nvim_buf_get_name(bufnr)) or vim.fn.getcwd()
+  local marker = vim.fs.find(M.config.root_markers, { path = start, upward = true })[1]
+  return vim.fs.normalize(marker and vim.fs.dirname(marker) or vim.fn.getcwd())
+end
+
+--- The agentls client of the current workspace, started (or reused) on demand.
+function M.client(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local root = root_for(bufnr)
+  for _, client in ipairs(vim.lsp.get_clients({ name = "agentls" })) do
+    if vim.fs.normalize(client.root_dir or client.config.root_dir or "") == root then
+      return client
+    end
+  end
+  local handlers = require("agentls.handlers")
+  local id = vim.lsp.start({
+    name = "agentls",
+    cmd = M.config.cmd,
+    root_dir = root,
+    init_options = settings(),
+    handlers = handlers.table(),
+  }, {
+    bufnr = bufnr,
+    -- The chat's own buffers are not documents of the workspace.
+    attach = is_file_buffer(bufnr),
+    reuse_client = function(client, config)
+      return client.name == "agentls" and client.config.root_dir == config.root_dir
+    end,
+  })
+  if not id then
+    M.state.last_error = "could not start " .. table.concat(M.config.cmd, " ")
+    vim.notify("agentls: " .. M.state.last_error, vim.log.levels.ERROR)
+    return nil
+  end
+  return vim.lsp.get_client_by_id(id)
+end
+
+--- A request to the server, synchronous from the caller's point of view (the editor keeps
+--- running while it waits). Returns result, err.
+function M.request(method, params, timeout_ms)
+  local client = M.client()
+  if not client then
+    return nil, { message = "agentls is not running" }
+  end
+  -- A client just started answers nothing until initialize is through.
+  vim.wait(10000, function()
+    return client.initialized or client:is_stopped()
+  end, 10)
+  local done, result, err = false, nil, nil
+  M.call(client, "request", method, params, function(e, r)
+    done, result, err = true, r, e
+  end)
+  vim.wait(timeout_ms or 30000, function()
+    return done
+  end, 10)
+  if not done then
+    return nil, { message = method .. " got no answer" }
+  end
+  if err then
+    M.state.last_error = err.message
+  end
+  return result, err
+end
+
+--- The current session, made on first use.
+function M.session()
+  if M.state.session then
+    return M.state.session
+  end
+  local result, err = M.request("agent/session/new", {})
+  if err or not result then
+    vim.notify("agentls: " .. (err and err.message or "no session"), vim.log.levels.ERROR)
+    return nil
+  end
+  M.state.session = result.sessionId
+  return M.state.session
+end
+
+--- The statusline figure: "󰚩 42%", "󰚩 ~42%" when estimated, "󰚩 87% ⟳ compacting";
+--- "" without a session.
+function M.statusline()
+  local status = M.state.status
+  if not status or status.sessionId ~= M.state.session then
+    return ""
+  end
+  local pct = math.floor((status.fill or 0) * 100 + 0.5)
+  local text = string.format("󰚩 %s%d%%", status.estimated and "~" or "", pct)
+  if status.state == "compacting" then
+    text = text .. " ⟳ compacting"
+  elseif status.state == "running" then
+    text = text .. " …"
+  end
+  return text
+end
+
+function M.setup(opts)
+  local first = not M._setup_done
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  M._setup_done = true
+  require("agentls.commands").register()
+  if first then
+    local group = vim.api.nvim_create_augroup("agentls", { clear = true })
+    -- Attach the server to file buffers of the workspace, so that it sees what is edited.
+    vim.api.nvim_create_autocmd("FileType", {
+      group = group,
+      callback = function(args)
+        if vim.bo[args.buf].buftype == "" and vim.api.nvim_buf_get_name(args.buf) ~= "" then
+          local client = M.client(args.buf)
+          if client and not vim.lsp.buf_is_attached(args.buf, client.id) then
+            vim.lsp.buf_attach_client(args.buf, client.id)
+          end
+        end
+      end,
+    })
+  else
+    -- Later calls: the running servers get the new settings.
+    for _, client in ipairs(vim.lsp.get_clients({ name = "agentls" })) do
+      M.call(client, "notify", "workspace/didChangeConfiguration", { settings = settings() })
+    end
+  end
+end
+
+return M

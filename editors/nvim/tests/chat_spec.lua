@@ -1,0 +1,196 @@
+local h = require("helpers")
+
+local lib = "pub fn answer() -> u32 {\n    41\n}\n"
+
+local function open_lib(ws)
+  vim.cmd.edit(ws .. "/src/lib.rs")
+  h.wait(function()
+    return #vim.lsp.get_clients({ name = "agentls", bufnr = 0 }) > 0
+  end, "agentls did not attach to the buffer")
+end
+
+test("a prompt from a visual selection streams its answer into the chat", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = { { text = { "It returns", " 41", " today." }, usage = { 900, 5 } } } })
+  h.setup(ws, url)
+  open_lib(ws)
+  vim.cmd("1,2AgentAsk What does this return?")
+  h.wait_transcript("It returns 41 today.")
+  local text = h.transcript()
+  assert(text:find("## You\n\nWhat does this return?", 1, true), text)
+  assert(text:find("## Agent", 1, true), text)
+  -- The input is empty again, ready for the next prompt.
+  h.assert_eq(vim.api.nvim_buf_get_lines(require("agentls.chat").ui.input, 0, -1, false), { "" })
+end)
+
+test("a tool call is one line whose marker follows its status", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "c1", name = "read_file", arguments = { path = "src/lib.rs" } } } },
+      { text = { "Read it." } },
+    },
+  })
+  h.setup(ws, url)
+  open_lib(ws)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Read the library.")
+  h.wait_transcript("Read it.")
+  local text = h.transcript()
+  assert(text:find("- ✓ Read src/lib.rs", 1, true), text)
+  assert(not text:find("○", 1, true), "no pending marker is left: " .. text)
+end)
+
+test("an approved edit changes the buffer, undoably", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "e1", name = "edit_file", arguments = { path = "src/lib.rs", old_text = "    41\n", new_text = "    42\n" } } } },
+      { text = { "Changed." } },
+    },
+  })
+  h.setup(ws, url)
+  open_lib(ws)
+  local lib_buf = vim.api.nvim_get_current_buf()
+  local offered
+  h.answer_select(function(items)
+    offered = vim.tbl_map(function(o)
+      return o.kind
+    end, items)
+    for _, option in ipairs(items) do
+      if option.kind == "allowOnce" then
+        return option
+      end
+    end
+  end)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Make it 42.")
+  h.wait_transcript("Changed.")
+  h.assert_eq(offered, { "allowOnce", "allowAlways", "rejectOnce", "rejectAlways" })
+  h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false), { "    42" }, "the buffer")
+  assert(h.transcript():find("Allow: Edit src/lib.rs", 1, true), h.transcript())
+  vim.api.nvim_buf_call(lib_buf, function()
+    vim.cmd("silent undo")
+  end)
+  h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false), { "    41" }, "after undo")
+end)
+
+test("a slow turn is cancelled from the chat", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local chunks = {}
+  for i = 1, 30 do
+    table.insert(chunks, "word" .. i .. " ")
+  end
+  local url = h.fake({ replies = { { text = chunks, chunkDelayMs = 300 } } })
+  h.setup(ws, url)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Talk slowly.")
+  h.wait_transcript("word1 ")
+  vim.cmd("AgentCancel")
+  h.wait_transcript("> turn ended: cancelled")
+  assert(not h.transcript():find("word30", 1, true), "the stream stopped")
+end)
+
+test("the statusline shows the fill and the compacting state, with progress", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = { { text = { "First answer." }, usage = { 1000, 10 } } },
+    routes = {
+      ["CONTEXT CHECKPOINT COMPACTION"] = { { text = { "[Done] first question answered" }, firstDelayMs = 800 } },
+    },
+  })
+  h.setup(ws, url)
+  local statuses, compacting_seen, progress_seen = 0, false, false
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "AgentlsStatus",
+    callback = function()
+      statuses = statuses + 1
+      if require("agentls").statusline():find("compacting", 1, true) then
+        compacting_seen = true
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("LspProgress", {
+    callback = function()
+      if vim.lsp.status():find("Compacting conversation", 1, true) then
+        progress_seen = true
+      end
+    end,
+  })
+  h.assert_eq(require("agentls").statusline(), "", "nothing before a session")
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("First question.")
+  h.wait_transcript("First answer.")
+  h.wait(function()
+    return require("agentls").statusline():match("^󰚩 %d+%%$") ~= nil
+  end, "the statusline shows the provider's figure: " .. require("agentls").statusline())
+  assert(statuses > 0)
+  vim.cmd("AgentCompact focus on the answer")
+  assert(compacting_seen, "the statusline said compacting while it ran")
+  assert(progress_seen, "vim.lsp.status() showed the compaction's progress")
+  h.wait(function()
+    return not require("agentls").statusline():find("compacting", 1, true)
+  end, "compacting ended")
+  assert(require("agentls").state.status.compactions == 1)
+end)
+
+test("the code action opens the chat with the selection attached", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = {} })
+  h.setup(ws, url)
+  open_lib(ws)
+  local origin = vim.api.nvim_get_current_win()
+  local titles = {}
+  vim.lsp.buf.code_action({
+    range = { start = { 1, 0 }, ["end"] = { 2, 5 } },
+    filter = function(action)
+      table.insert(titles, action.title)
+      return action.title == "Ask agent about this selection"
+    end,
+    apply = true,
+  })
+  local chat = require("agentls.chat")
+  h.wait(function()
+    return chat.is_open() and chat.ui.pending_state ~= nil
+  end, "the chat opened from the code action; actions: " .. vim.inspect(titles))
+  h.assert_eq(vim.api.nvim_get_current_win(), chat.ui.input_win, "the cursor is in the input")
+  local selection = chat.ui.pending_state.selection
+  h.assert_eq(selection.start, { line = 0, character = 0 })
+  assert(chat.ui.origin_win == origin)
+end)
+
+test("a previous session is listed and its transcript loaded", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = { { text = { "Remember me." } } } })
+  h.setup(ws, url)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("The first session.")
+  h.wait_transcript("Remember me.")
+  local first = require("agentls").state.session
+  vim.cmd("AgentNew")
+  assert(require("agentls").state.session ~= first)
+  h.assert_eq(h.transcript(), "", "a new session starts with an empty chat")
+  h.answer_select(function(items)
+    for _, s in ipairs(items) do
+      if s.sessionId == first then
+        return s
+      end
+    end
+  end)
+  vim.cmd("AgentSessions")
+  h.wait_transcript("Remember me.")
+  assert(h.transcript():find("The first session.", 1, true))
+  h.assert_eq(require("agentls").state.session, first)
+end)
+
+test("checkhealth reports the binary, the server and the provider", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = {} })
+  h.setup(ws, url)
+  open_lib(ws)
+  vim.cmd("checkhealth agentls")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  assert(text:find("binary", 1, true) and text:find("agentls 0.", 1, true), text)
+  assert(text:find("server running", 1, true), text)
+  assert(text:find("model fake-model", 1, true), text)
+end)

@@ -1,0 +1,114 @@
+-- Shared by the specs: a workspace, the fake provider as a process, setup, waiting.
+local M = {}
+
+local providers = {}
+
+--- A temporary workspace with `files` ({path = text}); returns its absolute path.
+function M.workspace(files)
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir .. "/.git", "p")
+  for path, text in pairs(files or {}) do
+    vim.fn.mkdir(vim.fs.dirname(dir .. "/" .. path), "p")
+    local f = assert(io.open(dir .. "/" .. path, "w"))
+    f:write(text)
+    f:close()
+  end
+  return vim.fn.resolve(dir)
+end
+
+--- `agentls fake-provider` with `script` ({replies = {...}, routes = {...}}); its base URL.
+function M.fake(script)
+  local file = vim.fn.tempname() .. ".json"
+  local f = assert(io.open(file, "w"))
+  f:write(vim.json.encode(script))
+  f:close()
+  local url
+  local process = vim.system({ os.getenv("AGENTLS_BIN"), "fake-provider", "--script", file }, {
+    stdin = true,
+    stdout = function(_, data)
+      if data and not url then
+        url = vim.trim(vim.split(data, "\n")[1])
+      end
+    end,
+  })
+  table.insert(providers, process)
+  M.wait(function()
+    return url ~= nil
+  end, "the fake provider did not start")
+  return url
+end
+
+--- setup() for `workspace` with the fake provider at `url`.
+function M.setup(workspace, url, extra)
+  vim.cmd.cd(workspace)
+  require("agentls").setup(vim.tbl_deep_extend("force", {
+    cmd = { os.getenv("AGENTLS_BIN") },
+    provider = { kind = "openai", baseUrl = url, model = "fake-model", maxRetries = 0 },
+    settings = { stateDir = workspace .. "/.state" },
+  }, extra or {}))
+end
+
+function M.wait(condition, message)
+  if not vim.wait(30000, condition, 20) then
+    error(message or "condition not met", 2)
+  end
+end
+
+function M.transcript()
+  local buf = require("agentls.chat").ui.buf
+  if not buf or not vim.api.nvim_buf_is_valid(buf) then
+    return ""
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+--- Waits until the transcript contains `text` (plain).
+function M.wait_transcript(text)
+  M.wait(function()
+    return M.transcript():find(text, 1, true) ~= nil
+  end, "the chat never showed " .. vim.inspect(text) .. "; it shows:\n" .. M.transcript())
+end
+
+function M.assert_eq(a, b, message)
+  if not vim.deep_equal(a, b) then
+    error((message or "not equal") .. ": " .. vim.inspect(a) .. " ~= " .. vim.inspect(b), 2)
+  end
+end
+
+function M.cleanup()
+  local chat = require("agentls.chat")
+  pcall(chat.close)
+  for _, client in ipairs(vim.lsp.get_clients({ name = "agentls" })) do
+    client:stop(true)
+  end
+  vim.wait(5000, function()
+    return #vim.lsp.get_clients({ name = "agentls" }) == 0
+  end, 20)
+  for _, process in ipairs(providers) do
+    pcall(function()
+      process:write(nil)
+      process:kill(9)
+    end)
+  end
+  providers = {}
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+  end
+  local agentls = require("agentls")
+  agentls.state.session, agentls.state.turn, agentls.state.status, agentls.state.last_error = nil, nil, nil, nil
+  chat.ui.buf, chat.ui.input, chat.ui.pending_state = nil, nil, nil
+  vim.ui.select = M.original_select
+end
+
+M.original_select = vim.ui.select
+
+--- Answers the next vim.ui.select calls with the item `pick(items)` returns.
+function M.answer_select(pick)
+  vim.ui.select = function(items, _, on_choice)
+    vim.schedule(function()
+      on_choice(pick(items))
+    end)
+  end
+end
+
+return M
