@@ -21,6 +21,12 @@ test("a prompt from a visual selection streams its answer into the chat", functi
   assert(text:find("## Agent", 1, true), text)
   -- The input is empty again, ready for the next prompt.
   h.assert_eq(vim.api.nvim_buf_get_lines(require("agentls.chat").ui.input, 0, -1, false), { "" })
+  -- The model saw the selection as editor context, from the file the user was in.
+  local request = h.requests(url)[1].body
+  local user = request.messages[#request.messages].content
+  assert(user:find("<editor_context>", 1, true), user)
+  assert(user:find("src/lib.rs", 1, true), user)
+  assert(user:find('<selection lines="1-2">\nL1: pub fn answer() -> u32 {\nL2:     41', 1, true), "the selected lines: " .. user)
 end)
 
 test("a tool call is one line whose marker follows its status", function()

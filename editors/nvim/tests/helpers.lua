@@ -38,6 +38,31 @@ function M.fake(script)
   return url
 end
 
+--- The requests the fake provider at `url` received (its GET /__requests), decoded.
+function M.requests(url)
+  local host, port = url:match("^http://([%d.]+):(%d+)")
+  local tcp = vim.uv.new_tcp()
+  local response, closed = "", false
+  tcp:connect(host, tonumber(port), function(err)
+    assert(not err, err)
+    tcp:write("GET /__requests HTTP/1.1\r\nHost: " .. host .. "\r\nConnection: close\r\n\r\n")
+    tcp:read_start(function(read_err, data)
+      if data then
+        response = response .. data
+      else
+        closed = true
+        tcp:close()
+      end
+      assert(not read_err, read_err)
+    end)
+  end)
+  M.wait(function()
+    return closed
+  end, "the fake provider did not answer /__requests")
+  local body = response:match("\r\n\r\n(.*)$")
+  return vim.json.decode(body)
+end
+
 --- setup() for `workspace` with the fake provider at `url`.
 function M.setup(workspace, url, extra)
   vim.cmd.cd(workspace)
