@@ -200,3 +200,23 @@ test("checkhealth reports the binary, the server and the provider", function()
   assert(text:find("server running", 1, true), text)
   assert(text:find("model fake-model", 1, true), text)
 end)
+
+test("the fix-diagnostic command and the context float", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = {} })
+  h.setup(ws, url)
+  open_lib(ws)
+  local diagnostic = {
+    range = { start = { line = 1, character = 4 }, ["end"] = { line = 1, character = 6 } },
+    severity = 1,
+    message = "expected 42",
+  }
+  vim.lsp.commands["agentls.fixDiagnostic"]({ arguments = { vim.uri_from_bufnr(0), diagnostic } }, {})
+  local chat = require("agentls.chat")
+  h.assert_eq(vim.api.nvim_buf_get_lines(chat.ui.input, 0, -1, false), { "Fix this: expected 42" })
+  h.assert_eq(chat.ui.pending_state.position, { line = 1, character = 4 })
+  h.assert_eq(chat.ui.pending_state.diagnostics[1].message, "expected 42")
+  local buf = require("agentls.commands").context()
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  assert(text:find("tokens", 1, true) and text:find("system", 1, true) and text:find("editor", 1, true), text)
+end)
