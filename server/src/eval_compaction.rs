@@ -192,13 +192,7 @@ fn turn_reply(s: usize, k: usize, needles: &mut Needles) -> Reply {
         .iter()
         .map(|(id, name, args)| (format!("{id}_{s}_{k}"), name.clone(), args.to_string()))
         .collect();
-    let pieces: Vec<[&str; 1]> = owned.iter().map(|(_, _, a)| [a.as_str()]).collect();
-    let specs: Vec<(&str, &str, &[&str])> = owned
-        .iter()
-        .zip(&pieces)
-        .map(|((id, name, _), piece)| (id.as_str(), name.as_str(), &piece[..]))
-        .collect();
-    FakeProvider::openai_tool_calls(&specs, None)
+    FakeProvider::openai_whole_tool_calls(&owned, None)
 }
 
 fn user_message(s: usize, k: usize) -> String {

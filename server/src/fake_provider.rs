@@ -212,6 +212,20 @@ impl FakeProvider {
         openai_end(steps, usage)
     }
 
+    /// `openai_tool_calls` with each call's arguments in one delta: `(id, name, arguments)`.
+    pub fn openai_whole_tool_calls(
+        calls: &[(String, String, String)],
+        usage: Option<(u64, u64)>,
+    ) -> Reply {
+        let pieces: Vec<[&str; 1]> = calls.iter().map(|(_, _, a)| [a.as_str()]).collect();
+        let specs: Vec<(&str, &str, &[&str])> = calls
+            .iter()
+            .zip(&pieces)
+            .map(|((id, name, _), piece)| (id.as_str(), name.as_str(), &piece[..]))
+            .collect();
+        FakeProvider::openai_tool_calls(&specs, usage)
+    }
+
     /// HTTP 400 with OpenAI's `context_length_exceeded` error.
     pub fn openai_context_length_exceeded() -> Reply {
         Reply::Http {
@@ -599,13 +613,7 @@ pub fn reply_from_json(value: &Value) -> Result<Reply, String> {
                 )
             })
             .collect();
-        let pieces: Vec<[&str; 1]> = owned.iter().map(|(_, _, a)| [a.as_str()]).collect();
-        let specs: Vec<(&str, &str, &[&str])> = owned
-            .iter()
-            .zip(&pieces)
-            .map(|((id, name, _), piece)| (id.as_str(), name.as_str(), &piece[..]))
-            .collect();
-        return Ok(FakeProvider::openai_tool_calls(&specs, usage(value)));
+        return Ok(FakeProvider::openai_whole_tool_calls(&owned, usage(value)));
     }
     if let Some(http) = value.get("http") {
         return Ok(Reply::Http {
