@@ -1,0 +1,208 @@
+// @ts-check
+// The chat webview. Renders blocks sent by the extension host (which keeps the
+// transcript) and sends back what the user does. Every piece of text from the model,
+// tools or the user goes into the DOM through textContent / createTextNode: no innerHTML.
+(function () {
+  // @ts-ignore: provided by VS Code inside webviews
+  const vscode = acquireVsCodeApi();
+  const transcript = /** @type {HTMLElement} */ (document.getElementById('transcript'));
+  const input = /** @type {HTMLTextAreaElement} */ (document.getElementById('input'));
+  const stop = /** @type {HTMLButtonElement} */ (document.getElementById('stop'));
+  const context = /** @type {HTMLElement} */ (document.getElementById('context'));
+  const contextLabel = /** @type {HTMLElement} */ (document.getElementById('context-label'));
+
+  const marks = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+
+  /** @param {string} tag @param {string} [cls] @param {string} [text] */
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  /** Inline markdown: `code` and **bold**; everything else is text. */
+  function inline(parent, text) {
+    const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      const token = m[0];
+      if (token.startsWith('`')) parent.appendChild(el('code', undefined, token.slice(1, -1)));
+      else parent.appendChild(el('strong', undefined, token.slice(2, -2)));
+      last = m.index + token.length;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  /** A small markdown subset, enough for answers: fences, headings, lists, paragraphs.
+   *  Re-run on the whole block for each streamed chunk (an unclosed fence renders as code). */
+  function markdown(parent, text) {
+    const lines = text.split('\n');
+    let i = 0;
+    let para = [];
+    const flush = () => {
+      if (para.length) {
+        const p = el('p');
+        inline(p, para.join('\n'));
+        parent.appendChild(p);
+        para = [];
+      }
+    };
+    while (i < lines.length) {
+      const line = lines[i];
+      const fence = /^\s*```(\S*)/.exec(line);
+      if (fence) {
+        flush();
+        const code = [];
+        i++;
+        while (i < lines.length && !/^\s*```\s*$/.test(lines[i])) code.push(lines[i++]);
+        i++;
+        const box = el('div', 'codeblock');
+        const pre = el('pre');
+        const c = el('code', fence[1] ? 'language-' + fence[1] : undefined, code.join('\n'));
+        pre.appendChild(c);
+        const copy = el('button', 'copy', 'Copy');
+        copy.addEventListener('click', () => vscode.postMessage({ type: 'copy', text: code.join('\n') }));
+        box.appendChild(copy);
+        box.appendChild(pre);
+        parent.appendChild(box);
+        continue;
+      }
+      const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+      const item = /^\s*(?:[-*]|\d+\.)\s+(.*)$/.exec(line);
+      if (heading) {
+        flush();
+        const h = el('h' + Math.min(heading[1].length + 2, 6));
+        inline(h, heading[2]);
+        parent.appendChild(h);
+      } else if (item) {
+        flush();
+        let list = parent.lastChild;
+        if (!list || list.nodeName !== 'UL') {
+          list = parent.appendChild(el('ul'));
+        }
+        const li = el('li');
+        inline(li, item[1]);
+        list.appendChild(li);
+      } else if (line.trim() === '') {
+        flush();
+      } else {
+        para.push(line);
+      }
+      i++;
+    }
+    flush();
+  }
+
+  /** Open/closed state of tool rows survives re-rendering of the row. */
+  const openTools = new Set();
+
+  function render(block) {
+    switch (block.type) {
+      case 'user':
+        return el('div', 'block user', block.text);
+      case 'agent': {
+        const div = el('div', 'block agent');
+        markdown(div, block.text);
+        return div;
+      }
+      case 'thought':
+        return el('div', 'block thought', block.text);
+      case 'tool': {
+        const details = /** @type {HTMLDetailsElement} */ (el('details', 'block tool ' + block.status));
+        details.dataset.id = block.id;
+        details.open = openTools.has(block.id);
+        details.addEventListener('toggle', () => {
+          if (details.open) openTools.add(block.id);
+          else openTools.delete(block.id);
+        });
+        const summary = el('summary');
+        summary.appendChild(el('span', 'status', marks[block.status] || marks.pending));
+        summary.appendChild(document.createTextNode(' ' + block.title));
+        details.appendChild(summary);
+        if (block.output) details.appendChild(el('pre', undefined, block.output));
+        return details;
+      }
+      case 'plan': {
+        const div = el('div', 'block plan');
+        div.appendChild(el('strong', undefined, 'Plan'));
+        const ul = el('ul');
+        for (const entry of block.entries) {
+          const box = entry.status === 'completed' ? '☑' : entry.status === 'in_progress' ? '◐' : '☐';
+          ul.appendChild(el('li', entry.status, box + ' ' + entry.content));
+        }
+        div.appendChild(ul);
+        return div;
+      }
+      case 'notice':
+        return el('div', 'block notice ' + block.level, block.text);
+      default:
+        return el('div', 'block');
+    }
+  }
+
+  function atEnd() {
+    return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 30;
+  }
+
+  function place(index, block) {
+    const node = render(block);
+    node.dataset.index = String(index);
+    const existing = transcript.children[index];
+    if (existing) transcript.replaceChild(node, existing);
+    else transcript.appendChild(node);
+  }
+
+  function setRunning(running) {
+    stop.hidden = !running;
+  }
+
+  window.addEventListener('message', (event) => {
+    const msg = event.data;
+    const follow = atEnd();
+    switch (msg.type) {
+      case 'reset':
+        transcript.replaceChildren();
+        msg.blocks.forEach((b, i) => place(i, b));
+        setRunning(msg.running);
+        break;
+      case 'blocks':
+        for (const change of msg.changes) place(change.index, change.block);
+        setRunning(msg.running);
+        break;
+      case 'running':
+        setRunning(msg.running);
+        break;
+      case 'prefill':
+        input.value = msg.text;
+        context.hidden = !msg.context;
+        contextLabel.textContent = msg.context ? 'Attached: ' + msg.context : '';
+        input.focus();
+        input.setSelectionRange(input.value.length, input.value.length);
+        break;
+    }
+    if (follow) transcript.scrollTop = transcript.scrollHeight;
+  });
+
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      const text = input.value.trim();
+      if (text) {
+        vscode.postMessage({ type: 'send', text });
+        input.value = '';
+        context.hidden = true;
+      }
+    }
+  });
+  stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
+  document.getElementById('new')?.addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
+  document.getElementById('sessions')?.addEventListener('click', () => vscode.postMessage({ type: 'sessions' }));
+  document.getElementById('context-clear')?.addEventListener('click', () => {
+    context.hidden = true;
+    vscode.postMessage({ type: 'clearContext' });
+  });
+  vscode.postMessage({ type: 'ready' });
+})();

@@ -1,0 +1,37 @@
+// Messages between the extension host and the chat webview (media/chat.js).
+import type { Block, BlockChange } from '../transcript';
+
+export type ToWebview =
+  | { type: 'reset'; blocks: Block[]; running: boolean }
+  | { type: 'blocks'; changes: BlockChange[]; running: boolean }
+  | { type: 'prefill'; text: string; context: string | undefined }
+  | { type: 'running'; running: boolean };
+
+export type FromWebview =
+  | { type: 'ready' }
+  | { type: 'send'; text: string }
+  | { type: 'cancel' }
+  | { type: 'newSession' }
+  | { type: 'sessions' }
+  | { type: 'clearContext' }
+  | { type: 'copy'; text: string };
+
+export function isFromWebview(value: unknown): value is FromWebview {
+  if (typeof value !== 'object' || value === null) {
+    return false;
+  }
+  const type = (value as { type?: unknown }).type;
+  switch (type) {
+    case 'send':
+    case 'copy':
+      return typeof (value as { text?: unknown }).text === 'string';
+    case 'ready':
+    case 'cancel':
+    case 'newSession':
+    case 'sessions':
+    case 'clearContext':
+      return true;
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,60 @@
+// The language client: agentls over stdio, with the custom notifications and the
+// permission request routed to callbacks. Separate from extension.ts so that the Node
+// tests run this exact wiring (real vscode-languageclient, real binary) with a `vscode`
+// stub, without the UI.
+import type { OutputChannel } from 'vscode';
+import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import {
+  type AgentStatus,
+  Methods,
+  type PermissionRequest,
+  type PermissionResponse,
+  type SessionUpdateParams,
+} from './protocol';
+import type { ServerSettings } from './config';
+
+export interface AgentHandlers {
+  onUpdate(params: SessionUpdateParams): void;
+  onStatus(params: AgentStatus): void;
+  onPermission(params: PermissionRequest): Promise<PermissionResponse>;
+}
+
+export interface ClientConfig {
+  command: string;
+  settings: ServerSettings;
+  handlers: AgentHandlers;
+  outputChannel?: OutputChannel;
+  /** Extra environment for the server (tests point stateDir elsewhere through settings). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export function createClient(config: ClientConfig): LanguageClient {
+  const serverOptions: ServerOptions = {
+    command: config.command,
+    // TransportKind.stdio makes the client pass `--stdio`, which agentls accepts.
+    transport: TransportKind.stdio,
+    options: config.env ? { env: { ...process.env, ...config.env } } : undefined,
+  };
+  const clientOptions: LanguageClientOptions = {
+    // Every file: the server gives syntax-aware context for some languages and plain
+    // text for the rest; it must see unsaved buffers of all of them.
+    documentSelector: [{ scheme: 'file' }],
+    initializationOptions: config.settings,
+    outputChannel: config.outputChannel,
+    // The settings are sent by the extension itself (see extension.ts): the client's
+    // own `synchronize.configurationSection` would send VS Code's raw tree, where
+    // untouched settings are "" rather than absent.
+  };
+  const client = new LanguageClient('agentls', 'agentls', serverOptions, clientOptions);
+  client.onNotification(Methods.sessionUpdate, (params: SessionUpdateParams) => config.handlers.onUpdate(params));
+  client.onNotification(Methods.status, (params: AgentStatus) => config.handlers.onStatus(params));
+  client.onRequest(Methods.requestPermission, async (params: PermissionRequest): Promise<PermissionResponse> => {
+    try {
+      return await config.handlers.onPermission(params);
+    } catch {
+      // A failing UI must not leave the turn waiting for approvalTimeoutMs.
+      return { outcome: 'cancelled' };
+    }
+  });
+  return client;
+}

@@ -1,0 +1,50 @@
+// The extension's settings → the server's configuration object (initializationOptions
+// and didChangeConfiguration `settings`). Pure, so tests build it from a plain getter.
+// Empty strings and nulls are left out: the server treats an absent key as its default,
+// which is what an untouched VS Code setting means.
+
+/** Reads `agentls.<key>` (VS Code: workspace.getConfiguration('agentls').get). */
+export type SettingGetter = (key: string) => unknown;
+
+export interface ServerSettings {
+  provider?: Record<string, string | number>;
+  compaction?: Record<string, string | number>;
+  approval?: string;
+}
+
+function put(target: Record<string, string | number>, key: string, value: unknown): void {
+  if (typeof value === 'string' && value.trim() !== '') {
+    target[key] = value.trim();
+  } else if (typeof value === 'number' && Number.isFinite(value)) {
+    target[key] = value;
+  }
+}
+
+export function serverSettings(get: SettingGetter): ServerSettings {
+  const provider: Record<string, string | number> = {};
+  for (const key of ['kind', 'baseUrl', 'model', 'apiKeyEnv', 'contextWindow']) {
+    put(provider, key, get(`provider.${key}`));
+  }
+  const compaction: Record<string, string | number> = {};
+  for (const key of ['threshold', 'style']) {
+    put(compaction, key, get(`compaction.${key}`));
+  }
+  const settings: ServerSettings = {};
+  if (Object.keys(provider).length > 0) {
+    settings.provider = provider;
+  }
+  if (Object.keys(compaction).length > 0) {
+    settings.compaction = compaction;
+  }
+  const approval = get('approval');
+  if (typeof approval === 'string' && approval !== '') {
+    settings.approval = approval;
+  }
+  return settings;
+}
+
+/** The binary to start: `agentls.serverPath`, else `agentls` from PATH. */
+export function serverCommand(get: SettingGetter): string {
+  const path = get('serverPath');
+  return typeof path === 'string' && path.trim() !== '' ? path.trim() : 'agentls';
+}

@@ -1,0 +1,565 @@
+// agentls for VS Code: starts the agentls language server, shows its agent sessions in a
+// chat view, its context fill in the status bar, and asks the user about its edits and
+// commands. The server does the work (context, tools, compaction); the extension shows it
+// and sends what the editor knows (documents through LSP, the editor state with prompts).
+import * as vscode from 'vscode';
+import { DidChangeConfigurationNotification, type LanguageClient } from 'vscode-languageclient/node';
+import { ChatViewProvider } from './chat/chatView';
+import type { FromWebview } from './chat/messages';
+import { createClient } from './client';
+import { serverCommand, serverSettings } from './config';
+import { applyUnifiedDiff } from './diff';
+import { editorState } from './editorState';
+import {
+  type AgentStatus,
+  type ContextReport,
+  type Diagnostic,
+  type EditorState,
+  Methods,
+  type PermissionRequest,
+  type PermissionResponse,
+  type Range,
+  type SessionSummary,
+  type SessionUpdateParams,
+  type TranscriptItem,
+} from './protocol';
+import { formatStatus, thousands } from './status';
+import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, turnStarted } from './transcript';
+
+const SESSION_KEY = 'agentls.sessionId';
+const SCHEME = 'agentls';
+
+/** Read-only documents the extension shows: proposed edits, diffs, the context report. */
+class VirtualDocuments implements vscode.TextDocumentContentProvider {
+  private readonly texts = new Map<string, string>();
+  private counter = 0;
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.path) ?? '';
+  }
+
+  /** A new document named `name` (its extension picks the language). */
+  add(name: string, text: string): vscode.Uri {
+    const path = `/${++this.counter}/${name}`;
+    this.texts.set(path, text);
+    return vscode.Uri.from({ scheme: SCHEME, path });
+  }
+
+  remove(uri: vscode.Uri): void {
+    this.texts.delete(uri.path);
+  }
+}
+
+function settingGetter(): (key: string) => unknown {
+  const config = vscode.workspace.getConfiguration('agentls');
+  return (key) => config.get(key);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+class Agent implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private model: ChatModel;
+  private status: AgentStatus | undefined;
+  /** The editor state a code action or "ask about selection" attached to the next prompt. */
+  private pending: EditorState | undefined;
+  /** The last text editor: focusing the chat must not lose what the user was looking at. */
+  private lastEditor: vscode.TextEditor | undefined = vscode.window.activeTextEditor;
+  private restored = false;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly output: vscode.OutputChannel;
+  private readonly docs = new VirtualDocuments();
+  private readonly chat: ChatViewProvider;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.output = vscode.window.createOutputChannel('agentls');
+    this.chat = new ChatViewProvider(context.extensionUri);
+    this.model = emptyModel(context.workspaceState.get<string>(SESSION_KEY));
+    this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+    this.statusItem.command = 'agentls.showContext';
+    this.renderStatus();
+    this.statusItem.show();
+    this.disposables.push(
+      this.output,
+      this.chat,
+      this.statusItem,
+      vscode.workspace.registerTextDocumentContentProvider(SCHEME, this.docs),
+      vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, this.chat),
+      this.chat.onMessage((m) => void this.onWebview(m)),
+      vscode.window.onDidChangeActiveTextEditor((e) => {
+        if (e && e.document.uri.scheme === 'file') {
+          this.lastEditor = e;
+        }
+      }),
+      vscode.workspace.onDidChangeConfiguration((e) => void this.onConfiguration(e)),
+    );
+    const commands: Record<string, (...args: unknown[]) => unknown> = {
+      'agentls.openChat': () => this.chat.reveal(),
+      'agentls.newSession': () => this.newSession(),
+      'agentls.sessions': () => this.pickSession(),
+      'agentls.compact': () => this.compact(),
+      'agentls.cancel': () => this.cancel(),
+      'agentls.showContext': () => this.showContext(),
+      'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
+      'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
+    };
+    for (const [id, run] of Object.entries(commands)) {
+      this.disposables.push(
+        vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+          try {
+            await run(...args);
+          } catch (error) {
+            void vscode.window.showErrorMessage(`agentls: ${describe(error)}`);
+          }
+        }),
+      );
+    }
+  }
+
+  async start(): Promise<void> {
+    const get = settingGetter();
+    const client = createClient({
+      command: serverCommand(get),
+      settings: serverSettings(get),
+      outputChannel: this.output,
+      handlers: {
+        onUpdate: (p) => this.onUpdate(p),
+        onStatus: (p) => this.onStatus(p),
+        onPermission: (p) => this.onPermission(p),
+      },
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.client = undefined;
+      const open = 'Open Settings';
+      // Not awaited: activation must not wait for the user to dismiss the message.
+      void vscode.window
+        .showErrorMessage(
+          `agentls could not start \`${serverCommand(get)}\`: ${describe(error)}. Install agentls or set agentls.serverPath.`,
+          open,
+        )
+        .then((choice) =>
+          choice === open ? vscode.commands.executeCommand('workbench.action.openSettings', 'agentls.serverPath') : undefined,
+        );
+    }
+  }
+
+  private async request<R>(method: string, params: object): Promise<R> {
+    if (!this.client || !this.client.isRunning()) {
+      throw new Error('the agentls server is not running (see the agentls output channel)');
+    }
+    return this.client.sendRequest<R>(method, params);
+  }
+
+  // ---- configuration ----
+
+  private async onConfiguration(e: vscode.ConfigurationChangeEvent): Promise<void> {
+    if (!e.affectsConfiguration('agentls')) {
+      return;
+    }
+    if (e.affectsConfiguration('agentls.serverPath')) {
+      // A different binary needs a new process; the session survives (it is on disk).
+      await this.client?.stop().catch(() => undefined);
+      await this.start();
+      return;
+    }
+    if (this.client?.isRunning()) {
+      await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: serverSettings(settingGetter()) });
+    }
+  }
+
+  // ---- chat ----
+
+  private post(changes: ReturnType<typeof applyUpdate>): void {
+    if (changes.length > 0) {
+      this.chat.post({ type: 'blocks', changes, running: isRunning(this.model) });
+    }
+  }
+
+  private resetView(): void {
+    this.chat.post({ type: 'reset', blocks: this.model.blocks, running: isRunning(this.model) });
+  }
+
+  private onUpdate(params: SessionUpdateParams): void {
+    const wasRunning = isRunning(this.model);
+    this.post(applyUpdate(this.model, params));
+    if (wasRunning !== isRunning(this.model)) {
+      this.chat.post({ type: 'running', running: isRunning(this.model) });
+    }
+  }
+
+  private async onWebview(message: FromWebview): Promise<void> {
+    try {
+      switch (message.type) {
+        case 'ready':
+          await this.restore();
+          this.resetView();
+          break;
+        case 'send':
+          await this.send(message.text);
+          break;
+        case 'cancel':
+          await this.cancel();
+          break;
+        case 'newSession':
+          await this.newSession();
+          break;
+        case 'sessions':
+          await this.pickSession();
+          break;
+        case 'clearContext':
+          this.pending = undefined;
+          break;
+        case 'copy':
+          await vscode.env.clipboard.writeText(message.text);
+          break;
+      }
+    } catch (error) {
+      this.post([addNotice(this.model, describe(error))]);
+    }
+  }
+
+  /** After a reload of VS Code: the session of last time, from the server's log. */
+  private async restore(): Promise<void> {
+    if (this.restored || !this.model.sessionId || this.model.blocks.length > 0) {
+      this.restored = true;
+      return;
+    }
+    this.restored = true;
+    try {
+      await this.load(this.model.sessionId);
+    } catch {
+      // The log is gone (another stateDir, deleted): start over quietly.
+      this.model = emptyModel();
+      await this.context.workspaceState.update(SESSION_KEY, undefined);
+    }
+  }
+
+  private async load(sessionId: string): Promise<void> {
+    const result = await this.request<{ sessionId: string; items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId });
+    this.model = fromItems(result.sessionId, result.items);
+    await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
+    this.resetView();
+  }
+
+  private async session(): Promise<string> {
+    if (this.model.sessionId) {
+      return this.model.sessionId;
+    }
+    const result = await this.request<{ sessionId: string }>(Methods.sessionNew, {});
+    this.model.sessionId = result.sessionId;
+    await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
+    return result.sessionId;
+  }
+
+  private currentEditorState(): EditorState | undefined {
+    const editor = vscode.window.activeTextEditor ?? this.lastEditor;
+    if (!editor || editor.document.isClosed || editor.document.uri.scheme !== 'file') {
+      return undefined;
+    }
+    const uri = editor.document.uri;
+    return editorState({
+      uri: uri.toString(),
+      selection: editor.selection,
+      visibleRanges: editor.visibleRanges,
+      diagnostics: vscode.languages.getDiagnostics(uri),
+    });
+  }
+
+  async send(text: string): Promise<void> {
+    const sessionId = await this.session();
+    const editor = this.pending ?? this.currentEditorState();
+    this.pending = undefined;
+    this.post([addUser(this.model, text)]);
+    const result = await this.request<{ turnId: string }>(Methods.sessionPrompt, { sessionId, text, editor });
+    turnStarted(this.model, result.turnId);
+    this.chat.post({ type: 'running', running: true });
+  }
+
+  async cancel(): Promise<void> {
+    if (this.model.sessionId) {
+      await this.request(Methods.sessionCancel, { sessionId: this.model.sessionId });
+    }
+  }
+
+  async newSession(): Promise<void> {
+    this.model = emptyModel();
+    this.status = undefined;
+    this.renderStatus();
+    await this.context.workspaceState.update(SESSION_KEY, undefined);
+    await this.session();
+    this.resetView();
+    await this.chat.reveal();
+  }
+
+  async pickSession(): Promise<void> {
+    const { sessions } = await this.request<{ sessions: SessionSummary[] }>(Methods.sessionList, {});
+    if (sessions.length === 0) {
+      void vscode.window.showInformationMessage('agentls: no sessions yet in this workspace.');
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      sessions.map((s) => ({
+        label: s.title || '(empty)',
+        description: `${s.turns} turn${s.turns === 1 ? '' : 's'} · ${new Date(s.updatedAt).toLocaleString()}`,
+        detail: s.sessionId,
+        sessionId: s.sessionId,
+      })),
+      { placeHolder: 'agentls sessions (newest first)' },
+    );
+    if (pick) {
+      await this.load(pick.sessionId);
+      await this.chat.reveal();
+    }
+  }
+
+  async compact(): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no session to compact.');
+      return;
+    }
+    const instructions = await vscode.window.showInputBox({
+      prompt: 'What the summary should focus on (optional)',
+      placeHolder: 'e.g. the failing test and the plan',
+    });
+    if (instructions === undefined) {
+      return; // escaped
+    }
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'agentls: compacting' },
+      () =>
+        this.request<{ tokensBefore: number; tokensAfter: number; strategy: string }>(Methods.sessionCompact, {
+          sessionId,
+          instructions: instructions || undefined,
+        }),
+    );
+    void vscode.window.showInformationMessage(
+      `agentls: compacted ${thousands(result.tokensBefore)} → ${thousands(result.tokensAfter)} tokens (${result.strategy}).`,
+    );
+  }
+
+  async showContext(): Promise<void> {
+    const report = await this.request<ContextReport>(Methods.sessionContext, {
+      sessionId: this.model.sessionId,
+      editor: this.currentEditorState(),
+    });
+    const rows = report.sections.map((s) => `| ${s.name} | ${thousands(s.tokens)} | ${s.trust} |`);
+    const text = [
+      `# agentls context`,
+      '',
+      `${thousands(report.totalTokens)} of ${thousands(report.contextWindow)} tokens (${Math.round(report.fill * 100)}%${
+        report.estimated ? ', estimated' : ''
+      })${report.tokenizer ? `, tokenizer ${report.tokenizer}` : ''}`,
+      this.status ? `\nLast status: ${thousands(this.status.usedTokens)} tokens, ${this.status.compactions} compaction(s).` : '',
+      '',
+      '| section | tokens | trust |',
+      '|---|---:|---|',
+      ...rows,
+      '',
+    ].join('\n');
+    const uri = this.docs.add('context.md', text);
+    await vscode.window.showTextDocument(uri, { preview: true });
+  }
+
+  // ---- code actions and "ask about selection" ----
+
+  private async prefill(text: string, state: EditorState | undefined): Promise<void> {
+    this.pending = state;
+    await this.chat.reveal();
+    let label: string | undefined;
+    if (state) {
+      const file = vscode.Uri.parse(state.uri).path.split('/').pop() ?? state.uri;
+      const range = state.selection ?? state.diagnostics?.[0]?.range;
+      label = range ? `${file}:${range.start.line + 1}-${range.end.line + 1}` : file;
+    }
+    // The view may be resolving right now; its `ready` resets the transcript but not the
+    // input, so post after revealing.
+    this.chat.post({ type: 'prefill', text, context: label });
+  }
+
+  /** From the server's code action ([uri, range]) or the editor (menu, keybinding). */
+  async askAboutSelection(uriArg: unknown, rangeArg: unknown): Promise<void> {
+    if (typeof uriArg === 'string' && isRange(rangeArg)) {
+      const state = this.stateFor(uriArg) ?? { uri: uriArg, position: rangeArg.start };
+      state.selection = rangeArg;
+      await this.prefill('', state);
+      return;
+    }
+    await this.prefill('', this.currentEditorState());
+  }
+
+  async fixDiagnostic(uriArg: unknown, diagnosticArg: unknown): Promise<void> {
+    if (typeof uriArg !== 'string' || !isDiagnostic(diagnosticArg)) {
+      throw new Error('agentls.fixDiagnostic expects [uri, diagnostic] (it is run from the lightbulb)');
+    }
+    const state = this.stateFor(uriArg) ?? { uri: uriArg, position: diagnosticArg.range.start };
+    state.position = diagnosticArg.range.start;
+    state.selection = undefined;
+    state.diagnostics = [diagnosticArg];
+    await this.prefill(`Fix this: ${diagnosticArg.message.split('\n')[0]}`, state);
+  }
+
+  private stateFor(uri: string): EditorState | undefined {
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri);
+    if (!editor) {
+      return undefined;
+    }
+    return editorState({
+      uri,
+      selection: editor.selection,
+      visibleRanges: editor.visibleRanges,
+      diagnostics: vscode.languages.getDiagnostics(editor.document.uri),
+    });
+  }
+
+  // ---- status ----
+
+  private onStatus(status: AgentStatus): void {
+    if (this.model.sessionId && status.sessionId !== this.model.sessionId) {
+      return;
+    }
+    this.status = status;
+    this.renderStatus();
+  }
+
+  private renderStatus(): void {
+    const view = formatStatus(this.status);
+    this.statusItem.text = view.text;
+    this.statusItem.tooltip = view.tooltip;
+  }
+
+  // ---- approvals ----
+
+  private resolvePath(path: string): vscode.Uri | undefined {
+    if (path.startsWith('/')) {
+      return vscode.Uri.file(path);
+    }
+    const root = vscode.workspace.workspaceFolders?.[0];
+    return root ? vscode.Uri.joinPath(root.uri, path) : undefined;
+  }
+
+  /** Opens the proposed edit as a diff; returns what to close afterwards. */
+  private async showProposal(request: PermissionRequest): Promise<vscode.Uri[]> {
+    const call = request.toolCall;
+    const diff = call.diff;
+    if (!diff) {
+      return [];
+    }
+    const path = typeof call.input?.path === 'string' ? call.input.path : undefined;
+    const target = path ? this.resolvePath(path) : undefined;
+    const name = path?.split('/').pop() ?? 'edit';
+    if (target) {
+      let current: string | undefined;
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString());
+      if (open) {
+        current = open.getText();
+      } else {
+        try {
+          current = new TextDecoder().decode(await vscode.workspace.fs.readFile(target));
+        } catch {
+          current = ''; // a new file
+        }
+      }
+      const proposed = applyUnifiedDiff(current, diff) ?? (current === '' ? proposedNewFile(call.input) : undefined);
+      if (proposed !== undefined) {
+        const left = this.docs.add(name, current);
+        const right = this.docs.add(name, proposed);
+        await vscode.commands.executeCommand('vscode.diff', left, right, `agentls: ${call.title ?? name} (proposed)`, {
+          preview: true,
+          preserveFocus: true,
+        });
+        return [left, right];
+      }
+    }
+    // The diff does not apply to what the editor has: show the diff itself.
+    const uri = this.docs.add(`${name}.diff`, diff);
+    await vscode.window.showTextDocument(uri, { preview: true, preserveFocus: true });
+    return [uri];
+  }
+
+  private async closeDocs(uris: vscode.Uri[]): Promise<void> {
+    const wanted = new Set(uris.map((u) => u.toString()));
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((tab) => {
+      const input = tab.input;
+      if (input instanceof vscode.TabInputTextDiff) {
+        return wanted.has(input.modified.toString());
+      }
+      return input instanceof vscode.TabInputText && wanted.has(input.uri.toString());
+    });
+    await vscode.window.tabGroups.close(tabs).then(undefined, () => undefined);
+    uris.forEach((u) => this.docs.remove(u));
+  }
+
+  private async onPermission(request: PermissionRequest): Promise<PermissionResponse> {
+    const call = request.toolCall;
+    const shown = await this.showProposal(request).catch((error: unknown) => {
+      this.output.appendLine(`could not show the proposed edit: ${describe(error)}`);
+      return [] as vscode.Uri[];
+    });
+    try {
+      const names = request.options.map((o) => o.name);
+      const detail = call.kind === 'execute' && typeof call.input?.command === 'string' ? call.input.command : undefined;
+      const choice = await vscode.window.showInformationMessage(
+        `agentls wants to ${call.title ?? call.name}`,
+        { modal: true, detail },
+        ...names,
+      );
+      const option = request.options.find((o) => o.name === choice);
+      this.post([addNotice(this.model, `${option ? option.name : 'Cancelled'}: ${call.title ?? call.name}`, 'info')]);
+      return option ? { outcome: { optionId: option.optionId } } : { outcome: 'cancelled' };
+    } finally {
+      await this.closeDocs(shown);
+    }
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.client?.stop().catch(() => undefined);
+  }
+}
+
+function addNotice(model: ChatModel, text: string, level: 'info' | 'error' = 'error') {
+  model.blocks.push({ type: 'notice', level, text });
+  return { index: model.blocks.length - 1, block: model.blocks[model.blocks.length - 1] };
+}
+
+/** write_file to a new path: the content is the whole proposal. */
+function proposedNewFile(input: Record<string, unknown> | undefined): string | undefined {
+  return typeof input?.content === 'string' ? input.content : undefined;
+}
+
+function isPosition(v: unknown): v is { line: number; character: number } {
+  return typeof v === 'object' && v !== null && typeof (v as { line?: unknown }).line === 'number' && typeof (v as { character?: unknown }).character === 'number';
+}
+
+function isRange(v: unknown): v is Range {
+  return typeof v === 'object' && v !== null && isPosition((v as { start?: unknown }).start) && isPosition((v as { end?: unknown }).end);
+}
+
+function isDiagnostic(v: unknown): v is Diagnostic {
+  return typeof v === 'object' && v !== null && isRange((v as { range?: unknown }).range) && typeof (v as { message?: unknown }).message === 'string';
+}
+
+let agent: Agent | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  agent = new Agent(context);
+  context.subscriptions.push(agent);
+  await agent.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await agent?.stop();
+  agent = undefined;
+}

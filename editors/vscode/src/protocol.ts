@@ -1,0 +1,167 @@
+// The custom part of the agentls protocol (docs/protocol.md), as types. Kept free of
+// `vscode` imports so that both the extension and the plain-Node tests can use it.
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface Diagnostic {
+  range: Range;
+  severity?: 1 | 2 | 3 | 4;
+  message: string;
+  source?: string;
+  code?: string | number;
+}
+
+/** What the editor shows, sent with a prompt and with agent/session/context. */
+export interface EditorState {
+  uri: string;
+  position: Position;
+  selection?: Range;
+  visibleRange?: Range;
+  diagnostics?: Diagnostic[];
+}
+
+export type ToolStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+export type PlanStatus = 'pending' | 'in_progress' | 'completed';
+
+export interface PlanEntry {
+  content: string;
+  status: PlanStatus;
+}
+
+export type SessionUpdate =
+  | { kind: 'agentMessageChunk'; text: string }
+  | { kind: 'agentThoughtChunk'; text: string }
+  | {
+      kind: 'toolCall';
+      toolCallId: string;
+      name: string;
+      title?: string;
+      toolKind?: string;
+      status: ToolStatus;
+      input?: unknown;
+    }
+  | { kind: 'toolCallUpdate'; toolCallId: string; status: ToolStatus; output?: string }
+  | { kind: 'plan'; entries: PlanEntry[] }
+  | { kind: 'queued' }
+  | { kind: 'warning'; message: string }
+  | { kind: 'error'; message: string; retryable?: boolean; code?: string }
+  | {
+      kind: 'compaction';
+      phase: 'started' | 'completed' | 'failed';
+      tokensBefore?: number;
+      tokensAfter?: number;
+      strategy?: string;
+      trigger?: string;
+      durationMs?: number;
+      message?: string;
+    }
+  | {
+      kind: 'turnEnd';
+      stopReason: 'endTurn' | 'cancelled' | 'maxSteps' | 'error';
+      usage?: { inputTokens: number; outputTokens: number };
+    };
+
+/** agent/session/update params. */
+export interface SessionUpdateParams {
+  sessionId: string;
+  turnId: string;
+  update: SessionUpdate;
+}
+
+/** agent/status params. */
+export interface AgentStatus {
+  sessionId: string;
+  usedTokens: number;
+  contextWindow: number;
+  fill: number;
+  estimated: boolean;
+  state: 'idle' | 'running' | 'compacting';
+  compactions: number;
+}
+
+export type TranscriptItem =
+  | { kind: 'user'; text: string }
+  | { kind: 'assistant'; text: string }
+  | {
+      kind: 'toolCall';
+      toolCallId: string;
+      name: string;
+      title?: string;
+      toolKind?: string;
+      input?: unknown;
+      status: 'completed' | 'failed' | 'pending';
+      output?: string;
+    }
+  | { kind: 'plan'; entries: PlanEntry[] }
+  | { kind: 'compaction'; summary: string; tokensBefore: number; tokensAfter: number; strategy: string }
+  | { kind: 'error'; message: string };
+
+export interface SessionSummary {
+  sessionId: string;
+  title: string;
+  updatedAt: number;
+  turns: number;
+}
+
+export interface PermissionOption {
+  optionId: string;
+  kind: 'allowOnce' | 'allowAlways' | 'rejectOnce' | 'rejectAlways' | string;
+  name: string;
+}
+
+/** agent/session/requestPermission params. */
+export interface PermissionRequest {
+  sessionId: string;
+  turnId: string;
+  toolCall: {
+    toolCallId: string;
+    name: string;
+    title?: string;
+    kind?: string;
+    input?: Record<string, unknown>;
+    diff?: string;
+  };
+  options: PermissionOption[];
+}
+
+export type PermissionResponse = { outcome: { optionId: string } } | { outcome: 'cancelled' };
+
+export interface ContextSection {
+  name: string;
+  tokens: number;
+  trust: 'trusted' | 'untrusted';
+}
+
+/** agent/session/context result (the parts shown). */
+export interface ContextReport {
+  contextWindow: number;
+  totalTokens: number;
+  fill: number;
+  estimated: boolean;
+  sections: ContextSection[];
+  tokenizer?: string;
+  calibration?: { ratio: number; samples: number };
+  editorParts?: { name: string; tokens: number; cutTokens: number; omitted: boolean }[];
+}
+
+export const Methods = {
+  sessionNew: 'agent/session/new',
+  sessionList: 'agent/session/list',
+  sessionLoad: 'agent/session/load',
+  sessionPrompt: 'agent/session/prompt',
+  sessionCancel: 'agent/session/cancel',
+  sessionCompact: 'agent/session/compact',
+  sessionSetModel: 'agent/session/setModel',
+  sessionContext: 'agent/session/context',
+  sessionUpdate: 'agent/session/update',
+  status: 'agent/status',
+  requestPermission: 'agent/session/requestPermission',
+} as const;

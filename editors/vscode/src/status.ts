@@ -1,0 +1,46 @@
+// The status bar figure from agent/status, without `vscode` so that it is unit-tested.
+import type { AgentStatus } from './protocol';
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+}
+
+/** Rounds a fill (0..1) to a whole percentage. */
+export function percent(fill: number): number {
+  if (!Number.isFinite(fill) || fill < 0) {
+    return 0;
+  }
+  return Math.round(fill * 100);
+}
+
+/** `1234567` → `1,234,567`, independent of the host's locale so that tests are stable. */
+export function thousands(n: number): string {
+  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/**
+ * `$(hubot) 42%`; `~42%` when the figure is the server's estimate rather than the
+ * provider's count; `$(sync~spin) compacting` while a compaction runs. Without a status
+ * (no session yet) only the icon is shown, so the item stays discoverable.
+ */
+export function formatStatus(status: AgentStatus | undefined): StatusView {
+  if (!status) {
+    return { text: '$(hubot)', tooltip: 'agentls: no session yet' };
+  }
+  const pct = `${status.estimated ? '~' : ''}${percent(status.fill)}%`;
+  let text = `$(hubot) ${pct}`;
+  if (status.state === 'compacting') {
+    text = `$(sync~spin) compacting`;
+  } else if (status.state === 'running') {
+    text += ' $(loading~spin)';
+  }
+  const lines = [
+    `agentls context: ${thousands(status.usedTokens)} / ${thousands(status.contextWindow)} tokens (${pct})`,
+    status.estimated ? 'estimated by agentls (the provider has not reported usage yet)' : 'as reported by the provider',
+    `compactions: ${status.compactions}`,
+    `state: ${status.state}`,
+    'Click to show the context breakdown.',
+  ];
+  return { text, tooltip: lines.join('\n') };
+}

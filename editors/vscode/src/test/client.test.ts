@@ -1,0 +1,109 @@
+// The real vscode-languageclient/node (through src/client.ts, the extension's own wiring)
+// against the real agentls binary and the scripted fake provider, with `vscode` stubbed.
+import './support/install-mock';
+import * as assert from "node:assert/strict";
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import { createClient } from '../client';
+import type { ServerSettings } from '../config';
+import type { AgentStatus, PermissionRequest, PermissionResponse, SessionUpdateParams, TranscriptItem } from '../protocol';
+import { addUser, applyUpdate, emptyModel, fromItems, toText } from '../transcript';
+import { BIN, type Fake, fakeProvider, waitFor, workspace } from './support/fixtures';
+import * as vscodeMock from './support/vscode-mock';
+
+describe('language client against agentls', () => {
+  let fake: Fake;
+  let client: LanguageClient;
+  let root: string;
+  const updates: SessionUpdateParams[] = [];
+  const statuses: AgentStatus[] = [];
+  const permissions: PermissionRequest[] = [];
+  let answer: (r: PermissionRequest) => PermissionResponse = () => ({ outcome: 'cancelled' });
+
+  before(async () => {
+    root = workspace({ 'src/lib.rs': 'pub fn answer() -> u32 {\n    41\n}\n' });
+    fake = await fakeProvider({
+      replies: [
+        { text: ['Hel', 'lo'], usage: [10, 2] },
+        { toolCalls: [{ id: 'c1', name: 'edit_file', arguments: { path: 'src/lib.rs', old_text: '41', new_text: '42' } }] },
+        { text: ['Rejected, ok.'] },
+      ],
+    });
+    vscodeMock.mock.workspaceFolders = [{ uri: vscodeMock.Uri.file(root), name: path.basename(root), index: 0 }];
+    const settings: ServerSettings & { stateDir: string } = {
+      provider: { kind: 'openai', baseUrl: fake.url, model: 'fake-model', maxRetries: 0 },
+      approval: 'ask',
+      stateDir: path.join(root, '.state'),
+    };
+    client = createClient({
+      command: BIN,
+      settings,
+      handlers: {
+        onUpdate: (p) => updates.push(p),
+        onStatus: (p) => statuses.push(p),
+        onPermission: async (p) => {
+          permissions.push(p);
+          return answer(p);
+        },
+      },
+    });
+    await client.start();
+  });
+
+  after(async () => {
+    await client?.stop();
+    fake?.stop();
+  });
+
+  let sessionId = '';
+
+  it('starts and negotiates', () => {
+    assert.equal(client.initializeResult?.serverInfo?.name, 'agentls');
+  });
+
+  it('streams a turn: chunks, status, turnEnd', async () => {
+    ({ sessionId } = await client.sendRequest<{ sessionId: string }>('agent/session/new', {}));
+    assert.ok(sessionId);
+    const model = emptyModel(sessionId);
+    addUser(model, 'hi');
+    const { turnId } = await client.sendRequest<{ turnId: string }>('agent/session/prompt', { sessionId, text: 'hi' });
+    const end = await waitFor('turnEnd', () => updates.find((u) => u.turnId === turnId && u.update.kind === 'turnEnd'));
+    assert.deepEqual(end.update, { kind: 'turnEnd', stopReason: 'endTurn', usage: { inputTokens: 10, outputTokens: 2 } });
+    const chunks = updates.filter((u) => u.turnId === turnId && u.update.kind === 'agentMessageChunk').map((u) => (u.update as { text: string }).text);
+    assert.deepEqual(chunks, ['Hel', 'lo']);
+    for (const u of updates) {
+      applyUpdate(model, u);
+    }
+    assert.equal(toText(model), '## You\nhi\nHello');
+    const provided = await waitFor('a provider-counted status', () => statuses.find((s) => s.sessionId === sessionId && !s.estimated));
+    assert.equal(provided.usedTokens, 12);
+    assert.ok(provided.contextWindow > 0);
+  });
+
+  it('asks permission for an edit with its diff, and a rejection fails the tool call', async () => {
+    answer = (r) => {
+      const reject = r.options.find((o) => o.kind === 'rejectOnce');
+      return reject ? { outcome: { optionId: reject.optionId } } : { outcome: 'cancelled' };
+    };
+    const { turnId } = await client.sendRequest<{ turnId: string }>('agent/session/prompt', { sessionId, text: 'make it 42' });
+    await waitFor('turnEnd', () => updates.find((u) => u.turnId === turnId && u.update.kind === 'turnEnd'));
+    assert.equal(permissions.length, 1);
+    const call = permissions[0].toolCall;
+    assert.equal(call.name, 'edit_file');
+    assert.match(call.diff ?? '', /-    41\n\+    42/);
+    const failed = updates.find((u) => u.turnId === turnId && u.update.kind === 'toolCallUpdate' && u.update.status === 'failed');
+    assert.ok(failed, 'the rejected call is reported failed');
+  });
+
+  it('loads the session back into the same chat model', async () => {
+    const loaded = await client.sendRequest<{ sessionId: string; items: TranscriptItem[] }>('agent/session/load', { sessionId });
+    const text = toText(fromItems(loaded.sessionId, loaded.items));
+    assert.match(text, /## You\nhi\nHello/);
+    assert.match(text, /✗ .*src\/lib\.rs/);
+    assert.match(text, /Rejected, ok\./);
+    const list = await client.sendRequest<{ sessions: { sessionId: string; turns: number }[] }>('agent/session/list', {});
+    assert.equal(list.sessions[0].sessionId, sessionId);
+    assert.equal(list.sessions[0].turns, 2);
+  });
+});

@@ -1,0 +1,160 @@
+// The modules that do not need `vscode`: status text, chat reducer, editor state,
+// settings, diff application, webview HTML.
+import * as assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { chatHtml, contentSecurityPolicy } from '../chat/html';
+import { isFromWebview } from '../chat/messages';
+import { serverCommand, serverSettings } from '../config';
+import { applyUnifiedDiff } from '../diff';
+import { editorState, toLspSeverity } from '../editorState';
+import type { AgentStatus, SessionUpdate } from '../protocol';
+import { formatStatus } from '../status';
+import { addUser, applyUpdate, emptyModel, fromItems, isRunning, toText, turnStarted } from '../transcript';
+
+const status = (over: Partial<AgentStatus>): AgentStatus => ({
+  sessionId: 's',
+  usedTokens: 53760,
+  contextWindow: 128000,
+  fill: 0.42,
+  estimated: false,
+  state: 'idle',
+  compactions: 1,
+  ...over,
+});
+
+describe('status', () => {
+  it('shows the fill, ~ when estimated, a spinner while compacting', () => {
+    assert.equal(formatStatus(status({})).text, '$(hubot) 42%');
+    assert.equal(formatStatus(status({ estimated: true })).text, '$(hubot) ~42%');
+    assert.equal(formatStatus(status({ state: 'compacting' })).text, '$(sync~spin) compacting');
+    assert.equal(formatStatus(undefined).text, '$(hubot)');
+  });
+  it('tooltip has used/window tokens and compactions', () => {
+    const tip = formatStatus(status({})).tooltip;
+    assert.match(tip, /53,760 \/ 128,000 tokens/);
+    assert.match(tip, /compactions: 1/);
+  });
+});
+
+describe('transcript', () => {
+  const up = (update: SessionUpdate, turnId = 't1') => ({ sessionId: 's', turnId, update });
+  it('appends streamed text, tracks tool status, plan, notices, turn end', () => {
+    const m = emptyModel('s');
+    addUser(m, 'hi');
+    turnStarted(m, 't1');
+    applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'Hel' }));
+    const [c] = applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'lo' }));
+    assert.equal(c.index, 1);
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'c1', name: 'read_file', title: 'Read src/lib.rs', status: 'pending' }));
+    applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'a' }));
+    applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'b' }));
+    const [t] = applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'completed' }));
+    assert.equal(t.index, 2);
+    assert.deepEqual(t.block, { type: 'tool', id: 'c1', title: 'Read src/lib.rs', toolKind: 'other', status: 'completed', output: 'ab' });
+    applyUpdate(m, up({ kind: 'plan', entries: [{ content: 'a', status: 'completed' }, { content: 'b', status: 'pending' }] }));
+    applyUpdate(m, up({ kind: 'warning', message: 'retrying' }));
+    assert.equal(isRunning(m), true);
+    applyUpdate(m, up({ kind: 'turnEnd', stopReason: 'cancelled' }));
+    assert.equal(isRunning(m), false);
+    assert.equal(toText(m), '## You\nhi\nHello\n- ✓ Read src/lib.rs\n- [x] a\n- [ ] b\n> ⚠ retrying\n> ℹ turn ended: cancelled');
+  });
+  it('ignores other sessions and unknown tool calls', () => {
+    const m = emptyModel('s');
+    assert.deepEqual(applyUpdate(m, { sessionId: 'other', turnId: 't', update: { kind: 'agentMessageChunk', text: 'x' } }), []);
+    assert.deepEqual(applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'nope', status: 'failed' })), []);
+  });
+  it('rebuilds from agent/session/load items', () => {
+    const m = fromItems('s', [
+      { kind: 'user', text: 'q' },
+      { kind: 'assistant', text: 'a' },
+      { kind: 'toolCall', toolCallId: 'c', name: 'shell', title: 'Run `ls`', status: 'failed', output: 'x' },
+      { kind: 'compaction', summary: '', tokensBefore: 100, tokensAfter: 30, strategy: 'summary' },
+      { kind: 'error', message: 'boom' },
+    ]);
+    assert.equal(toText(m), '## You\nq\na\n- ✗ Run `ls`\n> ℹ compacted: 100 → 30 tokens (summary)\n> ✗ boom');
+  });
+  it('compaction phases', () => {
+    const m = emptyModel('s');
+    applyUpdate(m, up({ kind: 'compaction', phase: 'started', tokensBefore: 900 }));
+    applyUpdate(m, up({ kind: 'compaction', phase: 'failed', message: 'no' }));
+    assert.equal(toText(m), '> ℹ compacting the conversation (900 tokens)…\n> ⚠ compaction failed: no');
+  });
+});
+
+describe('editor state', () => {
+  const p = (line: number, character: number) => ({ line, character });
+  it('converts selection, visible range and diagnostics (severity 0-based → 1-based)', () => {
+    const state = editorState({
+      uri: 'file:///w/a.rs',
+      selection: { start: p(1, 0), end: p(2, 3), active: p(2, 3), isEmpty: false },
+      visibleRanges: [{ start: p(0, 0), end: p(40, 0) }],
+      diagnostics: [{ range: { start: p(1, 0), end: p(1, 4) }, severity: 0, message: 'bad', source: 'rustc', code: { value: 'E0308' } }],
+    });
+    assert.deepEqual(state, {
+      uri: 'file:///w/a.rs',
+      position: p(2, 3),
+      selection: { start: p(1, 0), end: p(2, 3) },
+      visibleRange: { start: p(0, 0), end: p(40, 0) },
+      diagnostics: [{ range: { start: p(1, 0), end: p(1, 4) }, severity: 1, message: 'bad', source: 'rustc', code: 'E0308' }],
+    });
+  });
+  it('an empty selection is no selection', () => {
+    const state = editorState({ uri: 'file:///a', selection: { start: p(0, 1), end: p(0, 1), active: p(0, 1), isEmpty: true } });
+    assert.deepEqual(state, { uri: 'file:///a', position: p(0, 1) });
+    assert.deepEqual([0, 1, 2, 3].map(toLspSeverity), [1, 2, 3, 4]);
+  });
+});
+
+describe('settings', () => {
+  it('drops empty values so the server keeps its defaults', () => {
+    const values: Record<string, unknown> = {
+      'provider.kind': 'openai',
+      'provider.baseUrl': '',
+      'provider.model': 'gpt-4o',
+      'provider.contextWindow': null,
+      'compaction.threshold': 0.8,
+      'compaction.style': 'handoff',
+      approval: 'auto-edit',
+      serverPath: ' ',
+    };
+    const get = (k: string) => values[k];
+    assert.deepEqual(serverSettings(get), {
+      provider: { kind: 'openai', model: 'gpt-4o' },
+      compaction: { threshold: 0.8, style: 'handoff' },
+      approval: 'auto-edit',
+    });
+    assert.equal(serverCommand(get), 'agentls');
+    assert.equal(serverCommand(() => '/opt/agentls'), '/opt/agentls');
+  });
+});
+
+describe('diff', () => {
+  it('applies a unified diff', () => {
+    const diff = '--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn answer() -> u32 {\n-    41\n+    42\n }\n';
+    assert.equal(applyUnifiedDiff('pub fn answer() -> u32 {\n    41\n}\n', diff), 'pub fn answer() -> u32 {\n    42\n}\n');
+  });
+  it('refuses a diff whose context does not match', () => {
+    assert.equal(applyUnifiedDiff('x\n', '@@ -1,1 +1,1 @@\n-y\n+z\n'), undefined);
+  });
+  it('creates a file from /dev/null', () => {
+    assert.equal(applyUnifiedDiff('', '--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n'), 'a\nb\n');
+  });
+});
+
+describe('webview html', () => {
+  it('has a strict CSP with the nonce and no remote sources', () => {
+    const csp = contentSecurityPolicy('vscode-webview://x', 'N0NCE');
+    assert.match(csp, /^default-src 'none'/);
+    assert.match(csp, /script-src 'nonce-N0NCE'/);
+    assert.doesNotMatch(csp, /https?:|unsafe-inline|unsafe-eval/);
+    const html = chatHtml({ cspSource: 'vscode-webview://x', scriptUri: 'vscode-webview://x/chat.js', styleUri: 'vscode-webview://x/chat.css', nonce: 'N0NCE' });
+    assert.match(html, /<script nonce="N0NCE" src="vscode-webview:\/\/x\/chat.js">/);
+    assert.doesNotMatch(html, /https?:\/\//);
+  });
+  it('validates messages from the webview', () => {
+    assert.equal(isFromWebview({ type: 'send', text: 'x' }), true);
+    assert.equal(isFromWebview({ type: 'send' }), false);
+    assert.equal(isFromWebview({ type: 'eval' }), false);
+    assert.equal(isFromWebview(null), false);
+  });
+});

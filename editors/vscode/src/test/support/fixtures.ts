@@ -1,0 +1,62 @@
+// A workspace on disk, the fake provider as a process, and waiting.
+import { type ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+export const BIN = path.resolve(process.env.AGENTLS_BIN ?? path.join(__dirname, '../../../../../target/debug/agentls'));
+
+export function workspace(files: Record<string, string>): string {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentls-vscode-')));
+  fs.mkdirSync(path.join(dir, '.git'));
+  for (const [file, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.writeFileSync(path.join(dir, file), text);
+  }
+  return dir;
+}
+
+export interface Fake {
+  url: string;
+  stop(): void;
+}
+
+/** `agentls fake-provider --script`: its base URL; it exits when its stdin closes. */
+export async function fakeProvider(script: object): Promise<Fake> {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentls-fake-')), 'script.json');
+  fs.writeFileSync(file, JSON.stringify(script));
+  const child: ChildProcess = spawn(BIN, ['fake-provider', '--script', file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n')[0];
+      if (out.includes('\n')) {
+        resolve(line.trim());
+      }
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`fake provider exited (${code})`)));
+  });
+  return {
+    url,
+    stop: () => {
+      child.stdin?.end();
+      child.kill();
+    },
+  };
+}
+
+export async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 20000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const value = check();
+    if (value) {
+      return value;
+    }
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`timed out waiting for ${what}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,200 @@
+// The chat's model: a list of blocks built from agent/session/update notifications and
+// from agent/session/load items. It lives in the extension host (not in the webview) so
+// that the transcript survives the view being hidden and disposed; the webview only
+// renders blocks it is sent. Pure: no `vscode`, unit-tested in plain Node.
+import type { PlanEntry, SessionUpdateParams, ToolStatus, TranscriptItem } from './protocol';
+
+export type Block =
+  | { type: 'user'; text: string }
+  | { type: 'agent'; text: string }
+  | { type: 'thought'; text: string }
+  | { type: 'tool'; id: string; title: string; toolKind: string; status: ToolStatus; output: string }
+  | { type: 'plan'; entries: PlanEntry[] }
+  | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string };
+
+export interface ChatModel {
+  sessionId: string | undefined;
+  blocks: Block[];
+  /** Turns sent and not ended yet (a prompt while one runs is queued by the server). */
+  running: string[];
+  /** Where each tool call's row is, to update its status in place. */
+  tools: Record<string, number>;
+}
+
+/** A change for the view: the block at `index` is new or replaced. */
+export interface BlockChange {
+  index: number;
+  block: Block;
+}
+
+export function emptyModel(sessionId?: string): ChatModel {
+  return { sessionId, blocks: [], running: [], tools: {} };
+}
+
+/** Tool output kept for display; the model sees the server's own (cut) copy. */
+const OUTPUT_LIMIT = 4000;
+
+function clip(text: string): string {
+  return text.length > OUTPUT_LIMIT ? `${text.slice(0, OUTPUT_LIMIT)}\n… (${text.length - OUTPUT_LIMIT} more characters)` : text;
+}
+
+function push(model: ChatModel, block: Block): BlockChange {
+  model.blocks.push(block);
+  return { index: model.blocks.length - 1, block };
+}
+
+/** Appends streamed text to the last block when it is of the same kind, else opens one. */
+function appendText(model: ChatModel, type: 'agent' | 'thought', text: string): BlockChange {
+  const index = model.blocks.length - 1;
+  const last = model.blocks[index];
+  if (last && last.type === type) {
+    last.text += text;
+    return { index, block: last };
+  }
+  return push(model, { type, text });
+}
+
+/** The user's prompt, added when it is sent (the server does not echo it). */
+export function addUser(model: ChatModel, text: string): BlockChange {
+  return push(model, { type: 'user', text });
+}
+
+export function turnStarted(model: ChatModel, turnId: string): void {
+  if (!model.running.includes(turnId)) {
+    model.running.push(turnId);
+  }
+}
+
+export function isRunning(model: ChatModel): boolean {
+  return model.running.length > 0;
+}
+
+/** One agent/session/update; returns the blocks that changed (for the view). */
+export function applyUpdate(model: ChatModel, params: SessionUpdateParams): BlockChange[] {
+  if (model.sessionId !== undefined && params.sessionId !== model.sessionId) {
+    return []; // another session's turn (e.g. one left running before a switch)
+  }
+  const u = params.update;
+  switch (u.kind) {
+    case 'agentMessageChunk':
+      return [appendText(model, 'agent', u.text ?? '')];
+    case 'agentThoughtChunk':
+      return [appendText(model, 'thought', u.text ?? '')];
+    case 'toolCall': {
+      const change = push(model, {
+        type: 'tool',
+        id: u.toolCallId,
+        title: u.title ?? u.name ?? 'tool',
+        toolKind: u.toolKind ?? 'other',
+        status: u.status ?? 'pending',
+        output: '',
+      });
+      model.tools[u.toolCallId] = change.index;
+      return [change];
+    }
+    case 'toolCallUpdate': {
+      const index = model.tools[u.toolCallId];
+      const block = index === undefined ? undefined : model.blocks[index];
+      if (index === undefined || !block || block.type !== 'tool') {
+        return [];
+      }
+      block.status = u.status;
+      if (u.output !== undefined) {
+        // Shell output streams in chunks while in_progress; when done, the recorded
+        // output replaces them.
+        block.output = clip(u.status === 'in_progress' ? block.output + u.output : u.output);
+      }
+      return [{ index, block }];
+    }
+    case 'plan':
+      return [push(model, { type: 'plan', entries: u.entries ?? [] })];
+    case 'queued':
+      turnStarted(model, params.turnId);
+      return [push(model, { type: 'notice', level: 'info', text: 'queued behind the running turn' })];
+    case 'warning':
+      return [push(model, { type: 'notice', level: 'warning', text: u.message ?? '' })];
+    case 'error':
+      return [push(model, { type: 'notice', level: 'error', text: u.message ?? '' })];
+    case 'compaction':
+      if (u.phase === 'started') {
+        return [push(model, { type: 'notice', level: 'info', text: `compacting the conversation (${u.tokensBefore ?? 0} tokens)…` })];
+      }
+      if (u.phase === 'completed') {
+        return [push(model, { type: 'notice', level: 'info', text: compactionText(u.tokensBefore, u.tokensAfter, u.strategy) })];
+      }
+      return [push(model, { type: 'notice', level: 'warning', text: `compaction failed: ${u.message ?? ''}` })];
+    case 'turnEnd': {
+      model.running = model.running.filter((t) => t !== params.turnId);
+      if (u.stopReason !== 'endTurn') {
+        return [push(model, { type: 'notice', level: u.stopReason === 'error' ? 'error' : 'info', text: `turn ended: ${u.stopReason}` })];
+      }
+      return [];
+    }
+    default:
+      return [];
+  }
+}
+
+function compactionText(before?: number, after?: number, strategy?: string): string {
+  return `compacted: ${before ?? 0} → ${after ?? 0} tokens${strategy ? ` (${strategy})` : ''}`;
+}
+
+/** The model of a session from agent/session/load. */
+export function fromItems(sessionId: string, items: TranscriptItem[]): ChatModel {
+  const model = emptyModel(sessionId);
+  for (const item of items) {
+    switch (item.kind) {
+      case 'user':
+        addUser(model, item.text);
+        break;
+      case 'assistant':
+        appendText(model, 'agent', item.text);
+        break;
+      case 'toolCall': {
+        const change = push(model, {
+          type: 'tool',
+          id: item.toolCallId,
+          title: item.title ?? item.name,
+          toolKind: item.toolKind ?? 'other',
+          status: item.status,
+          output: clip(item.output ?? ''),
+        });
+        model.tools[item.toolCallId] = change.index;
+        break;
+      }
+      case 'plan':
+        push(model, { type: 'plan', entries: item.entries });
+        break;
+      case 'compaction':
+        push(model, { type: 'notice', level: 'info', text: compactionText(item.tokensBefore, item.tokensAfter, item.strategy) });
+        break;
+      case 'error':
+        push(model, { type: 'notice', level: 'error', text: item.message });
+        break;
+    }
+  }
+  return model;
+}
+
+/** The transcript as plain text (tests, and "copy transcript"). */
+export function toText(model: ChatModel): string {
+  const marks: Record<ToolStatus, string> = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+  return model.blocks
+    .map((b) => {
+      switch (b.type) {
+        case 'user':
+          return `## You\n${b.text}`;
+        case 'agent':
+          return b.text;
+        case 'thought':
+          return `> 💭 ${b.text}`;
+        case 'tool':
+          return `- ${marks[b.status]} ${b.title}`;
+        case 'plan':
+          return b.entries.map((e) => `- [${e.status === 'completed' ? 'x' : e.status === 'in_progress' ? '~' : ' '}] ${e.content}`).join('\n');
+        case 'notice':
+          return `> ${b.level === 'error' ? '✗' : b.level === 'warning' ? '⚠' : 'ℹ'} ${b.text}`;
+      }
+    })
+    .join('\n');
+}
