@@ -1,0 +1,182 @@
+// End-to-end test of the agentls extension in a real VS Code (code-server), driven by
+// Playwright with Debian's Chromium. Run by scripts/vscode-e2e, which installs
+// everything, starts the fake provider and code-server and sets:
+//   E2E_URL          the workbench URL (with ?folder=)
+//   E2E_FAKE_URL     the fake provider's base URL (…/v1); its control endpoints are at /
+//   E2E_SCREENSHOTS  where a failing step saves a screenshot
+//   NODE_PATH        the cache's node_modules (playwright-core)
+// The steps depend on each other and run in order; after a failure the rest fail at once
+// ("not run") rather than waiting for their timeouts. Assertions are on behaviour only;
+// every wait has a generous timeout.
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { chromium } = require('playwright-core');
+
+const URL = process.env.E2E_URL;
+const FAKE = (process.env.E2E_FAKE_URL || '').replace(/\/v1\/?$/, '');
+const SHOTS = process.env.E2E_SCREENSHOTS || '/tmp';
+const LONG = 60_000;
+
+let browser;
+let page;
+let broken = false;
+
+/** A step: skipped-as-failed after an earlier failure, screenshot on its own failure. */
+function step(name, fn) {
+  test(name, { timeout: 3 * LONG }, async () => {
+    if (broken) {
+      assert.fail('not run: an earlier step failed');
+    }
+    try {
+      await fn();
+    } catch (error) {
+      broken = true;
+      if (page) {
+        const file = path.join(SHOTS, `${name.replace(/[^A-Za-z0-9]+/g, '-')}.png`);
+        await page.screenshot({ path: file, fullPage: true }).then(
+          () => console.log(`# screenshot: ${file}`),
+          () => undefined,
+        );
+      }
+      throw error;
+    }
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The frame of the chat webview (nested iframes): the one holding `#input`. */
+async function chatFrame(timeout = LONG) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      if (frame.isDetached()) continue;
+      const n = await frame.locator('#input').count().catch(() => 0);
+      if (n > 0) return frame;
+    }
+    await sleep(250);
+  }
+  throw new Error('the chat webview (a frame with #input) did not appear');
+}
+
+/** Runs a command from the command palette by its label. */
+async function runCommand(label) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: LONG });
+  await input.fill(`>${label}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first();
+  await row.waitFor({ state: 'visible', timeout: LONG });
+  await row.click();
+}
+
+async function agentStatusText() {
+  const item = page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') });
+  return (await item.first().innerText()).trim();
+}
+
+before(async () => {
+  assert.ok(URL, 'E2E_URL is not set (run scripts/vscode-e2e)');
+  browser = await chromium.launch({
+    executablePath: process.env.E2E_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(LONG);
+});
+
+after(async () => {
+  await browser?.close().catch(() => undefined);
+});
+
+step('the workbench loads and the extension activates', async () => {
+  await page.goto(URL, { waitUntil: 'domcontentloaded', timeout: LONG });
+  await page.locator('.monaco-workbench').waitFor({ timeout: LONG });
+  // The status bar item appears when the extension activates (onStartupFinished).
+  await page.locator('.statusbar-item .codicon-hubot').first().waitFor({ timeout: 2 * LONG });
+});
+
+step('opens src/lib.rs', async () => {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill('lib.rs');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'lib.rs' }).first();
+  await row.waitFor({ state: 'visible' });
+  await row.click();
+  await page.locator('.tab.active', { hasText: 'lib.rs' }).waitFor();
+  await page.locator('.monaco-editor .view-line', { hasText: 'pub fn answer() -> u32' }).waitFor();
+});
+
+step('selects text and asks the agent about the selection', async () => {
+  // Line 2, `41`: click into it, then Home (first non-blank) and Shift+End.
+  await page.locator('.monaco-editor .view-line', { hasText: '41' }).first().click();
+  await page.keyboard.press('Home');
+  await page.keyboard.press('Shift+End');
+  await page.locator('.monaco-editor .selected-text').first().waitFor();
+  await runCommand('Agent: Ask agent about selection');
+  const chat = await chatFrame();
+  const label = chat.locator('#context-label');
+  await label.waitFor({ state: 'visible' });
+  assert.equal((await label.innerText()).trim(), 'Attached: lib.rs:2-2');
+});
+
+step('sends the prompt and shows the streamed answer', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('What does this return?');
+  await input.press('Enter');
+  await chat.locator('.block.user', { hasText: 'What does this return?' }).waitFor();
+  const answer = chat.locator('.block.agent', { hasText: 'The function returns 41 — a constant.' });
+  await answer.waitFor();
+  // The markdown renderer turned **41** into <strong>.
+  assert.equal((await answer.locator('strong').first().innerText()).trim(), '41');
+  assert.equal(await input.inputValue(), '');
+});
+
+step('the status bar shows the context fill', async () => {
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ hasText: /\d+%/ }).first().waitFor();
+  const text = await agentStatusText();
+  assert.match(text, /^~?\d+%/, `status bar item: ${JSON.stringify(text)}`);
+  console.log(`status bar item: ${JSON.stringify(text)}`);
+});
+
+step('approves an edit and the file changes in the editor', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Make it return 42.');
+  await input.press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  assert.match(await dialog.innerText(), /agentls wants to/);
+  // Behind the dialog: the proposal as a diff editor tab, closed once answered.
+  const proposal = page.locator('.tab', { hasText: '(proposed)' });
+  await proposal.first().waitFor();
+  await dialog.getByRole('button', { name: /^Allow/ }).first().click();
+  await dialog.waitFor({ state: 'hidden' });
+  await proposal.first().waitFor({ state: 'detached' });
+  await chat.locator('.block.agent', { hasText: 'Done: it returns 42 now.' }).waitFor();
+  await chat.locator('.block.notice', { hasText: /^Allow/ }).first().waitFor();
+  // The edit arrived through workspace/applyEdit: the lib.rs editor shows 42.
+  await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: /^\s*42\s*$/ }).first().waitFor();
+  assert.equal(await page.locator('.monaco-editor .view-line', { hasText: /^\s*41\s*$/ }).count(), 0);
+});
+
+step('the status bar shows the compacting state during Agent: Compact', async () => {
+  await runCommand('Agent: Compact');
+  // The optional instructions: leave empty.
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ state: 'visible' });
+  await box.press('Enter');
+  // The summary call is held by the fake provider until released.
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-sync') }).filter({ hasText: /^\s*compacting\s*$/ }).first().waitFor();
+  const released = await fetch(`${FAKE}/__release`, { method: 'POST' });
+  assert.equal(released.status, 200);
+  await page.locator('.notification-toast', { hasText: /agentls: compacted .* tokens/ }).first().waitFor();
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ hasText: /\d+%/ }).first().waitFor();
+});
