@@ -43,8 +43,31 @@ export function serverSettings(get: SettingGetter): ServerSettings {
   return settings;
 }
 
-/** The binary to start: `agentls.serverPath`, else `agentls` from PATH. */
-export function serverCommand(get: SettingGetter): string {
+/** The binary to start: `agentls.serverPath`, else `agentls` from PATH, else the one
+ *  bundled in the extension (`bundled`, when given: `<extension>/bin/agentls` exists). */
+export function serverCommand(get: SettingGetter, onPath: (name: string) => boolean = () => true, bundled?: string): string {
   const path = get('serverPath');
-  return typeof path === 'string' && path.trim() !== '' ? path.trim() : 'agentls';
+  if (typeof path === 'string' && path.trim() !== '') {
+    return path.trim();
+  }
+  if (onPath('agentls') || bundled === undefined) {
+    return 'agentls';
+  }
+  return bundled;
+}
+
+/** Whether `name` is an executable file in one of the PATH directories. */
+export function onPath(name: string, pathVariable: string | undefined = process.env.PATH): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const fs = require('node:fs') as typeof import('node:fs');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const nodePath = require('node:path') as typeof import('node:path');
+  return (pathVariable ?? '').split(nodePath.delimiter).some((dir) => {
+    try {
+      fs.accessSync(nodePath.join(dir, name), fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }

@@ -7,7 +7,7 @@ import { DidChangeConfigurationNotification, type LanguageClient } from 'vscode-
 import { ChatViewProvider } from './chat/chatView';
 import type { FromWebview } from './chat/messages';
 import { createClient } from './client';
-import { serverCommand, serverSettings } from './config';
+import { onPath, serverCommand, serverSettings } from './config';
 import { applyUnifiedDiff } from './diff';
 import { editorState } from './editorState';
 import {
@@ -119,10 +119,18 @@ class Agent implements vscode.Disposable {
     }
   }
 
+  /** The agentls binary to start (see `serverCommand`). */
+  private command(): string {
+    const bundled = vscode.Uri.joinPath(this.context.extensionUri, 'bin', 'agentls').fsPath;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const exists = (require('node:fs') as typeof import('node:fs')).existsSync(bundled);
+    return serverCommand(settingGetter(), onPath, exists ? bundled : undefined);
+  }
+
   async start(): Promise<void> {
     const get = settingGetter();
     const client = createClient({
-      command: serverCommand(get),
+      command: this.command(),
       settings: serverSettings(get),
       outputChannel: this.output,
       handlers: {
@@ -140,7 +148,7 @@ class Agent implements vscode.Disposable {
       // Not awaited: activation must not wait for the user to dismiss the message.
       void vscode.window
         .showErrorMessage(
-          `agentls could not start \`${serverCommand(get)}\`: ${describe(error)}. Install agentls or set agentls.serverPath.`,
+          `agentls could not start \`${this.command()}\`: ${describe(error)}. Install agentls or set agentls.serverPath.`,
           open,
         )
         .then((choice) =>

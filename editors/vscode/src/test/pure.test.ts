@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chatHtml, contentSecurityPolicy } from '../chat/html';
 import { isFromWebview } from '../chat/messages';
-import { serverCommand, serverSettings } from '../config';
+import { onPath, serverCommand, serverSettings } from '../config';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
 import type { AgentStatus, SessionUpdate } from '../protocol';
@@ -125,6 +125,11 @@ describe('settings', () => {
     });
     assert.equal(serverCommand(get), 'agentls');
     assert.equal(serverCommand(() => '/opt/agentls'), '/opt/agentls');
+    // Not on PATH: the binary bundled with the extension, when there is one.
+    assert.equal(serverCommand(get, () => false, '/ext/bin/agentls'), '/ext/bin/agentls');
+    assert.equal(serverCommand(get, () => true, '/ext/bin/agentls'), 'agentls');
+    assert.equal(onPath('sh'), true);
+    assert.equal(onPath('surely-not-a-program-agentls'), false);
   });
 });
 
