@@ -193,16 +193,16 @@ function M.on_update(params)
   end
 end
 
-function M.on_permission(call, choice)
+function M.on_permission(call, choice, timed_out)
   ensure_buffers()
-  append_lines({
-    string.format("> %s: %s", choice and choice.name or "rejected", call.title or call.name or "tool call"),
-  })
+  local answer = choice and choice.name or (timed_out and "no answer in time (rejected)" or "rejected")
+  append_lines({ string.format("> %s: %s", answer, call.title or call.name or "tool call") })
 end
 
 --- Shows a unified diff in a scratch window; returns the window.
 function M.show_diff(title, diff)
   local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = "wipe"
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(diff, "\n", { plain = true }))
   vim.bo[buf].filetype = "diff"
   vim.bo[buf].modifiable = false

@@ -55,11 +55,13 @@ function M.compact(instructions)
   if instructions and instructions ~= "" then
     params.instructions = instructions
   end
-  local result, err = agentls().request("agent/session/compact", params, 600000)
-  if err or not result then
-    return vim.notify("agentls: compaction failed: " .. (err and err.message or "?"), vim.log.levels.WARN)
-  end
-  vim.notify(string.format("agentls: compacted %d → %d tokens (%s)", result.tokensBefore, result.tokensAfter, result.strategy))
+  -- Compaction may wait behind a running turn: never block the editor for it.
+  agentls().request_async("agent/session/compact", params, function(err, result)
+    if err or not result then
+      return vim.notify("agentls: compaction failed: " .. (err and err.message or "?"), vim.log.levels.WARN)
+    end
+    vim.notify(string.format("agentls: compacted %d → %d tokens (%s)", result.tokensBefore, result.tokensAfter, result.strategy))
+  end)
 end
 
 --- The context breakdown (what the model would be sent next) in a float.
@@ -85,6 +87,7 @@ function M.context()
     table.insert(lines, string.format("%-24s %8d  %s", section.name, section.tokens, section.trust))
   end
   local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = "wipe"
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
@@ -122,13 +125,17 @@ function M.ask(opts)
   end
 end
 
+--- The editor state for a code action on `uri`: its window when it is shown, else the
+--- current one with the uri put right (the range or diagnostic comes with the action).
 local function state_for_uri(uri)
-  local bufnr = vim.uri_to_bufnr(uri)
-  local win = vim.fn.bufwinid(bufnr)
+  local bufnr = vim.fn.bufnr(vim.uri_to_fname(uri))
+  local win = bufnr > 0 and vim.fn.bufwinid(bufnr) or -1
   if win == -1 then
     win = vim.api.nvim_get_current_win()
   end
-  return require("agentls.editor_state").from_window(win, encoding_of(bufnr)), win
+  local state = require("agentls.editor_state").from_window(win, encoding_of(vim.api.nvim_win_get_buf(win)))
+  state.uri = uri
+  return state, win
 end
 
 --- agentls.askAboutSelection [uri, range]

@@ -7,6 +7,12 @@ local function agentls()
 end
 
 local function on_update(_, params)
+  -- Only the session shown in the chat: a turn of a session left behind must not write
+  -- into another's transcript.
+  local current = agentls().state.session
+  if current and params.sessionId and params.sessionId ~= current then
+    return
+  end
   require("agentls.chat").on_update(params)
 end
 
@@ -25,23 +31,49 @@ local function on_permission(_, params)
   if call.diff and call.diff ~= "" then
     diff_win = require("agentls.chat").show_diff(call.title or call.name, call.diff)
   end
-  local answered, choice = false, nil
+  -- The server counts no answer within approvalTimeoutMs as a rejection: stop waiting a
+  -- little before, so a late pick is not shown as allowed.
+  local timeout = math.max(((agentls().config.settings or {}).approvalTimeoutMs or 300000) - 2000, 1000)
+  local answered, choice, timed_out = false, nil, false
+  local co = coroutine.running()
+  local function finish(option, expired)
+    if answered then
+      return
+    end
+    answered, choice, timed_out = true, option, expired
+    if co and coroutine.status(co) == "suspended" then
+      coroutine.resume(co)
+    end
+  end
+  local session = params.sessionId and params.sessionId ~= agentls().state.session and (" [session " .. params.sessionId .. "]") or ""
   vim.ui.select(params.options or {}, {
-    prompt = "agentls: " .. (call.title or call.name or "tool call") .. "?",
+    prompt = "agentls: " .. (call.title or call.name or "tool call") .. session .. "?",
     format_item = function(option)
       return option.name
     end,
   }, function(option)
-    answered, choice = true, option
+    vim.schedule(function()
+      finish(option, false)
+    end)
   end)
-  local timeout = (agentls().config.settings or {}).approvalTimeoutMs or 300000
-  vim.wait(timeout, function()
-    return answered
-  end, 20)
+  vim.defer_fn(function()
+    finish(nil, true)
+  end, timeout)
+  if co then
+    -- Server requests are handled in a coroutine: yield, so the editor (and a picker that
+    -- returns at once) keeps running while the user decides.
+    if not answered then
+      coroutine.yield()
+    end
+  else
+    vim.wait(timeout + 1000, function()
+      return answered
+    end, 20)
+  end
   if diff_win and vim.api.nvim_win_is_valid(diff_win) then
     vim.api.nvim_win_close(diff_win, true)
   end
-  require("agentls.chat").on_permission(call, choice)
+  require("agentls.chat").on_permission(call, choice, timed_out)
   if not choice then
     return { outcome = "cancelled" }
   end

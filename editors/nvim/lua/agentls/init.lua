@@ -124,6 +124,22 @@ function M.request(method, params, timeout_ms)
   return result, err
 end
 
+--- A request whose answer goes to `callback(err, result)` (scheduled on the main loop).
+function M.request_async(method, params, callback)
+  local client = M.client()
+  if not client then
+    return callback({ message = "agentls is not running" }, nil)
+  end
+  M.call(client, "request", method, params, function(err, result)
+    if err then
+      M.state.last_error = err.message
+    end
+    vim.schedule(function()
+      callback(err, result)
+    end)
+  end)
+end
+
 --- The current session, made on first use.
 function M.session()
   if M.state.session then
