@@ -75,13 +75,20 @@ function M.client(bufnr)
     end
   end
   local handlers = require("agentls.handlers")
-  local id = vim.lsp.start({
+  local config = {
     name = "agentls",
     cmd = M.config.cmd,
     root_dir = root,
     init_options = settings(),
     handlers = handlers.table(),
-  }, {
+  }
+  if vim.fn.has("nvim-0.11") == 0 and not is_file_buffer(bufnr) then
+    -- Neovim 0.10's vim.lsp.start always attaches its buffer: start without one, so the
+    -- chat's own buffers never become documents of the workspace.
+    local started = vim.lsp.start_client(config)
+    return started and vim.lsp.get_client_by_id(started) or nil
+  end
+  local id = vim.lsp.start(config, {
     bufnr = bufnr,
     -- The chat's own buffers are not documents of the workspace.
     attach = is_file_buffer(bufnr),
