@@ -286,7 +286,7 @@ class Agent implements vscode.Disposable {
     this.post([addUser(this.model, text)]);
     const result = await this.request<{ turnId: string }>(Methods.sessionPrompt, { sessionId, text, editor });
     turnStarted(this.model, result.turnId);
-    this.chat.post({ type: 'running', running: true });
+    this.chat.post({ type: 'running', running: isRunning(this.model) });
   }
 
   async cancel(): Promise<void> {

@@ -19,6 +19,8 @@ export interface ChatModel {
   running: string[];
   /** Where each tool call's row is, to update its status in place. */
   tools: Record<string, number>;
+  /** Turns whose turnEnd came, possibly before the prompt's answer did (a fast turn). */
+  ended: string[];
 }
 
 /** A change for the view: the block at `index` is new or replaced. */
@@ -28,7 +30,7 @@ export interface BlockChange {
 }
 
 export function emptyModel(sessionId?: string): ChatModel {
-  return { sessionId, blocks: [], running: [], tools: {} };
+  return { sessionId, blocks: [], running: [], tools: {}, ended: [] };
 }
 
 /** Tool output kept for display; the model sees the server's own (cut) copy. */
@@ -60,7 +62,8 @@ export function addUser(model: ChatModel, text: string): BlockChange {
 }
 
 export function turnStarted(model: ChatModel, turnId: string): void {
-  if (!model.running.includes(turnId)) {
+  // The server may end a turn (a slash command, an error) before its prompt is answered.
+  if (!model.running.includes(turnId) && !model.ended.includes(turnId)) {
     model.running.push(turnId);
   }
 }
@@ -125,6 +128,7 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
       return [push(model, { type: 'notice', level: 'warning', text: `compaction failed: ${u.message ?? ''}` })];
     case 'turnEnd': {
       model.running = model.running.filter((t) => t !== params.turnId);
+      model.ended = [...model.ended.slice(-50), params.turnId];
       if (u.stopReason !== 'endTurn') {
         return [push(model, { type: 'notice', level: u.stopReason === 'error' ? 'error' : 'info', text: `turn ended: ${u.stopReason}` })];
       }

@@ -163,3 +163,14 @@ describe('webview html', () => {
     assert.equal(isFromWebview(null), false);
   });
 });
+
+describe('a fast turn', () => {
+  it('does not leave Stop showing when its turnEnd came before the prompt was answered', () => {
+    const model = emptyModel('s1');
+    applyUpdate(model, { sessionId: 's1', turnId: 't1', update: { kind: 'turnEnd', stopReason: 'endTurn' } });
+    turnStarted(model, 't1');
+    assert.equal(isRunning(model), false);
+    turnStarted(model, 't2');
+    assert.equal(isRunning(model), true);
+  });
+});
