@@ -513,13 +513,22 @@ class Agent implements vscode.Disposable {
     try {
       const names = request.options.map((o) => o.name);
       const detail = call.kind === 'execute' && typeof call.input?.command === 'string' ? call.input.command : undefined;
-      const choice = await vscode.window.showInformationMessage(
-        `agentls wants to ${call.title ?? call.name}`,
-        { modal: true, detail },
-        ...names,
-      );
+      // The server counts no answer within its approval timeout (5 min by default) as a
+      // rejection: answer just before it, so a late click is not shown as allowed.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), APPROVAL_TIMEOUT_MS - 2000);
+      });
+      const choice = await Promise.race([
+        vscode.window.showInformationMessage(`agentls wants to ${call.title ?? call.name}`, { modal: true, detail }, ...names),
+        timeout,
+      ]).finally(() => clearTimeout(timer));
       const option = request.options.find((o) => o.name === choice);
-      this.post([addNotice(this.model, `${option ? option.name : 'Cancelled'}: ${call.title ?? call.name}`, 'info')]);
+      const answer = option ? option.name : choice === 'timeout' ? 'No answer in time (rejected)' : 'Cancelled';
+      // Only the chat of that session hears of it.
+      if (request.sessionId === this.model.sessionId) {
+        this.post([addNotice(this.model, `${answer}: ${call.title ?? call.name}`, 'info')]);
+      }
       return option ? { outcome: { optionId: option.optionId } } : { outcome: 'cancelled' };
     } finally {
       await this.closeDocs(shown);
@@ -536,6 +545,9 @@ class Agent implements vscode.Disposable {
     await this.client?.stop().catch(() => undefined);
   }
 }
+
+/** agentls's default `approvalTimeoutMs`. */
+const APPROVAL_TIMEOUT_MS = 300_000;
 
 function addNotice(model: ChatModel, text: string, level: 'info' | 'error' = 'error') {
   model.blocks.push({ type: 'notice', level, text });
