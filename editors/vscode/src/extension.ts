@@ -127,7 +127,15 @@ class Agent implements vscode.Disposable {
     return serverCommand(settingGetter(), onPath, exists ? bundled : undefined);
   }
 
-  async start(): Promise<void> {
+  /** The last start; a restore waits for it (the webview can be ready before the server). */
+  private started: Promise<void> = Promise.resolve();
+
+  start(): Promise<void> {
+    this.started = this.startClient();
+    return this.started;
+  }
+
+  private async startClient(): Promise<void> {
     const get = settingGetter();
     const client = createClient({
       command: this.command(),
@@ -238,13 +246,20 @@ class Agent implements vscode.Disposable {
       this.restored = true;
       return;
     }
+    await this.started.catch(() => undefined);
+    if (!this.client?.isRunning()) {
+      return; // tried again at the next `ready`, once the server runs
+    }
     this.restored = true;
     try {
       await this.load(this.model.sessionId);
-    } catch {
-      // The log is gone (another stateDir, deleted): start over quietly.
-      this.model = emptyModel();
-      await this.context.workspaceState.update(SESSION_KEY, undefined);
+    } catch (error) {
+      // Only a session the server does not know is forgotten (its log is gone: another
+      // stateDir, deleted); any other failure keeps it for the next time.
+      if ((error as { code?: number }).code === -32602) {
+        this.model = emptyModel();
+        await this.context.workspaceState.update(SESSION_KEY, undefined);
+      }
     }
   }
 
