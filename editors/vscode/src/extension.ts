@@ -127,6 +127,8 @@ class Agent implements vscode.Disposable {
     return serverCommand(settingGetter(), onPath, exists ? bundled : undefined);
   }
 
+  /** Restarts after a serverPath change, chained. */
+  private restarting: Promise<void> = Promise.resolve();
   /** The last start; a restore waits for it (the webview can be ready before the server). */
   private started: Promise<void> = Promise.resolve();
 
@@ -180,8 +182,15 @@ class Agent implements vscode.Disposable {
     }
     if (e.affectsConfiguration('agentls.serverPath')) {
       // A different binary needs a new process; the session survives (it is on disk).
-      await this.client?.stop().catch(() => undefined);
-      await this.start();
+      // Restarts run one after another, so two quick changes never leave two servers.
+      this.restarting = this.restarting.then(async () => {
+        await this.client?.stop().catch(() => undefined);
+        this.client = undefined;
+        this.model.running = [];
+        this.chat.post({ type: 'running', running: false });
+        await this.start();
+      });
+      await this.restarting;
       return;
     }
     if (this.client?.isRunning()) {
