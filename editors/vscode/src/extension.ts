@@ -272,7 +272,16 @@ class Agent implements vscode.Disposable {
     }
   }
 
+  /** Before showing another session: a turn still running in this one is cancelled (it
+   *  could not be stopped from the chat any more). */
+  private async leaveSession(next?: string): Promise<void> {
+    if (this.model.sessionId && this.model.sessionId !== next && isRunning(this.model)) {
+      await this.request(Methods.sessionCancel, { sessionId: this.model.sessionId }).catch(() => undefined);
+    }
+  }
+
   private async load(sessionId: string): Promise<void> {
+    await this.leaveSession(sessionId);
     const result = await this.request<{ sessionId: string; items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId });
     this.model = fromItems(result.sessionId, result.items);
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
@@ -320,11 +329,13 @@ class Agent implements vscode.Disposable {
   }
 
   async newSession(): Promise<void> {
-    this.model = emptyModel();
+    await this.leaveSession();
+    // The id first: the chat never holds a model without one (updates are matched to it).
+    const result = await this.request<{ sessionId: string }>(Methods.sessionNew, {});
+    this.model = emptyModel(result.sessionId);
     this.status = undefined;
     this.renderStatus();
-    await this.context.workspaceState.update(SESSION_KEY, undefined);
-    await this.session();
+    await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
     await this.chat.reveal();
   }

@@ -15,7 +15,18 @@ local function encoding_of(bufnr)
   return client and client.offset_encoding or "utf-16"
 end
 
+--- A turn still running in the session being left is cancelled: it could not be stopped
+--- from the chat any more.
+local function leave_session(next)
+  local state = agentls().state
+  if state.turn and state.session and state.session ~= next then
+    agentls().request_async("agent/session/cancel", { sessionId = state.session }, function() end)
+    state.turn = nil
+  end
+end
+
 function M.new_session()
+  leave_session()
   agentls().state.session = nil
   agentls().session()
   chat().clear()
@@ -40,6 +51,7 @@ function M.sessions()
     if load_err or not loaded then
       return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
     end
+    leave_session(choice.sessionId)
     agentls().state.session = choice.sessionId
     chat().open()
     chat().render(loaded.items)
