@@ -395,11 +395,11 @@ impl Provider {
                 format!("the provider's answer is not JSON: {e}"),
             )
         })?;
-        let completion = completion_events(&value);
-        for event in completion.0 {
+        let mut assembler = Assembler::new(self.config.kind);
+        for event in assembler.on_openai_message(&value) {
             let _ = events.send(event);
         }
-        Ok(completion.1)
+        Ok(assembler.completion(events))
     }
 
     /// The key from the environment. Required by the official endpoints; a custom base URL
@@ -919,26 +919,50 @@ impl Assembler {
         Ok(out)
     }
 
-    fn openai(&mut self, value: &Value, out: &mut Vec<ProviderEvent>) {
+    /// A whole (non-streamed) Chat Completions answer: the same parts as a stream's deltas,
+    /// so its tool calls get the same ids and defaults. Ends the answer.
+    pub fn on_openai_message(&mut self, value: &Value) -> Vec<ProviderEvent> {
+        let mut out = Vec::new();
+        self.openai_usage(value);
+        let choice = &value["choices"][0];
+        let message = &choice["message"];
+        openai_text_parts(message, &mut out);
+        for (position, call) in message["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let id = call["id"].as_str().unwrap_or("");
+            let (_, partial) = self.call_with_id(position as u64, id);
+            partial.id = id.to_string();
+            partial.name = call["function"]["name"].as_str().unwrap_or("").to_string();
+            partial.arguments = call["function"]["arguments"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+        }
+        self.finish_reason = choice["finish_reason"].as_str().map(str::to_string);
+        self.done = true;
+        out
+    }
+
+    fn openai_usage(&mut self, value: &Value) {
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage {
                 input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
             });
         }
+    }
+
+    fn openai(&mut self, value: &Value, out: &mut Vec<ProviderEvent>) {
+        self.openai_usage(value);
         let Some(choice) = value["choices"].get(0) else {
             return;
         };
         let delta = &choice["delta"];
-        // Reasoning models behind compatible servers name it either way.
-        for key in ["reasoning_content", "reasoning"] {
-            if let Some(text) = delta[key].as_str().filter(|t| !t.is_empty()) {
-                out.push(ProviderEvent::Reasoning(text.to_string()));
-            }
-        }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-            out.push(ProviderEvent::Text(text.to_string()));
-        }
+        openai_text_parts(delta, out);
         for (position, call) in delta["tool_calls"]
             .as_array()
             .into_iter()
@@ -1102,11 +1126,9 @@ impl Assembler {
     }
 }
 
-/// The events of a whole (non-streamed) Chat Completions answer, and its completion.
-pub fn completion_events(value: &Value) -> (Vec<ProviderEvent>, Completion) {
-    let mut out = Vec::new();
-    let choice = &value["choices"][0];
-    let message = &choice["message"];
+/// The reasoning and the text of an OpenAI message or delta (compatible servers name the
+/// reasoning either way).
+fn openai_text_parts(message: &Value, out: &mut Vec<ProviderEvent>) {
     for key in ["reasoning_content", "reasoning"] {
         if let Some(text) = message[key].as_str().filter(|t| !t.is_empty()) {
             out.push(ProviderEvent::Reasoning(text.to_string()));
@@ -1115,39 +1137,6 @@ pub fn completion_events(value: &Value) -> (Vec<ProviderEvent>, Completion) {
     if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
         out.push(ProviderEvent::Text(text.to_string()));
     }
-    for (index, call) in message["tool_calls"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        out.push(ProviderEvent::ToolCall {
-            id: call["id"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("call_{index}")),
-            name: call["function"]["name"].as_str().unwrap_or("").to_string(),
-            arguments: call["function"]["arguments"]
-                .as_str()
-                .filter(|a| !a.trim().is_empty())
-                .unwrap_or("{}")
-                .to_string(),
-        });
-    }
-    let usage = value.get("usage").filter(|u| u.is_object()).map(|u| Usage {
-        input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
-        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
-    });
-    if let Some(usage) = usage {
-        out.push(ProviderEvent::Usage(usage));
-    }
-    (
-        out,
-        Completion {
-            usage,
-            finish_reason: choice["finish_reason"].as_str().map(str::to_string),
-        },
-    )
 }
 
 /// An `error` object inside a stream (OpenAI-compatible servers and Anthropic's `error`
@@ -1292,6 +1281,36 @@ mod tests {
                     output_tokens: 7
                 }),
             ]
+        );
+        assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn a_whole_answer_gives_the_events_of_a_stream() {
+        let mut assembler = Assembler::new(ProviderKind::OpenAi);
+        let mut out = assembler.on_openai_message(&json!({
+            "choices": [{"message": {"content": "Reading.", "tool_calls": [
+                {"type": "function", "function": {"name": "read_file", "arguments": ""}}
+            ]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+        }));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let completion = assembler.completion(&tx);
+        while let Ok(event) = rx.try_recv() {
+            out.push(event);
+        }
+        assert_eq!(out[0], ProviderEvent::Text("Reading.".into()));
+        // The same id and argument defaults as a streamed call without an id.
+        assert!(
+            matches!(&out[1], ProviderEvent::ToolCall { id, arguments, .. } if id.starts_with("call_") && id.len() > 7 && arguments == "{}"),
+            "{out:?}"
+        );
+        assert_eq!(
+            completion.usage,
+            Some(Usage {
+                input_tokens: 7,
+                output_tokens: 3
+            })
         );
         assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
     }
