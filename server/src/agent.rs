@@ -764,13 +764,9 @@ impl Turn {
             }
         };
         let model = self.handle.live.lock().await.session.model.clone();
-        let history_for_block = self.handle.live.lock().await.session.history.clone();
-        let inputs = gathered.inputs(
-            &config,
-            &prompts,
-            &history_for_block,
-            Calibration::default(),
-        );
+        // The turn block and the static context do not read the history: no copy of it.
+        let no_history = crate::history::History::new(config.tokenizer());
+        let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
         let (mut block, static_context) = {
             let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
             (
