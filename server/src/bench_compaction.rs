@@ -11,7 +11,7 @@ use crate::compaction;
 use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
 use crate::history::{item_tokens, Entry, Item};
 use crate::ledger::Ledger;
-use crate::lsp_client::LspClient;
+use crate::lsp_client::{start_self, LspClient};
 use crate::prompts::Prompts;
 use crate::session::Event;
 use crate::tokens::TokenizerKind;
@@ -259,15 +259,10 @@ async fn start(
     dir: &std::path::Path,
     extra: Value,
 ) -> Result<(LspClient, String), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let client =
-        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "error")]).map_err(|e| e.to_string())?;
     let root = dir
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
-        .map_err(|()| "not absolute".to_string())?;
     let mut init = json!({
         "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model", "maxRetries": 0},
         "stateDir": dir.join("state"),
@@ -276,24 +271,8 @@ async fn start(
     if let (Value::Object(init), Value::Object(extra)) = (&mut init, extra) {
         init.extend(extra);
     }
-    client
-        .request(
-            "initialize",
-            json!({"rootUri": root_uri, "capabilities": {}, "initializationOptions": init}),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .notify("initialized", json!({}))
-        .await
-        .map_err(|e| e.to_string())?;
-    let session = client
-        .request("agent/session/new", json!({}))
-        .await
-        .map_err(|e| e.to_string())?["sessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let client = start_self(&root, init, "error").await?;
+    let session = client.new_session().await?;
     Ok((client, session))
 }
 

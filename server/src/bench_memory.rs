@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::lsp_client::LspClient;
+use crate::lsp_client::start_self;
 use crate::session::Event;
 use crate::session_log::{self, SessionStore};
 
@@ -80,23 +80,13 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     }
     log.sync().map_err(|e| e.to_string())?;
 
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let client =
-        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "error")]).map_err(|e| e.to_string())?;
+    let client = start_self(
+        &root,
+        json!({"stateDir": state, "provider": {"model": "bench-model"}}),
+        "error",
+    )
+    .await?;
     let pid = client.child_id().ok_or("no child pid")?;
-    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
-        .map_err(|()| "not absolute".to_string())?;
-    client
-        .request(
-            "initialize",
-            json!({"rootUri": root_uri, "capabilities": {}, "initializationOptions": {"stateDir": state, "provider": {"model": "bench-model"}}}),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .notify("initialized", json!({}))
-        .await
-        .map_err(|e| e.to_string())?;
     // Idle: the index built, nothing open.
     loop {
         let ws = client

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
-use crate::lsp_client::LspClient;
+use crate::lsp_client::{start_self, LspClient};
 
 pub struct StreamOptions {
     /// Content chunks per streamed answer.
@@ -96,40 +96,20 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
     let fake = FakeProvider::start().await;
     let first_token = Duration::from_millis(options.first_token_ms);
     let gap = Duration::from_millis(options.gap_ms);
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let client =
-        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")]).map_err(|e| e.to_string())?;
     let root = dir
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
-        .map_err(|()| "temp dir is not absolute".to_string())?;
-    client
-        .request(
-            "initialize",
-            json!({
-                "rootUri": root_uri,
-                "capabilities": {},
-                "initializationOptions": {
-                    "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
-                    "stateDir": dir.join("state"),
-                },
-            }),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .notify("initialized", json!({}))
-        .await
-        .map_err(|e| e.to_string())?;
-    let session = client
-        .request("agent/session/new", json!({}))
-        .await
-        .map_err(|e| e.to_string())?["sessionId"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let client = start_self(
+        &root,
+        json!({
+            "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
+            "stateDir": dir.join("state"),
+        }),
+        "warn",
+    )
+    .await?;
+    let session = client.new_session().await?;
 
     // Chunk latency: answers with no thinking time, many chunks.
     let mut latencies = Vec::new();
@@ -283,30 +263,20 @@ async fn ttft_real_in(
     turns: usize,
     dir: &std::path::Path,
 ) -> Result<(Duration, Duration, usize), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let client =
-        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")]).map_err(|e| e.to_string())?;
     let root = dir
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
-        .map_err(|()| "not absolute".to_string())?;
-    client
-        .request(
-            "initialize",
-            json!({"rootUri": root_uri, "capabilities": {}, "initializationOptions": {
-                "provider": {"kind": "openai", "baseUrl": base_url, "model": model, "maxOutputTokens": 8, "temperature": 0, "contextWindow": 4096},
-                "stateDir": dir.join("state"),
-                "compaction": {"auto": false},
-            }}),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .notify("initialized", json!({}))
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = start_self(
+        &root,
+        json!({
+            "provider": {"kind": "openai", "baseUrl": base_url, "model": model, "maxOutputTokens": 8, "temperature": 0, "contextWindow": 4096},
+            "stateDir": dir.join("state"),
+            "compaction": {"auto": false},
+        }),
+        "warn",
+    )
+    .await?;
     let prompts = crate::prompts::Prompts::builtin();
     let tools = crate::openai_wire::tools(&prompts.tools);
     let http = reqwest::Client::new();
@@ -315,13 +285,7 @@ async fn ttft_real_in(
     let mut direct = Vec::new();
     for round in 0..turns {
         // A fresh session each round, so both sides send the same short conversation.
-        let session = client
-            .request("agent/session/new", json!({}))
-            .await
-            .map_err(|e| e.to_string())?["sessionId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let session = client.new_session().await?;
         let text = format!("Say the number {round}.");
         let started = Instant::now();
         let turn = prompt(&client, &session, &text).await?;

@@ -212,6 +212,18 @@ impl LspClient {
         self.stdin.lock().await.take();
     }
 
+    /// A new agent session (`agent/session/new`); its id.
+    pub async fn new_session(&self) -> Result<String, String> {
+        let answer = self
+            .request("agent/session/new", json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        answer["sessionId"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("agent/session/new answered {answer}"))
+    }
+
     pub fn child_id(&self) -> Option<u32> {
         self.child.id()
     }
@@ -313,4 +325,30 @@ async fn read_loop(
     }
     // Wake every waiter: the server is gone.
     pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// This binary as an LSP server on the workspace `root`, initialized with `options`
+/// (`initializationOptions`) and its log at `log_level`: how the benchmarks start agentls.
+pub async fn start_self(
+    root: &std::path::Path,
+    options: Value,
+    log_level: &str,
+) -> Result<LspClient, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let client =
+        LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", log_level)]).map_err(|e| e.to_string())?;
+    let root_uri = tower_lsp::lsp_types::Url::from_file_path(root)
+        .map_err(|()| format!("{} is not an absolute path", root.display()))?;
+    client
+        .request(
+            "initialize",
+            json!({"rootUri": root_uri, "capabilities": {}, "initializationOptions": options}),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .notify("initialized", json!({}))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(client)
 }
