@@ -722,27 +722,24 @@ fn not_found(shown: &str, current: &str, old_text: &str) -> ToolError {
         ));
         return error(message);
     }
-    let lines = match_lines(
-        &trim_lines(current, str::trim_end),
-        &trim_lines(old_text, str::trim_end),
-    );
-    if !lines.is_empty() {
-        message.push_str(&format!(
-            " It matches at {} if trailing whitespace is ignored: copy old_text exactly as read_file shows it, trailing spaces and tabs included.",
-            describe_lines(&lines)
-        ));
-        return error(message);
-    }
-    let lines = match_lines(
-        &trim_lines(current, str::trim),
-        &trim_lines(old_text, str::trim),
-    );
-    if !lines.is_empty() {
-        message.push_str(&format!(
-            " It matches at {} if indentation is ignored: copy old_text exactly as read_file shows it, indentation included.",
-            describe_lines(&lines)
-        ));
-        return error(message);
+    // Looser and looser: what differs is what the model must copy exactly.
+    let loosenings: [(Trim, &str, &str); 2] = [
+        (
+            str::trim_end,
+            "trailing whitespace",
+            "trailing spaces and tabs",
+        ),
+        (str::trim, "indentation", "indentation"),
+    ];
+    for (trim, ignored, included) in loosenings {
+        let lines = match_lines(&trim_lines(current, trim), &trim_lines(old_text, trim));
+        if !lines.is_empty() {
+            message.push_str(&format!(
+                " It matches at {} if {ignored} is ignored: copy old_text exactly as read_file shows it, {included} included.",
+                describe_lines(&lines)
+            ));
+            return error(message);
+        }
     }
     let first_line = old_text
         .lines()
@@ -781,7 +778,10 @@ fn match_lines(haystack: &str, needle: &str) -> Vec<usize> {
         .collect()
 }
 
-fn trim_lines(text: &str, trim: fn(&str) -> &str) -> String {
+/// How a line is loosened before comparing.
+type Trim = fn(&str) -> &str;
+
+fn trim_lines(text: &str, trim: Trim) -> String {
     text.split('\n').map(trim).collect::<Vec<_>>().join("\n")
 }
 
