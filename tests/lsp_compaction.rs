@@ -102,6 +102,25 @@ async fn run_two_turns(server: &Server, session: &str) -> Vec<Value> {
     all
 }
 
+/// Runs a prompt to its end and returns its updates.
+async fn turn(server: &Server, session: &str, text: &str) -> Vec<Value> {
+    let turn = prompt(server, session, text).await;
+    updates_until_end(server, &turn).await.0
+}
+
+/// `agent/session/compact` for `session` (with `instructions` when given).
+async fn compact(server: &Server, session: &str, instructions: Option<&str>) -> Value {
+    let mut params = json!({ "sessionId": session });
+    if let Some(instructions) = instructions {
+        params["instructions"] = json!(instructions);
+    }
+    server
+        .client
+        .request("agent/session/compact", params)
+        .await
+        .unwrap()
+}
+
 fn last_user_content(request: &Value) -> String {
     request["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
@@ -202,17 +221,9 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
     })
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big.rs.").await;
 
-    let outcome = server
-        .client
-        .request(
-            "agent/session/compact",
-            json!({"sessionId": session, "instructions": "focus on the parser"}),
-        )
-        .await
-        .unwrap();
+    let outcome = compact(&server, &session, Some("focus on the parser")).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
     assert!(outcome["tokensAfter"].as_u64().unwrap() < outcome["tokensBefore"].as_u64().unwrap());
     let requests = fake.requests();
@@ -267,8 +278,7 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
         .as_str()
         .unwrap()
         .contains("[Next] refactor the parser"));
-    let turn = prompt(&server, &session, "Go on.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let updates = turn(&server, &session, "Go on.").await;
     assert_eq!(answer_text(&updates), "Continuing.");
     let after = all_content(&fake.requests()[3].body);
     assert!(after.contains("[Next] refactor the parser"));
@@ -337,10 +347,8 @@ async fn a_context_length_answer_is_compacted_and_retried_once() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
-    let turn = prompt(&server, &session, "And now?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big.rs.").await;
+    let updates = turn(&server, &session, "And now?").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "Answer after the retry.");
     let completed = updates
@@ -375,13 +383,8 @@ async fn an_invalid_checkpoint_is_asked_again_then_the_style_falls_back_to_hando
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
-    let outcome = server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    turn(&server, &session, "Please read src/big.rs.").await;
+    let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary");
     let requests = fake.requests();
     assert_eq!(requests.len(), 5);
@@ -392,17 +395,12 @@ async fn an_invalid_checkpoint_is_asked_again_then_the_style_falls_back_to_hando
     // A valid checkpoint is used as it is (after the history grew again).
     fake.push(read("r2", "src/big2.rs"));
     fake.push(text("Read it too."));
-    let turn = prompt(&server, &session, "Please read src/big2.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big2.rs.").await;
     summary(&fake, text(
         &json!({"intent_user_message": "Refactor the parser.\n<VERBATIM_REQUEST_START>\nPlease read src/big.rs.\n<VERBATIM_REQUEST_END>", "summary": "Read it.\nRESUME_AT: refactor"})
             .to_string(),
     ));
-    let outcome = server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
     let loaded = server
         .client
@@ -440,8 +438,7 @@ async fn switching_to_a_smaller_model_compacts_first_with_the_old_one() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big.rs.").await;
 
     let bigger = server
         .client
@@ -502,14 +499,12 @@ async fn a_summary_prepared_ahead_is_swapped_in_at_the_threshold() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big.rs.").await;
     // The background summary call happened during or right after that turn.
     while fake.requests().len() < 3 {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let turn = prompt(&server, &session, "Now read src/big2.rs.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let updates = turn(&server, &session, "Now read src/big2.rs.").await;
     let completed = updates
         .iter()
         .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
@@ -555,8 +550,7 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big.rs.").await;
 
     let compact = server
         .client
@@ -652,13 +646,8 @@ async fn the_state_snapshot_style_uses_its_prompt_and_an_inflating_summary_is_di
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Please read src/big.rs.").await;
-    updates_until_end(&server, &turn).await;
-    let outcome = server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    turn(&server, &session, "Please read src/big.rs.").await;
+    let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary");
     let requests = fake.requests();
     assert!(last_user_content(&requests[2].body).contains("<state_snapshot>"));
@@ -666,14 +655,9 @@ async fn the_state_snapshot_style_uses_its_prompt_and_an_inflating_summary_is_di
     // A summary larger than what it replaces is discarded: the rule-based fallback runs.
     fake.push(read("r2", "src/big2.rs"));
     fake.push(text("Read it too."));
-    let turn = prompt(&server, &session, "Please read src/big2.rs.").await;
-    updates_until_end(&server, &turn).await;
+    turn(&server, &session, "Please read src/big2.rs.").await;
     summary(&fake, text(&"padding words ".repeat(20_000)));
-    let outcome = server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let outcome = compact(&server, &session, None).await;
     let strategy = outcome["strategy"].as_str().unwrap();
     assert!(strategy.ends_with("_drop"), "{outcome}");
     assert!(outcome["tokensAfter"].as_u64() < outcome["tokensBefore"].as_u64());
