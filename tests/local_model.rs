@@ -134,6 +134,34 @@ fn options(ws: &Workspace, extra: Value) -> Value {
     options
 }
 
+/// What a test runs against: the server on a fresh workspace, a session, and this test's
+/// turn at the shared model. Bind every field (a dropped guard lets another test in, a
+/// dropped workspace deletes its files).
+struct Local {
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+    _ws: Workspace,
+    server: common::Server,
+    session: String,
+}
+
+/// A server configured with `extra` over the defaults and a new session; None when the
+/// tier is skipped.
+async fn local_session(extra: Value) -> Option<Local> {
+    if skip() {
+        return None;
+    }
+    let serial = SERIAL.lock().await;
+    let ws = workspace();
+    let server = server(&ws, options(&ws, extra), None).await;
+    let session = new_session(&server).await;
+    Some(Local {
+        _serial: serial,
+        _ws: ws,
+        server,
+        session,
+    })
+}
+
 async fn turn(server: &common::Server, session: &str, text: &str) -> (Vec<Value>, Vec<Value>) {
     let turn = prompt(server, session, text).await;
     let (updates, others) = updates_until_end(server, &turn).await;
@@ -147,13 +175,15 @@ async fn turn(server: &common::Server, session: &str, text: &str) -> (Vec<Value>
 
 #[tokio::test]
 async fn a_turn_streams_from_the_real_model_with_an_estimated_status() {
-    if skip() {
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) = local_session(json!({})).await
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().await;
-    let ws = workspace();
-    let server = server(&ws, options(&ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    };
     let (updates, statuses) = turn(&server, &session, "Say hello in one short sentence.").await;
     assert!(
         matches!(stop_reason(&updates).as_str(), "endTurn" | "maxSteps"),
@@ -194,18 +224,15 @@ fn long_message(i: usize) -> String {
 
 #[tokio::test]
 async fn a_session_driven_past_the_window_compacts_with_the_real_model() {
-    if skip() {
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) = local_session(json!({"compaction": {"prepareAt": 0.99}})).await
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().await;
-    let ws = workspace();
-    let server = server(
-        &ws,
-        options(&ws, json!({"compaction": {"prepareAt": 0.99}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    };
     let mut compacted = None;
     for i in 0..10 {
         let (updates, _) = turn(&server, &session, &long_message(i)).await;
@@ -241,22 +268,18 @@ async fn a_session_driven_past_the_window_compacts_with_the_real_model() {
 
 #[tokio::test]
 async fn a_context_length_answer_from_the_real_server_is_recovered() {
-    if skip() {
-        return;
-    }
-    let _serial = SERIAL.lock().await;
-    let ws = workspace();
     // agentls believes in a large window; llama.cpp knows better.
-    let server = server(
-        &ws,
-        options(
-            &ws,
-            json!({"provider": {"contextWindow": 32000}, "compaction": {"auto": false}}),
-        ),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) =
+        local_session(json!({"provider": {"contextWindow": 32000}, "compaction": {"auto": false}}))
+            .await
+    else {
+        return;
+    };
     let (updates, _) = turn(&server, &session, &long_message(0)).await;
     assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
     let huge = format!("{} Summarize that in one word.", long_message(1).repeat(8));
@@ -278,18 +301,15 @@ async fn a_context_length_answer_from_the_real_server_is_recovered() {
 
 #[tokio::test]
 async fn a_cancel_mid_stream_stops_the_real_generation() {
-    if skip() {
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) = local_session(json!({"provider": {"maxOutputTokens": 1500}})).await
+    else {
         return;
-    }
-    let _serial = SERIAL.lock().await;
-    let ws = workspace();
-    let server = server(
-        &ws,
-        options(&ws, json!({"provider": {"maxOutputTokens": 1500}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    };
     let turn_id = prompt(
         &server,
         &session,
