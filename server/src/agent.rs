@@ -642,14 +642,13 @@ impl Turn {
 
     /// Tells the client; nothing after a cancel (its only remaining update is `turnEnd`).
     fn update(&self, update: Value) {
-        let _quiet = self
-            .handle
-            .updates
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if !self.cancel.is_cancelled() {
-            self.agent.update(&self.handle.id, &self.turn_id, update);
-        }
+        say(
+            &self.agent,
+            &self.handle,
+            &self.turn_id,
+            &self.cancel,
+            update,
+        );
     }
 
     /// Writes the event, then applies it: what the client hears about is on disk first.
@@ -1443,20 +1442,16 @@ impl Turn {
             .map(Duration::from_millis)
             .unwrap_or(SHELL_DEFAULT_TIMEOUT);
         let agent = self.agent.clone();
-        let session_id = self.handle.id.clone();
         let turn_id = self.turn_id.clone();
         let call_id = call.id.clone();
         let cancel = self.cancel.clone();
         let handle = self.handle.clone();
         let on_output = move |chunk: &str| {
-            // After a cancel the turn says nothing more but turnEnd.
-            let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
-            if cancel.is_cancelled() {
-                return;
-            }
-            agent.update(
-                &session_id,
+            say(
+                &agent,
+                &handle,
                 &turn_id,
+                &cancel,
                 json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress", "output": chunk}),
             );
         };
@@ -1723,6 +1718,21 @@ impl Turn {
         // Not running any more before the client hears so: a cancel after this is a no-op.
         self.handle.stop();
         self.agent.update(&self.handle.id, &self.turn_id, end);
+    }
+}
+
+/// Sends one update of a turn, unless the turn was cancelled: then its only remaining
+/// update is `turnEnd`. The lock makes the check and the send one step for `cancel`.
+fn say(
+    agent: &Agent,
+    handle: &SessionHandle,
+    turn_id: &str,
+    cancel: &CancellationToken,
+    update: Value,
+) {
+    let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
+    if !cancel.is_cancelled() {
+        agent.update(&handle.id, turn_id, update);
     }
 }
 
