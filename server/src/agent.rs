@@ -1670,22 +1670,7 @@ impl Turn {
             if let Err(err) = live.log.sync() {
                 tracing::error!("cannot sync session log: {err}");
             }
-            // The provider's figure when it gave one, else the last request's estimate (the
-            // whole request, not just the history).
-            let used = live
-                .session
-                .last_usage
-                .map(|u| ((u.input_tokens + u.output_tokens) as usize, false))
-                .or(self.last_estimate.map(|e| (e, true)))
-                .unwrap_or_else(|| {
-                    (
-                        live.session
-                            .calibration
-                            .apply(live.session.history.tokens()),
-                        true,
-                    )
-                });
-            self.agent.status(&live.session, "idle", used.0, used.1);
+            self.agent.idle_status(&live.session, self.last_estimate);
             (live.session.id.clone(), live.session.plan.clone())
         };
         if started {

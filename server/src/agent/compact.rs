@@ -168,7 +168,7 @@ impl Agent {
         .await;
         handle.stop();
         let live = handle.live.lock().await;
-        self.idle_status(&live.session);
+        self.idle_status(&live.session, None);
         result
     }
 
@@ -187,7 +187,7 @@ impl Agent {
             .await;
         handle.stop();
         let live = handle.live.lock().await;
-        self.idle_status(&live.session);
+        self.idle_status(&live.session, None);
         result
     }
 
@@ -278,10 +278,13 @@ impl Agent {
         .total_tokens
     }
 
-    pub(super) fn idle_status(&self, session: &Session) {
+    /// The status at rest: the provider's figure when it gave one, else `estimate` (the
+    /// last whole request, when there was one), else the calibrated history.
+    pub(super) fn idle_status(&self, session: &Session, estimate: Option<usize>) {
         let used = session
             .last_usage
             .map(|u| ((u.input_tokens + u.output_tokens) as usize, false))
+            .or(estimate.map(|e| (e, true)))
             .unwrap_or_else(|| (session.calibration.apply(session.history.tokens()), true));
         self.status(session, "idle", used.0, used.1);
     }
