@@ -280,23 +280,16 @@ impl Provider {
             let failure = match response {
                 Ok(response) => match self.read_stream(response, events, cancel).await {
                     Ok(completion) => return Ok(completion),
-                    // Some servers (llama-cpp-python) fail a streamed request after the 200
-                    // and close the stream empty; asked without streaming, they say why
-                    // (a context-length error, typically) or answer.
+                    // Closed empty after the 200: see `dropped` below.
                     Err((error, false))
                         if error.message == EMPTY_STREAM
                             && self.config.kind == ProviderKind::OpenAi =>
                     {
-                        return self
-                            .complete_without_streaming(
-                                request,
-                                prompts,
-                                &url,
-                                key.as_deref(),
-                                events,
-                                cancel,
-                            )
-                            .await;
+                        Failure {
+                            error,
+                            retry_after: None,
+                            dropped: true,
+                        }
                     }
                     // An overload or rate limit reported in the stream before any content
                     // (Anthropic does this after a 200) is retried like an HTTP 529/429.
@@ -311,22 +304,23 @@ impl Provider {
                     }
                     Err((error, _)) => return Err(error),
                 },
-                // A server that resets a streamed request it cannot serve (llama-cpp-python
-                // past its window) says why when asked without streaming.
-                Err(failure) if failure.dropped && self.config.kind == ProviderKind::OpenAi => {
-                    return self
-                        .complete_without_streaming(
-                            request,
-                            prompts,
-                            &url,
-                            key.as_deref(),
-                            events,
-                            cancel,
-                        )
-                        .await;
-                }
                 Err(failure) => failure,
             };
+            // A server that drops a streamed request it cannot serve, resetting it or closing
+            // the stream empty (llama-cpp-python past its window), says why when asked
+            // without streaming: once, on a fresh connection.
+            if failure.dropped && self.config.kind == ProviderKind::OpenAi {
+                return self
+                    .complete_without_streaming(
+                        request,
+                        prompts,
+                        &url,
+                        key.as_deref(),
+                        events,
+                        cancel,
+                    )
+                    .await;
+            }
             if !failure.error.retryable || attempt >= self.config.max_retries {
                 return Err(failure.error);
             }
