@@ -171,7 +171,7 @@ fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
 /// continued with --session.
 #[tokio::test]
 async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
-    use agentls::fake_provider::FakeProvider;
+    use agentls::dev::fake_provider::FakeProvider;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     std::fs::create_dir_all(root.join("src")).unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentls::fake_provider::{FakeProvider, Reply, Step};
+use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
 use common::agent::*;
 use common::{range_json, start, uri, Options};
 use serde_json::{json, Value};

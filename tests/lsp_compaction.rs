@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentls::fake_provider::{Reply, Step};
+use agentls::dev::fake_provider::{Reply, Step};
 use common::agent::*;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
@@ -534,11 +534,11 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
         Reply::Sse {
             steps: vec![
                 Step::Hold,
-                agentls::fake_provider::openai_chunk(
+                agentls::dev::fake_provider::openai_chunk(
                     json!({"content": "[Done] read big.rs"}),
                     None,
                 ),
-                agentls::fake_provider::openai_chunk(json!({}), Some("stop")),
+                agentls::dev::fake_provider::openai_chunk(json!({}), Some("stop")),
                 Step::Data("[DONE]".into()),
             ],
         },
@@ -586,7 +586,7 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
 /// grow.
 #[tokio::test]
 async fn the_compaction_eval_recalls_every_needle_after_successive_compactions() {
-    use agentls::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
+    use agentls::dev::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
     let options = EvalOptions {
         sessions: 1,
         compactions: 3,

@@ -1,48 +1,22 @@
 //! agentls: a language server that is the backend of an LLM coding agent in the editor.
-//! See ARCHITECTURE.md for the map; `server` is the LSP edge, the rest is the core.
+//! This crate holds the edges around the pure core (`agentls_core`); see ARCHITECTURE.md for
+//! the map.
+//!
+//! - `lsp`: the tower-lsp adapter and the transport in front of it;
+//! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
+//!   recipe, and the `Host` trait every front end implements;
+//! - `tools`: the model's tools, one file each, and their registry;
+//! - `provider`: the HTTP exchange with model providers;
+//! - `store`: the disk (session logs, files, the workspace's file index, prompt overrides,
+//!   AGENTS.md, skills) and the process environment;
+//! - `cli`: `agentls ask` and `agentls context`;
+//! - `dev`: what only tests and benchmarks use (fake provider, LSP test client, demo,
+//!   benchmarks, the compaction eval).
 
 pub mod agent;
-pub mod agents_md;
-pub mod anthropic_wire;
-pub mod approval;
-pub mod ask_cli;
-pub mod bench;
-pub mod bench_compaction;
-pub mod bench_context;
-pub mod bench_memory;
-pub mod bench_stream;
-pub mod compaction;
-pub mod config;
-pub mod context;
-pub mod context_cli;
-pub mod demo;
-pub mod document;
-pub mod documents;
-pub mod editor_context;
-pub mod editor_state;
-pub mod environment;
-pub mod eval_compaction;
-pub mod fake_provider;
-pub mod files;
-pub mod history;
-pub mod host;
-pub mod inspect;
-pub mod language;
-pub mod ledger;
-pub mod lsp_client;
-pub mod models;
-pub mod openai_wire;
-pub mod position;
-pub mod prompt_text;
-pub mod prompts;
+pub mod cli;
+pub mod dev;
+pub mod lsp;
 pub mod provider;
-pub mod server;
-pub mod session;
-pub mod session_log;
-pub mod skills;
-pub mod syntax;
-pub mod tokens;
+pub mod store;
 pub mod tools;
-pub mod transport;
-pub mod truncate;
-pub mod workspace;

@@ -1,6 +1,6 @@
 //! The `agentls` binary: an LSP server on stdio by default, plus a few subcommands.
 
-use agentls::bench::{self, KeystrokeOptions};
+use agentls::dev::bench::{self, KeystrokeOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             init_logging();
             match runtime() {
                 Ok(rt) => {
-                    let end = rt.block_on(agentls::server::serve_stdio());
+                    let end = rt.block_on(agentls::lsp::serve_stdio());
                     // Shell commands the agent started run in their own process groups:
                     // they must not outlive the editor's session.
                     agentls::tools::kill_running_commands();
@@ -83,8 +83,8 @@ fn main() -> ExitCode {
                     // wait for it.
                     rt.shutdown_timeout(std::time::Duration::from_millis(100));
                     match end {
-                        agentls::server::SessionEnd::Clean => ExitCode::SUCCESS,
-                        agentls::server::SessionEnd::Unclean => ExitCode::from(1),
+                        agentls::lsp::SessionEnd::Clean => ExitCode::SUCCESS,
+                        agentls::lsp::SessionEnd::Unclean => ExitCode::from(1),
                     }
                 }
                 Err(err) => fail(&format!("cannot start the runtime: {err}")),
@@ -103,17 +103,17 @@ fn main() -> ExitCode {
             let file = rest.get(1).map(PathBuf::from);
             let result = runtime()
                 .map_err(|e| e.to_string())
-                .and_then(|rt| rt.block_on(agentls::demo::run(&dir, file.as_deref())));
+                .and_then(|rt| rt.block_on(agentls::dev::demo::run(&dir, file.as_deref())));
             match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => fail(&err),
             }
         }
         ["ask", rest @ ..] => {
-            let result = agentls::ask_cli::parse_args(rest).and_then(|options| {
+            let result = agentls::cli::ask::parse_args(rest).and_then(|options| {
                 runtime()
                     .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::ask_cli::run(options)))
+                    .and_then(|rt| rt.block_on(agentls::cli::ask::run(options)))
             });
             match result {
                 Ok(0) => ExitCode::SUCCESS,
@@ -122,7 +122,8 @@ fn main() -> ExitCode {
             }
         }
         ["context", rest @ ..] => {
-            match agentls::context_cli::parse_args(rest).and_then(|o| agentls::context_cli::run(&o))
+            match agentls::cli::context::parse_args(rest)
+                .and_then(|o| agentls::cli::context::run(&o))
             {
                 Ok(output) => {
                     println!("{output}");
@@ -141,8 +142,8 @@ fn main() -> ExitCode {
         },
         ["bench", "context", rest @ ..] => match context_options(rest) {
             Ok(options) => {
-                let report = agentls::bench_context::context(&options);
-                agentls::bench_context::print_context(&options, &report);
+                let report = agentls::dev::bench_context::context(&options);
+                agentls::dev::bench_context::print_context(&options, &report);
                 ExitCode::SUCCESS
             }
             Err(err) => fail(&err),
@@ -151,12 +152,12 @@ fn main() -> ExitCode {
             let result = stream_options(rest).and_then(|options| {
                 runtime()
                     .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::bench_stream::stream(&options)))
+                    .and_then(|rt| rt.block_on(agentls::dev::bench_stream::stream(&options)))
                     .map(|report| (options, report))
             });
             match result {
                 Ok((options, report)) => {
-                    agentls::bench_stream::print_stream(&options, &report);
+                    agentls::dev::bench_stream::print_stream(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
@@ -180,7 +181,7 @@ fn main() -> ExitCode {
                 (Some(problem), _) => Err(problem),
                 (None, None) => Err("--base-url is required".to_string()),
                 (None, Some(url)) => runtime().map_err(|e| e.to_string()).and_then(|rt| {
-                    rt.block_on(agentls::bench_stream::ttft_real(&url, &model, turns))
+                    rt.block_on(agentls::dev::bench_stream::ttft_real(&url, &model, turns))
                 }),
             };
             match result {
@@ -197,7 +198,7 @@ fn main() -> ExitCode {
             }
         }
         ["bench", "memory", rest @ ..] => {
-            let mut options = agentls::bench_memory::MemoryOptions::default();
+            let mut options = agentls::dev::bench_memory::MemoryOptions::default();
             let parsed = numeric_flags(rest, |flag, value| {
                 match flag {
                     "--buffers" => options.buffers = value,
@@ -210,18 +211,18 @@ fn main() -> ExitCode {
             let result = parsed.and_then(|()| {
                 runtime()
                     .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::bench_memory::run(&options)))
+                    .and_then(|rt| rt.block_on(agentls::dev::bench_memory::run(&options)))
             });
             match result {
                 Ok(report) => {
-                    agentls::bench_memory::print(&options, &report);
+                    agentls::dev::bench_memory::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
             }
         }
         ["bench", "compaction", rest @ ..] => {
-            let mut options = agentls::bench_compaction::CompactionBenchOptions::default();
+            let mut options = agentls::dev::bench_compaction::CompactionBenchOptions::default();
             let parsed = numeric_flags(rest, |flag, value| {
                 match flag {
                     "--history-tokens" => options.history_tokens = value.max(1000),
@@ -234,11 +235,11 @@ fn main() -> ExitCode {
             let result = parsed.and_then(|()| {
                 runtime()
                     .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::bench_compaction::run(&options)))
+                    .and_then(|rt| rt.block_on(agentls::dev::bench_compaction::run(&options)))
             });
             match result {
                 Ok(report) => {
-                    agentls::bench_compaction::print(&options, &report);
+                    agentls::dev::bench_compaction::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
@@ -252,7 +253,7 @@ fn main() -> ExitCode {
             };
             let result = script.and_then(|script| {
                 runtime().map_err(|e| e.to_string()).and_then(|rt| {
-                    rt.block_on(agentls::fake_provider::run_process(script.as_deref()))
+                    rt.block_on(agentls::dev::fake_provider::run_process(script.as_deref()))
                 })
             });
             match result {
@@ -261,7 +262,7 @@ fn main() -> ExitCode {
             }
         }
         ["eval-compaction", rest @ ..] => {
-            let mut options = agentls::eval_compaction::EvalOptions::default();
+            let mut options = agentls::dev::eval_compaction::EvalOptions::default();
             let parsed = numeric_flags(rest, |flag, value| {
                 match flag {
                     "--sessions" => options.sessions = value.max(1),
@@ -275,11 +276,11 @@ fn main() -> ExitCode {
             let result = parsed.and_then(|()| {
                 runtime()
                     .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::eval_compaction::run(&options)))
+                    .and_then(|rt| rt.block_on(agentls::dev::eval_compaction::run(&options)))
             });
             match result {
                 Ok(report) => {
-                    agentls::eval_compaction::print(&options, &report);
+                    agentls::dev::eval_compaction::print(&options, &report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
@@ -333,8 +334,8 @@ fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
     Ok(options)
 }
 
-fn context_options(args: &[&str]) -> Result<agentls::bench_context::ContextOptions, String> {
-    let mut options = agentls::bench_context::ContextOptions::default();
+fn context_options(args: &[&str]) -> Result<agentls::dev::bench_context::ContextOptions, String> {
+    let mut options = agentls::dev::bench_context::ContextOptions::default();
     numeric_flags(args, |flag, value| {
         match flag {
             "--history-tokens" => options.history_tokens = value,
@@ -347,8 +348,8 @@ fn context_options(args: &[&str]) -> Result<agentls::bench_context::ContextOptio
     Ok(options)
 }
 
-fn stream_options(args: &[&str]) -> Result<agentls::bench_stream::StreamOptions, String> {
-    let mut options = agentls::bench_stream::StreamOptions::default();
+fn stream_options(args: &[&str]) -> Result<agentls::dev::bench_stream::StreamOptions, String> {
+    let mut options = agentls::dev::bench_stream::StreamOptions::default();
     numeric_flags(args, |flag, value| {
         match flag {
             "--chunks" => options.chunks = value.max(1),

@@ -3,7 +3,7 @@
 
 pub mod agent;
 
-use agentls::lsp_client::{Answer, LspClient, Responder, RpcError};
+use agentls::dev::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

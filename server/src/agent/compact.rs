@@ -1,15 +1,15 @@
 //! Compaction inside the agent: when it runs (a model call at the threshold, a summary
 //! prepared ahead in the background, `agent/session/compact`, a switch to a smaller model, a
 //! context-length answer), the summary call, and recording the boundary. The planning is
-//! `crate::compaction` (pure); this is the IO around it.
+//! `agentls_core::compaction` (pure); this is the IO around it.
 
 use std::time::Instant;
 
 use super::*;
-use crate::compaction::{self, Strategy, Style};
-use crate::context::StaticContext;
-use crate::history::History;
-use crate::session::CompactionMetrics;
+use agentls_core::compaction::{self, Strategy, Style};
+use agentls_core::context::StaticContext;
+use agentls_core::history::History;
+use agentls_core::session::CompactionMetrics;
 
 /// What `agent/session/compact` answers.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -260,14 +260,14 @@ impl Agent {
     /// Tokens of a request with `static_context` and no history.
     fn static_tokens(&self, static_context: &StaticContext, session: &Session) -> usize {
         let prompts = self.host.prompts();
-        let config = crate::context::AssemblyConfig {
+        let config = agentls_core::context::AssemblyConfig {
             tokenizer: session.history.tokenizer(),
             context_window: 1,
             calibration: Calibration::default(),
         };
         let empty = History::new(session.history.tokenizer());
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        crate::context::assemble(
+        agentls_core::context::assemble(
             &config,
             static_context,
             &empty,
@@ -745,7 +745,7 @@ impl Agent {
         let item = Item::CompactionSummary {
             text: compaction::summary_text(&note, ledger),
         };
-        let tokens = crate::history::item_tokens(&item, &prompts, tokenizer);
+        let tokens = agentls_core::history::item_tokens(&item, &prompts, tokenizer);
         let mut rebuilt = dropped.head.clone();
         rebuilt.push(Entry {
             item: item.clone(),
@@ -881,14 +881,14 @@ impl Agent {
                 config.tool_output_limit,
                 &prompts,
             );
-            let assembly = crate::context::AssemblyConfig {
+            let assembly = agentls_core::context::AssemblyConfig {
                 tokenizer,
                 context_window: window.context_window,
                 calibration: Calibration::default(),
             };
             let request = {
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                crate::context::assemble(
+                agentls_core::context::assemble(
                     &assembly,
                     &no_tools,
                     &history,

@@ -1,0 +1,669 @@
+//! Configuration: parsed from `initializationOptions`, replaced by each
+//! `workspace/didChangeConfiguration`. Pure: the LSP adapter reports the problems.
+//!
+//! Rules: a settings object is the whole configuration (an absent key takes its default);
+//! a key of the wrong type keeps its previous value and is reported; an unknown key is
+//! logged and ignored. Settings wrapped as `{ "agentls": { … } }` (what VS Code sends
+//! for a section) are unwrapped.
+
+use crate::agents_md;
+use crate::document;
+use crate::editor_context;
+use crate::tokens::TokenizerKind;
+use crate::truncate::{self, TruncationPolicy};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `agentsMd.maxBytes`: cap on the AGENTS.md chain's content.
+    pub agents_md_max_bytes: usize,
+    /// `syntax.maxDocumentBytes`: documents above this get no syntax tree.
+    pub syntax_max_document_bytes: usize,
+    /// `syntax.treeBudgetBytes`: syntax trees are kept for the most recently used
+    /// documents up to this much text; the others are parsed again when needed.
+    pub syntax_tree_budget_bytes: usize,
+    /// `developerInstructions`: trusted instructions after the system prompt.
+    pub developer_instructions: Option<String>,
+    /// `tokenizer`: `o200k_base` or `cl100k_base`; absent = chosen by the model's name.
+    pub tokenizer: Option<TokenizerKind>,
+    /// `toolOutputLimit`: `{"tokens": n}` or `{"bytes": n}`.
+    pub tool_output_limit: TruncationPolicy,
+    /// `editorContext.maxTokens`: budget of a turn's editor context block.
+    pub editor_context_max_tokens: usize,
+    /// `approval`: `ask`, `auto-edit` or `full-auto`.
+    pub approval: String,
+    /// `provider.kind`: `openai` or `anthropic`.
+    pub provider_kind: String,
+    /// `provider.model`.
+    pub model: Option<String>,
+    /// `provider.contextWindow`: overrides the known-models table.
+    pub context_window: Option<usize>,
+    /// `provider.maxOutputTokens`.
+    pub max_output_tokens: Option<usize>,
+    /// `prompts.dir`: where prompt overrides live (default `~/.config/agentls/prompts`).
+    pub prompts_dir: Option<PathBuf>,
+    /// `provider.baseUrl`: default per kind (api.openai.com/v1, api.anthropic.com).
+    pub base_url: Option<String>,
+    /// `provider.apiKeyEnv`: the environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// `provider.timeoutMs`: connect timeout and longest silence in a stream.
+    pub timeout_ms: u64,
+    /// `provider.maxRetries`: retries of 429/5xx answers.
+    pub max_retries: u32,
+    /// `provider.temperature`: sent when set (the provider's default otherwise).
+    pub temperature: Option<f64>,
+    /// `maxSteps`: model calls per turn.
+    pub max_steps: usize,
+    /// `stateDir`: where session logs live.
+    pub state_dir: Option<PathBuf>,
+    /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
+    pub approval_timeout_ms: u64,
+    pub compaction: CompactionConfig,
+}
+
+/// `compaction.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    /// `compaction.auto`: compact by itself at the threshold (manual, model-switch and
+    /// overflow compaction happen either way).
+    pub auto: bool,
+    /// `compaction.threshold`: fill of the usable window (the window less the output
+    /// reserve) at which a model call waits for compaction.
+    pub threshold: f64,
+    /// `compaction.prepareAt`: fill at which a summary is prepared in the background.
+    pub prepare_at: f64,
+    /// `compaction.targetFill`: the fill a compaction aims for.
+    pub target_fill: f64,
+    /// `compaction.style`: `handoff`, `state_snapshot` or `checkpoint`.
+    pub style: crate::compaction::Style,
+    /// `compaction.promptFile`: replaces the built-in compaction prompt.
+    pub prompt_file: Option<PathBuf>,
+    pub keep_tool_rounds: usize,
+    pub user_message_budget: usize,
+    pub keep_recent_rounds: usize,
+    /// `compaction.ledgerMaxTokens`.
+    pub ledger_max_tokens: usize,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            auto: true,
+            threshold: 0.85,
+            prepare_at: 0.70,
+            target_fill: 0.35,
+            style: crate::compaction::Style::Handoff,
+            prompt_file: None,
+            keep_tool_rounds: 3,
+            user_message_budget: 20_000,
+            keep_recent_rounds: 2,
+            ledger_max_tokens: 4_000,
+        }
+    }
+}
+
+pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
+pub const PROVIDER_KINDS: [&str; 2] = ["openai", "anthropic"];
+
+impl Config {
+    /// The tokenizer counts are made with: configured, else the model's.
+    pub fn tokenizer(&self) -> TokenizerKind {
+        self.tokenizer.unwrap_or_else(|| {
+            self.model
+                .as_deref()
+                .map(TokenizerKind::for_model)
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            agents_md_max_bytes: agents_md::DEFAULT_MAX_BYTES,
+            syntax_max_document_bytes: document::DEFAULT_MAX_SYNTAX_BYTES,
+            syntax_tree_budget_bytes: crate::document::DEFAULT_TREE_BUDGET_BYTES,
+            developer_instructions: None,
+            tokenizer: None,
+            tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
+            editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
+            approval: "ask".to_string(),
+            provider_kind: "openai".to_string(),
+            model: None,
+            context_window: None,
+            max_output_tokens: None,
+            prompts_dir: None,
+            base_url: None,
+            api_key_env: None,
+            timeout_ms: 120_000,
+            max_retries: 4,
+            temperature: None,
+            max_steps: 50,
+            state_dir: None,
+            approval_timeout_ms: 300_000,
+            compaction: CompactionConfig::default(),
+        }
+    }
+}
+
+/// A key whose value was rejected; the previous value stays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    pub key: String,
+    pub message: String,
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ConfigUpdate {
+    pub problems: Vec<ConfigProblem>,
+    pub unknown_keys: Vec<String>,
+}
+
+/// One known key: how to read it from JSON, and how to keep the previous value when the
+/// new one is rejected.
+struct Key {
+    path: &'static str,
+    set: fn(&mut Config, &Value) -> Result<(), String>,
+    keep: fn(&mut Config, &Config),
+}
+
+/// Every known key, by dotted path: one table so validation and defaults cannot drift.
+const KEYS: &[Key] = &[
+    Key {
+        path: "agentsMd.maxBytes",
+        set: |c, v| {
+            c.agents_md_max_bytes = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.agents_md_max_bytes = p.agents_md_max_bytes,
+    },
+    Key {
+        path: "syntax.maxDocumentBytes",
+        set: |c, v| {
+            c.syntax_max_document_bytes = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.syntax_max_document_bytes = p.syntax_max_document_bytes,
+    },
+    Key {
+        path: "syntax.treeBudgetBytes",
+        set: |c, v| {
+            c.syntax_tree_budget_bytes = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.syntax_tree_budget_bytes = p.syntax_tree_budget_bytes,
+    },
+    Key {
+        path: "developerInstructions",
+        set: |c, v| {
+            c.developer_instructions = Some(string(v)?).filter(|s| !s.trim().is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.developer_instructions = p.developer_instructions.clone(),
+    },
+    Key {
+        path: "tokenizer",
+        set: |c, v| {
+            let name = string(v)?;
+            c.tokenizer =
+                Some(TokenizerKind::from_name(&name).ok_or_else(|| {
+                    format!("must be one of {:?}, got {v}", TokenizerKind::NAMES)
+                })?);
+            Ok(())
+        },
+        keep: |c, p| c.tokenizer = p.tokenizer,
+    },
+    Key {
+        path: "toolOutputLimit",
+        set: |c, v| {
+            c.tool_output_limit = serde_json::from_value(v.clone())
+                .map_err(|_| format!("must be {{\"tokens\": n}} or {{\"bytes\": n}}, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.tool_output_limit = p.tool_output_limit,
+    },
+    Key {
+        path: "editorContext.maxTokens",
+        set: |c, v| {
+            c.editor_context_max_tokens = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.editor_context_max_tokens = p.editor_context_max_tokens,
+    },
+    Key {
+        path: "approval",
+        set: |c, v| {
+            c.approval = one_of(v, &APPROVAL_POLICIES)?;
+            Ok(())
+        },
+        keep: |c, p| c.approval = p.approval.clone(),
+    },
+    Key {
+        path: "provider.kind",
+        set: |c, v| {
+            c.provider_kind = one_of(v, &PROVIDER_KINDS)?;
+            Ok(())
+        },
+        keep: |c, p| c.provider_kind = p.provider_kind.clone(),
+    },
+    Key {
+        path: "provider.model",
+        set: |c, v| {
+            c.model = Some(string(v)?).filter(|s| !s.is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.model = p.model.clone(),
+    },
+    Key {
+        path: "provider.contextWindow",
+        set: |c, v| {
+            c.context_window = Some(positive_integer(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.context_window = p.context_window,
+    },
+    Key {
+        path: "provider.maxOutputTokens",
+        set: |c, v| {
+            c.max_output_tokens = Some(positive_integer(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.max_output_tokens = p.max_output_tokens,
+    },
+    Key {
+        path: "provider.baseUrl",
+        set: |c, v| {
+            let url = string(v)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!("must be an http:// or https:// URL, got {v}"));
+            }
+            c.base_url = Some(url.trim_end_matches('/').to_string());
+            Ok(())
+        },
+        keep: |c, p| c.base_url = p.base_url.clone(),
+    },
+    Key {
+        path: "provider.apiKeyEnv",
+        set: |c, v| {
+            c.api_key_env = Some(string(v)?).filter(|s| !s.is_empty());
+            Ok(())
+        },
+        keep: |c, p| c.api_key_env = p.api_key_env.clone(),
+    },
+    Key {
+        path: "provider.timeoutMs",
+        set: |c, v| {
+            c.timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.timeout_ms = p.timeout_ms,
+    },
+    Key {
+        path: "provider.maxRetries",
+        set: |c, v| {
+            c.max_retries = u32::try_from(non_negative_integer(v)?)
+                .map_err(|_| format!("must be a small non-negative integer, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.max_retries = p.max_retries,
+    },
+    Key {
+        path: "provider.temperature",
+        set: |c, v| {
+            c.temperature = Some(
+                v.as_f64()
+                    .filter(|t| (0.0..=2.0).contains(t))
+                    .ok_or_else(|| format!("must be a number from 0 to 2, got {v}"))?,
+            );
+            Ok(())
+        },
+        keep: |c, p| c.temperature = p.temperature,
+    },
+    Key {
+        path: "maxSteps",
+        set: |c, v| {
+            c.max_steps = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.max_steps = p.max_steps,
+    },
+    Key {
+        path: "stateDir",
+        set: |c, v| {
+            c.state_dir = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.state_dir = p.state_dir.clone(),
+    },
+    Key {
+        path: "approvalTimeoutMs",
+        set: |c, v| {
+            c.approval_timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.approval_timeout_ms = p.approval_timeout_ms,
+    },
+    Key {
+        path: "compaction.auto",
+        set: |c, v| {
+            c.compaction.auto = v
+                .as_bool()
+                .ok_or_else(|| format!("must be true or false, got {v}"))?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.auto = p.compaction.auto,
+    },
+    Key {
+        path: "compaction.threshold",
+        set: |c, v| {
+            c.compaction.threshold = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.threshold = p.compaction.threshold,
+    },
+    Key {
+        path: "compaction.prepareAt",
+        set: |c, v| {
+            c.compaction.prepare_at = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.prepare_at = p.compaction.prepare_at,
+    },
+    Key {
+        path: "compaction.targetFill",
+        set: |c, v| {
+            c.compaction.target_fill = fraction(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.target_fill = p.compaction.target_fill,
+    },
+    Key {
+        path: "compaction.style",
+        set: |c, v| {
+            let name = one_of(v, &["handoff", "state_snapshot", "checkpoint"])?;
+            c.compaction.style = crate::compaction::Style::from_name(&name)
+                .unwrap_or(crate::compaction::Style::Handoff);
+            Ok(())
+        },
+        keep: |c, p| c.compaction.style = p.compaction.style,
+    },
+    Key {
+        path: "compaction.promptFile",
+        set: |c, v| {
+            c.compaction.prompt_file = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.compaction.prompt_file = p.compaction.prompt_file.clone(),
+    },
+    Key {
+        path: "compaction.keepToolRounds",
+        set: |c, v| {
+            c.compaction.keep_tool_rounds = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.keep_tool_rounds = p.compaction.keep_tool_rounds,
+    },
+    Key {
+        path: "compaction.userMessageBudget",
+        set: |c, v| {
+            c.compaction.user_message_budget = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.user_message_budget = p.compaction.user_message_budget,
+    },
+    Key {
+        path: "compaction.keepRecentRounds",
+        set: |c, v| {
+            c.compaction.keep_recent_rounds = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.keep_recent_rounds = p.compaction.keep_recent_rounds,
+    },
+    Key {
+        path: "compaction.ledgerMaxTokens",
+        set: |c, v| {
+            c.compaction.ledger_max_tokens = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.ledger_max_tokens = p.compaction.ledger_max_tokens,
+    },
+    Key {
+        path: "prompts.dir",
+        set: |c, v| {
+            c.prompts_dir = Some(PathBuf::from(string(v)?));
+            Ok(())
+        },
+        keep: |c, p| c.prompts_dir = p.prompts_dir.clone(),
+    },
+];
+
+fn string(value: &Value) -> Result<String, String> {
+    value
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("must be a string, got {value}"))
+}
+
+fn one_of(value: &Value, allowed: &[&str]) -> Result<String, String> {
+    match value.as_str() {
+        Some(s) if allowed.contains(&s) => Ok(s.to_string()),
+        _ => Err(format!("must be one of {allowed:?}, got {value}")),
+    }
+}
+
+/// A number in (0, 1].
+fn fraction(value: &Value) -> Result<f64, String> {
+    value
+        .as_f64()
+        .filter(|f| *f > 0.0 && *f <= 1.0)
+        .ok_or_else(|| format!("must be a number between 0 and 1, got {value}"))
+}
+
+fn positive_integer(value: &Value) -> Result<usize, String> {
+    match non_negative_integer(value) {
+        Ok(0) | Err(_) => Err(format!("must be a positive integer, got {value}")),
+        Ok(n) => Ok(n),
+    }
+}
+
+fn non_negative_integer(value: &Value) -> Result<usize, String> {
+    value
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| format!("must be a non-negative integer, got {value}"))
+}
+
+impl Config {
+    /// The configuration `settings` describes, starting from `previous` for rejected keys.
+    pub fn from_settings(previous: &Config, settings: &Value) -> (Config, ConfigUpdate) {
+        let mut update = ConfigUpdate::default();
+        let mut next = Config::default();
+        let settings = match settings {
+            Value::Null => &Value::Object(Map::new()),
+            Value::Object(map)
+                if map.len() == 1 && map.get("agentls").is_some_and(Value::is_object) =>
+            {
+                &map["agentls"]
+            }
+            other => other,
+        };
+        let Value::Object(map) = settings else {
+            update.problems.push(ConfigProblem {
+                key: "(settings)".into(),
+                message: format!("must be an object, got {settings}"),
+            });
+            return (previous.clone(), update);
+        };
+        let mut leaves = Vec::new();
+        flatten("", map, &mut leaves);
+        for (key, value) in leaves {
+            match KEYS.iter().find(|known| known.path == key) {
+                // null means "the default".
+                Some(_) if value.is_null() => {}
+                Some(known) => {
+                    if let Err(message) = (known.set)(&mut next, value) {
+                        (known.keep)(&mut next, previous);
+                        update.problems.push(ConfigProblem { key, message });
+                    }
+                }
+                None => update.unknown_keys.push(key),
+            }
+        }
+        (next, update)
+    }
+}
+
+/// Flattens nested objects into dotted keys, but only as deep as the known keys go: a
+/// section object that is not a known prefix is reported whole as one unknown key.
+fn flatten<'a>(prefix: &str, map: &'a Map<String, Value>, out: &mut Vec<(String, &'a Value)>) {
+    for (name, value) in map {
+        let key = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        let is_section = KEYS
+            .iter()
+            .any(|known| known.path.starts_with(&format!("{key}.")));
+        match value {
+            Value::Object(inner) if is_section => flatten(&key, inner, out),
+            _ => out.push((key, value)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_for_empty_or_null_settings() {
+        for settings in [json!(null), json!({})] {
+            let (config, update) = Config::from_settings(&Config::default(), &settings);
+            assert_eq!(config, Config::default());
+            assert_eq!(update, ConfigUpdate::default());
+        }
+    }
+
+    #[test]
+    fn known_keys_are_read_and_nested_or_wrapped_forms_agree() {
+        let (a, _) = Config::from_settings(
+            &Config::default(),
+            &json!({"agentsMd": {"maxBytes": 100}, "syntax": {"maxDocumentBytes": 5}}),
+        );
+        let (b, _) = Config::from_settings(
+            &Config::default(),
+            &json!({"agentls": {"agentsMd": {"maxBytes": 100}, "syntax": {"maxDocumentBytes": 5}}}),
+        );
+        assert_eq!(a.agents_md_max_bytes, 100);
+        assert_eq!(a.syntax_max_document_bytes, 5);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn wrong_type_keeps_the_previous_value_and_names_the_key() {
+        let previous = Config {
+            agents_md_max_bytes: 777,
+            ..Config::default()
+        };
+        let (config, update) = Config::from_settings(
+            &previous,
+            &json!({"agentsMd": {"maxBytes": "lots"}, "syntax": {"maxDocumentBytes": 9}}),
+        );
+        assert_eq!(config.agents_md_max_bytes, 777);
+        assert_eq!(config.syntax_max_document_bytes, 9);
+        assert_eq!(update.problems.len(), 1);
+        assert_eq!(update.problems[0].key, "agentsMd.maxBytes");
+        assert!(update.problems[0].message.contains("\"lots\""));
+        let (config, update) =
+            Config::from_settings(&previous, &json!({"agentsMd": {"maxBytes": -1}}));
+        assert_eq!(config.agents_md_max_bytes, 777);
+        assert_eq!(update.problems[0].key, "agentsMd.maxBytes");
+    }
+
+    #[test]
+    fn absent_keys_return_to_defaults_and_unknown_keys_are_listed() {
+        let previous = Config {
+            agents_md_max_bytes: 1,
+            syntax_max_document_bytes: 2,
+            ..Config::default()
+        };
+        let (config, update) = Config::from_settings(
+            &previous,
+            &json!({"colour": {"kind": "openai"}, "agentsMd": {"maxBytes": 3, "colour": 1}}),
+        );
+        assert_eq!(config.agents_md_max_bytes, 3);
+        assert_eq!(
+            config.syntax_max_document_bytes,
+            Config::default().syntax_max_document_bytes
+        );
+        assert_eq!(update.unknown_keys, ["agentsMd.colour", "colour"]);
+    }
+
+    #[test]
+    fn context_keys_are_validated() {
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({
+                "developerInstructions": "Prefer small diffs.",
+                "tokenizer": "cl100k_base",
+                "toolOutputLimit": {"bytes": 4000},
+                "editorContext": {"maxTokens": 500},
+                "approval": "auto-edit",
+                "provider": {"kind": "anthropic", "model": "claude-x", "contextWindow": 1000},
+                "prompts": {"dir": "/p"}
+            }),
+        );
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(
+            config.developer_instructions.as_deref(),
+            Some("Prefer small diffs.")
+        );
+        assert_eq!(config.tokenizer(), TokenizerKind::Cl100kBase);
+        assert_eq!(config.tool_output_limit, TruncationPolicy::Bytes(4000));
+        assert_eq!(config.editor_context_max_tokens, 500);
+        assert_eq!(config.approval, "auto-edit");
+        assert_eq!(config.provider_kind, "anthropic");
+        assert_eq!(config.context_window, Some(1000));
+        assert_eq!(config.prompts_dir, Some(PathBuf::from("/p")));
+
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({
+                "tokenizer": "llama",
+                "toolOutputLimit": {"lines": 3},
+                "approval": "yolo",
+                "provider": {"contextWindow": 0, "model": "gpt-4"}
+            }),
+        );
+        let keys: Vec<_> = update.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "approval",
+                "provider.contextWindow",
+                "tokenizer",
+                "toolOutputLimit"
+            ]
+        );
+        assert_eq!(
+            config.tool_output_limit,
+            truncate::DEFAULT_TOOL_OUTPUT_LIMIT
+        );
+        // Without a configured tokenizer, the model decides.
+        assert_eq!(config.tokenizer(), TokenizerKind::Cl100kBase);
+    }
+
+    #[test]
+    fn a_non_object_is_rejected_whole() {
+        let previous = Config {
+            agents_md_max_bytes: 5,
+            ..Config::default()
+        };
+        let (config, update) = Config::from_settings(&previous, &json!([1, 2]));
+        assert_eq!(config, previous);
+        assert_eq!(update.problems[0].key, "(settings)");
+    }
+}

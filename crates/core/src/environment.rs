@@ -1,0 +1,95 @@
+//! The environment block of a turn: where the agent works and under which rules. It goes in
+//! the turn's user message (never in the stable prefix: it carries the date).
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    pub cwd: String,
+    /// `ask`, `auto-edit` or `full-auto` (see the agent loop's approval policy).
+    pub approval_policy: String,
+    /// agentls runs tools unsandboxed: file tools are confined to the workspace roots and
+    /// approvals guard the rest. Said as it is, so the model does not assume a sandbox.
+    pub sandbox_mode: String,
+    pub shell: String,
+    pub workspace_roots: Vec<String>,
+    /// `YYYY-MM-DD`, UTC.
+    pub date: String,
+}
+
+impl Environment {
+    pub fn render(&self) -> String {
+        let mut out = String::from("<environment_context>\n");
+        out.push_str(&format!("  <cwd>{}</cwd>\n", self.cwd));
+        out.push_str(&format!(
+            "  <approval_policy>{}</approval_policy>\n",
+            self.approval_policy
+        ));
+        out.push_str(&format!(
+            "  <sandbox_mode>{}</sandbox_mode>\n",
+            self.sandbox_mode
+        ));
+        out.push_str(&format!("  <shell>{}</shell>\n", self.shell));
+        if !self.workspace_roots.is_empty() {
+            out.push_str("  <workspace_roots>\n");
+            for root in &self.workspace_roots {
+                out.push_str(&format!("    <root>{root}</root>\n"));
+            }
+            out.push_str("  </workspace_roots>\n");
+        }
+        out.push_str(&format!("  <current_date>{}</current_date>\n", self.date));
+        out.push_str("</environment_context>");
+        out
+    }
+}
+
+/// `YYYY-MM-DD` of a day counted from 1970-01-01 (Howard Hinnant's civil-from-days).
+pub fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(59), "1970-03-01");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(civil_date(20_779), "2026-11-22");
+        assert_eq!(civil_date(-1), "1969-12-31");
+    }
+
+    #[test]
+    fn renders_as_xml() {
+        let env = Environment {
+            cwd: "/w".into(),
+            approval_policy: "ask".into(),
+            sandbox_mode: "none".into(),
+            shell: "bash".into(),
+            workspace_roots: vec!["/w".into(), "/x".into()],
+            date: "2026-11-22".into(),
+        };
+        expect_test::expect![[r#"
+            <environment_context>
+              <cwd>/w</cwd>
+              <approval_policy>ask</approval_policy>
+              <sandbox_mode>none</sandbox_mode>
+              <shell>bash</shell>
+              <workspace_roots>
+                <root>/w</root>
+                <root>/x</root>
+              </workspace_roots>
+              <current_date>2026-11-22</current_date>
+            </environment_context>"#]]
+        .assert_eq(&env.render());
+    }
+}

@@ -1,0 +1,34 @@
+//! agentls-core: everything agentls knows that is a function over data. Positions and
+//! documents, syntax queries, token counts and truncation, the conversation history and its
+//! invariants, the editor block, context assembly, the ledger, compaction planning, approval
+//! rules, configuration, prompts and the providers' wire formats.
+//!
+//! Architecture invariant: this crate does no IO. Its Cargo.toml names no async runtime, no
+//! HTTP client, no file walker, no libc and no LSP transport; the server crate (`agentls`)
+//! holds every edge and calls in here. See ARCHITECTURE.md.
+
+pub mod agents_md;
+pub mod anthropic_wire;
+pub mod approval;
+pub mod compaction;
+pub mod config;
+pub mod context;
+pub mod document;
+pub mod editor_context;
+pub mod editor_state;
+pub mod environment;
+pub mod history;
+pub mod inspect;
+pub mod language;
+pub mod ledger;
+pub mod models;
+pub mod openai_wire;
+pub mod position;
+pub mod prompt_text;
+pub mod prompts;
+pub mod session;
+pub mod skills;
+pub mod syntax;
+pub mod tokens;
+pub mod tool_info;
+pub mod truncate;

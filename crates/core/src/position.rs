@@ -1,0 +1,357 @@
+//! The one place where positions change units: LSP positions (line + offset in the
+//! negotiated encoding), ropey char indices, byte offsets and tree-sitter points.
+//!
+//! Lines follow the LSP spec: `\n`, `\r\n` and a lone `\r` end a line (ropey is built
+//! with `cr_lines` and without `unicode_lines`, so U+2028 and friends do not).
+//!
+//! Tree-sitter counts rows on `\n` only; the points we hand it are (LSP line, byte column)
+//! and differ from its own only in documents with a lone `\r`. agentls never reads a
+//! tree-sitter point back: every syntax answer is in bytes and converted here.
+//!
+//! Nothing here panics: a column past the end of a line clamps to the line end, a column
+//! inside a multi-unit character rounds down to the character's start, a line past the
+//! end of the document is an error the caller turns into InvalidParams.
+
+use lsp_types::{Position, PositionEncodingKind, Range};
+use ropey::Rope;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PositionEncoding {
+    Utf8,
+    /// The LSP default when the client offers nothing.
+    #[default]
+    Utf16,
+    Utf32,
+}
+
+impl PositionEncoding {
+    /// Picks from the client's `general.positionEncodings`: utf-8 when offered (no
+    /// conversion cost), else utf-16 (mandatory for every client), utf-32 only when it is
+    /// the sole offer besides nothing we know.
+    pub fn negotiate(offered: Option<&[PositionEncodingKind]>) -> PositionEncoding {
+        let Some(offered) = offered else {
+            return PositionEncoding::Utf16;
+        };
+        let has = |kind: &PositionEncodingKind| offered.iter().any(|o| o == kind);
+        if has(&PositionEncodingKind::UTF8) {
+            PositionEncoding::Utf8
+        } else if has(&PositionEncodingKind::UTF16) || offered.is_empty() {
+            PositionEncoding::Utf16
+        } else if has(&PositionEncodingKind::UTF32) {
+            PositionEncoding::Utf32
+        } else {
+            PositionEncoding::Utf16
+        }
+    }
+
+    pub fn kind(self) -> PositionEncodingKind {
+        match self {
+            PositionEncoding::Utf8 => PositionEncodingKind::UTF8,
+            PositionEncoding::Utf16 => PositionEncodingKind::UTF16,
+            PositionEncoding::Utf32 => PositionEncodingKind::UTF32,
+        }
+    }
+}
+
+/// A line past the end of the document. The caller adds the uri.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineOutOfRange {
+    pub position: Position,
+    pub line_count: usize,
+}
+
+impl std::fmt::Display for LineOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "position {}:{} is past the end of the document ({} lines, last line {})",
+            self.position.line,
+            self.position.character,
+            self.line_count,
+            self.line_count.saturating_sub(1)
+        )
+    }
+}
+
+impl std::error::Error for LineOutOfRange {}
+
+/// Number of lines as LSP counts them: a trailing line break starts an (empty) last line.
+pub fn line_count(rope: &Rope) -> usize {
+    rope.len_lines()
+}
+
+/// Char index of the end of `line`'s content, before its line break.
+fn line_content_end_char(rope: &Rope, line: usize) -> usize {
+    let start = rope.line_to_char(line);
+    let slice = rope.line(line);
+    let mut len = slice.len_chars();
+    if len > 0 && slice.char(len - 1) == '\n' {
+        len -= 1;
+        if len > 0 && slice.char(len - 1) == '\r' {
+            len -= 1;
+        }
+    } else if len > 0 && slice.char(len - 1) == '\r' {
+        len -= 1;
+    }
+    start + len
+}
+
+/// LSP position → char index, clamped to the line's end.
+pub fn position_to_char(
+    rope: &Rope,
+    position: Position,
+    encoding: PositionEncoding,
+) -> Result<usize, LineOutOfRange> {
+    let line = position.line as usize;
+    if line >= rope.len_lines() {
+        return Err(LineOutOfRange {
+            position,
+            line_count: rope.len_lines(),
+        });
+    }
+    let line_start = rope.line_to_char(line);
+    let line_end = line_content_end_char(rope, line);
+    let column = position.character as usize;
+    let char_idx = match encoding {
+        PositionEncoding::Utf32 => line_start.saturating_add(column),
+        PositionEncoding::Utf8 => {
+            let start_byte = rope.char_to_byte(line_start);
+            let end_byte = rope.char_to_byte(line_end);
+            // byte_to_char rounds a byte inside a character down to that character.
+            rope.byte_to_char(start_byte.saturating_add(column).min(end_byte))
+        }
+        PositionEncoding::Utf16 => {
+            let start_cu = rope.char_to_utf16_cu(line_start);
+            let end_cu = rope.char_to_utf16_cu(line_end);
+            // utf16_cu_to_char rounds the middle of a surrogate pair down to its char.
+            rope.utf16_cu_to_char(start_cu.saturating_add(column).min(end_cu))
+        }
+    };
+    Ok(char_idx.min(line_end))
+}
+
+/// LSP position → byte offset, clamped to the line's end.
+pub fn position_to_byte(
+    rope: &Rope,
+    position: Position,
+    encoding: PositionEncoding,
+) -> Result<usize, LineOutOfRange> {
+    position_to_char(rope, position, encoding).map(|c| rope.char_to_byte(c))
+}
+
+/// Char index → LSP position. An index past the end is treated as the end.
+pub fn char_to_position(rope: &Rope, char_idx: usize, encoding: PositionEncoding) -> Position {
+    let char_idx = char_idx.min(rope.len_chars());
+    let line = rope.char_to_line(char_idx);
+    let line_start = rope.line_to_char(line);
+    let column = match encoding {
+        PositionEncoding::Utf32 => char_idx - line_start,
+        PositionEncoding::Utf8 => rope.char_to_byte(char_idx) - rope.char_to_byte(line_start),
+        PositionEncoding::Utf16 => {
+            rope.char_to_utf16_cu(char_idx) - rope.char_to_utf16_cu(line_start)
+        }
+    };
+    Position::new(to_u32(line), to_u32(column))
+}
+
+/// Byte offset → LSP position. A byte inside a character rounds down to it; past the end
+/// is the end.
+pub fn byte_to_position(rope: &Rope, byte: usize, encoding: PositionEncoding) -> Position {
+    let byte = byte.min(rope.len_bytes());
+    char_to_position(rope, rope.byte_to_char(byte), encoding)
+}
+
+/// Byte range → LSP range.
+pub fn byte_range_to_range(
+    rope: &Rope,
+    bytes: std::ops::Range<usize>,
+    encoding: PositionEncoding,
+) -> Range {
+    Range::new(
+        byte_to_position(rope, bytes.start, encoding),
+        byte_to_position(rope, bytes.end, encoding),
+    )
+}
+
+/// LSP range → byte range. An end before the start is an empty range at the start.
+pub fn range_to_bytes(
+    rope: &Rope,
+    range: Range,
+    encoding: PositionEncoding,
+) -> Result<std::ops::Range<usize>, LineOutOfRange> {
+    let start = position_to_byte(rope, range.start, encoding)?;
+    let end = position_to_byte(rope, range.end, encoding)?;
+    Ok(start..end.max(start))
+}
+
+/// Byte offset → the tree-sitter point we report for it: (LSP line, byte column).
+pub fn byte_to_point(rope: &Rope, byte: usize) -> tree_sitter::Point {
+    let byte = byte.min(rope.len_bytes());
+    let line = rope.byte_to_line(byte);
+    tree_sitter::Point::new(line, byte - rope.line_to_byte(line))
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PositionEncoding::*;
+
+    fn pos(line: u32, character: u32) -> Position {
+        Position::new(line, character)
+    }
+
+    /// Round trip every char boundary of `text` through every encoding.
+    fn assert_round_trips(text: &str) {
+        let rope = Rope::from_str(text);
+        for enc in [Utf8, Utf16, Utf32] {
+            for c in 0..=rope.len_chars() {
+                let p = char_to_position(&rope, c, enc);
+                let back = position_to_char(&rope, p, enc).unwrap();
+                // A char inside a CRLF pair (the \n) maps to the line end, i.e. the \r.
+                let expected = if c > 0
+                    && c < rope.len_chars()
+                    && rope.char(c) == '\n'
+                    && rope.char(c - 1) == '\r'
+                {
+                    c - 1
+                } else {
+                    c
+                };
+                assert_eq!(back, expected, "{enc:?} char {c} -> {p:?} in {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn negotiation_prefers_utf8_then_utf16() {
+        use PositionEncodingKind as K;
+        assert_eq!(PositionEncoding::negotiate(None), Utf16);
+        assert_eq!(PositionEncoding::negotiate(Some(&[])), Utf16);
+        assert_eq!(
+            PositionEncoding::negotiate(Some(&[K::UTF16, K::UTF8])),
+            Utf8
+        );
+        assert_eq!(
+            PositionEncoding::negotiate(Some(&[K::UTF32, K::UTF16])),
+            Utf16
+        );
+        assert_eq!(PositionEncoding::negotiate(Some(&[K::UTF32])), Utf32);
+        assert_eq!(PositionEncoding::negotiate(Some(&[K::new("utf-7")])), Utf16);
+    }
+
+    #[test]
+    fn ascii_is_the_same_in_every_encoding() {
+        let rope = Rope::from_str("fn main() {}\nlet x = 1;\n");
+        for enc in [Utf8, Utf16, Utf32] {
+            assert_eq!(position_to_byte(&rope, pos(1, 4), enc).unwrap(), 17);
+            assert_eq!(byte_to_position(&rope, 17, enc), pos(1, 4));
+        }
+    }
+
+    #[test]
+    fn emoji_takes_4_bytes_2_utf16_units_1_char() {
+        // "a😀b": 😀 is U+1F600, outside the BMP.
+        let rope = Rope::from_str("a😀b\n");
+        assert_eq!(position_to_byte(&rope, pos(0, 3), Utf16).unwrap(), 5);
+        assert_eq!(position_to_byte(&rope, pos(0, 5), Utf8).unwrap(), 5);
+        assert_eq!(position_to_byte(&rope, pos(0, 2), Utf32).unwrap(), 5);
+        assert_eq!(byte_to_position(&rope, 5, Utf16), pos(0, 3));
+        assert_eq!(byte_to_position(&rope, 5, Utf8), pos(0, 5));
+        assert_eq!(byte_to_position(&rope, 5, Utf32), pos(0, 2));
+    }
+
+    #[test]
+    fn inside_a_surrogate_pair_or_a_utf8_sequence_rounds_down() {
+        let rope = Rope::from_str("a😀b");
+        // utf-16 unit 2 is the low surrogate of 😀: round down to the emoji's start.
+        assert_eq!(position_to_byte(&rope, pos(0, 2), Utf16).unwrap(), 1);
+        // utf-8 bytes 2..=4 are inside 😀.
+        for b in 2..=4 {
+            assert_eq!(position_to_byte(&rope, pos(0, b), Utf8).unwrap(), 1);
+        }
+        assert_eq!(byte_to_position(&rope, 3, Utf16), pos(0, 1));
+    }
+
+    #[test]
+    fn cjk_is_3_bytes_1_utf16_unit() {
+        let rope = Rope::from_str("中文x\n");
+        assert_eq!(position_to_byte(&rope, pos(0, 2), Utf16).unwrap(), 6);
+        assert_eq!(position_to_byte(&rope, pos(0, 6), Utf8).unwrap(), 6);
+        assert_eq!(position_to_byte(&rope, pos(0, 2), Utf32).unwrap(), 6);
+        assert_eq!(byte_to_position(&rope, 6, Utf16), pos(0, 2));
+    }
+
+    #[test]
+    fn crlf_lines_and_past_the_end_of_a_line_clamps_before_the_break() {
+        let rope = Rope::from_str("ab\r\ncd\r\n");
+        assert_eq!(line_count(&rope), 3);
+        assert_eq!(position_to_byte(&rope, pos(1, 0), Utf16).unwrap(), 4);
+        // Past the end of line 0 clamps to before "\r\n", never into the break.
+        assert_eq!(position_to_byte(&rope, pos(0, 2), Utf16).unwrap(), 2);
+        assert_eq!(position_to_byte(&rope, pos(0, 3), Utf16).unwrap(), 2);
+        assert_eq!(position_to_byte(&rope, pos(0, 999), Utf8).unwrap(), 2);
+        assert_eq!(position_to_byte(&rope, pos(0, u32::MAX), Utf32).unwrap(), 2);
+        // The empty last line after the final break.
+        assert_eq!(position_to_byte(&rope, pos(2, 0), Utf16).unwrap(), 8);
+        assert_eq!(position_to_byte(&rope, pos(2, 5), Utf16).unwrap(), 8);
+        assert_eq!(byte_to_position(&rope, 8, Utf16), pos(2, 0));
+    }
+
+    #[test]
+    fn lone_cr_ends_a_line_but_unicode_separators_do_not() {
+        let rope = Rope::from_str("a\rb\u{2028}c\nd");
+        assert_eq!(line_count(&rope), 3);
+        assert_eq!(position_to_byte(&rope, pos(1, 0), Utf8).unwrap(), 2);
+        assert_eq!(byte_to_position(&rope, 8, Utf8), pos(2, 0));
+        assert_eq!(byte_to_position(&rope, 6, Utf16), pos(1, 2));
+    }
+
+    #[test]
+    fn line_past_the_end_is_an_error_naming_the_position() {
+        let rope = Rope::from_str("one\ntwo");
+        let err = position_to_byte(&rope, pos(2, 0), Utf16).unwrap_err();
+        assert_eq!(err.line_count, 2);
+        assert_eq!(err.position, pos(2, 0));
+        assert!(err.to_string().contains("2:0"), "{err}");
+        assert!(position_to_byte(&rope, pos(u32::MAX, 0), Utf8).is_err());
+        let empty = Rope::new();
+        assert_eq!(position_to_byte(&empty, pos(0, 7), Utf16).unwrap(), 0);
+        assert!(position_to_byte(&empty, pos(1, 0), Utf16).is_err());
+    }
+
+    #[test]
+    fn bytes_and_chars_past_the_end_map_to_the_end() {
+        let rope = Rope::from_str("ab\ncd");
+        assert_eq!(byte_to_position(&rope, 1000, Utf16), pos(1, 2));
+        assert_eq!(char_to_position(&rope, 1000, Utf32), pos(1, 2));
+        assert_eq!(byte_to_point(&rope, 1000), tree_sitter::Point::new(1, 2));
+    }
+
+    #[test]
+    fn reversed_range_is_empty_at_its_start() {
+        let rope = Rope::from_str("hello world");
+        let r = Range::new(pos(0, 6), pos(0, 2));
+        assert_eq!(range_to_bytes(&rope, r, Utf16).unwrap(), 6..6);
+    }
+
+    #[test]
+    fn tree_sitter_points_are_line_and_byte_column() {
+        let rope = Rope::from_str("é\r\n😀x");
+        assert_eq!(byte_to_point(&rope, 4), tree_sitter::Point::new(1, 0));
+        assert_eq!(byte_to_point(&rope, 8), tree_sitter::Point::new(1, 4));
+    }
+
+    #[test]
+    fn round_trips_over_mixed_text() {
+        assert_round_trips("");
+        assert_round_trips("a😀b\r\n中文\rx\n\n🎉🎉\r\nend");
+        assert_round_trips("\r\n\r\n");
+        assert_round_trips("👨‍👩‍👧 family\u{2028}sep");
+    }
+}

@@ -1,0 +1,598 @@
+//! A session's durable state as a fold over its events. The same `apply` runs live (after the
+//! event is written to the log) and on reload (replaying the log), so a reloaded session is
+//! the session that was running: history, plan, approvals, calibration, usage.
+//!
+//! Pure: the log file is `session_log`'s business.
+
+use std::collections::BTreeSet;
+
+use crate::history::{Entry, History, Item};
+use crate::ledger::Ledger;
+use crate::prompts::Prompts;
+use crate::tokens::{Calibration, TokenizerKind};
+use crate::tool_info::PlanEntry;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(
+    tag = "event",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        model: String,
+        workspace: String,
+        at: u64,
+    },
+    TurnStarted {
+        turn_id: String,
+        at: u64,
+    },
+    /// An item entered the history (with its token count, so a reload need not recount).
+    Item {
+        turn_id: String,
+        entry: Entry,
+    },
+    Permission {
+        turn_id: String,
+        tool_call_id: String,
+        tool: String,
+        /// `allowOnce`, `allowAlways`, `rejectOnce`, `rejectAlways`, or `cancelled`.
+        outcome: String,
+        /// For shell commands remembered with allowAlways/rejectAlways: the command prefix.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<String>,
+    },
+    Plan {
+        turn_id: String,
+        entries: Vec<PlanEntry>,
+    },
+    Usage {
+        turn_id: String,
+        input_tokens: u64,
+        output_tokens: u64,
+        /// What agentls estimated for the request this usage is about.
+        estimated_input: u64,
+    },
+    Error {
+        turn_id: String,
+        message: String,
+        retryable: bool,
+    },
+    ModelChanged {
+        model: String,
+        /// The window given with the switch (`agent/session/setModel`), else the model's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<usize>,
+    },
+    /// A compaction boundary: the history from here on is `entries` (the rebuilt one).
+    Compacted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        entries: Vec<Entry>,
+        /// The summary (with the ledger) as the model will see it, for the transcript.
+        summary: String,
+        metrics: CompactionMetrics,
+    },
+    TurnEnded {
+        turn_id: String,
+        stop_reason: String,
+        at: u64,
+    },
+}
+
+/// What a compaction did, recorded with its boundary and reported to the client.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionMetrics {
+    /// `threshold`, `prepared`, `manual`, `modelSwitch`, `overflow`.
+    pub trigger: String,
+    /// `trim`, `summary`, `middle_drop`, `oldest_drop`.
+    pub strategy: String,
+    /// The summary's style when a model wrote it.
+    pub style: Option<String>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub items_before: usize,
+    pub items_after: usize,
+    pub outputs_trimmed: usize,
+    pub tool_rounds_kept: usize,
+    pub duration_ms: u64,
+    pub summarizer_input_tokens: u64,
+    pub summarizer_output_tokens: u64,
+    /// Why the model's summary was not used, when it was not.
+    pub fallback_reason: Option<String>,
+}
+
+/// Approvals remembered for the session (allowAlways / rejectAlways).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approvals {
+    pub allowed_tools: BTreeSet<String>,
+    pub rejected_tools: BTreeSet<String>,
+    /// Shell command prefixes, e.g. `cargo test`.
+    pub allowed_commands: BTreeSet<String>,
+    pub rejected_commands: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub id: String,
+    pub model: String,
+    pub workspace: String,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub history: History,
+    pub plan: Vec<PlanEntry>,
+    pub approvals: Approvals,
+    pub calibration: Calibration,
+    /// The last provider-reported usage, if any since the last history change.
+    pub last_usage: Option<LastUsage>,
+    pub turns: u32,
+    /// The first user message, shortened: what a session list shows.
+    pub title: String,
+    /// The turn that started and has not ended (a crash leaves one open).
+    pub open_turn: Option<String>,
+    pub errors: Vec<String>,
+    /// What compaction must carry, folded from every event.
+    pub ledger: Ledger,
+    pub compactions: u32,
+    /// Consecutive compactions that saved less than 10 %.
+    pub low_yield_compactions: u32,
+    /// The window of the session's model when set with the switch.
+    pub context_window: Option<usize>,
+    /// Bumped by every compaction: a summary prepared before it is stale.
+    pub generation: u64,
+}
+
+const TITLE_CHARS: usize = 60;
+
+impl Session {
+    pub fn new(id: &str, model: &str, workspace: &str, tokenizer: TokenizerKind) -> Session {
+        Session {
+            id: id.to_string(),
+            model: model.to_string(),
+            workspace: workspace.to_string(),
+            created_at: 0,
+            updated_at: 0,
+            history: History::new(tokenizer),
+            plan: Vec::new(),
+            approvals: Approvals::default(),
+            calibration: Calibration::default(),
+            last_usage: None,
+            turns: 0,
+            title: String::new(),
+            open_turn: None,
+            errors: Vec::new(),
+            ledger: Ledger::default(),
+            compactions: 0,
+            low_yield_compactions: 0,
+            context_window: None,
+            generation: 0,
+        }
+    }
+
+    /// Replays a log. The entries' recorded counts are trusted when they were made with
+    /// `tokenizer`; the caller recounts after a tokenizer change.
+    pub fn replay(
+        id: &str,
+        events: &[Event],
+        tokenizer: TokenizerKind,
+        prompts: &Prompts,
+    ) -> Session {
+        let mut session = Session::new(id, "", "", tokenizer);
+        for event in events {
+            session.apply(event, prompts);
+        }
+        session
+    }
+
+    pub fn apply(&mut self, event: &Event, _prompts: &Prompts) {
+        self.ledger.observe(event);
+        match event {
+            Event::SessionStarted {
+                session_id,
+                model,
+                workspace,
+                at,
+            } => {
+                // The id is the log's file name; one written inside the file is not trusted.
+                if self.id.is_empty() {
+                    self.id = session_id.clone();
+                }
+                self.model = model.clone();
+                self.workspace = workspace.clone();
+                self.created_at = *at;
+                self.updated_at = *at;
+            }
+            Event::TurnStarted { turn_id, at } => {
+                self.turns += 1;
+                self.open_turn = Some(turn_id.clone());
+                self.updated_at = *at;
+            }
+            Event::Item { entry, .. } => {
+                if self.title.is_empty() {
+                    if let Item::User { text, .. } = &entry.item {
+                        self.title = shorten(text);
+                    }
+                }
+                // Counted when recorded; appended as is (a reload must not recount 150K
+                // tokens).
+                self.history.push_recorded(entry.clone());
+                self.last_usage = None;
+            }
+            Event::Permission {
+                tool,
+                outcome,
+                prefix,
+                ..
+            } => {
+                let approvals = &mut self.approvals;
+                match (outcome.as_str(), prefix) {
+                    ("allowAlways", Some(prefix)) => {
+                        approvals.allowed_commands.insert(prefix.clone());
+                        approvals.rejected_commands.remove(prefix);
+                    }
+                    ("rejectAlways", Some(prefix)) => {
+                        approvals.rejected_commands.insert(prefix.clone());
+                        approvals.allowed_commands.remove(prefix);
+                    }
+                    ("allowAlways", None) => {
+                        approvals.allowed_tools.insert(tool.clone());
+                        approvals.rejected_tools.remove(tool);
+                    }
+                    ("rejectAlways", None) => {
+                        approvals.rejected_tools.insert(tool.clone());
+                        approvals.allowed_tools.remove(tool);
+                    }
+                    _ => {}
+                }
+            }
+            Event::Plan { entries, .. } => self.plan = entries.clone(),
+            Event::Usage {
+                input_tokens,
+                output_tokens,
+                estimated_input,
+                ..
+            } => {
+                self.calibration
+                    .observe(*estimated_input as usize, *input_tokens as usize);
+                self.last_usage = Some(LastUsage {
+                    input_tokens: *input_tokens,
+                    output_tokens: *output_tokens,
+                });
+            }
+            Event::Error { message, .. } => self.errors.push(message.clone()),
+            Event::ModelChanged {
+                model,
+                context_window,
+            } => {
+                self.model = model.clone();
+                self.context_window = *context_window;
+            }
+            Event::Compacted {
+                entries, metrics, ..
+            } => {
+                self.history = History::from_entries(self.history.tokenizer(), entries.clone());
+                self.last_usage = None;
+                self.compactions += 1;
+                self.generation += 1;
+                let saved = 1.0 - metrics.tokens_after as f64 / metrics.tokens_before.max(1) as f64;
+                if saved < 0.10 {
+                    self.low_yield_compactions += 1;
+                } else {
+                    self.low_yield_compactions = 0;
+                }
+            }
+            Event::TurnEnded { at, .. } => {
+                self.open_turn = None;
+                self.updated_at = *at;
+            }
+        }
+    }
+}
+
+/// The first line of `text`, at most TITLE_CHARS characters, with … when cut.
+pub fn shorten(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// One row of the transcript a client renders (`agent/session/load`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum TranscriptItem {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+    },
+    ToolCall {
+        tool_call_id: String,
+        name: String,
+        title: String,
+        tool_kind: crate::tool_info::ToolKind,
+        input: serde_json::Value,
+        /// `completed`, `failed`, or `pending` when no output was ever recorded.
+        status: String,
+        output: Option<String>,
+    },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    Compaction {
+        summary: String,
+        tokens_before: usize,
+        tokens_after: usize,
+        strategy: String,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// The transcript of a session's events, in order.
+pub fn transcript(events: &[Event]) -> Vec<TranscriptItem> {
+    let mut items: Vec<TranscriptItem> = Vec::new();
+    for event in events {
+        match event {
+            Event::Item { entry, .. } => match &entry.item {
+                Item::User { text, .. } => items.push(TranscriptItem::User { text: text.clone() }),
+                Item::Assistant { text } => {
+                    items.push(TranscriptItem::Assistant { text: text.clone() })
+                }
+                Item::ToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    let input: serde_json::Value =
+                        serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+                    items.push(TranscriptItem::ToolCall {
+                        tool_call_id: call_id.clone(),
+                        name: name.clone(),
+                        title: crate::tool_info::title(name, &input),
+                        tool_kind: crate::tool_info::kind_of(name),
+                        input,
+                        status: "pending".into(),
+                        output: None,
+                    })
+                }
+                Item::ToolOutput {
+                    call_id,
+                    content,
+                    success,
+                    ..
+                } => {
+                    for item in items.iter_mut().rev() {
+                        if let TranscriptItem::ToolCall {
+                            tool_call_id,
+                            status,
+                            output,
+                            ..
+                        } = item
+                        {
+                            if tool_call_id == call_id {
+                                *status = if *success { "completed" } else { "failed" }.into();
+                                *output = Some(content.clone());
+                                break;
+                            }
+                        }
+                    }
+                }
+                // Shown once, from its boundary event.
+                Item::CompactionSummary { .. }
+                | Item::Instructions { .. }
+                | Item::Internal { .. } => {}
+            },
+            Event::Compacted {
+                summary, metrics, ..
+            } => items.push(TranscriptItem::Compaction {
+                summary: summary.clone(),
+                tokens_before: metrics.tokens_before,
+                tokens_after: metrics.tokens_after,
+                strategy: metrics.strategy.clone(),
+            }),
+            Event::Plan { entries, .. } => items.push(TranscriptItem::Plan {
+                entries: entries.clone(),
+            }),
+            Event::Error { message, .. } => items.push(TranscriptItem::Error {
+                message: message.clone(),
+            }),
+            _ => {}
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::item_tokens;
+
+    fn entry(item: Item) -> Entry {
+        let tokens = item_tokens(&item, &Prompts::builtin(), TokenizerKind::O200kBase);
+        Entry { item, tokens }
+    }
+
+    fn events() -> Vec<Event> {
+        vec![
+            Event::SessionStarted {
+                session_id: "s1".into(),
+                model: "gpt-4o".into(),
+                workspace: "/w".into(),
+                at: 10,
+            },
+            Event::TurnStarted {
+                turn_id: "t1".into(),
+                at: 11,
+            },
+            Event::Item {
+                turn_id: "t1".into(),
+                entry: entry(Item::User {
+                    text:
+                        "Fix the failing test in src/lib.rs please, it has been broken since Monday"
+                            .into(),
+                    context: Some("<environment_context/>".into()),
+                }),
+            },
+            Event::Item {
+                turn_id: "t1".into(),
+                entry: entry(Item::ToolCall {
+                    call_id: "c1".into(),
+                    name: "shell".into(),
+                    arguments: "{\"command\":\"cargo test\"}".into(),
+                }),
+            },
+            Event::Permission {
+                turn_id: "t1".into(),
+                tool_call_id: "c1".into(),
+                tool: "shell".into(),
+                outcome: "allowAlways".into(),
+                prefix: Some("cargo test".into()),
+            },
+            Event::Item {
+                turn_id: "t1".into(),
+                entry: entry(Item::ToolOutput {
+                    call_id: "c1".into(),
+                    name: "shell".into(),
+                    content: "ok\n[exit code 0]".into(),
+                    success: true,
+                }),
+            },
+            Event::Plan {
+                turn_id: "t1".into(),
+                entries: vec![PlanEntry {
+                    content: "fix it".into(),
+                    status: "in_progress".into(),
+                }],
+            },
+            Event::Usage {
+                turn_id: "t1".into(),
+                input_tokens: 1100,
+                output_tokens: 20,
+                estimated_input: 1000,
+            },
+            Event::Item {
+                turn_id: "t1".into(),
+                entry: entry(Item::ToolCall {
+                    call_id: "c2".into(),
+                    name: "read_file".into(),
+                    arguments: "{\"path\":\"src/lib.rs\"}".into(),
+                }),
+            },
+        ]
+    }
+
+    #[test]
+    fn replay_rebuilds_history_plan_approvals_and_calibration() {
+        let session = Session::replay(
+            "s1",
+            &events(),
+            TokenizerKind::O200kBase,
+            &Prompts::builtin(),
+        );
+        assert_eq!(session.model, "gpt-4o");
+        assert_eq!(session.turns, 1);
+        assert_eq!(
+            session.open_turn.as_deref(),
+            Some("t1"),
+            "no TurnEnded: the crash left it open"
+        );
+        assert_eq!(session.history.len(), 4);
+        assert_eq!(
+            session.title, "Fix the failing test in src/lib.rs please, it has been brok…",
+            "59 characters and the ellipsis"
+        );
+        assert!(session.approvals.allowed_commands.contains("cargo test"));
+        assert_eq!(session.plan[0].status, "in_progress");
+        assert!(session.calibration.is_calibrated());
+        assert!((session.calibration.ratio - 1.1).abs() < 1e-9);
+        // The call that never got an output is answered as aborted before any request.
+        let (items, report) = session.history.prompt_items(&Prompts::builtin());
+        assert_eq!(report.aborted_calls, ["c2"]);
+        assert_eq!(items.len(), 5);
+    }
+
+    #[test]
+    fn two_low_yield_compactions_in_a_row_are_counted_and_a_good_one_resets() {
+        let compacted = |before: usize, after: usize| Event::Compacted {
+            turn_id: None,
+            entries: Vec::new(),
+            summary: String::new(),
+            metrics: CompactionMetrics {
+                tokens_before: before,
+                tokens_after: after,
+                ..Default::default()
+            },
+        };
+        let prompts = Prompts::builtin();
+        let mut session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &prompts);
+        session.apply(&compacted(1000, 950), &prompts);
+        assert_eq!((session.compactions, session.low_yield_compactions), (1, 1));
+        assert!(
+            session.history.is_empty(),
+            "the boundary replaces the history"
+        );
+        session.apply(&compacted(1000, 500), &prompts);
+        assert_eq!(session.low_yield_compactions, 0);
+        session.apply(&compacted(1000, 920), &prompts);
+        session.apply(&compacted(1000, 990), &prompts);
+        assert_eq!((session.compactions, session.low_yield_compactions), (4, 2));
+        assert!(
+            session.ledger.approvals[0].contains("cargo test"),
+            "the ledger outlives compactions"
+        );
+    }
+
+    #[test]
+    fn events_round_trip_through_json_lines() {
+        for event in events() {
+            let line = serde_json::to_string(&event).unwrap();
+            assert!(!line.contains('\n'));
+            assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), event);
+        }
+        let line = serde_json::to_string(&events()[4]).unwrap();
+        assert!(
+            line.starts_with("{\"event\":\"permission\",\"turnId\":\"t1\""),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_transcript_shows_calls_with_their_status() {
+        let transcript = transcript(&events());
+        let json = serde_json::to_value(&transcript).unwrap();
+        assert_eq!(json[0]["kind"], "user");
+        assert_eq!(json[1]["kind"], "toolCall");
+        assert_eq!(json[1]["status"], "completed");
+        assert_eq!(
+            json[1]["title"],
+            crate::tool_info::title("shell", &serde_json::json!({"command": "cargo test"}))
+        );
+        assert_eq!(json[2]["kind"], "plan");
+        assert_eq!(json[3]["status"], "pending");
+    }
+}

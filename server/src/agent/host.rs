@@ -1,0 +1,136 @@
+//! What the agent loop needs from whoever runs it: the editor over LSP (`server.rs`) or the
+//! terminal (`agentls ask`). The loop is written once against this trait.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use agentls_core::agents_md::AgentsChain;
+use agentls_core::config::Config;
+use agentls_core::editor_state::EditorState;
+use agentls_core::environment::Environment;
+use agentls_core::inspect::{ActiveDocument, OtherDocument};
+use agentls_core::prompts::Prompts;
+use agentls_core::skills::Skill;
+
+/// The inputs of a turn's context, gathered by the host.
+pub struct Gathered {
+    pub environment: Environment,
+    pub agents: Option<AgentsChain>,
+    pub skills: Vec<Skill>,
+    pub active: Option<ActiveDocument>,
+    pub others: Vec<OtherDocument>,
+}
+
+impl Gathered {
+    /// The inputs of an assembly from what was gathered.
+    pub fn inputs<'a>(
+        &'a self,
+        config: &'a Config,
+        prompts: &'a Prompts,
+        history: &'a agentls_core::history::History,
+        calibration: agentls_core::tokens::Calibration,
+    ) -> agentls_core::inspect::Inputs<'a> {
+        agentls_core::inspect::Inputs {
+            config,
+            prompts,
+            environment: &self.environment,
+            agents: self.agents.as_ref(),
+            skills: &self.skills,
+            active: self.active.as_ref(),
+            others: &self.others,
+            history,
+            calibration,
+        }
+    }
+}
+
+/// A change to a file, planned against `original` (the text the model saw).
+#[derive(Debug, Clone)]
+pub enum FileChange {
+    /// Replace `range` (bytes of `original`) with `new_text`.
+    Edit {
+        path: PathBuf,
+        /// The open buffer's version the edit was planned against; None when read from disk.
+        version: Option<i32>,
+        original: String,
+        range: std::ops::Range<usize>,
+        new_text: String,
+    },
+    /// Create the file, or replace all of `original` (Some when it exists).
+    Write {
+        path: PathBuf,
+        version: Option<i32>,
+        original: Option<String>,
+        content: String,
+    },
+}
+
+/// `agent/session/requestPermission` params, as sent.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    pub session_id: String,
+    pub turn_id: String,
+    pub tool_call: Value,
+    pub options: Vec<PermissionOption>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    pub option_id: String,
+    pub kind: String,
+    pub name: String,
+}
+
+/// The user's answer: the chosen option's kind (`allowOnce`, `allowAlways`, `rejectOnce`,
+/// `rejectAlways`), or `cancelled` (no answer, an error, a timeout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionOutcome {
+    pub kind: String,
+}
+
+impl PermissionOutcome {
+    pub fn allows(&self) -> bool {
+        matches!(self.kind.as_str(), "allowOnce" | "allowAlways")
+    }
+}
+
+/// What the loop tells the client: `agent/session/update` and `agent/status` payloads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    Update {
+        session_id: String,
+        turn_id: String,
+        update: Value,
+    },
+    Status(Value),
+}
+
+#[tower_lsp::async_trait]
+pub trait Host: Send + Sync + 'static {
+    fn config(&self) -> Config;
+    fn prompts(&self) -> Arc<Prompts>;
+    /// Canonical workspace roots; the first is the default working directory.
+    fn roots(&self) -> Vec<PathBuf>;
+    /// The context inputs of a turn; an editor state that cannot be used is an error the
+    /// user sees.
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String>;
+    /// The open buffer's text and version, when the file is open in the editor.
+    async fn buffer(&self, path: &Path) -> Option<(String, i32)>;
+    /// Applies a change (through the editor, so it is undoable there); Err says why not.
+    async fn apply(&self, change: FileChange) -> Result<(), String>;
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
+    /// Sends in order; never blocks the loop.
+    fn notify(&self, notice: Notice);
+    /// Work-done progress: `end` None begins the progress `id` titled `title`; Some ends
+    /// it with that message. Never blocks the loop.
+    fn progress(&self, id: &str, title: &str, end: Option<String>);
+    /// A problem the user should see outside any turn (a damaged session log).
+    fn show_warning(&self, message: String);
+    /// Returns once every notice sent so far has left (so that an answer sent next cannot
+    /// overtake them).
+    async fn flush(&self) {}
+}

@@ -1,0 +1,473 @@
+//! `agentls ask "<question>" [--file path[:line[:col]]] [--session ID] [--approve]
+//! [--workspace DIR] [--config JSON]`: one turn through the same agent loop, without an
+//! editor. The answer streams to stdout, tool calls and problems to stderr; approvals are
+//! asked on the terminal (refused when stdin is not a terminal, unless `--approve`); edits
+//! are written to disk; the session is persisted like the server's.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tower_lsp::lsp_types::{Position, Url};
+
+use crate::agent::host::{
+    FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
+};
+use crate::agent::Agent;
+use crate::store::agents_md::DiskFiles;
+use crate::store::files;
+use agentls_core::agents_md;
+use agentls_core::config::Config;
+use agentls_core::editor_state::{self, EditorState};
+use agentls_core::inspect::{self, ActiveDocument};
+use agentls_core::position::PositionEncoding;
+use agentls_core::prompts::Prompts;
+
+pub const USAGE: &str = "agentls ask \"<question>\" [--file PATH[:LINE[:COL]]] [--session ID] [--approve] [--workspace DIR] [--config JSON|@FILE]";
+
+#[derive(Debug, Default)]
+pub struct AskOptions {
+    pub question: String,
+    pub file: Option<String>,
+    pub session: Option<String>,
+    pub approve: bool,
+    pub workspace: Option<PathBuf>,
+    pub config: Option<String>,
+}
+
+pub fn parse_args(args: &[&str]) -> Result<AskOptions, String> {
+    let mut options = AskOptions::default();
+    let mut question = None;
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .map(|v| v.to_string())
+                .ok_or_else(|| format!("{name} needs a value\nusage: {USAGE}"))
+        };
+        match arg {
+            "--file" => options.file = Some(value("--file")?),
+            "--session" => options.session = Some(value("--session")?),
+            "--workspace" => options.workspace = Some(PathBuf::from(value("--workspace")?)),
+            "--config" => options.config = Some(value("--config")?),
+            "--approve" => options.approve = true,
+            flag if flag.starts_with("--") => {
+                return Err(format!("unknown option {flag}\nusage: {USAGE}"))
+            }
+            text if question.is_none() => question = Some(text.to_string()),
+            extra => {
+                return Err(format!(
+                    "unexpected argument {extra:?} (quote the question)\nusage: {USAGE}"
+                ))
+            }
+        }
+    }
+    options.question = question
+        .filter(|q| !q.trim().is_empty())
+        .ok_or_else(|| format!("no question given\nusage: {USAGE}"))?;
+    Ok(options)
+}
+
+/// The configuration of a run: `--config` (JSON, or `@file` holding JSON), else a provider
+/// found from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+pub fn config(options: &AskOptions) -> Result<Config, String> {
+    let settings: Value = match &options.config {
+        Some(text) => {
+            let text = match text.strip_prefix('@') {
+                Some(path) => {
+                    std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?
+                }
+                None => text.clone(),
+            };
+            serde_json::from_str(&text).map_err(|e| format!("--config is not JSON: {e}"))?
+        }
+        None => Value::Null,
+    };
+    let (mut config, update) = Config::from_settings(&Config::default(), &settings);
+    if let Some(problem) = update.problems.first() {
+        return Err(format!(
+            "configuration key `{}` {}",
+            problem.key, problem.message
+        ));
+    }
+    let has_key = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    if config.model.is_none() && config.base_url.is_none() {
+        if has_key("OPENAI_API_KEY") {
+            config.provider_kind = "openai".into();
+            config.model = Some("gpt-4o-mini".into());
+        } else if has_key("ANTHROPIC_API_KEY") {
+            config.provider_kind = "anthropic".into();
+            config.model = Some("claude-sonnet-4-5".into());
+        } else {
+            return Err("no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --config '{\"provider\": {\"kind\": \"openai\", \"baseUrl\": \"http://127.0.0.1:8080/v1\", \"model\": \"…\"}}'".into());
+        }
+    }
+    Ok(config)
+}
+
+/// Runs the turn; the exit code is 0 when it ended normally.
+pub async fn run(options: AskOptions) -> Result<i32, String> {
+    let config = config(&options)?;
+    let root = match &options.workspace {
+        Some(dir) => dir
+            .canonicalize()
+            .map_err(|e| format!("cannot use workspace {}: {e}", dir.display()))?,
+        None => std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .map_err(|e| format!("no current directory: {e}"))?,
+    };
+    let (prompts, problems) = crate::store::prompts::load(
+        crate::store::prompts::override_dir(config.prompts_dir.as_deref()).as_deref(),
+    );
+    for problem in problems {
+        eprintln!("agentls: {problem}");
+    }
+    let editor = match &options.file {
+        Some(spec) => Some(editor_state_for(spec, &root)?),
+        None => None,
+    };
+    let (ends_tx, mut ends) = mpsc::unbounded_channel();
+    let host = Arc::new(CliHost {
+        config,
+        prompts: Arc::new(prompts),
+        root,
+        approve: options.approve,
+        ends: ends_tx,
+        printing: Mutex::new(Printing::default()),
+    });
+    let agent = Agent::new(host.clone());
+    let session = match options.session {
+        Some(id) => id,
+        None => agent.new_session(None).await.map_err(|e| e.0)?,
+    };
+    let turn = agent
+        .prompt(&session, options.question, editor)
+        .await
+        .map_err(|e| e.0)?;
+    let mut interrupted = false;
+    let stop = loop {
+        tokio::select! {
+            end = ends.recv() => match end {
+                Some((turn_id, stop)) if turn_id == turn => break stop,
+                Some(_) => continue,
+                None => return Err("the agent stopped unexpectedly".into()),
+            },
+            // Ctrl-C cancels the turn (the running command's group is killed); a second
+            // one gives up at once.
+            _ = tokio::signal::ctrl_c() => {
+                if interrupted {
+                    crate::tools::kill_running_commands();
+                    return Ok(130);
+                }
+                interrupted = true;
+                eprintln!("\nagentls: cancelling (Ctrl-C again to quit now)");
+                let _ = agent.cancel(&session).await;
+            }
+        }
+    };
+    // Let the printer finish the answer's last line.
+    println!();
+    eprintln!("agentls: session {session} ({stop})");
+    Ok(if stop == "endTurn" { 0 } else { 1 })
+}
+
+/// `path[:line[:col]]` as an editor state on the file (1-based line and column).
+fn editor_state_for(spec: &str, root: &Path) -> Result<EditorState, String> {
+    let mut parts = spec.rsplitn(3, ':').collect::<Vec<_>>();
+    parts.reverse();
+    let number = |s: &str| s.parse::<u32>().ok().filter(|&n| n > 0);
+    let (path, line, column) = match parts.as_slice() {
+        [path, line, col] if number(line).is_some() && number(col).is_some() => (
+            path.to_string(),
+            number(line).unwrap_or(1),
+            number(col).unwrap_or(1),
+        ),
+        [path, line] if number(line).is_some() => (path.to_string(), number(line).unwrap_or(1), 1),
+        _ => (spec.to_string(), 1, 1),
+    };
+    let path = root.join(&path);
+    let path = path
+        .canonicalize()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let uri =
+        Url::from_file_path(&path).map_err(|()| format!("{} has no file: uri", path.display()))?;
+    Ok(EditorState {
+        uri,
+        position: Position::new(line - 1, column - 1),
+        selection: None,
+        visible_range: None,
+        diagnostics: Vec::new(),
+    })
+}
+
+#[derive(Default)]
+struct Printing {
+    /// The answer's text ended without a newline (so a stderr line must start a new one).
+    mid_line: bool,
+}
+
+struct CliHost {
+    config: Config,
+    prompts: Arc<Prompts>,
+    root: PathBuf,
+    approve: bool,
+    ends: mpsc::UnboundedSender<(String, String)>,
+    printing: Mutex<Printing>,
+}
+
+impl CliHost {
+    fn stderr_line(&self, line: &str) {
+        let mut printing = self.printing.lock().unwrap_or_else(|e| e.into_inner());
+        if printing.mid_line {
+            println!();
+            printing.mid_line = false;
+        }
+        let _ = std::io::stdout().flush();
+        eprintln!("{line}");
+    }
+}
+
+#[tower_lsp::async_trait]
+impl Host for CliHost {
+    fn config(&self) -> Config {
+        self.config.clone()
+    }
+
+    fn prompts(&self) -> Arc<Prompts> {
+        self.prompts.clone()
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        vec![self.root.clone()]
+    }
+
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        let roots = self.roots();
+        let root = self.root.clone();
+        let config = self.config.clone();
+        let editor = editor.cloned();
+        tokio::task::spawn_blocking(move || {
+            let active = match &editor {
+                Some(editor) => {
+                    let path = editor
+                        .uri
+                        .to_file_path()
+                        .map_err(|()| format!("{} is not a file", editor.uri))?;
+                    if !path.starts_with(&root) {
+                        return Err(format!(
+                            "{} is outside the workspace {}",
+                            path.display(),
+                            root.display()
+                        ));
+                    }
+                    let snapshot = files::read_document(&path, config.syntax_max_document_bytes)
+                        .map_err(|r| r.0)?;
+                    Some((
+                        path.clone(),
+                        ActiveDocument {
+                            display_path: inspect::display_path(&path, &roots),
+                            editor: editor_state::resolve(
+                                editor,
+                                &snapshot.rope,
+                                PositionEncoding::Utf32,
+                            ),
+                            snapshot,
+                        },
+                    ))
+                }
+                None => None,
+            };
+            let dir = active
+                .as_ref()
+                .and_then(|(path, _)| path.parent().map(Path::to_path_buf))
+                .unwrap_or_else(|| root.clone());
+            let agents = agents_md::collect(
+                &dir,
+                Some(&root),
+                &DiskFiles::default(),
+                config.agents_md_max_bytes,
+            );
+            let shown = root.to_string_lossy().into_owned();
+            Ok(Gathered {
+                environment: crate::store::environment::current(
+                    shown.clone(),
+                    vec![shown],
+                    &config.approval,
+                ),
+                agents: Some(agents),
+                skills: crate::store::skills::discover(&roots),
+                active: active.map(|(_, doc)| doc),
+                others: Vec::new(),
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
+        None
+    }
+
+    /// Without an editor, changes go to the disk, checked against what the model saw.
+    async fn apply(&self, change: FileChange) -> Result<(), String> {
+        tokio::task::spawn_blocking(move || files::write_change(change))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
+        let title = request.tool_call["title"]
+            .as_str()
+            .unwrap_or("a tool call")
+            .to_string();
+        if self.approve {
+            self.stderr_line(&format!("agentls: allowed (--approve): {title}"));
+            return PermissionOutcome {
+                kind: "allowOnce".into(),
+            };
+        }
+        // SAFETY: isatty only reads the descriptor's state.
+        let interactive = unsafe { libc::isatty(0) } == 1;
+        if !interactive {
+            self.stderr_line(&format!(
+                "agentls: refused {title}: stdin is not a terminal to ask on (pass --approve to allow)"
+            ));
+            return PermissionOutcome {
+                kind: "cancelled".into(),
+            };
+        }
+        if let Some(diff) = request.tool_call["diff"].as_str() {
+            self.stderr_line(diff);
+        }
+        self.stderr_line(&format!(
+            "agentls: allow {title}? [y]es / [a]lways / [n]o / [N]ever: "
+        ));
+        let answer = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).map(|_| line)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+        let kind = match answer.trim() {
+            "y" | "yes" | "Y" => "allowOnce",
+            "a" | "always" => "allowAlways",
+            "N" | "never" => "rejectAlways",
+            _ => "rejectOnce",
+        };
+        PermissionOutcome { kind: kind.into() }
+    }
+
+    fn show_warning(&self, message: String) {
+        self.stderr_line(&message);
+    }
+
+    fn progress(&self, _id: &str, title: &str, end: Option<String>) {
+        match end {
+            None => self.stderr_line(&format!("agentls: {title}…")),
+            Some(message) => self.stderr_line(&format!("agentls: {message}")),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        let Notice::Update {
+            turn_id, update, ..
+        } = notice
+        else {
+            return;
+        };
+        let text = |key: &str| update[key].as_str().unwrap_or("").to_string();
+        match update["kind"].as_str().unwrap_or("") {
+            "agentMessageChunk" => {
+                let chunk = text("text");
+                print!("{chunk}");
+                let _ = std::io::stdout().flush();
+                self.printing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .mid_line = !chunk.ends_with('\n');
+            }
+            "toolCall" => self.stderr_line(&format!("→ {}", text("title"))),
+            "toolCallUpdate" => match update["status"].as_str() {
+                Some("completed") => self.stderr_line(&format!("  ✓ {}", text("toolCallId"))),
+                Some("failed") => self.stderr_line(&format!(
+                    "  ✗ {}: {}",
+                    text("toolCallId"),
+                    agentls_core::session::shorten(&text("output"))
+                )),
+                _ => {}
+            },
+            "plan" => {
+                let entries = update["entries"].as_array().cloned().unwrap_or_default();
+                let lines: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        let mark = match e["status"].as_str() {
+                            Some("completed") => "[x]",
+                            Some("in_progress") => "[~]",
+                            _ => "[ ]",
+                        };
+                        format!("  {mark} {}", e["content"].as_str().unwrap_or(""))
+                    })
+                    .collect();
+                self.stderr_line(&format!("plan:\n{}", lines.join("\n")));
+            }
+            "warning" => self.stderr_line(&format!("agentls: warning: {}", text("message"))),
+            "error" => self.stderr_line(&format!("agentls: error: {}", text("message"))),
+            "queued" => self.stderr_line("agentls: queued behind the running turn"),
+            "turnEnd" => {
+                let _ = self.ends.send((turn_id, text("stopReason")));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked() {
+        assert!(parse_args(&[]).unwrap_err().contains("no question"));
+        assert!(parse_args(&["q", "--bogus"])
+            .unwrap_err()
+            .contains("--bogus"));
+        assert!(parse_args(&["q", "more"])
+            .unwrap_err()
+            .contains("quote the question"));
+        let options =
+            parse_args(&["why?", "--file", "a.rs:3", "--approve", "--session", "s1"]).unwrap();
+        assert_eq!(options.question, "why?");
+        assert_eq!(options.file.as_deref(), Some("a.rs:3"));
+        assert!(options.approve);
+        assert_eq!(options.session.as_deref(), Some("s1"));
+    }
+
+    #[test]
+    fn config_comes_from_the_flag_and_is_validated() {
+        let options = AskOptions {
+            question: "q".into(),
+            config: Some(r#"{"provider": {"kind": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "m"}}"#.into()),
+            ..AskOptions::default()
+        };
+        let config = config(&options).unwrap();
+        assert_eq!(config.model.as_deref(), Some("m"));
+        let bad = AskOptions {
+            question: "q".into(),
+            config: Some(r#"{"approval": "yolo"}"#.into()),
+            ..AskOptions::default()
+        };
+        assert!(config_err(&bad).contains("approval"));
+    }
+
+    fn config_err(options: &AskOptions) -> String {
+        match config(options) {
+            Ok(_) => String::new(),
+            Err(e) => e,
+        }
+    }
+}

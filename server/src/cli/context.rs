@@ -1,0 +1,242 @@
+//! `agentls context <file>[:line[:col]] [--workspace DIR] [--json]`: the sections and token
+//! counts the model would see for a file on disk, without an editor. Gathers the inputs from
+//! disk and hands them to [`inspect::report`], the same function the LSP request uses.
+
+use std::path::{Path, PathBuf};
+
+use tower_lsp::lsp_types::{Position, Url};
+
+use crate::store::agents_md::DiskFiles;
+use crate::store::files;
+use agentls_core::agents_md;
+use agentls_core::config::Config;
+use agentls_core::context::AssemblyCache;
+use agentls_core::editor_state::{self, EditorState};
+use agentls_core::history::History;
+use agentls_core::inspect::{self, ActiveDocument, ContextReport};
+use agentls_core::position::PositionEncoding;
+use agentls_core::tokens::Calibration;
+
+pub const USAGE: &str = "agentls context <file>[:line[:col]] [--workspace DIR] [--json]";
+
+#[derive(Debug)]
+pub struct Options {
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub workspace: Option<PathBuf>,
+    pub json: bool,
+}
+
+pub fn parse_args(args: &[&str]) -> Result<Options, String> {
+    let mut target = None;
+    let mut workspace = None;
+    let mut json = false;
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        match arg {
+            "--workspace" => {
+                let dir = args.next().ok_or("--workspace needs a directory")?;
+                workspace = Some(PathBuf::from(dir));
+            }
+            "--json" => json = true,
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            spec if target.is_none() => target = Some(spec),
+            extra => return Err(format!("unexpected argument {extra}")),
+        }
+    }
+    let spec = target.ok_or_else(|| format!("no file given\nusage: {USAGE}"))?;
+    let (file, line, column) = parse_location(spec);
+    Ok(Options {
+        file,
+        line,
+        column,
+        workspace,
+        json,
+    })
+}
+
+/// `path[:line[:col]]`, read from the right so that a path holding `:` still works; a path
+/// that exists as written is taken whole.
+fn parse_location(spec: &str) -> (PathBuf, usize, usize) {
+    if Path::new(spec).exists() {
+        return (PathBuf::from(spec), 1, 1);
+    }
+    let parts: Vec<&str> = spec.rsplitn(3, ':').collect();
+    let number = |s: &str| s.parse::<usize>().ok().filter(|&n| n > 0);
+    match parts.as_slice() {
+        [col, line, path] if number(line).is_some() && number(col).is_some() => (
+            PathBuf::from(path),
+            number(line).unwrap_or(1),
+            number(col).unwrap_or(1),
+        ),
+        [line, rest @ ..] if number(line).is_some() => {
+            let path = rest.iter().rev().copied().collect::<Vec<_>>().join(":");
+            (PathBuf::from(path), number(line).unwrap_or(1), 1)
+        }
+        _ => (PathBuf::from(spec), 1, 1),
+    }
+}
+
+/// The nearest ancestor holding `.git`, else the file's directory.
+fn default_workspace(file: &Path) -> PathBuf {
+    let dir = file.parent().unwrap_or(file);
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+pub fn run(options: &Options) -> Result<String, String> {
+    let file = std::fs::canonicalize(&options.file)
+        .map_err(|err| format!("cannot read {}: {err}", options.file.display()))?;
+    let root = match &options.workspace {
+        Some(dir) => std::fs::canonicalize(dir)
+            .map_err(|err| format!("cannot use workspace {}: {err}", dir.display()))?,
+        None => default_workspace(&file),
+    };
+    if !file.starts_with(&root) {
+        return Err(format!(
+            "{} is outside the workspace {}",
+            file.display(),
+            root.display()
+        ));
+    }
+    let config = Config::default();
+    let (prompts, problems) =
+        crate::store::prompts::load(crate::store::prompts::override_dir(None).as_deref());
+    for problem in problems {
+        eprintln!("agentls: {problem}");
+    }
+    let snapshot =
+        files::read_document(&file, config.syntax_max_document_bytes).map_err(|r| r.0)?;
+    let uri =
+        Url::from_file_path(&file).map_err(|()| format!("{} has no file: uri", file.display()))?;
+    let state = EditorState {
+        uri,
+        position: Position::new(
+            options.line.saturating_sub(1) as u32,
+            options.column.saturating_sub(1) as u32,
+        ),
+        selection: None,
+        visible_range: None,
+        diagnostics: Vec::new(),
+    };
+    let roots = vec![root.clone()];
+    let active = ActiveDocument {
+        display_path: inspect::display_path(&file, &roots),
+        editor: editor_state::resolve(&state, &snapshot.rope, PositionEncoding::Utf32),
+        snapshot,
+    };
+    let dir = file.parent().unwrap_or(&root).to_path_buf();
+    let agents = agents_md::collect(
+        &dir,
+        Some(&root),
+        &DiskFiles::default(),
+        config.agents_md_max_bytes,
+    );
+    let skills = crate::store::skills::discover(&roots);
+    let environment = crate::store::environment::current(
+        root.to_string_lossy().into_owned(),
+        vec![root.to_string_lossy().into_owned()],
+        &config.approval,
+    );
+    let history = History::new(config.tokenizer());
+    let inputs = inspect::Inputs {
+        config: &config,
+        prompts: &prompts,
+        environment: &environment,
+        agents: Some(&agents),
+        skills: &skills,
+        active: Some(&active),
+        others: &[],
+        history: &history,
+        calibration: Calibration::default(),
+    };
+    let report = inspect::report(&inputs, "", &mut AssemblyCache::default());
+    if options.json {
+        return serde_json::to_string_pretty(&report).map_err(|e| e.to_string());
+    }
+    Ok(render(&report, &active.display_path, options, &root))
+}
+
+fn render(report: &ContextReport, path: &str, options: &Options, root: &Path) -> String {
+    let mut out = format!(
+        "context for {path}:{}:{} in {}\ntokenizer {}, context window {}, counts estimated\n\n",
+        options.line,
+        options.column,
+        root.display(),
+        report.tokenizer,
+        report.context_window
+    );
+    out.push_str(&format!("{:<24}{:>9}  trust\n", "section", "tokens"));
+    for section in &report.sections {
+        let trust = serde_json::to_value(section.trust).unwrap_or_default();
+        out.push_str(&format!(
+            "{:<24}{:>9}  {}\n",
+            section.name,
+            section.tokens,
+            trust.as_str().unwrap_or("")
+        ));
+    }
+    out.push_str(&format!(
+        "{:<24}{:>9}  {:.1}% of the window\n",
+        "total",
+        report.total_tokens,
+        report.fill * 100.0
+    ));
+    if !report.editor_parts.is_empty() {
+        out.push_str("\neditor context parts:\n");
+        for part in &report.editor_parts {
+            let note = if part.omitted {
+                format!("omitted ({} tokens did not fit)", part.cut_tokens)
+            } else if part.cut_tokens > 0 {
+                format!("cut ({} tokens removed)", part.cut_tokens)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {:<22}{:>9}  {note}\n", part.name, part.tokens));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse_from_the_right() {
+        assert_eq!(
+            parse_location("no/such/a.rs:12:5"),
+            (PathBuf::from("no/such/a.rs"), 12, 5)
+        );
+        assert_eq!(
+            parse_location("no/such/a.rs:12"),
+            (PathBuf::from("no/such/a.rs"), 12, 1)
+        );
+        assert_eq!(
+            parse_location("no/such/a.rs"),
+            (PathBuf::from("no/such/a.rs"), 1, 1)
+        );
+        assert_eq!(
+            parse_location("c:/x/a.rs:3"),
+            (PathBuf::from("c:/x/a.rs"), 3, 1)
+        );
+        assert_eq!(parse_location("a.rs:0"), (PathBuf::from("a.rs:0"), 1, 1));
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        assert!(parse_args(&[]).unwrap_err().contains("usage"));
+        assert!(parse_args(&["a.rs", "--bogus"])
+            .unwrap_err()
+            .contains("--bogus"));
+        assert!(parse_args(&["a.rs", "--workspace"]).is_err());
+        let options = parse_args(&["a.rs:2", "--json", "--workspace", "/w"]).unwrap();
+        assert_eq!((options.line, options.column, options.json), (2, 1, true));
+        assert_eq!(options.workspace, Some(PathBuf::from("/w")));
+    }
+}

@@ -1,0 +1,319 @@
+//! `agentls bench keystroke`: the keystroke path measured against its floor.
+//!
+//! The same single-character edits spread over a generated Rust file go (a) through the
+//! document core (LSP position conversion, staged rope edit, `InputEdit`, incremental
+//! reparse) and (b) through a bare ropey `Rope` + tree-sitter reparse with the edit
+//! computed by hand. The ratio (a)/(b) is the overhead of the core.
+
+use agentls_core::document::{read_chunk, Document, TextChange, DEFAULT_MAX_SYNTAX_BYTES};
+use agentls_core::language::Language;
+use agentls_core::position::PositionEncoding;
+use ropey::Rope;
+use std::time::{Duration, Instant};
+use tower_lsp::lsp_types::{Position, Range};
+use tree_sitter::{InputEdit, Parser, Point};
+
+pub struct KeystrokeOptions {
+    pub lines: usize,
+    pub edits: usize,
+    pub rounds: usize,
+}
+
+impl Default for KeystrokeOptions {
+    fn default() -> Self {
+        KeystrokeOptions {
+            lines: 10_000,
+            edits: 10_000,
+            rounds: 5,
+        }
+    }
+}
+
+pub struct KeystrokeReport {
+    pub file_bytes: usize,
+    pub core: Duration,
+    pub bare: Duration,
+}
+
+/// A Rust file of about `lines` lines: structs, impls, functions, comments.
+pub fn generate_rust(lines: usize) -> String {
+    let mut out = String::with_capacity(lines * 32);
+    let mut n = 0;
+    while out.lines().count() < lines {
+        out.push_str(&format!(
+            "/// Item number {n}.\npub struct Item{n} {{\n    id: u64,\n    name: String,\n}}\n\n\
+             impl Item{n} {{\n    pub fn new(id: u64) -> Self {{\n        let name = format!(\"item-{{}}\", id);\n        \
+             Self {{ id, name }}\n    }}\n\n    pub fn score(&self) -> u64 {{\n        \
+             self.id.wrapping_mul({n}).rotate_left(3) + self.name.len() as u64\n    }}\n}}\n\n"
+        ));
+        n += 1;
+    }
+    out
+}
+
+/// One keystroke: type `typed` at (line, column), or, for None, backspace the character
+/// typed there by the keystroke before.
+#[derive(Clone, Copy)]
+struct Keystroke {
+    line: usize,
+    column: usize,
+    typed: Option<char>,
+}
+
+/// Deterministic keystrokes spread over the file: a character typed at a random spot, then
+/// backspaced (a typo fixed). Typing only would pile thousands of syntax errors into the
+/// file, and tree-sitter's error recovery over them, not the document core, would be
+/// measured; real buffers hold a few errors near the cursor.
+fn keystrokes(text: &str, edits: usize) -> Vec<Keystroke> {
+    let line_lengths: Vec<usize> = text.lines().map(str::len).collect();
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut out = Vec::with_capacity(edits);
+    while out.len() < edits {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let line = (seed as usize) % line_lengths.len();
+        let column = ((seed >> 32) as usize) % (line_lengths[line] + 1);
+        let typed = TYPED[out.len() / 2 % TYPED.len()] as char;
+        out.push(Keystroke {
+            line,
+            column,
+            typed: Some(typed),
+        });
+        if out.len() < edits {
+            out.push(Keystroke {
+                line,
+                column,
+                typed: None,
+            });
+        }
+    }
+    out
+}
+
+const TYPED: &[u8] = b"a_1 ;{";
+
+fn run_core(text: &str, keys: &[Keystroke]) -> (Duration, String) {
+    let mut doc = Document::new(text, 0, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
+    let started = Instant::now();
+    for (i, key) in keys.iter().enumerate() {
+        let start = Position::new(key.line as u32, key.column as u32);
+        // Typing replaces nothing; a backspace replaces the typed character with nothing.
+        let (end, text) = match key.typed {
+            Some(c) => (start, c.to_string()),
+            None => (
+                Position::new(start.line, start.character + 1),
+                String::new(),
+            ),
+        };
+        let change = TextChange {
+            range: Some(Range::new(start, end)),
+            text,
+        };
+        if let Err(err) = doc.apply_changes(std::slice::from_ref(&change), PositionEncoding::Utf16)
+        {
+            panic!("bench edit {i} failed: {err}");
+        }
+    }
+    (started.elapsed(), doc.rope().to_string())
+}
+
+fn run_bare(text: &str, keys: &[Keystroke]) -> (Duration, String) {
+    let mut rope = Rope::from_str(text);
+    let mut parser = Parser::new();
+    let grammar = Language::Rust.grammar().expect("rust grammar");
+    parser.set_language(&grammar).expect("load rust grammar");
+    let mut tree = parser.parse(text, None).expect("parse");
+    let started = Instant::now();
+    for key in keys {
+        let char_idx = rope.line_to_char(key.line) + key.column;
+        let byte = rope.char_to_byte(char_idx);
+        let at = Point::new(key.line, key.column);
+        let after = Point::new(key.line, key.column + 1);
+        let edit = match key.typed {
+            Some(c) => {
+                rope.insert_char(char_idx, c);
+                InputEdit {
+                    start_byte: byte,
+                    old_end_byte: byte,
+                    new_end_byte: byte + 1,
+                    start_position: at,
+                    old_end_position: at,
+                    new_end_position: after,
+                }
+            }
+            None => {
+                rope.remove(char_idx..char_idx + 1);
+                InputEdit {
+                    start_byte: byte,
+                    old_end_byte: byte + 1,
+                    new_end_byte: byte,
+                    start_position: at,
+                    old_end_position: after,
+                    new_end_position: at,
+                }
+            }
+        };
+        tree.edit(&edit);
+        let r = &rope;
+        tree = parser
+            .parse_with_options(&mut |b, _| read_chunk(r, b), Some(&tree), None)
+            .expect("reparse");
+    }
+    (started.elapsed(), rope.to_string())
+}
+
+pub fn keystroke(options: &KeystrokeOptions) -> KeystrokeReport {
+    let text = generate_rust(options.lines);
+    let keys = keystrokes(&text, options.edits);
+    let mut core_times = Vec::new();
+    let mut bare_times = Vec::new();
+    for round in 0..options.rounds.max(1) {
+        // Alternate the order so neither side always runs second, on a warm cache.
+        let ((bare, bare_text), (core, core_text)) = if round % 2 == 0 {
+            (run_bare(&text, &keys), run_core(&text, &keys))
+        } else {
+            let core = run_core(&text, &keys);
+            (run_bare(&text, &keys), core)
+        };
+        assert_eq!(
+            core_text, bare_text,
+            "both paths must produce the same text"
+        );
+        core_times.push(core);
+        bare_times.push(bare);
+    }
+    core_times.sort();
+    bare_times.sort();
+    KeystrokeReport {
+        file_bytes: text.len(),
+        core: core_times[core_times.len() / 2],
+        bare: bare_times[bare_times.len() / 2],
+    }
+}
+
+pub fn print_keystroke(options: &KeystrokeOptions, report: &KeystrokeReport) {
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / options.edits.max(1) as f64;
+    println!(
+        "keystroke: {} edits over a {}-line Rust file ({} bytes), median of {} rounds",
+        options.edits,
+        options.lines,
+        report.file_bytes,
+        options.rounds.max(1)
+    );
+    println!(
+        "  document core (positions + rope + InputEdit + incremental reparse): {:>8.1} ms total, {:>7.1} µs/edit",
+        report.core.as_secs_f64() * 1e3,
+        per(report.core)
+    );
+    println!(
+        "  bare ropey Rope + tree-sitter reparse:                              {:>8.1} ms total, {:>7.1} µs/edit",
+        report.bare.as_secs_f64() * 1e3,
+        per(report.bare)
+    );
+    println!(
+        "  core / bare: {:.2}x (goal: at most 3x)",
+        report.core.as_secs_f64() / report.bare.as_secs_f64().max(f64::MIN_POSITIVE)
+    );
+}
+
+/// `agentls bench startup`: how long `initialize` takes and how long the background index
+/// takes, on a generated workspace of `files` files (100 per directory).
+pub struct StartupReport {
+    pub initialize: Duration,
+    pub until_indexed: Duration,
+    pub server_index_millis: u64,
+    pub indexed_files: u64,
+}
+
+pub async fn startup(files: usize) -> Result<StartupReport, String> {
+    use serde_json::json;
+    let root = std::env::temp_dir().join(format!("agentls-bench-startup-{}", std::process::id()));
+    let result = async {
+        for i in 0..files {
+            let dir = root.join(format!("d{:04}", i / 100));
+            if i % 100 == 0 {
+                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(dir.join(format!("f{i}.rs")), "fn f() {}\n")
+                .map_err(|e| e.to_string())?;
+        }
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let client =
+            crate::dev::lsp_client::LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")])
+                .map_err(|e| e.to_string())?;
+        let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
+            .map_err(|()| "temp dir is not absolute".to_string())?;
+        let started = Instant::now();
+        client
+            .request(
+                "initialize",
+                json!({"rootUri": root_uri, "capabilities": {}}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let initialize = started.elapsed();
+        client
+            .notify("initialized", json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        let workspace = loop {
+            let ws = client
+                .request("agentls/debug/workspace", json!({}))
+                .await
+                .map_err(|e| e.to_string())?;
+            if ws["status"] == "ready" {
+                break ws;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let until_indexed = started.elapsed();
+        let _ = client.shutdown().await;
+        Ok(StartupReport {
+            initialize,
+            until_indexed,
+            server_index_millis: workspace["indexMillis"].as_u64().unwrap_or(0),
+            indexed_files: workspace["fileCount"].as_u64().unwrap_or(0),
+        })
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&root);
+    result
+}
+
+pub fn print_startup(report: &StartupReport) {
+    println!("startup: workspace of {} files", report.indexed_files);
+    println!(
+        "  initialize round trip:            {:>8.2} ms",
+        report.initialize.as_secs_f64() * 1e3
+    );
+    println!(
+        "  initialize → index ready:         {:>8.1} ms (server-side walk {} ms)",
+        report.until_indexed.as_secs_f64() * 1e3,
+        report.server_index_millis
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_file_has_the_requested_lines_and_parses_cleanly() {
+        let text = generate_rust(200);
+        assert!(text.lines().count() >= 200);
+        let doc = Document::new(&text, 0, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
+        assert!(!doc.tree().unwrap().root_node().has_error());
+    }
+
+    #[test]
+    fn both_paths_apply_the_same_edits() {
+        let text = generate_rust(50);
+        let keys = keystrokes(&text, 201);
+        let (_, core) = run_core(&text, &keys);
+        let (_, bare) = run_bare(&text, &keys);
+        assert_eq!(core, bare);
+        // 100 typos fixed, one left standing.
+        assert_eq!(core.len(), text.len() + 1);
+    }
+}

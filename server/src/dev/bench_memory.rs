@@ -1,0 +1,159 @@
+//! `agentls bench memory`: the resident memory of a real agentls child, idle after
+//! `initialize`, and loaded: 50 open buffers of 5,000 lines and a session of 200K tokens
+//! (written as a session log beforehand, then loaded over LSP). Read from /proc (VmRSS now,
+//! VmHWM the peak).
+
+use serde_json::json;
+
+use crate::dev::lsp_client::start_self;
+use crate::store::session_log::{self, SessionStore};
+use agentls_core::session::Event;
+
+pub struct MemoryOptions {
+    pub buffers: usize,
+    pub lines: usize,
+    pub history_tokens: usize,
+}
+
+impl Default for MemoryOptions {
+    fn default() -> Self {
+        MemoryOptions {
+            buffers: 50,
+            lines: 5_000,
+            history_tokens: 200_000,
+        }
+    }
+}
+
+pub struct MemoryReport {
+    /// (VmRSS, VmHWM) in KiB.
+    pub idle: (u64, u64),
+    pub loaded: (u64, u64),
+    pub buffer_bytes: usize,
+    pub history_items: usize,
+}
+
+fn rss(pid: u32) -> Result<(u64, u64), String> {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Ok((field("VmRSS:"), field("VmHWM:")))
+}
+
+pub async fn run(options: &MemoryOptions) -> Result<MemoryReport, String> {
+    let dir = std::env::temp_dir().join(format!("agentls-bench-memory-{}", std::process::id()));
+    let result = measure(options, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<MemoryReport, String> {
+    let root = dir.join("project");
+    std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
+    let root = root.canonicalize().map_err(|e| e.to_string())?;
+    let state = dir.join("state");
+    // The session, written the way the server writes it.
+    let (entries, _) = crate::dev::bench_compaction::history(options.history_tokens);
+    let store = SessionStore::for_workspace(&state, &root);
+    let id = session_log::new_session_id();
+    let mut log = store.open(&id).map_err(|e| e.to_string())?;
+    log.append(&Event::SessionStarted {
+        session_id: id.clone(),
+        model: "bench-model".into(),
+        workspace: root.to_string_lossy().into_owned(),
+        at: session_log::now_millis(),
+    })
+    .map_err(|e| e.to_string())?;
+    for entry in &entries {
+        log.append(&Event::Item {
+            turn_id: "t".into(),
+            entry: entry.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    log.sync().map_err(|e| e.to_string())?;
+
+    let client = start_self(
+        &root,
+        json!({"stateDir": state, "provider": {"model": "bench-model"}}),
+        "error",
+    )
+    .await?;
+    let pid = client.child_id().ok_or("no child pid")?;
+    // Idle: the index built, nothing open.
+    loop {
+        let ws = client
+            .request("agentls/debug/workspace", json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        if ws["status"] == "ready" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let idle = rss(pid)?;
+
+    let mut buffer_bytes = 0;
+    for b in 0..options.buffers {
+        let text: String = (0..options.lines)
+            .map(|i| format!("fn f_{b}_{i}(x: u32) -> u32 {{ x.wrapping_add({i}) }}\n"))
+            .collect();
+        buffer_bytes += text.len();
+        let uri = tower_lsp::lsp_types::Url::from_file_path(root.join(format!("src/m{b}.rs")))
+            .map_err(|()| "not absolute".to_string())?;
+        client
+            .notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": "rust", "version": 1, "text": text}}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let loaded = client
+        .request("agent/session/load", json!({"sessionId": id}))
+        .await
+        .map_err(|e| e.to_string())?;
+    if loaded["items"].as_array().map_or(0, Vec::len) == 0 {
+        return Err("the session did not load".into());
+    }
+    // What the model would be sent: the whole history assembled once.
+    client
+        .request("agent/session/context", json!({"sessionId": id}))
+        .await
+        .map_err(|e| e.to_string())?;
+    let loaded_rss = rss(pid)?;
+    let _ = client.shutdown().await;
+    Ok(MemoryReport {
+        idle,
+        loaded: loaded_rss,
+        buffer_bytes,
+        history_items: entries.len(),
+    })
+}
+
+pub fn print(options: &MemoryOptions, report: &MemoryReport) {
+    let mb = |kib: u64| kib as f64 / 1024.0;
+    println!("memory of agentls (VmRSS now / VmHWM peak):");
+    println!(
+        "  idle, after initialize and indexing  {:>7.1} MB / {:>7.1} MB",
+        mb(report.idle.0),
+        mb(report.idle.1)
+    );
+    println!(
+        "  loaded: {} buffers × {} lines ({:.1} MB of text) and a session of {} items / {} tokens  {:>7.1} MB / {:>7.1} MB",
+        options.buffers,
+        options.lines,
+        report.buffer_bytes as f64 / 1_048_576.0,
+        report.history_items,
+        options.history_tokens,
+        mb(report.loaded.0),
+        mb(report.loaded.1)
+    );
+}

@@ -1,0 +1,11 @@
+//! The disk and the process environment, as thin adapters around the core's data: session
+//! logs, reading workspace files, the workspace's file index, prompt overrides, AGENTS.md
+//! files, skills, and the environment block's facts (shell, date).
+
+pub mod agents_md;
+pub mod environment;
+pub mod file_index;
+pub mod files;
+pub mod prompts;
+pub mod session_log;
+pub mod skills;

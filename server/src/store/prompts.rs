@@ -1,0 +1,61 @@
+//! Prompt overrides on disk: the built-in prompts (`agentls_core::prompts`) with the user's
+//! files from `prompts.dir` taking their place.
+
+use std::path::{Path, PathBuf};
+
+use agentls_core::prompts::Prompts;
+
+/// The built-in prompts with every file present in `dir` taking the place of its
+/// built-in. Problems (an unreadable file, invalid tools.json) keep the built-in and are
+/// returned for the caller to show.
+pub fn load(dir: Option<&Path>) -> (Prompts, Vec<String>) {
+    let mut problems = Vec::new();
+    let (prompts, mut more) = Prompts::from_sources(|name| {
+        let path = dir?.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+            Err(err) => {
+                problems.push(format!("cannot read prompt {}: {err}", path.display()));
+                None
+            }
+        }
+    });
+    problems.append(&mut more);
+    (prompts, problems)
+}
+
+/// Where the user's prompt overrides live: `prompts.dir` when configured, else
+/// `$XDG_CONFIG_HOME/agentls/prompts` (`~/.config/agentls/prompts`).
+pub fn override_dir(configured: Option<&Path>) -> Option<PathBuf> {
+    if let Some(dir) = configured {
+        return Some(dir.to_path_buf());
+    }
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(config_home.join("agentls").join("prompts"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_in_the_override_dir_replaces_its_builtin_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("system.md"), "You are a test.\n").unwrap();
+        std::fs::write(dir.path().join("tools.json"), "{not json").unwrap();
+        let (prompts, problems) = load(Some(dir.path()));
+        assert_eq!(prompts.system, "You are a test.");
+        assert_eq!(prompts.data_boundary, Prompts::builtin().data_boundary);
+        assert_eq!(prompts.tools, Prompts::builtin().tools);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].contains("tools.json"), "{problems:?}");
+        // A missing directory is not a problem.
+        let (prompts, problems) = load(Some(&dir.path().join("absent")));
+        assert_eq!(prompts, Prompts::builtin());
+        assert!(problems.is_empty());
+    }
+}
