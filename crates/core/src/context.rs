@@ -293,8 +293,8 @@ pub fn assemble<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::openai_wire;
     use crate::truncate::TruncationPolicy;
+    use crate::wire::openai;
 
     const TOK: TokenizerKind = TokenizerKind::O200kBase;
 
@@ -333,7 +333,7 @@ mod tests {
 
     /// The request body as the OpenAI adapter would send it, as bytes.
     fn body(request: &Request, prompts: &Prompts) -> String {
-        serde_json::to_string(&openai_wire::messages(request, prompts)).unwrap()
+        serde_json::to_string(&openai::messages(request, prompts)).unwrap()
     }
 
     #[test]
@@ -368,7 +368,7 @@ mod tests {
             );
             let bytes = body(&request, &prompts);
             let last_message =
-                serde_json::to_string(openai_wire::messages(&request, &prompts).last().unwrap())
+                serde_json::to_string(openai::messages(&request, &prompts).last().unwrap())
                     .unwrap();
             let without_last = bytes[..bytes.len() - last_message.len() - 1].to_string();
             if let Some((prev_without_last, prev_last)) = &previous {
@@ -479,7 +479,7 @@ mod tests {
             Trust::Untrusted
         );
         // From scratch: every message's content counted now, plus framing, plus the tools.
-        let messages = openai_wire::messages(&request, &prompts);
+        let messages = openai::messages(&request, &prompts);
         let mut scratch = REPLY_PRIMING_TOKENS;
         for message in &messages {
             scratch += TOKENS_PER_MESSAGE;

@@ -22,7 +22,7 @@ use crate::models;
 use crate::prompts::Prompts;
 use crate::skills::{self, Skill};
 use crate::tokens::Calibration;
-use crate::{anthropic_wire, openai_wire};
+use crate::wire::{anthropic, openai};
 
 /// The document the user is in, with the editor state resolved to its bytes.
 pub struct ActiveDocument {
@@ -185,12 +185,12 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> Context
         // prompt out of `messages`, so it is shown as the first entry there too.
         messages: match inputs.config.provider_kind.as_str() {
             "anthropic" => {
-                let body = anthropic_wire::body(&request, inputs.prompts);
+                let body = anthropic::body(&request, inputs.prompts);
                 let mut messages = vec![json!({"role": "system", "content": body["system"]})];
                 messages.extend(body["messages"].as_array().cloned().unwrap_or_default());
                 messages
             }
-            _ => openai_wire::messages(&request, inputs.prompts),
+            _ => openai::messages(&request, inputs.prompts),
         },
         tokenizer: prepared.config.tokenizer.name(),
         calibration: inputs.calibration,

@@ -8,7 +8,6 @@
 //! holds every edge and calls in here. See ARCHITECTURE.md.
 
 pub mod agents_md;
-pub mod anthropic_wire;
 pub mod approval;
 pub mod compaction;
 pub mod config;
@@ -22,7 +21,6 @@ pub mod inspect;
 pub mod language;
 pub mod ledger;
 pub mod models;
-pub mod openai_wire;
 pub mod position;
 pub mod prompt_text;
 pub mod prompts;
@@ -32,3 +30,4 @@ pub mod syntax;
 pub mod tokens;
 pub mod tool_info;
 pub mod truncate;
+pub mod wire;

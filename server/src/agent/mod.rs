@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::host::{FileChange, Host, Notice, PermissionOption, PermissionRequest};
-use crate::provider::{ErrorKind, Provider, ProviderConfig, ProviderEvent, ProviderKind, Usage};
+use crate::provider::Provider;
 use crate::store::files;
 use crate::store::session_log::{self, SessionLog, SessionStore};
 use crate::tools::{self, Workspace};
@@ -28,6 +28,7 @@ use agentls_core::tokens::Calibration;
 use agentls_core::tokens::TokenizerKind;
 use agentls_core::tool_info::{self, ToolKind};
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind, Usage};
 
 mod compact;
 pub mod host;
@@ -716,7 +717,7 @@ impl Turn {
         model: &str,
         window: compact::Window,
     ) -> compact::Window {
-        let (requested, limit) = crate::provider::context_figures(message);
+        let (requested, limit) = agentls_core::wire::faults::context_figures(message);
         if let Some(requested) = requested {
             let _ = self
                 .record(Event::Usage {
@@ -1042,7 +1043,7 @@ impl Turn {
         event: ProviderEvent,
         text: &mut String,
         calls: &mut Vec<Call>,
-        usage: &mut Option<crate::provider::Usage>,
+        usage: &mut Option<agentls_core::wire::Usage>,
     ) {
         match event {
             ProviderEvent::Text(chunk) => {

@@ -12,9 +12,9 @@ use agentls_core::environment::Environment;
 use agentls_core::history::{History, Item};
 use agentls_core::inspect::{self, ActiveDocument, OtherDocument};
 use agentls_core::language::Language;
-use agentls_core::openai_wire;
 use agentls_core::prompts::Prompts;
 use agentls_core::tokens::{Calibration, TokenizerKind};
+use agentls_core::wire::openai;
 
 pub struct ContextOptions {
     pub history_tokens: usize,
@@ -186,7 +186,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
         let prepared = inspect::prepare(&inputs, cache);
         let request = prepared.request(history, PROMPT, &prompts, cache);
         let wire_start = Instant::now();
-        let messages = openai_wire::messages(&request, &prompts);
+        let messages = openai::messages(&request, &prompts);
         (request.total_tokens, messages, wire_start.elapsed())
     };
 

@@ -278,7 +278,7 @@ async fn ttft_real_in(
     )
     .await?;
     let prompts = agentls_core::prompts::Prompts::builtin();
-    let tools = agentls_core::openai_wire::tools(&prompts.tools);
+    let tools = agentls_core::wire::openai::tools(&prompts.tools);
     let http = reqwest::Client::new();
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut through = Vec::new();

@@ -1,0 +1,183 @@
+//! The providers' wire: the two request shapes (`openai`, `anthropic`), server-sent-event
+//! decoding (`sse`), the assembly of streamed deltas into text, reasoning, tool calls and
+//! usage (`stream`), and the fault policy as data (`faults`: error classification, backoff).
+//! The HTTP exchange itself is the server's `provider` module; nothing here does IO.
+
+use std::time::Duration;
+
+pub mod anthropic;
+pub mod faults;
+pub mod openai;
+pub mod sse;
+pub mod stream;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    OpenAi,
+    Anthropic,
+}
+
+impl ProviderKind {
+    pub fn from_name(name: &str) -> Option<ProviderKind> {
+        match name {
+            "openai" => Some(ProviderKind::OpenAi),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            _ => None,
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "https://api.openai.com/v1",
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    pub fn default_api_key_env(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "OPENAI_API_KEY",
+            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    pub fn endpoint(self, base_url: &str) -> String {
+        let base = base_url.trim_end_matches('/');
+        match self {
+            ProviderKind::OpenAi => format!("{base}/chat/completions"),
+            // The documented base URL has no version; accept one that has it.
+            ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+        }
+    }
+}
+
+/// Everything a provider needs; no secret in it (the key is read from `api_key_env` per
+/// request), so it may be printed and compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub max_output_tokens: Option<usize>,
+    /// Connect timeout, and the longest silence tolerated inside a stream.
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub temperature: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Prompt tokens as the provider counted them (cached ones included).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// What a stream produces, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    Text(String),
+    Reasoning(String),
+    /// The model began a tool call (its arguments are still streaming).
+    ToolCallStarted {
+        id: String,
+        name: String,
+    },
+    /// A complete tool call, sent once the model finished its message.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    Usage(Usage),
+    /// An attempt failed with a retryable answer; the next starts after `delay`.
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        reason: String,
+    },
+    /// A line of the stream that is not a usable event (logged, otherwise ignored).
+    Skipped {
+        line: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Something the user must set (a key, a URL).
+    Config,
+    Unreachable,
+    /// 401/403.
+    Auth,
+    RateLimited,
+    Server,
+    /// Any other 4xx.
+    BadRequest,
+    /// The request is larger than the model's window: compaction can fix it.
+    ContextLengthExceeded,
+    /// The stream ended before the model finished.
+    StreamCut,
+    Timeout,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// Whether the same request may succeed later.
+    pub retryable: bool,
+}
+
+impl ProviderError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ProviderError {
+        let retryable = matches!(
+            kind,
+            ErrorKind::Unreachable
+                | ErrorKind::RateLimited
+                | ErrorKind::Server
+                | ErrorKind::StreamCut
+                | ErrorKind::Timeout
+        );
+        ProviderError {
+            kind,
+            message: message.into(),
+            retryable,
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// How a stream ended well.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Completion {
+    pub usage: Option<Usage>,
+    /// `stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, … as the provider said it.
+    pub finish_reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_follow_each_providers_convention() {
+        assert_eq!(
+            ProviderKind::OpenAi.endpoint("http://h:1/v1/"),
+            "http://h:1/v1/chat/completions"
+        );
+        assert_eq!(
+            ProviderKind::Anthropic.endpoint("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            ProviderKind::Anthropic.endpoint("http://h/v1"),
+            "http://h/v1/messages"
+        );
+    }
+}
