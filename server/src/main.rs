@@ -78,7 +78,7 @@ fn main() -> ExitCode {
                     let end = rt.block_on(agentls::lsp::serve_stdio());
                     // Shell commands the agent started run in their own process groups:
                     // they must not outlive the editor's session.
-                    agentls::tools::kill_running_commands();
+                    agentls::tools::shell::kill_running_commands();
                     // A blocking read of stdin may still be parked in tokio's pool: don't
                     // wait for it.
                     rt.shutdown_timeout(std::time::Duration::from_millis(100));

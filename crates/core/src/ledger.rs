@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::history::Item;
 use crate::session::Event;
 use crate::tokens::TokenizerKind;
-use crate::tool_info::PlanEntry;
+use crate::tool_info::{LedgerRecord, PlanEntry, ToolCatalog};
 
 /// Error messages kept (the newest); each cut to ERROR_CHARS.
 const MAX_ERRORS: usize = 5;
@@ -63,9 +63,9 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn observe(&mut self, event: &Event) {
+    pub fn observe(&mut self, event: &Event, tools: &dyn ToolCatalog) {
         match event {
-            Event::Item { entry, .. } => self.observe_item(&entry.item),
+            Event::Item { entry, .. } => self.observe_item(&entry.item, tools),
             Event::Permission {
                 tool,
                 outcome,
@@ -111,7 +111,7 @@ impl Ledger {
         }
     }
 
-    fn observe_item(&mut self, item: &Item) {
+    fn observe_item(&mut self, item: &Item, tools: &dyn ToolCatalog) {
         match item {
             Item::User { text, .. } => {
                 for sentence in constraint_sentences(text) {
@@ -142,16 +142,24 @@ impl Ledger {
                 let Some((tool, arguments)) = self.pending.remove(call_id) else {
                     return;
                 };
-                self.observe_result(&tool, &arguments, content, *success);
+                let record = tools.ledger_record(&tool);
+                self.observe_result(&tool, record, &arguments, content, *success);
             }
             _ => {}
         }
     }
 
-    fn observe_result(&mut self, tool: &str, arguments: &Value, content: &str, success: bool) {
+    fn observe_result(
+        &mut self,
+        tool: &str,
+        record: LedgerRecord,
+        arguments: &Value,
+        content: &str,
+        success: bool,
+    ) {
         let path = arguments["path"].as_str().unwrap_or("").to_string();
-        match (tool, success) {
-            ("read_file", true) => {
+        match (record, success) {
+            (LedgerRecord::FileRead, true) => {
                 let range = match (arguments["offset"].as_u64(), arguments["limit"].as_u64()) {
                     (None, None) => "whole".to_string(),
                     (offset, limit) => {
@@ -171,8 +179,8 @@ impl Ledger {
                     None => self.files_read.push((path, vec![range])),
                 }
             }
-            ("edit_file", true) | ("write_file", true) => {
-                let (added, removed, created) = if tool == "edit_file" {
+            (LedgerRecord::FileEdit, true) | (LedgerRecord::FileWrite, true) => {
+                let (added, removed, created) = if record == LedgerRecord::FileEdit {
                     (
                         line_count(arguments["new_text"].as_str().unwrap_or("")),
                         line_count(arguments["old_text"].as_str().unwrap_or("")),
@@ -201,7 +209,7 @@ impl Ledger {
                 change.created |= created;
                 self.changes_seen += 1;
             }
-            ("shell", _) => {
+            (LedgerRecord::Command, _) => {
                 let command = cut(arguments["command"].as_str().unwrap_or(""), COMMAND_CHARS);
                 self.commands.push(CommandRun {
                     command,
@@ -462,6 +470,7 @@ fn push_if_constraint(sentence: &str, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use crate::history::Entry;
+    use crate::tool_info::TestTools;
 
     fn item(turn: &str, item: Item) -> Event {
         Event::Item {
@@ -536,7 +545,7 @@ mod tests {
     fn the_ledger_keeps_files_commands_errors_approvals_plan_and_constraints() {
         let mut ledger = Ledger::default();
         for event in session_events() {
-            ledger.observe(&event);
+            ledger.observe(&event, &TestTools);
         }
         let text = ledger.render(10_000, TokenizerKind::O200kBase);
         expect_test::expect![[r#"
@@ -570,15 +579,21 @@ mod tests {
         use serde_json::json;
         let mut ledger = Ledger::default();
         for i in 0..50 {
-            ledger.observe(&call(
-                &format!("r{i}"),
-                "read_file",
-                json!({"path": format!("src/file_{i}.rs")}),
-            ));
-            ledger.observe(&output(&format!("r{i}"), "read_file", "…", true));
+            ledger.observe(
+                &call(
+                    &format!("r{i}"),
+                    "read_file",
+                    json!({"path": format!("src/file_{i}.rs")}),
+                ),
+                &TestTools,
+            );
+            ledger.observe(
+                &output(&format!("r{i}"), "read_file", "…", true),
+                &TestTools,
+            );
         }
         for event in session_events() {
-            ledger.observe(&event);
+            ledger.observe(&event, &TestTools);
         }
         let full = ledger.render(100_000, TokenizerKind::O200kBase);
         let small = ledger.render(250, TokenizerKind::O200kBase);
@@ -621,8 +636,8 @@ mod tests {
             prefix: None,
         };
         let mut ledger = Ledger::default();
-        ledger.observe(&permission("allowAlways"));
-        ledger.observe(&permission("rejectAlways"));
+        ledger.observe(&permission("allowAlways"), &TestTools);
+        ledger.observe(&permission("rejectAlways"), &TestTools);
         assert_eq!(
             ledger.approvals,
             ["always refused for this session: write_file"]

@@ -8,9 +8,8 @@ use std::collections::BTreeSet;
 
 use crate::history::{Entry, History, Item};
 use crate::ledger::Ledger;
-use crate::prompts::Prompts;
 use crate::tokens::{Calibration, TokenizerKind};
-use crate::tool_info::PlanEntry;
+use crate::tool_info::{PlanEntry, ToolCatalog};
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -187,17 +186,17 @@ impl Session {
         id: &str,
         events: &[Event],
         tokenizer: TokenizerKind,
-        prompts: &Prompts,
+        tools: &dyn ToolCatalog,
     ) -> Session {
         let mut session = Session::new(id, "", "", tokenizer);
         for event in events {
-            session.apply(event, prompts);
+            session.apply(event, tools);
         }
         session
     }
 
-    pub fn apply(&mut self, event: &Event, _prompts: &Prompts) {
-        self.ledger.observe(event);
+    pub fn apply(&mut self, event: &Event, tools: &dyn ToolCatalog) {
+        self.ledger.observe(event, tools);
         match event {
             Event::SessionStarted {
                 session_id,
@@ -354,7 +353,7 @@ pub enum TranscriptItem {
 }
 
 /// The transcript of a session's events, in order.
-pub fn transcript(events: &[Event]) -> Vec<TranscriptItem> {
+pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptItem> {
     let mut items: Vec<TranscriptItem> = Vec::new();
     for event in events {
         match event {
@@ -373,8 +372,8 @@ pub fn transcript(events: &[Event]) -> Vec<TranscriptItem> {
                     items.push(TranscriptItem::ToolCall {
                         tool_call_id: call_id.clone(),
                         name: name.clone(),
-                        title: crate::tool_info::title(name, &input),
-                        tool_kind: crate::tool_info::kind_of(name),
+                        title: tools.title(name, &input),
+                        tool_kind: tools.kind(name),
                         input,
                         status: "pending".into(),
                         output: None,
@@ -431,6 +430,8 @@ pub fn transcript(events: &[Event]) -> Vec<TranscriptItem> {
 mod tests {
     use super::*;
     use crate::history::item_tokens;
+    use crate::prompts::Prompts;
+    use crate::tool_info::TestTools;
 
     fn entry(item: Item) -> Entry {
         let tokens = item_tokens(&item, &Prompts::builtin(), TokenizerKind::O200kBase);
@@ -508,12 +509,7 @@ mod tests {
 
     #[test]
     fn replay_rebuilds_history_plan_approvals_and_calibration() {
-        let session = Session::replay(
-            "s1",
-            &events(),
-            TokenizerKind::O200kBase,
-            &Prompts::builtin(),
-        );
+        let session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &TestTools);
         assert_eq!(session.model, "gpt-4o");
         assert_eq!(session.turns, 1);
         assert_eq!(
@@ -548,18 +544,17 @@ mod tests {
                 ..Default::default()
             },
         };
-        let prompts = Prompts::builtin();
-        let mut session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &prompts);
-        session.apply(&compacted(1000, 950), &prompts);
+        let mut session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &TestTools);
+        session.apply(&compacted(1000, 950), &TestTools);
         assert_eq!((session.compactions, session.low_yield_compactions), (1, 1));
         assert!(
             session.history.is_empty(),
             "the boundary replaces the history"
         );
-        session.apply(&compacted(1000, 500), &prompts);
+        session.apply(&compacted(1000, 500), &TestTools);
         assert_eq!(session.low_yield_compactions, 0);
-        session.apply(&compacted(1000, 920), &prompts);
-        session.apply(&compacted(1000, 990), &prompts);
+        session.apply(&compacted(1000, 920), &TestTools);
+        session.apply(&compacted(1000, 990), &TestTools);
         assert_eq!((session.compactions, session.low_yield_compactions), (4, 2));
         assert!(
             session.ledger.approvals[0].contains("cargo test"),
@@ -583,15 +578,13 @@ mod tests {
 
     #[test]
     fn the_transcript_shows_calls_with_their_status() {
-        let transcript = transcript(&events());
+        let transcript = transcript(&events(), &TestTools);
         let json = serde_json::to_value(&transcript).unwrap();
         assert_eq!(json[0]["kind"], "user");
         assert_eq!(json[1]["kind"], "toolCall");
         assert_eq!(json[1]["status"], "completed");
-        assert_eq!(
-            json[1]["title"],
-            crate::tool_info::title("shell", &serde_json::json!({"command": "cargo test"}))
-        );
+        assert_eq!(json[1]["title"], "shell", "the catalog's title");
+        assert_eq!(json[1]["toolKind"], "execute", "the catalog's kind");
         assert_eq!(json[2]["kind"], "plan");
         assert_eq!(json[3]["status"], "pending");
     }

@@ -1,6 +1,7 @@
 //! What the core knows of the tools without running them: their kinds (for approvals and
-//! the editor's icons), the one-line titles of their calls, the plan's shape, and the error
-//! text the model reads when a call fails.
+//! the editor's icons), what the ledger keeps of their calls, the plan's shape, and the error
+//! text the model reads when a call fails. The tools themselves are declared by the server's
+//! registry (one file per tool); the core reads them through [`ToolCatalog`].
 
 use serde_json::Value;
 
@@ -34,92 +35,69 @@ pub enum ToolKind {
     Other,
 }
 
-pub fn kind_of(tool_name: &str) -> ToolKind {
-    match tool_name {
-        "read_file" | "list_dir" => ToolKind::Read,
-        "grep" => ToolKind::Search,
-        "edit_file" | "write_file" => ToolKind::Edit,
-        "shell" => ToolKind::Execute,
-        _ => ToolKind::Other,
-    }
+/// What the ledger keeps of a tool's successful calls (a failed call is kept as an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerRecord {
+    /// Nothing beyond its errors.
+    Nothing,
+    /// A file read: its `path` and the lines (`offset`, `limit`).
+    FileRead,
+    /// A file changed in place: its `path` and lines added and removed (`new_text`,
+    /// `old_text`).
+    FileEdit,
+    /// A file written whole: its `path`, its lines (`content`), and whether it was created
+    /// (the output starts with `Created `).
+    FileWrite,
+    /// A command run (`command`) and how it ended; a failed one is also an error.
+    Command,
 }
 
-/// A short title for a tool call's row in the UI. The arguments come from the model and may be
-/// anything: a missing or mistyped field gives a vaguer title, never a panic.
-pub fn title(tool_name: &str, arguments: &Value) -> String {
-    let text = |key: &str| {
-        arguments
-            .get(key)
-            .and_then(Value::as_str)
-            .filter(|value| !value.trim().is_empty())
-    };
-    let number = |key: &str| arguments.get(key).and_then(Value::as_u64);
-    match tool_name {
-        "read_file" => {
-            let Some(path) = text("path") else {
-                return "Read a file".to_string();
-            };
-            let path = shorten(path);
-            match (number("offset"), number("limit")) {
-                (None, None) => format!("Read {path}"),
-                (offset, Some(limit)) => {
-                    let first = offset.unwrap_or(1).max(1);
-                    let last = first.saturating_add(limit.max(1) - 1);
-                    format!("Read {path} (lines {first}–{last})")
-                }
-                (Some(offset), None) => format!("Read {path} (from line {offset})"),
-            }
+/// The tools as the core sees them, declared once by the server's tool registry: the
+/// session's fold, the ledger and the transcript read a call's kind, title and record from
+/// here, so adding a tool changes nothing in the core.
+pub trait ToolCatalog {
+    fn kind(&self, tool: &str) -> ToolKind;
+    /// A short title for a call's row in the UI. The arguments come from the model and may be
+    /// anything: a missing or mistyped field gives a vaguer title, never a panic.
+    fn title(&self, tool: &str, arguments: &Value) -> String;
+    fn ledger_record(&self, tool: &str) -> LedgerRecord;
+}
+
+/// A catalog of the built-in tools' names for the core's own tests (the real one is the
+/// server's registry): kinds and records as declared there, the name as title.
+#[cfg(test)]
+pub(crate) struct TestTools;
+
+#[cfg(test)]
+impl ToolCatalog for TestTools {
+    fn kind(&self, tool: &str) -> ToolKind {
+        match tool {
+            "read_file" | "list_dir" => ToolKind::Read,
+            "grep" => ToolKind::Search,
+            "edit_file" | "write_file" => ToolKind::Edit,
+            "shell" => ToolKind::Execute,
+            _ => ToolKind::Other,
         }
-        "list_dir" => match text("path").map(str::trim) {
-            Some(path) if path != "." && path != "./" => {
-                let path = shorten(path);
-                if path.ends_with('/') {
-                    format!("List {path}")
-                } else {
-                    format!("List {path}/")
-                }
-            }
-            _ => "List the workspace root".to_string(),
-        },
-        "grep" => {
-            let mut title = match text("pattern") {
-                Some(pattern) => format!("Grep `{}`", shorten(pattern)),
-                None => "Grep".to_string(),
-            };
-            if let Some(path) = text("path") {
-                title.push_str(&format!(" in {}", shorten(path)));
-            }
-            if let Some(glob) = text("glob") {
-                title.push_str(&format!(" ({})", shorten(glob)));
-            }
-            title
+    }
+
+    fn title(&self, tool: &str, _arguments: &Value) -> String {
+        tool.to_string()
+    }
+
+    fn ledger_record(&self, tool: &str) -> LedgerRecord {
+        match tool {
+            "read_file" => LedgerRecord::FileRead,
+            "edit_file" => LedgerRecord::FileEdit,
+            "write_file" => LedgerRecord::FileWrite,
+            "shell" => LedgerRecord::Command,
+            _ => LedgerRecord::Nothing,
         }
-        "edit_file" => text("path").map_or("Edit a file".to_string(), |path| {
-            format!("Edit {}", shorten(path))
-        }),
-        "write_file" => text("path").map_or("Write a file".to_string(), |path| {
-            format!("Write {}", shorten(path))
-        }),
-        "shell" => {
-            let Some(command) = text("command") else {
-                return "Run a command".to_string();
-            };
-            match text("cwd").map(str::trim) {
-                Some(cwd) if cwd != "." && cwd != "./" => {
-                    format!("Run `{}` in {}", shorten(command), shorten(cwd))
-                }
-                _ => format!("Run `{}`", shorten(command)),
-            }
-        }
-        "update_plan" => "Update plan".to_string(),
-        "" => "Unknown tool".to_string(),
-        other => shorten(other),
     }
 }
 
 /// One line for a title: whitespace runs (newlines of a script) become one space, and a long
 /// text is cut with `…`.
-fn shorten(text: &str) -> String {
+pub fn shorten(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(MAX_TITLE_CHARS - 1) {
         Some((cut, _)) if one_line.chars().count() > MAX_TITLE_CHARS => {
@@ -192,69 +170,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kinds_and_titles() {
-        assert_eq!(kind_of("read_file"), ToolKind::Read);
-        assert_eq!(kind_of("list_dir"), ToolKind::Read);
-        assert_eq!(kind_of("grep"), ToolKind::Search);
-        assert_eq!(kind_of("edit_file"), ToolKind::Edit);
-        assert_eq!(kind_of("write_file"), ToolKind::Edit);
-        assert_eq!(kind_of("shell"), ToolKind::Execute);
-        assert_eq!(kind_of("update_plan"), ToolKind::Other);
-        assert_eq!(kind_of("nope"), ToolKind::Other);
+    fn kinds_serialize_lowercase_and_titles_stay_one_short_line() {
         assert_eq!(serde_json::to_value(ToolKind::Execute).unwrap(), "execute");
-
-        let t = |name: &str, args: Value| title(name, &args);
-        assert_eq!(
-            t("read_file", serde_json::json!({"path": "src/lib.rs"})),
-            "Read src/lib.rs"
-        );
-        assert_eq!(
-            t(
-                "read_file",
-                serde_json::json!({"path": "src/lib.rs", "offset": 10, "limit": 31})
-            ),
-            "Read src/lib.rs (lines 10–40)"
-        );
-        assert_eq!(
-            t("list_dir", serde_json::json!({"path": "src"})),
-            "List src/"
-        );
-        assert_eq!(
-            t(
-                "grep",
-                serde_json::json!({"pattern": "fn answer", "path": "src/"})
-            ),
-            "Grep `fn answer` in src/"
-        );
-        assert_eq!(
-            t("edit_file", serde_json::json!({"path": "src/lib.rs"})),
-            "Edit src/lib.rs"
-        );
-        assert_eq!(
-            t("write_file", serde_json::json!({"path": "src/new.rs"})),
-            "Write src/new.rs"
-        );
-        assert_eq!(
-            t("shell", serde_json::json!({"command": "cargo test"})),
-            "Run `cargo test`"
-        );
-        assert_eq!(t("update_plan", Value::Null), "Update plan");
-        for name in [
-            "read_file",
-            "list_dir",
-            "grep",
-            "edit_file",
-            "write_file",
-            "shell",
-            "x",
-            "",
-        ] {
-            assert!(!t(name, Value::Null).is_empty());
-            assert!(!t(name, serde_json::json!({"path": 3, "offset": "x"})).is_empty());
-        }
-        let long = t("shell", serde_json::json!({"command": "echo ".repeat(100)}));
-        assert!(long.ends_with("…`"), "{long}");
-        assert!(long.chars().count() < 100, "{long}");
+        assert_eq!(shorten("cargo\n  test"), "cargo test");
+        let long = shorten(&"echo ".repeat(100));
+        assert!(long.ends_with('…'), "{long}");
+        assert_eq!(long.chars().count(), MAX_TITLE_CHARS);
     }
 
     #[test]

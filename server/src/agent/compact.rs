@@ -5,7 +5,9 @@
 
 use std::time::Instant;
 
+use super::live::Durability;
 use super::*;
+use crate::tools::registry::Registry;
 use agentls_core::compaction::{self, Strategy, Style};
 use agentls_core::context::StaticContext;
 use agentls_core::history::History;
@@ -235,11 +237,8 @@ impl Agent {
         };
         let prompts = self.host.prompts();
         let mut live = handle.live.lock().await;
-        live.log
-            .append(&event)
-            .and_then(|()| live.log.sync())
-            .map_err(|e| AgentError(format!("cannot write the session log: {e}")))?;
-        live.session.apply(&event, &prompts);
+        live.record(&event, Durability::Synced, Registry::builtin())
+            .map_err(AgentError)?;
         let tokenizer = tokenizer_for(&config, &model);
         if tokenizer != live.session.history.tokenizer() {
             live.session.history.retokenize(tokenizer, &prompts);
@@ -425,7 +424,7 @@ impl Agent {
     ) -> Result<CompactionOutcome, AgentError> {
         let started = Instant::now();
         let config = self.host.config();
-        let prompts = self.host.prompts();
+        let _prompts = self.host.prompts();
         let (entries, generation, model, ledger, calibration) = {
             let live = handle.live.lock().await;
             let tokenizer = live.session.history.tokenizer();
@@ -518,18 +517,13 @@ impl Agent {
         };
         let (compactions, low_yield) = {
             let mut live = handle.live.lock().await;
-            if let Err(err) = live.log.append(&event).and_then(|()| live.log.sync()) {
-                let message = format!(
-                    "cannot write the session log {}: {err}",
-                    live.log.path().display()
-                );
+            if let Err(message) = live.record(&event, Durability::Synced, Registry::builtin()) {
                 drop(live);
                 self.update(&handle.id, turn_id, json!({"kind": "compaction", "phase": "failed", "tokensBefore": tokens_before, "message": message}));
                 self.host
                     .progress(&progress, "", Some("compaction failed".into()));
                 return Err(AgentError(message));
             }
-            live.session.apply(&event, &prompts);
             (live.session.compactions, live.session.low_yield_compactions)
         };
         *handle.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Prepared::default();

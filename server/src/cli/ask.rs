@@ -158,7 +158,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
             // one gives up at once.
             _ = tokio::signal::ctrl_c() => {
                 if interrupted {
-                    crate::tools::kill_running_commands();
+                    crate::tools::shell::kill_running_commands();
                     return Ok(130);
                 }
                 interrupted = true;

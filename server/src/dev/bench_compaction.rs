@@ -162,7 +162,7 @@ pub fn pure(options: &CompactionBenchOptions) -> (usize, usize, Vec<(&'static st
         let ledger = time(&mut runs[0].1, || {
             let mut ledger = Ledger::default();
             for event in &events {
-                ledger.observe(event);
+                ledger.observe(event, crate::tools::registry::Registry::builtin());
             }
             ledger
         });

@@ -1,0 +1,448 @@
+//! The sessions of a server: created, or loaded on demand from their logs (a turn left open
+//! by a crash is closed first), each with one worker task that runs its jobs (prompts,
+//! compactions, model switches) in arrival order, and a queue a cancel can see whole.
+
+use super::live::Durability;
+use super::*;
+use crate::tools::registry::Registry;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::session_log::{self};
+use agentls_core::editor_state::EditorState;
+use agentls_core::history::Item;
+use agentls_core::session::{self, Event, Session};
+use agentls_core::tokens::Calibration;
+
+pub(super) struct Prompt {
+    pub(super) turn_id: String,
+    pub(super) text: String,
+    pub(super) editor: Option<EditorState>,
+}
+
+/// Work for a session's worker, run one at a time in arrival order.
+pub(super) enum Job {
+    Prompt(Prompt),
+    /// `agent/session/compact`, `/compact`.
+    Compact {
+        instructions: Option<String>,
+        reply: tokio::sync::oneshot::Sender<Result<CompactionOutcome, AgentError>>,
+    },
+    /// `agent/session/setModel`, `/model`.
+    SetModel {
+        model: String,
+        context_window: Option<usize>,
+        reply: tokio::sync::oneshot::Sender<Result<bool, AgentError>>,
+    },
+}
+
+/// Which turns wait and which runs: one lock, so that a cancel sees a consistent picture.
+#[derive(Default)]
+pub(super) struct QueueState {
+    /// Turn ids queued and not started.
+    pub(super) waiting: Vec<String>,
+    /// The running job's turn id and cancellation.
+    pub(super) running: Option<(String, CancellationToken)>,
+    /// Queued turns a cancel dropped: the worker skips them.
+    pub(super) dropped: std::collections::HashSet<String>,
+}
+
+pub(super) struct SessionHandle {
+    pub(super) id: String,
+    pub(super) live: tokio::sync::Mutex<Live>,
+    pub(super) queue: mpsc::UnboundedSender<Job>,
+    pub(super) state: Mutex<QueueState>,
+    /// A summary prepared in the background for the next compaction.
+    pub(super) prepared: Mutex<Prepared>,
+    /// Signalled when a background preparation ends.
+    pub(super) prepared_done: tokio::sync::Notify,
+    /// Held while a turn sends an update and while a cancel takes effect: after a cancel
+    /// no update of the cancelled turn can be on its way.
+    pub(super) updates: Mutex<()>,
+}
+
+impl SessionHandle {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks `turn_id` as running unless a cancel dropped it; its cancellation token.
+    pub(super) fn start(&self, turn_id: &str) -> Option<CancellationToken> {
+        let mut state = self.state();
+        state.waiting.retain(|t| t != turn_id);
+        if state.dropped.remove(turn_id) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        state.running = Some((turn_id.to_string(), token.clone()));
+        Some(token)
+    }
+
+    pub(super) fn stop(&self) {
+        self.state().running = None;
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub title: String,
+    pub updated_at: u64,
+    pub turns: u32,
+}
+
+impl Agent {
+    pub async fn new_session(
+        self: &Arc<Self>,
+        model: Option<String>,
+    ) -> Result<String, AgentError> {
+        let store = self.store()?;
+        let id = session_log::new_session_id();
+        let model = model
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| self.default_model());
+        let config = self.host.config();
+        let workspace = self
+            .host
+            .roots()
+            .first()
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let log = store.open(&id).map_err(|e| {
+            AgentError(format!(
+                "cannot create the session log in {}: {e}",
+                store.dir().display()
+            ))
+        })?;
+        let started = Event::SessionStarted {
+            session_id: id.clone(),
+            model: model.clone(),
+            workspace: workspace.clone(),
+            at: session_log::now_millis(),
+        };
+        let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
+        let mut live = Live { session, log };
+        live.record(&started, Durability::Synced, Registry::builtin())
+            .map_err(AgentError)?;
+        self.spawn_worker(id.clone(), live);
+        Ok(id)
+    }
+
+    /// The session, from memory or replayed from its log.
+    pub(super) async fn handle(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<Arc<SessionHandle>, AgentError> {
+        if let Some(handle) = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+        {
+            return Ok(handle.clone());
+        }
+        let store = self.store()?;
+        if !store.exists(id) {
+            return Err(AgentError(format!("unknown session {id:?}")));
+        }
+        let contents = store
+            .read(id)
+            .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?;
+        for warning in &contents.warnings {
+            tracing::warn!("session {id}: {warning}");
+            // The user should know their session log was damaged, even if nothing was lost
+            // but the torn line.
+            self.host
+                .show_warning(format!("agentls: session {id}: {warning}"));
+        }
+        let config = self.host.config();
+        let prompts = self.host.prompts();
+        let model = contents
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::ModelChanged { model, .. } | Event::SessionStarted { model, .. } => {
+                    Some(model.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        let tokenizer = tokenizer_for(&config, &model);
+        let mut session = Session::replay(id, &contents.events, tokenizer, Registry::builtin());
+        let log = store
+            .open(id)
+            .map_err(|e| AgentError(format!("cannot open session {id}: {e}")))?;
+        let mut live = Live { session, log };
+        // A turn left open by a crash is closed now, so the log says how it ended.
+        if let Some(turn_id) = live.session.open_turn.clone() {
+            let report = live.session.history.prompt_items(&prompts).1;
+            let mut events = Vec::new();
+            for call_id in &report.aborted_calls {
+                if let Some(name) = call_name(&live.session, call_id) {
+                    let entry = live.session.history.entry_for(
+                        Item::ToolOutput {
+                            call_id: call_id.clone(),
+                            name,
+                            content: "aborted: the server stopped before this tool call completed"
+                                .into(),
+                            success: false,
+                        },
+                        config.tool_output_limit,
+                        &prompts,
+                    );
+                    events.push(Event::Item {
+                        turn_id: turn_id.clone(),
+                        entry,
+                    });
+                }
+            }
+            events.push(Event::Error {
+                turn_id: turn_id.clone(),
+                message: "agentls stopped during this turn (a crash or a kill); the turn was closed when the session was loaded again".into(),
+                retryable: true,
+            });
+            events.push(Event::TurnEnded {
+                turn_id,
+                stop_reason: "error".into(),
+                at: session_log::now_millis(),
+            });
+            for event in &events {
+                if let Err(err) = live.record(event, Durability::Buffered, Registry::builtin()) {
+                    tracing::error!("session {id}: cannot close the interrupted turn: {err}");
+                    break;
+                }
+            }
+            let _ = live.log.sync();
+        }
+        session = live.session;
+        let live = Live {
+            session,
+            log: live.log,
+        };
+        Ok(self.spawn_worker(id.to_string(), live))
+    }
+
+    pub(super) fn spawn_worker(self: &Arc<Self>, id: String, live: Live) -> Arc<SessionHandle> {
+        let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
+        let handle = Arc::new(SessionHandle {
+            id: id.clone(),
+            live: tokio::sync::Mutex::new(live),
+            queue,
+            state: Mutex::new(QueueState::default()),
+            prepared: Mutex::new(Prepared::default()),
+            prepared_done: tokio::sync::Notify::new(),
+            updates: Mutex::new(()),
+        });
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = sessions.get(&id) {
+            // Loaded twice concurrently: keep the first.
+            return existing.clone();
+        }
+        sessions.insert(id, handle.clone());
+        let agent = Arc::downgrade(self);
+        let worker = handle.clone();
+        tokio::spawn(async move {
+            while let Some(job) = jobs.recv().await {
+                let Some(agent) = agent.upgrade() else { break };
+                match job {
+                    Job::Prompt(prompt) => agent.run_turn(&worker, prompt).await,
+                    Job::Compact {
+                        instructions,
+                        reply,
+                    } => {
+                        let result = agent.compact_job(&worker, instructions).await;
+                        let _ = reply.send(result);
+                    }
+                    Job::SetModel {
+                        model,
+                        context_window,
+                        reply,
+                    } => {
+                        let result = agent.set_model_job(&worker, model, context_window).await;
+                        let _ = reply.send(result);
+                    }
+                }
+            }
+        });
+        handle
+    }
+
+    /// `agent/session/list`: newest first.
+    pub async fn list(self: &Arc<Self>) -> Result<Vec<SessionSummary>, AgentError> {
+        let store = self.store()?;
+        let mut summaries = Vec::new();
+        for id in store.ids() {
+            let loaded = self
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&id)
+                .cloned();
+            let summary = match loaded {
+                Some(handle) => {
+                    let live = handle.live.lock().await;
+                    summary(&live.session)
+                }
+                None => match store.read(&id) {
+                    Ok(contents) => {
+                        let session = Session::replay(
+                            &id,
+                            &contents.events,
+                            Default::default(),
+                            Registry::builtin(),
+                        );
+                        summary(&session)
+                    }
+                    Err(err) => {
+                        tracing::warn!("skipping session {id}: {err}");
+                        continue;
+                    }
+                },
+            };
+            summaries.push(summary);
+        }
+        summaries.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
+        Ok(summaries)
+    }
+
+    /// The session's history, calibration and model (for `agent/session/context`).
+    pub async fn history_of(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<(agentls_core::history::History, Calibration, String), AgentError> {
+        let handle = self.handle(id).await?;
+        let live = handle.live.lock().await;
+        Ok((
+            live.session.history.clone(),
+            live.session.calibration,
+            live.session.model.clone(),
+        ))
+    }
+
+    /// `agent/session/load`: the transcript to render.
+    pub async fn load(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<Vec<session::TranscriptItem>, AgentError> {
+        let handle = self.handle(id).await?;
+        let _live = handle.live.lock().await;
+        let contents = self
+            .store()?
+            .read(id)
+            .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?;
+        Ok(session::transcript(&contents.events, Registry::builtin()))
+    }
+
+    /// `agent/session/prompt`: queues the prompt and returns its turn id at once.
+    pub async fn prompt(
+        self: &Arc<Self>,
+        id: &str,
+        text: String,
+        editor: Option<EditorState>,
+    ) -> Result<String, AgentError> {
+        let handle = self.handle(id).await?;
+        let turn_id = format!("turn-{}", session_log::new_session_id());
+        let busy = {
+            let mut state = handle.state();
+            let busy = state.running.is_some() || !state.waiting.is_empty();
+            state.waiting.push(turn_id.clone());
+            busy
+        };
+        if busy {
+            self.update(id, &turn_id, json!({"kind": "queued"}));
+        }
+        handle
+            .queue
+            .send(Job::Prompt(Prompt {
+                turn_id: turn_id.clone(),
+                text,
+                editor,
+            }))
+            .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
+        Ok(turn_id)
+    }
+
+    /// `agent/session/cancel`: stops the running turn and drops the queued ones.
+    pub async fn cancel(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
+        let handle = self.handle(id).await?;
+        let (dropped, running) = {
+            let mut state = handle.state();
+            let dropped = std::mem::take(&mut state.waiting);
+            // The worker skips them when it gets to them.
+            state.dropped.extend(dropped.iter().cloned());
+            (
+                dropped,
+                state.running.as_ref().map(|(_, token)| token.clone()),
+            )
+        };
+        for turn_id in &dropped {
+            self.update(
+                id,
+                turn_id,
+                json!({"kind": "turnEnd", "stopReason": "cancelled"}),
+            );
+        }
+        let cancelled = match running {
+            Some(token) => {
+                let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
+                token.cancel();
+                true
+            }
+            None => !dropped.is_empty(),
+        };
+        // What the turn said before the cancel reaches the client before this answer.
+        self.host.flush().await;
+        Ok(cancelled)
+    }
+
+    pub(super) async fn run_turn(self: &Arc<Self>, handle: &Arc<SessionHandle>, prompt: Prompt) {
+        let Some(cancel) = handle.start(&prompt.turn_id) else {
+            return;
+        };
+        let mut turn = Turn {
+            agent: self.clone(),
+            handle: handle.clone(),
+            turn_id: prompt.turn_id.clone(),
+            cancel,
+            usage: (0, 0),
+            last_estimate: None,
+            changed: Vec::new(),
+            evidence: Vec::new(),
+            problems: Vec::new(),
+            steps: 0,
+        };
+        let stop = turn.run(prompt).await;
+        turn.finish(stop).await;
+    }
+}
+
+pub(super) fn summary(session: &Session) -> SessionSummary {
+    SessionSummary {
+        session_id: session.id.clone(),
+        title: if session.title.is_empty() {
+            "(empty session)".into()
+        } else {
+            session.title.clone()
+        },
+        updated_at: session.updated_at,
+        turns: session.turns,
+    }
+}
+
+pub(super) fn call_name(session: &Session, call_id: &str) -> Option<String> {
+    session
+        .history
+        .entries()
+        .iter()
+        .find_map(|e| match &e.item {
+            Item::ToolCall {
+                call_id: id, name, ..
+            } if id == call_id => Some(name.clone()),
+            _ => None,
+        })
+}

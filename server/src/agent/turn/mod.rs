@@ -1,0 +1,592 @@
+//! One turn: gather the context, record the user's message, then model calls and tool calls
+//! until the model stops, `maxSteps`, a cancel or an error; then close the turn (log synced,
+//! progress log, `turnEnd`). The order of events and cancellation are decided here; LSP and
+//! HTTP details are the host's and the provider's.
+
+mod attachments;
+mod slash;
+mod tool_calls;
+
+use super::live::Durability;
+use super::*;
+use crate::tools::registry::Registry;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::host::Host;
+use crate::store::session_log::{self};
+use agentls_core::history::{Entry, Item};
+use agentls_core::inspect;
+use agentls_core::prompt_text::{self};
+use agentls_core::session::Event;
+use agentls_core::tokens::Calibration;
+use agentls_core::wire::{ErrorKind, ProviderEvent};
+
+/// How a turn ended: the `turnEnd` stop reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Stop {
+    EndTurn,
+    Cancelled,
+    MaxSteps,
+    Error,
+}
+
+impl Stop {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Stop::EndTurn => "endTurn",
+            Stop::Cancelled => "cancelled",
+            Stop::MaxSteps => "maxSteps",
+            Stop::Error => "error",
+        }
+    }
+}
+
+pub(super) struct Turn {
+    pub(super) agent: Arc<Agent>,
+    pub(super) handle: Arc<SessionHandle>,
+    pub(super) turn_id: String,
+    pub(super) cancel: CancellationToken,
+    pub(super) usage: (u64, u64),
+    /// The calibrated size of the last request sent (the status at the end of the turn).
+    pub(super) last_estimate: Option<usize>,
+    /// For the progress log: files changed, evidence gathered, problems met.
+    pub(super) changed: Vec<String>,
+    pub(super) evidence: Vec<String>,
+    pub(super) problems: Vec<String>,
+    pub(super) steps: usize,
+}
+
+/// A tool call the model asked for.
+pub(super) struct Call {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
+}
+
+impl Turn {
+    pub(super) fn host(&self) -> &Arc<dyn Host> {
+        &self.agent.host
+    }
+
+    /// Tells the client; nothing after a cancel (its only remaining update is `turnEnd`).
+    pub(super) fn update(&self, update: Value) {
+        say(
+            &self.agent,
+            &self.handle,
+            &self.turn_id,
+            &self.cancel,
+            update,
+        );
+    }
+
+    /// Writes the event, then applies it: what the client hears about is on disk first.
+    pub(super) async fn record(&self, event: Event) -> Result<(), String> {
+        let mut live = self.handle.live.lock().await;
+        live.record(&event, Durability::Buffered, Registry::builtin())
+    }
+
+    pub(super) async fn record_item(&self, item: Item) -> Result<Entry, String> {
+        let config = self.host().config();
+        let prompts = self.host().prompts();
+        let entry = {
+            let live = self.handle.live.lock().await;
+            live.session
+                .history
+                .entry_for(item, config.tool_output_limit, &prompts)
+        };
+        self.record(Event::Item {
+            turn_id: self.turn_id.clone(),
+            entry: entry.clone(),
+        })
+        .await?;
+        Ok(entry)
+    }
+
+    /// Records the error, then tells the client (even when the log cannot take it: the
+    /// user must hear of a failure). `code` names errors a client can act on.
+    pub(super) async fn fail(
+        &mut self,
+        message: impl Into<String>,
+        retryable: bool,
+        code: Option<&str>,
+    ) {
+        let message = message.into();
+        self.problems.push(message.clone());
+        let _ = self
+            .record(Event::Error {
+                turn_id: self.turn_id.clone(),
+                message: message.clone(),
+                retryable,
+            })
+            .await;
+        let mut update = json!({"kind": "error", "message": message, "retryable": retryable});
+        if let Some(code) = code {
+            update["code"] = json!(code);
+        }
+        self.update(update);
+    }
+
+    /// Records what a context-length error tells: the request's real size (a calibration
+    /// sample) and the model's real window (kept for the session). The window to compact
+    /// for.
+    pub(super) async fn learn_from_overflow(
+        &mut self,
+        message: &str,
+        estimated: usize,
+        model: &str,
+        window: compact::Window,
+    ) -> compact::Window {
+        let (requested, limit) = agentls_core::wire::faults::context_figures(message);
+        if let Some(requested) = requested {
+            let _ = self
+                .record(Event::Usage {
+                    turn_id: self.turn_id.clone(),
+                    input_tokens: requested as u64,
+                    output_tokens: 0,
+                    estimated_input: estimated as u64,
+                })
+                .await;
+        }
+        if let Some(limit) = limit.filter(|l| *l > 0 && *l < window.context_window) {
+            self.warn(format!(
+                "the provider says the model's window is {limit} tokens, not {}: using {limit} for this session",
+                window.context_window
+            ));
+            let _ = self
+                .record(Event::ModelChanged {
+                    model: model.to_string(),
+                    context_window: Some(limit),
+                })
+                .await;
+        }
+        let live = self.handle.live.lock().await;
+        self.agent.window_of(&live.session)
+    }
+
+    pub(super) fn warn(&self, message: String) {
+        self.update(json!({"kind": "warning", "message": message}));
+    }
+
+    pub(super) async fn run(&mut self, prompt: Prompt) -> Stop {
+        if let Some(command) = prompt_text::slash_command(&prompt.text) {
+            return self.slash(command).await;
+        }
+        let host = self.host().clone();
+        let config = host.config();
+        let prompts = host.prompts();
+        let gathered = match host.gather(prompt.editor.as_ref()).await {
+            Ok(gathered) => gathered,
+            Err(message) => {
+                let _ = self
+                    .record(Event::TurnStarted {
+                        turn_id: self.turn_id.clone(),
+                        at: session_log::now_millis(),
+                    })
+                    .await;
+                self.fail(message, false, None).await;
+                return Stop::Error;
+            }
+        };
+        let model = self.handle.live.lock().await.session.model.clone();
+        // The turn block and the static context do not read the history: no copy of it.
+        let no_history = agentls_core::history::History::new(config.tokenizer());
+        let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
+        let (mut block, static_context) = {
+            let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                inspect::turn_block(&inputs, &mut cache),
+                inspect::static_context(&inputs),
+            )
+        };
+        // @mentions: attached as data, within what the editor block left of its budget.
+        let attachments = self
+            .attachments(&prompt.text, &block, &config, &prompts)
+            .await;
+        if !attachments.is_empty() {
+            block.text.push_str("\n\n");
+            block.text.push_str(&attachments);
+        }
+        if let Err(message) = self
+            .record(Event::TurnStarted {
+                turn_id: self.turn_id.clone(),
+                at: session_log::now_millis(),
+            })
+            .await
+        {
+            self.fail(message, false, None).await;
+            return Stop::Error;
+        }
+        if let Err(message) = self
+            .record_item(Item::User {
+                text: prompt.text.clone(),
+                context: Some(block.text.clone()),
+            })
+            .await
+        {
+            self.fail(message, false, None).await;
+            return Stop::Error;
+        }
+        let provider = match self.agent.provider(&model) {
+            Ok(provider) => provider,
+            Err(err) => {
+                self.fail(err.0, false, None).await;
+                return Stop::Error;
+            }
+        };
+        let tokenizer = tokenizer_for(&config, &model);
+        // Compaction (at the threshold, or after a context-length answer) happens at most
+        // once per model call, so a history that cannot shrink does not loop.
+        let mut compacted_for_this_call = false;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+            if self.steps >= config.max_steps {
+                return Stop::MaxSteps;
+            }
+            let (history, calibration, window) = {
+                let live = self.handle.live.lock().await;
+                (
+                    live.session.history.clone(),
+                    live.session.calibration,
+                    self.agent.window_of(&live.session),
+                )
+            };
+            let assembly = agentls_core::context::AssemblyConfig {
+                tokenizer,
+                context_window: window.context_window,
+                calibration,
+            };
+            let request = {
+                let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
+                agentls_core::context::assemble(
+                    &assembly,
+                    &static_context,
+                    &history,
+                    None,
+                    &prompts,
+                    &mut cache.counts,
+                )
+            };
+            let estimated = request.total_tokens;
+            let used = calibration.apply(estimated);
+            self.last_estimate = Some(used);
+            let (compact, prepare) = {
+                let live = self.handle.live.lock().await;
+                self.agent.triggers(&live.session, used)
+            };
+            if compact && !compacted_for_this_call {
+                compacted_for_this_call = true;
+                let outcome = self
+                    .agent
+                    .compact_now(
+                        &self.handle,
+                        &self.turn_id,
+                        compact::Trigger::Threshold,
+                        None,
+                        &static_context,
+                        window,
+                        &self.cancel,
+                    )
+                    .await;
+                if let Err(err) = outcome {
+                    // The call goes out anyway: the provider may still take it.
+                    self.warn(format!("compaction failed: {}", err.0));
+                }
+                continue;
+            }
+            // Not right after a compaction: its result is what the next summary would cover.
+            if prepare && !compacted_for_this_call {
+                self.agent
+                    .prepare_in_background(&self.handle, &static_context);
+            }
+            self.steps += 1;
+            {
+                let live = self.handle.live.lock().await;
+                self.agent.status(&live.session, "running", used, true);
+            }
+
+            let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+            let mut text = String::new();
+            let mut calls: Vec<Call> = Vec::new();
+            let mut usage = None;
+            let result = {
+                let stream = provider.stream(&request, &prompts, &events_tx, &self.cancel);
+                tokio::pin!(stream);
+                loop {
+                    tokio::select! {
+                        biased;
+                        Some(event) = events_rx.recv() => {
+                            self.on_provider_event(event, &mut text, &mut calls, &mut usage);
+                        }
+                        result = &mut stream => {
+                            while let Ok(event) = events_rx.try_recv() {
+                                self.on_provider_event(event, &mut text, &mut calls, &mut usage);
+                            }
+                            break result;
+                        }
+                    }
+                }
+            };
+            let usage = usage.or_else(|| result.as_ref().ok().and_then(|c| c.usage));
+            if !text.is_empty() {
+                if let Err(message) = self
+                    .record_item(Item::Assistant { text: text.clone() })
+                    .await
+                {
+                    self.fail(message, false, None).await;
+                    return Stop::Error;
+                }
+            }
+            if let Err(err) = result {
+                match err.kind {
+                    ErrorKind::Cancelled => return Stop::Cancelled,
+                    ErrorKind::ContextLengthExceeded
+                        if !compacted_for_this_call && text.is_empty() =>
+                    {
+                        // Compact and send the call again, once. What the error says is the
+                        // provider's own count: it calibrates the estimates, and a smaller
+                        // real window replaces the configured one.
+                        compacted_for_this_call = true;
+                        self.steps -= 1;
+                        let window = self
+                            .learn_from_overflow(&err.message, estimated, &model, window)
+                            .await;
+                        match self
+                            .agent
+                            .compact_now(
+                                &self.handle,
+                                &self.turn_id,
+                                compact::Trigger::Overflow,
+                                None,
+                                &static_context,
+                                window,
+                                &self.cancel,
+                            )
+                            .await
+                        {
+                            Ok(_) => continue,
+                            Err(compaction_error) => {
+                                let message = format!(
+                                    "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
+                                    err.message, compaction_error.0
+                                );
+                                self.fail(message, false, Some("contextLengthExceeded"))
+                                    .await;
+                                return Stop::Error;
+                            }
+                        }
+                    }
+                    _ => {
+                        let (message, code) = match err.kind {
+                            ErrorKind::StreamCut if !text.is_empty() => (
+                                format!("{} (the partial answer above was kept)", err.message),
+                                None,
+                            ),
+                            ErrorKind::ContextLengthExceeded => (
+                                format!(
+                                    "{} — the conversation is larger than the model's context window",
+                                    err.message
+                                ),
+                                Some("contextLengthExceeded"),
+                            ),
+                            _ => (err.message.clone(), None),
+                        };
+                        self.fail(message, err.retryable, code).await;
+                        return Stop::Error;
+                    }
+                }
+            }
+            compacted_for_this_call = false;
+            if let Some(usage) = usage {
+                self.usage.0 += usage.input_tokens;
+                self.usage.1 += usage.output_tokens;
+                let recorded = self
+                    .record(Event::Usage {
+                        turn_id: self.turn_id.clone(),
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
+                        estimated_input: estimated as u64,
+                    })
+                    .await;
+                if recorded.is_ok() {
+                    let live = self.handle.live.lock().await;
+                    self.agent.status(
+                        &live.session,
+                        "running",
+                        (usage.input_tokens + usage.output_tokens) as usize,
+                        false,
+                    );
+                }
+            }
+            if calls.is_empty() {
+                return Stop::EndTurn;
+            }
+            for call in &calls {
+                if let Err(message) = self
+                    .record_item(Item::ToolCall {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    })
+                    .await
+                {
+                    self.fail(message, false, None).await;
+                    return Stop::Error;
+                }
+            }
+            for (index, call) in calls.iter().enumerate() {
+                if self.cancel.is_cancelled() {
+                    for skipped in &calls[index..] {
+                        let _ = self
+                            .finish_call(
+                                skipped,
+                                "aborted: the turn was cancelled before this tool call ran".into(),
+                                false,
+                            )
+                            .await;
+                    }
+                    return Stop::Cancelled;
+                }
+                let (output, success) = self.run_tool(call).await;
+                if let Err(message) = self.finish_call(call, output, success).await {
+                    self.fail(message, false, None).await;
+                    return Stop::Error;
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_provider_event(
+        &self,
+        event: ProviderEvent,
+        text: &mut String,
+        calls: &mut Vec<Call>,
+        usage: &mut Option<agentls_core::wire::Usage>,
+    ) {
+        match event {
+            ProviderEvent::Text(chunk) => {
+                text.push_str(&chunk);
+                self.update(json!({"kind": "agentMessageChunk", "text": chunk}));
+            }
+            ProviderEvent::Reasoning(chunk) => {
+                self.update(json!({"kind": "agentThoughtChunk", "text": chunk}));
+            }
+            ProviderEvent::ToolCallStarted { .. } => {}
+            ProviderEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                calls.push(Call {
+                    id,
+                    name,
+                    arguments,
+                });
+            }
+            ProviderEvent::Usage(u) => *usage = Some(u),
+            ProviderEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => {
+                self.update(json!({
+                    "kind": "warning",
+                    "message": format!("{reason}; retrying in {:.1}s (attempt {attempt})", delay.as_secs_f64()),
+                }));
+            }
+            ProviderEvent::Skipped { line } => {
+                tracing::warn!("provider sent a line that is not an event: {line:?}");
+            }
+        }
+    }
+
+    /// Ends the turn: the log records it (and is synced), the progress log gets its entry,
+    /// the client gets `turnEnd` and an idle status.
+    pub(super) async fn finish(&mut self, stop: Stop) {
+        // A cancel that arrived after the last call finished still answered `cancelled:
+        // true`: the turn ends as cancelled.
+        let stop = if self.cancel.is_cancelled() && stop == Stop::EndTurn {
+            Stop::Cancelled
+        } else {
+            stop
+        };
+        let at = session_log::now_millis();
+        let started = self.handle.live.lock().await.session.open_turn.as_deref()
+            == Some(self.turn_id.as_str());
+        if started {
+            let _ = self
+                .record(Event::TurnEnded {
+                    turn_id: self.turn_id.clone(),
+                    stop_reason: stop.name().into(),
+                    at,
+                })
+                .await;
+        }
+        let (session_id, plan) = {
+            let mut live = self.handle.live.lock().await;
+            if let Err(err) = live.log.sync() {
+                tracing::error!("cannot sync session log: {err}");
+            }
+            self.agent.idle_status(&live.session, self.last_estimate);
+            (live.session.id.clone(), live.session.plan.clone())
+        };
+        if started {
+            let next = plan
+                .iter()
+                .find(|e| e.status != "completed")
+                .map(|e| e.content.clone())
+                .unwrap_or_else(|| "none recorded".into());
+            let section = format!(
+                "## Turn {} — {} ({})\n- Checkpoint: {} model call(s)\n- What changed: {}\n- Evidence: {}\n- Open issues: {}\n- Next action: {}\n\n",
+                self.turn_id,
+                agentls_core::environment::civil_date((at / 86_400_000) as i64),
+                stop.name(),
+                self.steps,
+                list_or(&self.changed, "no files changed"),
+                list_or(&self.evidence, "none"),
+                list_or(&self.problems, "none"),
+                next
+            );
+            if let Ok(store) = self.agent.store() {
+                if let Err(err) = store.append_progress(&session_id, &section) {
+                    tracing::warn!("cannot append to the progress log: {err}");
+                }
+            }
+        }
+        let mut end = json!({"kind": "turnEnd", "stopReason": stop.name()});
+        if self.usage != (0, 0) {
+            end["usage"] = json!({"inputTokens": self.usage.0, "outputTokens": self.usage.1});
+        }
+        // Not running any more before the client hears so: a cancel after this is a no-op.
+        self.handle.stop();
+        self.agent.update(&self.handle.id, &self.turn_id, end);
+    }
+}
+
+/// Sends one update of a turn, unless the turn was cancelled: then its only remaining
+/// update is `turnEnd`. The lock makes the check and the send one step for `cancel`.
+pub(super) fn say(
+    agent: &Agent,
+    handle: &SessionHandle,
+    turn_id: &str,
+    cancel: &CancellationToken,
+    update: Value,
+) {
+    let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
+    if !cancel.is_cancelled() {
+        agent.update(&handle.id, turn_id, update);
+    }
+}
+
+pub(super) fn list_or(items: &[String], empty: &str) -> String {
+    if items.is_empty() {
+        empty.to_string()
+    } else {
+        items.join("; ")
+    }
+}

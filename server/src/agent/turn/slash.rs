@@ -1,0 +1,78 @@
+//! Slash commands (`/compact`, `/model`, `/context`, …): handled by the server without the
+//! model.
+
+use super::*;
+
+use serde_json::json;
+
+use agentls_core::prompt_text::{self, SlashCommand};
+
+impl Turn {
+    pub(super) async fn slash(&mut self, command: SlashCommand) -> Stop {
+        let reply = match command {
+            SlashCommand::Help => format!("Commands:\n{}", prompt_text::COMMANDS),
+            SlashCommand::Invalid(why) => format!("{why}. Commands:\n{}", prompt_text::COMMANDS),
+            SlashCommand::Compact(focus) => {
+                let static_context = match self.agent.static_context_now().await {
+                    Ok(context) => context,
+                    Err(err) => {
+                        self.fail(err.0, false, None).await;
+                        return Stop::Error;
+                    }
+                };
+                let window = {
+                    let live = self.handle.live.lock().await;
+                    self.agent.window_of(&live.session)
+                };
+                match self
+                    .agent
+                    .compact_now(
+                        &self.handle,
+                        &self.turn_id,
+                        compact::Trigger::Manual,
+                        focus,
+                        &static_context,
+                        window,
+                        &self.cancel,
+                    )
+                    .await
+                {
+                    Ok(outcome) => format!(
+                        "Compacted: {} → {} tokens of history ({}).",
+                        outcome.tokens_before, outcome.tokens_after, outcome.strategy
+                    ),
+                    Err(err) => format!("Compaction failed: {}", err.0),
+                }
+            }
+            SlashCommand::Model(model) => {
+                match self
+                    .agent
+                    .switch_model(&self.handle, &self.turn_id, model.clone(), None, &self.cancel)
+                    .await
+                {
+                    Ok(true) => format!(
+                        "This session now uses {model}; the conversation was compacted first to fit its window."
+                    ),
+                    Ok(false) => format!("This session now uses {model}."),
+                    Err(err) => err.0,
+                }
+            }
+            SlashCommand::New => match self.agent.new_session(None).await {
+                Ok(id) => format!("Started a new session: {id}"),
+                Err(err) => err.0,
+            },
+            SlashCommand::Context => {
+                let live = self.handle.live.lock().await;
+                let window = self.agent.window_of(&live.session).context_window;
+                format!(
+                    "This session holds {} history items, about {} tokens of a {}-token window (estimated). Ask agent/session/context for the full breakdown.",
+                    live.session.history.len(),
+                    live.session.calibration.apply(live.session.history.tokens()),
+                    window
+                )
+            }
+        };
+        self.update(json!({"kind": "agentMessageChunk", "text": reply}));
+        Stop::EndTurn
+    }
+}

@@ -1,0 +1,250 @@
+//! A turn's tool calls: announced, prepared, gated by the approval rules (asking the user
+//! when they say so), run through the tool registry, and recorded with their effects.
+
+use super::*;
+use crate::tools::registry::{Effect, Registry, ToolContext};
+use agentls_core::tool_info::ToolCatalog;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::agent::host::{PermissionOption, PermissionRequest};
+use crate::tools::boundary::PathBoundary;
+use agentls_core::approval::{self, Gate};
+use agentls_core::history::Item;
+use agentls_core::session::Event;
+use agentls_core::tool_info::ToolKind;
+use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+
+impl Turn {
+    /// Records a call's output and tells the client it finished.
+    pub(super) async fn finish_call(
+        &self,
+        call: &Call,
+        output: String,
+        success: bool,
+    ) -> Result<(), String> {
+        let entry = self
+            .record_item(Item::ToolOutput {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output,
+                success,
+            })
+            .await?;
+        let recorded = match &entry.item {
+            Item::ToolOutput { content, .. } => content.clone(),
+            _ => String::new(),
+        };
+        self.update(json!({
+            "kind": "toolCallUpdate",
+            "toolCallId": call.id,
+            "status": if success { "completed" } else { "failed" },
+            "output": recorded,
+        }));
+        Ok(())
+    }
+
+    /// Runs one tool call, asking for approval when the policy says so. Returns the output
+    /// for the model and whether the call succeeded.
+    pub(super) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
+        let tools = Registry::builtin();
+        let kind = tools.kind(&call.name);
+        let arguments: Value = match serde_json::from_str(&call.arguments) {
+            Ok(value @ Value::Object(_)) => value,
+            Ok(_) | Err(_) => {
+                self.announce(call, kind, &Value::Null);
+                return (
+                    format!(
+                        "the arguments of {} are not a JSON object: {}",
+                        call.name,
+                        truncate_middle(
+                            &call.arguments,
+                            TruncationPolicy::Bytes(200),
+                            Default::default()
+                        )
+                        .text
+                    ),
+                    false,
+                );
+            }
+        };
+        self.announce(call, kind, &arguments);
+        let Some(tool) = tools.get(&call.name) else {
+            return (
+                format!(
+                    "unknown tool {}; the tools are: {}",
+                    call.name,
+                    tools.names().join(", ")
+                ),
+                false,
+            );
+        };
+        let host = self.host().clone();
+        let config = host.config();
+        let cx = self.tool_context(call);
+        if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
+            return (
+                "there is no workspace folder: tools that touch files cannot run".into(),
+                false,
+            );
+        }
+        // Prepared first: the approval shows an edit's diff, and a bad call fails before
+        // anyone is asked.
+        let prepared = match tool.prepare(&cx, &arguments).await {
+            Ok(prepared) => prepared,
+            Err(message) => return (message, false),
+        };
+        let command = tool.command(&arguments);
+        let approvals = self.handle.live.lock().await.session.approvals.clone();
+        match approval::gate(&config.approval, &call.name, kind, command, &approvals) {
+            Gate::Run => {}
+            Gate::Refuse(why) => return (format!("not run: {why}"), false),
+            Gate::Ask => {
+                let diff = prepared.diff().map(str::to_string);
+                if let Err(message) = self.ask(call, kind, &arguments, command, diff).await {
+                    return (message, false);
+                }
+            }
+        }
+        self.update(
+            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
+        );
+        let outcome = tool.run(&cx, &arguments, prepared).await;
+        match outcome.effect {
+            Some(Effect::Changed(path)) => self.changed.push(path),
+            Some(Effect::Evidence(evidence)) => self.evidence.push(evidence),
+            Some(Effect::Plan(entries)) => {
+                let _ = self
+                    .record(Event::Plan {
+                        turn_id: self.turn_id.clone(),
+                        entries: entries.clone(),
+                    })
+                    .await;
+                self.update(json!({"kind": "plan", "entries": entries}));
+            }
+            None => {}
+        }
+        (outcome.output, outcome.success)
+    }
+
+    /// What a call of this turn may use: the workspace boundary, the host, the turn's
+    /// cancellation, and a way to stream its output to the editor.
+    fn tool_context(&self, call: &Call) -> ToolContext {
+        let agent = self.agent.clone();
+        let handle = self.handle.clone();
+        let turn_id = self.turn_id.clone();
+        let cancel = self.cancel.clone();
+        let call_id = call.id.clone();
+        ToolContext {
+            boundary: PathBoundary {
+                roots: self.host().roots(),
+            },
+            host: self.host().clone(),
+            cancel: self.cancel.clone(),
+            hidden_env: self.agent.hidden_env(),
+            on_output: Arc::new(move |chunk: &str| {
+                say(
+                    &agent,
+                    &handle,
+                    &turn_id,
+                    &cancel,
+                    json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress", "output": chunk}),
+                );
+            }),
+        }
+    }
+
+    pub(super) fn announce(&self, call: &Call, kind: ToolKind, arguments: &Value) {
+        self.update(json!({
+            "kind": "toolCall",
+            "toolCallId": call.id,
+            "name": call.name,
+            "title": Registry::builtin().title(&call.name, arguments),
+            "toolKind": kind,
+            "status": "pending",
+            "input": arguments,
+        }));
+    }
+
+    /// Asks the user; Err(output for the model) when the answer is no.
+    pub(super) async fn ask(
+        &mut self,
+        call: &Call,
+        kind: ToolKind,
+        arguments: &Value,
+        command: Option<&str>,
+        diff: Option<String>,
+    ) -> Result<(), String> {
+        let always = match command {
+            Some(command) => format!(
+                "Always allow `{}` commands in this session",
+                approval::command_prefix(command)
+            ),
+            None => format!("Always allow {} in this session", call.name),
+        };
+        let never = match command {
+            Some(command) => format!(
+                "Never allow `{}` commands in this session",
+                approval::command_prefix(command)
+            ),
+            None => format!("Never allow {} in this session", call.name),
+        };
+        let options = [
+            ("allow-once", "allowOnce", "Allow".to_string()),
+            ("allow-always", "allowAlways", always),
+            ("reject-once", "rejectOnce", "Reject".to_string()),
+            ("reject-always", "rejectAlways", never),
+        ]
+        .into_iter()
+        .map(|(id, kind, name)| PermissionOption {
+            option_id: id.into(),
+            kind: kind.into(),
+            name,
+        })
+        .collect();
+        let mut tool_call = json!({
+            "toolCallId": call.id,
+            "name": call.name,
+            "title": Registry::builtin().title(&call.name, arguments),
+            "kind": kind,
+            "input": arguments,
+        });
+        if let Some(diff) = diff {
+            tool_call["diff"] = Value::String(diff);
+        }
+        let request = PermissionRequest {
+            session_id: self.handle.id.clone(),
+            turn_id: self.turn_id.clone(),
+            tool_call,
+            options,
+        };
+        let outcome = tokio::select! {
+            outcome = self.host().request_permission(request) => outcome,
+            () = self.cancel.cancelled() => crate::agent::host::PermissionOutcome { kind: "cancelled".into() },
+        };
+        let prefix = command
+            .filter(|_| matches!(outcome.kind.as_str(), "allowAlways" | "rejectAlways"))
+            .map(approval::command_prefix);
+        let _ = self
+            .record(Event::Permission {
+                turn_id: self.turn_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                outcome: outcome.kind.clone(),
+                prefix,
+            })
+            .await;
+        if outcome.allows() {
+            Ok(())
+        } else if self.cancel.is_cancelled() {
+            Err("aborted: the turn was cancelled while waiting for approval".into())
+        } else {
+            self.problems.push(format!(
+                "{} was rejected by the user",
+                Registry::builtin().title(&call.name, arguments)
+            ));
+            Err("The user rejected this tool call. Do not retry it another way; say what you wanted to do and ask.".into())
+        }
+    }
+}

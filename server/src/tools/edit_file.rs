@@ -1,0 +1,345 @@
+//! `edit_file`: one exact occurrence of `old_text` replaced by `new_text`, planned (with its
+//! diff) for the host to approve and apply.
+
+use serde_json::Value;
+
+use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
+
+use super::file_change;
+use super::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
+use crate::agent::host::FileChange;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use agentls_core::tool_info::{error, ToolError};
+
+use super::boundary::PathBoundary;
+use super::diff::unified_diff;
+use super::grep::MAX_GREP_LINE_CHARS;
+use super::read_file::cut_line;
+
+/// Line numbers listed in an error message before `…`.
+const MAX_LISTED_LINES: usize = 10;
+
+/// An `edit_file` call checked and computed, for the host to approve and apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedEdit {
+    pub path: PathBuf,
+    /// Byte range of `old_text` in the current text.
+    pub range: Range<usize>,
+    pub new_text: String,
+    /// Unified diff of the whole file, `--- a/<path>` `+++ b/<path>`.
+    pub diff: String,
+}
+
+/// `edit_file`: replace the one exact occurrence of `old_text` in `current` (the open buffer or
+/// the disk's text). When it does not occur exactly once, the error says why and where, so the
+/// model can correct its old_text rather than guess.
+pub fn plan_edit(
+    ws: &PathBoundary,
+    path: &str,
+    current: &str,
+    old_text: &str,
+    new_text: &str,
+) -> Result<PlannedEdit, ToolError> {
+    let resolved = ws.resolve(path)?;
+    let shown = ws.display(&resolved);
+    if old_text.is_empty() {
+        return Err(error(
+            "old_text is empty; to create a file or replace its whole content, use write_file",
+        ));
+    }
+    if old_text == new_text {
+        return Err(error(
+            "old_text and new_text are the same; the edit would change nothing",
+        ));
+    }
+    let found = occurrences(current, old_text);
+    let start = match found.as_slice() {
+        [] => return Err(not_found(&shown, current, old_text)),
+        [start] => *start,
+        _ => {
+            let lines: Vec<usize> = found.iter().map(|&at| line_at(current, at)).collect();
+            return Err(error(format!(
+                "old_text occurs {} times in {shown} (at {}); include more surrounding lines in old_text so that it matches exactly once",
+                found.len(),
+                describe_lines(&lines)
+            )));
+        }
+    };
+    let range = start..start + old_text.len();
+    let mut edited = String::with_capacity(current.len() - old_text.len() + new_text.len());
+    edited.push_str(&current[..range.start]);
+    edited.push_str(new_text);
+    edited.push_str(&current[range.end..]);
+    let diff = unified_diff(
+        current,
+        &edited,
+        &format!("a/{shown}"),
+        &format!("b/{shown}"),
+    );
+    Ok(PlannedEdit {
+        path: resolved,
+        range,
+        new_text: new_text.to_string(),
+        diff,
+    })
+}
+
+/// Where `needle` starts in `haystack`, overlapping occurrences included: `aa` in `aaa` is
+/// ambiguous, and an edit must not pick one of two silently.
+fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
+    let step = needle.chars().next().map_or(1, char::len_utf8);
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = haystack[from..].find(needle) {
+        found.push(from + at);
+        from += at + step;
+    }
+    found
+}
+
+/// The 1-based line of byte offset `at`.
+fn line_at(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn describe_lines(lines: &[usize]) -> String {
+    let mut listed: Vec<String> = lines
+        .iter()
+        .take(MAX_LISTED_LINES)
+        .map(usize::to_string)
+        .collect();
+    if lines.len() > MAX_LISTED_LINES {
+        listed.push("…".to_string());
+    }
+    let word = if lines.len() == 1 { "line" } else { "lines" };
+    format!("{word} {}", listed.join(", "))
+}
+
+/// The not-found error, with the nearest thing to a match the model can act on: the same text
+/// with other line endings or whitespace, or where its first line is.
+fn not_found(shown: &str, current: &str, old_text: &str) -> ToolError {
+    let mut message = format!("old_text was not found in {shown}.");
+    let lf = |text: &str| text.replace("\r\n", "\n");
+    let lines = match_lines(&lf(current), &lf(old_text));
+    if !lines.is_empty() {
+        let endings = if current.contains("\r\n") {
+            "the file has CRLF (\\r\\n) line endings; write old_text with \\r\\n line endings too"
+        } else {
+            "the file has LF (\\n) line endings but old_text has CRLF (\\r\\n)"
+        };
+        message.push_str(&format!(
+            " It matches at {} if line endings are ignored: {endings}.",
+            describe_lines(&lines)
+        ));
+        return error(message);
+    }
+    // Looser and looser: what differs is what the model must copy exactly.
+    let loosenings: [(Trim, &str, &str); 2] = [
+        (
+            str::trim_end,
+            "trailing whitespace",
+            "trailing spaces and tabs",
+        ),
+        (str::trim, "indentation", "indentation"),
+    ];
+    for (trim, ignored, included) in loosenings {
+        let lines = match_lines(&trim_lines(current, trim), &trim_lines(old_text, trim));
+        if !lines.is_empty() {
+            message.push_str(&format!(
+                " It matches at {} if {ignored} is ignored: copy old_text exactly as read_file shows it, {included} included.",
+                describe_lines(&lines)
+            ));
+            return error(message);
+        }
+    }
+    let first_line = old_text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty());
+    if let Some(first_line) = first_line {
+        let lines: Vec<usize> = current
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| line.contains(first_line))
+            .map(|(index, _)| index + 1)
+            .collect();
+        if !lines.is_empty() {
+            message.push_str(&format!(
+                " Its first line `{}` occurs at {}, but the following lines differ: read the file there and copy old_text exactly.",
+                cut_line(first_line, MAX_GREP_LINE_CHARS),
+                describe_lines(&lines)
+            ));
+            return error(message);
+        }
+    }
+    message.push_str(
+        " Read the file again with read_file and copy the text to replace exactly, whitespace included.",
+    );
+    error(message)
+}
+
+/// The lines where `needle` occurs in `haystack` (normalized texts with the same lines).
+fn match_lines(haystack: &str, needle: &str) -> Vec<usize> {
+    if needle.trim().is_empty() {
+        return Vec::new();
+    }
+    occurrences(haystack, needle)
+        .into_iter()
+        .map(|at| line_at(haystack, at))
+        .collect()
+}
+
+/// How a line is loosened before comparing.
+type Trim = fn(&str) -> &str;
+
+fn trim_lines(text: &str, trim: Trim) -> String {
+    text.split('\n').map(trim).collect::<Vec<_>>().join("\n")
+}
+
+pub struct EditFile;
+
+#[tower_lsp::async_trait]
+impl Tool for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn title(&self, arguments: &Value) -> String {
+        text_arg(arguments, "path").map_or("Edit a file".to_string(), |path| {
+            format!("Edit {}", shorten(path))
+        })
+    }
+
+    fn ledger_record(&self) -> LedgerRecord {
+        LedgerRecord::FileEdit
+    }
+
+    /// The edit is planned before the approval: the user sees its diff, and an edit whose
+    /// old_text does not match fails before anyone is asked.
+    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
+        let path_arg = arguments["path"]
+            .as_str()
+            .ok_or_else(|| "edit_file needs a `path` string".to_string())?;
+        let path = cx.boundary.resolve(path_arg).map_err(|e| e.0)?;
+        let (current, version) = file_change::current_text(cx, &path).await?;
+        let shown = cx.boundary.display(&path);
+        let current =
+            current.ok_or_else(|| format!("{shown} does not exist; create it with write_file"))?;
+        let old_text = arguments["old_text"]
+            .as_str()
+            .ok_or("edit_file needs an `old_text` string")?;
+        let new_text = arguments["new_text"]
+            .as_str()
+            .ok_or("edit_file needs a `new_text` string")?;
+        let planned =
+            plan_edit(&cx.boundary, path_arg, &current, old_text, new_text).map_err(|e| e.0)?;
+        let summary = format!(
+            "Edited {shown}: replaced {} line(s) with {} line(s).",
+            old_text.lines().count().max(1),
+            new_text.lines().count().max(1)
+        );
+        Ok(Prepared::Change {
+            change: FileChange::Edit {
+                path: planned.path.clone(),
+                version,
+                original: current,
+                range: planned.range.clone(),
+                new_text: planned.new_text.clone(),
+            },
+            diff: planned.diff,
+            summary,
+        })
+    }
+
+    async fn run(&self, cx: &ToolContext, _: &Value, prepared: Prepared) -> ToolOutcome {
+        file_change::apply(cx, prepared).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support::*;
+
+    #[test]
+    fn plan_edit_replaces_one_exact_occurrence() {
+        let (_dir, ws) = workspace();
+        let current = "fn a() {\n    1\n}\n\nfn b() {\n    1\n}\n";
+        let edit = plan_edit(
+            &ws,
+            "src/lib.rs",
+            current,
+            "fn b() {\n    1",
+            "fn b() {\n    2",
+        )
+        .unwrap();
+        assert_eq!(edit.path, root(&ws).join("src/lib.rs"));
+        assert_eq!(&current[edit.range.clone()], "fn b() {\n    1");
+        assert_eq!(edit.range.start, current.find("fn b").unwrap());
+        assert_eq!(edit.new_text, "fn b() {\n    2");
+        assert!(
+            edit.diff
+                .starts_with("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+            "{}",
+            edit.diff
+        );
+        assert!(edit.diff.contains("\n-    1\n+    2\n"), "{}", edit.diff);
+
+        let err = plan_edit(&ws, "src/lib.rs", current, "    1\n", "    3\n")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("occurs 2 times") && err.contains("lines 2, 6"),
+            "{err}"
+        );
+
+        let err = plan_edit(&ws, "src/lib.rs", current, "fn c() {}", "x")
+            .unwrap_err()
+            .0;
+        assert!(err.contains("not found in src/lib.rs"), "{err}");
+        let err = plan_edit(&ws, "src/lib.rs", current, "fn b() {\n    7\n}", "x")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("first line") && err.contains("line 5"),
+            "{err}"
+        );
+        let err = plan_edit(&ws, "src/lib.rs", current, "fn b() {   \n    1", "x")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("trailing whitespace") && err.contains("line 5"),
+            "{err}"
+        );
+        let crlf = "fn a() {\r\n    1\r\n}\r\n";
+        let err = plan_edit(&ws, "src/lib.rs", crlf, "    1\n}", "x")
+            .unwrap_err()
+            .0;
+        assert!(err.contains("CRLF") && err.contains("line 2"), "{err}");
+
+        assert!(plan_edit(&ws, "src/lib.rs", current, "", "x")
+            .unwrap_err()
+            .0
+            .contains("write_file"));
+        assert!(plan_edit(&ws, "src/lib.rs", current, "fn a", "fn a").is_err());
+        assert!(plan_edit(&ws, "../lib.rs", current, "fn a", "fn z")
+            .unwrap_err()
+            .0
+            .contains("outside"));
+        // Overlapping occurrences are ambiguous too.
+        assert!(plan_edit(&ws, "x.txt", "aaa", "aa", "b")
+            .unwrap_err()
+            .0
+            .contains("2 times"));
+    }
+}

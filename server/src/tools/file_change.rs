@@ -1,0 +1,47 @@
+//! What `edit_file` and `write_file` share: the text a change is planned against (the open
+//! buffer, else the disk) and applying a planned change through the host.
+
+use std::path::Path;
+
+use crate::agent::host::FileChange;
+use crate::store::files;
+
+use super::registry::{Effect, Prepared, ToolContext, ToolOutcome};
+
+/// The file's current text and the open buffer's version (None when read from disk, or
+/// when the file does not exist yet).
+pub async fn current_text(
+    cx: &ToolContext,
+    path: &Path,
+) -> Result<(Option<String>, Option<i32>), String> {
+    match cx.host.buffer(path).await {
+        Some((text, version)) => Ok((Some(text), Some(version))),
+        None if path.exists() => {
+            let disk = path.to_path_buf();
+            let text = tokio::task::spawn_blocking(move || files::read_text(&disk))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|refused| refused.0)?;
+            Ok((Some(text), None))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+/// Applies the change `prepare` planned (through the editor over LSP, so it is undoable
+/// there); the model is told the summary, or why it was not applied.
+pub async fn apply(cx: &ToolContext, prepared: Prepared) -> ToolOutcome {
+    let Prepared::Change {
+        change, summary, ..
+    } = prepared
+    else {
+        return ToolOutcome::failed("the change was not planned");
+    };
+    let path = match &change {
+        FileChange::Edit { path, .. } | FileChange::Write { path, .. } => cx.boundary.display(path),
+    };
+    match cx.host.apply(change).await {
+        Ok(()) => ToolOutcome::ok(summary).with_effect(Effect::Changed(path)),
+        Err(why) => ToolOutcome::failed(format!("the edit was not applied: {why}")),
+    }
+}

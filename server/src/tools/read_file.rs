@@ -1,0 +1,204 @@
+//! `read_file`: a file's lines, numbered, a page at a time; the open buffer wins over the disk.
+
+use serde_json::Value;
+
+use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
+
+use super::registry::{blocking, path_arg, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
+use std::borrow::Cow;
+
+use crate::store::files::read_text;
+use agentls_core::tool_info::{error, ToolError};
+use agentls_core::truncate::line_count;
+
+use super::boundary::PathBoundary;
+
+/// Lines `read_file` returns when the model gives no limit.
+pub const DEFAULT_READ_LIMIT: usize = 2000;
+/// A longer line (minified code, data) is cut: one line must not fill the context.
+pub const MAX_READ_LINE_CHARS: usize = 2000;
+
+/// `read_file`: the file's lines numbered `L{n}: {line}`, from `offset` (1-based), at most
+/// `limit` of them. `buffer` is the open editor buffer, unsaved changes included: it wins over
+/// the disk.
+pub fn read_file(
+    ws: &PathBoundary,
+    path: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    buffer: Option<&str>,
+) -> Result<String, ToolError> {
+    let resolved = ws.resolve(path)?;
+    let shown = ws.display(&resolved);
+    let from_disk;
+    let text = match buffer {
+        Some(buffer) => buffer,
+        None => {
+            from_disk = read_text(&resolved).map_err(|refused| ws.refusal(&resolved, refused))?;
+            from_disk.as_str()
+        }
+    };
+    if text.is_empty() {
+        return Ok("(empty file)".to_string());
+    }
+    let total = line_count(text);
+    let first = offset.unwrap_or(1).max(1);
+    let limit = limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
+    if first > total {
+        return Err(error(format!(
+            "offset {first} is past the end of {shown}, which has {total} line{}",
+            if total == 1 { "" } else { "s" }
+        )));
+    }
+    let last = (first - 1).saturating_add(limit).min(total);
+    let numbered: Vec<String> = text
+        .lines()
+        .enumerate()
+        .skip(first - 1)
+        .take(last + 1 - first)
+        .map(|(index, line)| format!("L{}: {}", index + 1, cut_line(line, MAX_READ_LINE_CHARS)))
+        .collect();
+    let mut out = numbered.join("\n");
+    if last < total {
+        out.push_str(&format!(
+            "\n[lines {first}–{last} of {total}; read more with offset={}]",
+            last + 1
+        ));
+    }
+    Ok(out)
+}
+
+/// `line` cut after `max_chars` characters, with a marker saying how much was cut.
+pub(super) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
+    match line.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(line),
+        Some((cut, _)) => Cow::Owned(format!(
+            "{}… [{} more characters]",
+            &line[..cut],
+            line[cut..].chars().count()
+        )),
+    }
+}
+
+pub struct ReadFile;
+
+#[tower_lsp::async_trait]
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn title(&self, arguments: &Value) -> String {
+        let Some(path) = text_arg(arguments, "path") else {
+            return "Read a file".to_string();
+        };
+        let path = shorten(path);
+        let number = |key: &str| arguments.get(key).and_then(Value::as_u64);
+        match (number("offset"), number("limit")) {
+            (None, None) => format!("Read {path}"),
+            (offset, Some(limit)) => {
+                let first = offset.unwrap_or(1).max(1);
+                let last = first.saturating_add(limit.max(1) - 1);
+                format!("Read {path} (lines {first}–{last})")
+            }
+            (Some(offset), None) => format!("Read {path} (from line {offset})"),
+        }
+    }
+
+    fn ledger_record(&self) -> LedgerRecord {
+        LedgerRecord::FileRead
+    }
+
+    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
+        let path = match path_arg(cx, arguments) {
+            Ok(path) => path,
+            Err(message) => return ToolOutcome::failed(message),
+        };
+        let buffer = cx.host.buffer(&path).await.map(|(text, _)| text);
+        let boundary = cx.boundary.clone();
+        let args = arguments.clone();
+        blocking(move || {
+            read_file(
+                &boundary,
+                args["path"].as_str().unwrap_or(""),
+                args["offset"].as_u64().map(|n| n as usize),
+                args["limit"].as_u64().map(|n| n as usize),
+                buffer.as_deref(),
+            )
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support::*;
+
+    #[test]
+    fn read_file_numbers_lines_and_pages() {
+        let (_dir, ws) = workspace();
+        write(&ws, "src/lib.rs", "pub fn answer() -> u32 {\n    41\n}\n");
+        assert_eq!(
+            read_file(&ws, "src/lib.rs", None, None, None).unwrap(),
+            "L1: pub fn answer() -> u32 {\nL2:     41\nL3: }"
+        );
+        // The open buffer's unsaved text wins over the disk.
+        let buffered = read_file(
+            &ws,
+            "src/lib.rs",
+            None,
+            None,
+            Some("pub fn answer() -> u32 {\n    42\n}\n"),
+        )
+        .unwrap();
+        assert!(buffered.contains("L2:     42"), "{buffered}");
+
+        let long: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+        write(&ws, "long.txt", &long);
+        assert_eq!(
+            read_file(&ws, "long.txt", Some(3), Some(2), None).unwrap(),
+            "L3: line 3\nL4: line 4\n[lines 3–4 of 10; read more with offset=5]"
+        );
+        assert_eq!(
+            read_file(&ws, "long.txt", Some(9), None, None).unwrap(),
+            "L9: line 9\nL10: line 10"
+        );
+        let err = read_file(&ws, "long.txt", Some(11), None, None)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("long.txt") && err.contains("10 lines"),
+            "{err}"
+        );
+
+        write(&ws, "wide.txt", &"x".repeat(MAX_READ_LINE_CHARS + 5));
+        let wide = read_file(&ws, "wide.txt", None, None, None).unwrap();
+        assert!(
+            wide.ends_with("… [5 more characters]"),
+            "{}",
+            &wide[wide.len() - 40..]
+        );
+
+        write(&ws, "empty.txt", "");
+        assert_eq!(
+            read_file(&ws, "empty.txt", None, None, None).unwrap(),
+            "(empty file)"
+        );
+
+        std::fs::write(root(&ws).join("tool.bin"), [0x7f, b'E', b'L', b'F', 0, 1]).unwrap();
+        let err = read_file(&ws, "tool.bin", None, None, None).unwrap_err().0;
+        assert!(err.contains("tool.bin is a binary file"), "{err}");
+        assert!(!err.contains(root(&ws).to_str().unwrap()), "{err}");
+        let err = read_file(&ws, "missing.rs", None, None, None)
+            .unwrap_err()
+            .0;
+        assert!(err.contains("missing.rs"), "{err}");
+        let err = read_file(&ws, "../x", None, None, None).unwrap_err().0;
+        assert!(err.contains("outside"), "{err}");
+    }
+}

@@ -1,0 +1,295 @@
+//! The one list of tools, and what every tool declares. A tool is one file: a unit struct
+//! implementing [`Tool`] (its name, kind, title, what the ledger records of it, and how it
+//! runs), registered in [`Registry::builtin`]. Its description and JSON Schema for the model
+//! are in `prompts/tools.json` (model-facing text lives in `prompts/`); a test holds the two
+//! lists equal.
+//!
+//! The turn (`agent::tool_calls`) drives every call the same way: parse the arguments,
+//! `prepare` (an edit is planned and its diff computed before anyone is asked), the approval
+//! gate, `run`, then the call's [`Effect`] on the turn. A tool never asks for approval, never
+//! writes the session log and never talks to the editor except through [`ToolContext`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use agentls_core::tool_info::{shorten, LedgerRecord, PlanEntry, ToolCatalog, ToolKind};
+
+use crate::agent::host::{FileChange, Host};
+use crate::tools::boundary::PathBoundary;
+
+/// What a tool call may use while it runs.
+pub struct ToolContext {
+    pub boundary: PathBoundary,
+    pub host: Arc<dyn Host>,
+    pub cancel: CancellationToken,
+    /// Environment variables a command must not see (the provider's key).
+    pub hidden_env: Vec<String>,
+    /// Streams partial output to the editor as it comes (the shell's).
+    pub on_output: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// The work a tool did before the approval, handed to its `run`.
+#[derive(Debug, Default)]
+pub enum Prepared {
+    #[default]
+    Nothing,
+    /// A planned file change: the host applies it; the diff is shown in the approval.
+    Change {
+        change: FileChange,
+        diff: String,
+        /// What the model is told once the change is applied.
+        summary: String,
+    },
+}
+
+impl Prepared {
+    pub fn diff(&self) -> Option<&str> {
+        match self {
+            Prepared::Nothing => None,
+            Prepared::Change { diff, .. } => Some(diff),
+        }
+    }
+}
+
+/// What a call did to the turn beyond its output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A file was changed (the path as shown to the model), for the progress log.
+    Changed(String),
+    /// Something learned by running a command, for the progress log.
+    Evidence(String),
+    /// The model's plan: recorded as an event and sent to the editor.
+    Plan(Vec<PlanEntry>),
+}
+
+/// A call's result: the output the model reads, whether it succeeded, and its effect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub output: String,
+    pub success: bool,
+    pub effect: Option<Effect>,
+}
+
+impl ToolOutcome {
+    pub fn ok(output: impl Into<String>) -> ToolOutcome {
+        ToolOutcome {
+            output: output.into(),
+            success: true,
+            effect: None,
+        }
+    }
+
+    pub fn failed(output: impl Into<String>) -> ToolOutcome {
+        ToolOutcome {
+            output: output.into(),
+            success: false,
+            effect: None,
+        }
+    }
+
+    pub fn from_result(result: Result<String, agentls_core::tool_info::ToolError>) -> Self {
+        match result {
+            Ok(output) => ToolOutcome::ok(output),
+            Err(err) => ToolOutcome::failed(err.0),
+        }
+    }
+
+    pub fn with_effect(mut self, effect: Effect) -> ToolOutcome {
+        self.effect = Some(effect);
+        self
+    }
+}
+
+#[tower_lsp::async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls it by (its entry in `prompts/tools.json`).
+    fn name(&self) -> &'static str;
+    fn kind(&self) -> ToolKind;
+    /// A short title for the call's row in the UI, from the model's arguments (which may be
+    /// anything: a missing field gives a vaguer title, never a panic).
+    fn title(&self, arguments: &Value) -> String;
+    /// What the ledger keeps of a successful call.
+    fn ledger_record(&self) -> LedgerRecord {
+        LedgerRecord::Nothing
+    }
+    /// The command line the approval rules match by prefix (the shell's).
+    fn command<'a>(&self, _arguments: &'a Value) -> Option<&'a str> {
+        None
+    }
+    /// Work before the approval: a call that cannot run fails here, before anyone is asked.
+    async fn prepare(&self, _cx: &ToolContext, _arguments: &Value) -> Result<Prepared, String> {
+        Ok(Prepared::Nothing)
+    }
+    async fn run(&self, cx: &ToolContext, arguments: &Value, prepared: Prepared) -> ToolOutcome;
+}
+
+/// The tools the model may call.
+pub struct Registry {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl Registry {
+    /// Every built-in tool: adding one is a file in `tools/` and a line here.
+    pub fn builtin() -> &'static Registry {
+        static REGISTRY: OnceLock<Registry> = OnceLock::new();
+        REGISTRY.get_or_init(|| Registry {
+            tools: vec![
+                Box::new(super::read_file::ReadFile),
+                Box::new(super::list_dir::ListDir),
+                Box::new(super::grep::Grep),
+                Box::new(super::edit_file::EditFile),
+                Box::new(super::write_file::WriteFile),
+                Box::new(super::shell::Shell),
+                Box::new(super::update_plan::UpdatePlan),
+            ],
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .map(|tool| tool.as_ref())
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+}
+
+impl ToolCatalog for Registry {
+    fn kind(&self, tool: &str) -> ToolKind {
+        self.get(tool).map_or(ToolKind::Other, |t| t.kind())
+    }
+
+    fn title(&self, tool: &str, arguments: &Value) -> String {
+        match self.get(tool) {
+            Some(t) => t.title(arguments),
+            None if tool.is_empty() => "Unknown tool".to_string(),
+            None => shorten(tool),
+        }
+    }
+
+    fn ledger_record(&self, tool: &str) -> LedgerRecord {
+        self.get(tool)
+            .map_or(LedgerRecord::Nothing, |t| t.ledger_record())
+    }
+}
+
+/// The text of an argument, when it is a non-blank string.
+pub fn text_arg<'a>(arguments: &'a Value, key: &str) -> Option<&'a str> {
+    arguments
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|value| !value.trim().is_empty())
+}
+
+/// A path argument resolved through the boundary; the error is worded for the model.
+pub fn path_arg(cx: &ToolContext, arguments: &Value) -> Result<PathBuf, String> {
+    cx.boundary
+        .resolve(arguments["path"].as_str().unwrap_or(""))
+        .map_err(|e| e.0)
+}
+
+/// Runs a synchronous tool body on the blocking pool (file reads, walks).
+pub async fn blocking(
+    f: impl FnOnce() -> Result<String, agentls_core::tool_info::ToolError> + Send + 'static,
+) -> ToolOutcome {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => ToolOutcome::from_result(result),
+        Err(err) => ToolOutcome::failed(format!("the tool failed: {err}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentls_core::prompts::Prompts;
+    use serde_json::json;
+
+    #[test]
+    fn every_registered_tool_is_described_to_the_model_and_no_other() {
+        let mut registered = Registry::builtin().names();
+        let mut described: Vec<String> = Prompts::builtin()
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        registered.sort();
+        described.sort();
+        assert_eq!(registered, described);
+    }
+
+    #[test]
+    fn kinds_and_titles() {
+        let tools = Registry::builtin();
+        let kind = |name: &str| tools.kind(name);
+        assert_eq!(kind("read_file"), ToolKind::Read);
+        assert_eq!(kind("list_dir"), ToolKind::Read);
+        assert_eq!(kind("grep"), ToolKind::Search);
+        assert_eq!(kind("edit_file"), ToolKind::Edit);
+        assert_eq!(kind("write_file"), ToolKind::Edit);
+        assert_eq!(kind("shell"), ToolKind::Execute);
+        assert_eq!(kind("update_plan"), ToolKind::Other);
+        assert_eq!(kind("nope"), ToolKind::Other);
+
+        let t = |name: &str, args: Value| tools.title(name, &args);
+        assert_eq!(
+            t("read_file", json!({"path": "src/lib.rs"})),
+            "Read src/lib.rs"
+        );
+        assert_eq!(
+            t(
+                "read_file",
+                json!({"path": "src/lib.rs", "offset": 10, "limit": 31})
+            ),
+            "Read src/lib.rs (lines 10–40)"
+        );
+        assert_eq!(t("list_dir", json!({"path": "src"})), "List src/");
+        assert_eq!(t("list_dir", json!({})), "List the workspace root");
+        assert_eq!(
+            t("grep", json!({"pattern": "fn answer", "path": "src/"})),
+            "Grep `fn answer` in src/"
+        );
+        assert_eq!(
+            t("edit_file", json!({"path": "src/lib.rs"})),
+            "Edit src/lib.rs"
+        );
+        assert_eq!(
+            t("write_file", json!({"path": "src/new.rs"})),
+            "Write src/new.rs"
+        );
+        assert_eq!(
+            t("shell", json!({"command": "cargo test"})),
+            "Run `cargo test`"
+        );
+        assert_eq!(
+            t("shell", json!({"command": "ls", "cwd": "src"})),
+            "Run `ls` in src"
+        );
+        assert_eq!(t("update_plan", Value::Null), "Update plan");
+        assert_eq!(t("", Value::Null), "Unknown tool");
+        assert_eq!(t("x", Value::Null), "x");
+        for name in Registry::builtin().names() {
+            assert!(!t(name, Value::Null).is_empty());
+            assert!(!t(name, json!({"path": 3, "offset": "x"})).is_empty());
+        }
+        let long = t("shell", json!({"command": "echo ".repeat(100)}));
+        assert!(long.ends_with("…`"), "{long}");
+        assert!(long.chars().count() < 100, "{long}");
+    }
+
+    #[test]
+    fn what_the_ledger_records_is_declared_per_tool() {
+        let tools = Registry::builtin();
+        assert_eq!(tools.ledger_record("read_file"), LedgerRecord::FileRead);
+        assert_eq!(tools.ledger_record("edit_file"), LedgerRecord::FileEdit);
+        assert_eq!(tools.ledger_record("write_file"), LedgerRecord::FileWrite);
+        assert_eq!(tools.ledger_record("shell"), LedgerRecord::Command);
+        assert_eq!(tools.ledger_record("grep"), LedgerRecord::Nothing);
+        assert_eq!(tools.ledger_record("nope"), LedgerRecord::Nothing);
+    }
+}

@@ -1,0 +1,684 @@
+//! `shell`: a command in the user's shell, in its own process group, output streamed and kept
+//! within bounds, killed whole on timeout or cancel.
+
+use serde_json::Value;
+
+use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
+
+use super::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use agentls_core::tool_info::{error, ToolError};
+use agentls_core::truncate::TruncationPolicy;
+use agentls_core::truncate::{ceil_char_boundary, floor_char_boundary, truncate_middle};
+
+/// How long output is still read after the shell exited, before whatever it left running in
+/// the background (and holding the pipes open) is killed: `server &` must not hang the turn.
+const SHELL_EXIT_GRACE: Duration = Duration::from_millis(250);
+/// How long output is still read after the process group was killed.
+const KILLED_DRAIN: Duration = Duration::from_millis(500);
+/// A command's output kept in memory is bounded: `yes` for two minutes must not exhaust it.
+const MIN_KEPT_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// How a `shell` call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellOutcome {
+    /// stdout and stderr merged, cut head and tail, ending with a status line.
+    pub output: String,
+    /// `None` when the process was killed (timeout, cancellation, signal).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+/// `shell`: run `command` with the user's shell (`-c`) in `cwd`, stdin closed, stdout and
+/// stderr merged in arrival order and passed to `on_output` as they come. The command runs in
+/// its own process group, which is killed whole on timeout or cancellation. Err only when the
+/// process cannot be started.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    max_output_bytes: usize,
+    on_output: impl Fn(&str) + Send + Sync + 'static,
+    cancel: &CancellationToken,
+    hidden_env: &[String],
+) -> Result<ShellOutcome, ToolError> {
+    if !cwd.is_dir() {
+        return Err(error(format!(
+            "cannot run `{command}`: the working directory {} does not exist",
+            cwd.display()
+        )));
+    }
+    let mut shell = tokio::process::Command::new(user_shell());
+    // The provider's key must not reach a command (`env` would print it to the model, the
+    // editor and the session log).
+    for name in hidden_env {
+        shell.env_remove(name);
+    }
+    let mut child = shell
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Nothing may wait for a human at a terminal: pagers print, git does not prompt.
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        // A group of its own, so a kill reaches everything the command started.
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| {
+            error(format!(
+                "cannot run `{command}` in {}: {err}",
+                cwd.display()
+            ))
+        })?;
+    // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
+    let mut group = GroupGuard::new(child.id());
+
+    // A small bound: a command printing faster than the output is consumed waits for it.
+    let (sender, mut receiver) = mpsc::channel::<String>(64);
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(stdout, sender.clone())));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(stderr, sender.clone())));
+    }
+    drop(sender);
+
+    let mut kept = KeptOutput::new(max_output_bytes);
+    let mut status: Option<ExitStatus> = None;
+    let mut pipes_open = true;
+    let mut left_running_killed = false;
+    let ending;
+    let deadline = tokio::time::sleep(timeout);
+    let grace = tokio::time::sleep(Duration::MAX);
+    let wait = child.wait();
+    tokio::pin!(deadline, grace, wait);
+    loop {
+        if status.is_some() && !pipes_open {
+            ending = Ending::Exited;
+            break;
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                group.kill();
+                ending = Ending::Cancelled;
+                break;
+            }
+            _ = &mut deadline => {
+                group.kill();
+                ending = Ending::TimedOut;
+                break;
+            }
+            chunk = receiver.recv(), if pipes_open => match chunk {
+                Some(chunk) => {
+                    on_output(&chunk);
+                    kept.push(&chunk);
+                }
+                None => pipes_open = false,
+            },
+            exited = &mut wait, if status.is_none() => {
+                let exited = exited.map_err(|err| error(format!("waiting for `{command}` failed: {err}")))?;
+                status = Some(exited);
+                if let Some(deadline) = tokio::time::Instant::now().checked_add(SHELL_EXIT_GRACE) {
+                    grace.as_mut().reset(deadline);
+                }
+            }
+            _ = &mut grace, if status.is_some() && pipes_open => {
+                group.kill();
+                left_running_killed = true;
+                ending = Ending::Exited;
+                break;
+            }
+        }
+    }
+    if pipes_open {
+        // Killed: what the group wrote before dying is still in the pipes.
+        let _ = tokio::time::timeout(KILLED_DRAIN, async {
+            while let Some(chunk) = receiver.recv().await {
+                on_output(&chunk);
+                kept.push(&chunk);
+            }
+        })
+        .await;
+    }
+    if status.is_none() {
+        status = tokio::time::timeout(KILLED_DRAIN, &mut wait)
+            .await
+            .ok()
+            .and_then(Result::ok);
+    }
+    // A process that left the group may hold a pipe open forever: stop reading it.
+    for reader in readers {
+        reader.abort();
+    }
+    // Killed already, or exited with the pipes closed: nothing is left for the guard.
+    group.disarm();
+
+    let mut output = truncate_middle(
+        &kept.finish(),
+        TruncationPolicy::Bytes(max_output_bytes),
+        agentls_core::tokens::TokenizerKind::default(),
+    )
+    .text;
+    if !output.is_empty() && !output.ends_with('\n') {
+        output.push('\n');
+    }
+    if left_running_killed {
+        output.push_str("[processes the command left running in the background were killed]\n");
+    }
+    let exit_code = match ending {
+        Ending::Exited => status.and_then(|status| status.code()),
+        Ending::TimedOut | Ending::Cancelled => None,
+    };
+    output.push_str(&match ending {
+        Ending::TimedOut => format!("[killed: timed out after {}s]", timeout.as_secs_f64()),
+        Ending::Cancelled => "[killed: the turn was cancelled]".to_string(),
+        Ending::Exited => match (exit_code, status) {
+            (Some(code), _) => format!("[exit code {code}]"),
+            (None, Some(status)) => {
+                use std::os::unix::process::ExitStatusExt;
+                match status.signal() {
+                    Some(signal) => format!("[killed by signal {signal}]"),
+                    None => "[exit status unknown]".to_string(),
+                }
+            }
+            (None, None) => "[exit status unknown]".to_string(),
+        },
+    });
+    Ok(ShellOutcome {
+        output,
+        exit_code,
+        timed_out: ending == Ending::TimedOut,
+        cancelled: ending == Ending::Cancelled,
+    })
+}
+
+/// `$SHELL` when it is a POSIX-like shell, which reads `-c` as expected; fish or nushell
+/// would not run the same command line, so they fall back to `/bin/sh`.
+fn user_shell() -> PathBuf {
+    const POSIX_LIKE: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "ash"];
+    std::env::var_os("SHELL")
+        .map(PathBuf::from)
+        .filter(|shell| {
+            shell.is_absolute()
+                && shell
+                    .file_name()
+                    .and_then(OsStr::to_str)
+                    .is_some_and(|name| POSIX_LIKE.contains(&name))
+                && shell.is_file()
+        })
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+/// Kills the command's process group when armed: on timeout, cancellation, or when dropped.
+struct GroupGuard(Option<u32>);
+
+/// Process groups of commands still running: killed by `kill_running_commands` when the
+/// process exits (a future is not dropped at exit, so `GroupGuard` alone would leave them).
+static RUNNING_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Kills every command still running (on exit, on Ctrl-C).
+pub fn kill_running_commands() {
+    let groups = std::mem::take(&mut *RUNNING_GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
+    for pid in groups {
+        GroupGuard(Some(pid)).kill();
+    }
+}
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> GroupGuard {
+        if let Some(pid) = pid {
+            RUNNING_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(pid);
+        }
+        GroupGuard(pid)
+    }
+
+    fn forget(&self) {
+        if let Some(pid) = self.0 {
+            RUNNING_GROUPS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|p| *p != pid);
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
+            // pid 0 or 1 would address our own group or every process: never those.
+            if pgid > 1 {
+                // SAFETY: kill(2) has no memory effects; a negative pid names a process group.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.forget();
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+        self.forget();
+    }
+}
+
+/// Reads a pipe to its end, sending text chunks. A multi-byte character split between two
+/// reads is held back until it is whole, so no chunk shows a spurious `�`.
+async fn pump(mut pipe: impl AsyncRead + Unpin, sender: mpsc::Sender<String>) {
+    let mut buffer = vec![0u8; 8192];
+    let mut pending = Vec::new();
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                pending.extend_from_slice(&buffer[..read]);
+                let text = take_complete_utf8(&mut pending);
+                if !text.is_empty() && sender.send(text).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let _ = sender
+            .send(String::from_utf8_lossy(&pending).into_owned())
+            .await;
+    }
+}
+
+/// The text of `pending` up to an incomplete character at its end, which stays in `pending`.
+/// Invalid bytes become `�`.
+fn take_complete_utf8(pending: &mut Vec<u8>) -> String {
+    let mut text = String::new();
+    let mut start = 0;
+    loop {
+        match std::str::from_utf8(&pending[start..]) {
+            Ok(valid) => {
+                text.push_str(valid);
+                start = pending.len();
+                break;
+            }
+            Err(err) => {
+                let valid_end = start + err.valid_up_to();
+                text.push_str(&String::from_utf8_lossy(&pending[start..valid_end]));
+                match err.error_len() {
+                    Some(invalid) => {
+                        text.push(char::REPLACEMENT_CHARACTER);
+                        start = valid_end + invalid;
+                    }
+                    None => {
+                        start = valid_end;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    pending.drain(..start);
+    text
+}
+
+/// A command's output held in bounded memory: all of it up to a cap, beyond which the head
+/// and a rolling tail are kept and the middle counted.
+struct KeptOutput {
+    head: String,
+    tail: String,
+    dropped_bytes: usize,
+    half: usize,
+}
+
+impl KeptOutput {
+    fn new(max_output_bytes: usize) -> KeptOutput {
+        KeptOutput {
+            head: String::new(),
+            tail: String::new(),
+            dropped_bytes: 0,
+            half: max_output_bytes.max(MIN_KEPT_OUTPUT_BYTES),
+        }
+    }
+
+    fn push(&mut self, mut chunk: &str) {
+        if self.head.len() < self.half {
+            let room = floor_char_boundary(chunk, self.half - self.head.len());
+            self.head.push_str(&chunk[..room]);
+            chunk = &chunk[room..];
+        }
+        self.tail.push_str(chunk);
+        if self.tail.len() > 2 * self.half {
+            let cut = ceil_char_boundary(&self.tail, self.tail.len() - self.half);
+            self.dropped_bytes += cut;
+            self.tail.drain(..cut);
+        }
+    }
+
+    fn finish(self) -> String {
+        if self.dropped_bytes == 0 {
+            return self.head + &self.tail;
+        }
+        format!(
+            "{}\n…{} bytes of output not kept…\n{}",
+            self.head, self.dropped_bytes, self.tail
+        )
+    }
+}
+
+/// Shell output kept in a tool result before the history's own truncation.
+const SHELL_OUTPUT_BYTES: usize = 64 * 1024;
+const SHELL_DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct Shell;
+
+#[tower_lsp::async_trait]
+impl Tool for Shell {
+    fn name(&self) -> &'static str {
+        "shell"
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn title(&self, arguments: &Value) -> String {
+        let Some(command) = text_arg(arguments, "command") else {
+            return "Run a command".to_string();
+        };
+        match text_arg(arguments, "cwd").map(str::trim) {
+            Some(cwd) if cwd != "." && cwd != "./" => {
+                format!("Run `{}` in {}", shorten(command), shorten(cwd))
+            }
+            _ => format!("Run `{}`", shorten(command)),
+        }
+    }
+
+    fn ledger_record(&self) -> LedgerRecord {
+        LedgerRecord::Command
+    }
+
+    /// The approval rules remember shell answers per command prefix.
+    fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str> {
+        Some(arguments["command"].as_str().unwrap_or(""))
+    }
+
+    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
+        let Some(command) = arguments["command"].as_str() else {
+            return ToolOutcome::failed("shell needs a `command` string");
+        };
+        let cwd = match arguments["cwd"].as_str() {
+            Some(dir) => match cx.boundary.resolve(dir) {
+                Ok(dir) => dir,
+                Err(err) => return ToolOutcome::failed(err.0),
+            },
+            None => cx.boundary.roots[0].clone(),
+        };
+        let timeout = arguments["timeout_ms"]
+            .as_u64()
+            .map(Duration::from_millis)
+            .unwrap_or(SHELL_DEFAULT_TIMEOUT);
+        let on_output = cx.on_output.clone();
+        match run_shell(
+            command,
+            &cwd,
+            timeout,
+            SHELL_OUTPUT_BYTES,
+            move |chunk: &str| on_output(chunk),
+            &cx.cancel,
+            &cx.hidden_env,
+        )
+        .await
+        {
+            Ok(outcome) => {
+                let success =
+                    outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
+                let evidence = match outcome.exit_code {
+                    Some(code) => format!("`{command}` exited with {code}"),
+                    None if outcome.timed_out => format!("`{command}` timed out"),
+                    None => format!("`{command}` was stopped"),
+                };
+                ToolOutcome {
+                    output: outcome.output,
+                    success,
+                    effect: Some(Effect::Evidence(evidence)),
+                }
+            }
+            Err(err) => ToolOutcome::failed(err.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn split_characters_are_held_back_until_whole() {
+        let bytes = "é€".as_bytes();
+        let mut pending = bytes[..1].to_vec();
+        assert_eq!(take_complete_utf8(&mut pending), "");
+        pending.extend_from_slice(&bytes[1..3]);
+        assert_eq!(take_complete_utf8(&mut pending), "é");
+        pending.extend_from_slice(&bytes[3..]);
+        pending.extend_from_slice(b"\xffok");
+        assert_eq!(take_complete_utf8(&mut pending), "€\u{fffd}ok");
+        assert!(pending.is_empty());
+    }
+
+    #[test]
+    fn kept_output_is_bounded() {
+        let mut kept = KeptOutput::new(0);
+        let line = "y\n".repeat(1024);
+        for _ in 0..(6 * MIN_KEPT_OUTPUT_BYTES / line.len()) {
+            kept.push(&line);
+        }
+        let text = kept.finish();
+        assert!(text.len() <= 3 * MIN_KEPT_OUTPUT_BYTES + 100);
+        assert!(text.contains("bytes of output not kept"));
+    }
+
+    fn no_output() -> impl Fn(&str) + Send + Sync + 'static {
+        |_: &str| {}
+    }
+
+    async fn run(command: &str, timeout: Duration) -> ShellOutcome {
+        let dir = tempfile::tempdir().unwrap();
+        run_shell(
+            command,
+            dir.path(),
+            timeout,
+            10_000,
+            no_output(),
+            &CancellationToken::new(),
+            &[],
+        )
+        .await
+        .unwrap()
+    }
+
+    /// True once `pid` is gone or a zombie (its parent may not reap it in a container).
+    fn is_dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+            Err(_) => true,
+        }
+    }
+
+    async fn wait_dead(pid: i32) -> bool {
+        for _ in 0..100 {
+            if is_dead(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn shell_reports_output_and_exit_codes() {
+        let ok = run("echo hello", Duration::from_secs(30)).await;
+        assert_eq!(ok.output, "hello\n[exit code 0]");
+        assert_eq!(ok.exit_code, Some(0));
+        assert!(!ok.timed_out && !ok.cancelled);
+
+        let failed = run("echo oops >&2; exit 3", Duration::from_secs(30)).await;
+        assert_eq!(failed.output, "oops\n[exit code 3]");
+        assert_eq!(failed.exit_code, Some(3));
+
+        let merged = run("echo out; echo err >&2; echo out2", Duration::from_secs(30)).await;
+        for part in ["out\n", "err\n", "out2\n"] {
+            assert!(merged.output.contains(part), "{}", merged.output);
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let err = run_shell(
+            "true",
+            &dir.path().join("missing"),
+            Duration::from_secs(5),
+            1000,
+            no_output(),
+            &CancellationToken::new(),
+            &[],
+        )
+        .await
+        .unwrap_err()
+        .0;
+        assert!(err.contains("does not exist"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn shell_output_is_streamed_and_cut_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let chunks = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = chunks.clone();
+        let outcome = run_shell(
+            "for i in $(seq 1 2000); do echo \"line $i é\"; done",
+            dir.path(),
+            Duration::from_secs(30),
+            1000,
+            move |chunk: &str| seen.lock().unwrap().push(chunk.to_string()),
+            &CancellationToken::new(),
+            &[],
+        )
+        .await
+        .unwrap();
+        let streamed = chunks.lock().unwrap().concat();
+        assert!(streamed.starts_with("line 1 é\n") && streamed.ends_with("line 2000 é\n"));
+        assert!(!streamed.contains('\u{fffd}'));
+        assert!(
+            outcome.output.starts_with("Total output lines: 2000"),
+            "{}",
+            outcome.output
+        );
+        assert!(outcome.output.contains("line 1 é\n"), "{}", outcome.output);
+        assert!(
+            outcome.output.ends_with("line 2000 é\n[exit code 0]"),
+            "{}",
+            outcome.output
+        );
+        assert!(outcome.output.len() < 1200, "{}", outcome.output.len());
+    }
+
+    #[tokio::test]
+    async fn shell_timeout_kills_the_whole_group() {
+        let outcome = run("sleep 30 & echo $!; sleep 30", Duration::from_millis(300)).await;
+        assert!(outcome.timed_out && !outcome.cancelled);
+        assert_eq!(outcome.exit_code, None);
+        assert!(
+            outcome.output.ends_with("[killed: timed out after 0.3s]"),
+            "{}",
+            outcome.output
+        );
+        let background: i32 = outcome
+            .output
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            wait_dead(background).await,
+            "the background sleep survived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn shell_cancellation_kills_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let canceller = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            canceller.cancel();
+        });
+        let outcome = run_shell(
+            "echo $$; sleep 30",
+            dir.path(),
+            Duration::from_secs(60),
+            1000,
+            no_output(),
+            &cancel,
+            &[],
+        )
+        .await
+        .unwrap();
+        assert!(outcome.cancelled && !outcome.timed_out);
+        assert!(outcome.output.contains("cancelled"), "{}", outcome.output);
+        let shell: i32 = outcome
+            .output
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            wait_dead(shell).await,
+            "the shell survived the cancellation"
+        );
+    }
+
+    #[tokio::test]
+    async fn shell_does_not_wait_for_background_processes() {
+        let outcome = run("sleep 60 & echo started", Duration::from_secs(20)).await;
+        assert!(!outcome.timed_out, "{}", outcome.output);
+        assert_eq!(outcome.exit_code, Some(0));
+        assert!(
+            outcome.output.starts_with("started\n"),
+            "{}",
+            outcome.output
+        );
+    }
+}
