@@ -3,7 +3,6 @@
 //! events are written to the session log before the client hears of them.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -1743,9 +1742,4 @@ async fn blocking(
         Ok(Err(err)) => (err.0, false),
         Err(err) => (format!("the tool failed: {err}"), false),
     }
-}
-
-/// The model a host falls back to for a path that is not in the workspace: for tests.
-pub fn display(path: &Path, roots: &[PathBuf]) -> String {
-    inspect::display_path(path, roots)
 }

@@ -20,6 +20,7 @@ use agentls_core::document::{DocumentSnapshot, TextChange};
 use agentls_core::editor_state::{self, EditorState};
 use agentls_core::history::History;
 use agentls_core::inspect::{self, ActiveDocument, OtherDocument};
+use agentls_core::paths;
 use agentls_core::position::{self, PositionEncoding};
 use agentls_core::prompts::Prompts;
 use agentls_core::syntax;
@@ -895,7 +896,7 @@ impl Backend {
             .map(|(uri, snapshot)| OtherDocument {
                 display_path: uri
                     .to_file_path()
-                    .map(|p| inspect::display_path(&p, &roots))
+                    .map(|p| paths::display(&p, &roots))
                     .unwrap_or_else(|()| uri.to_string()),
                 snapshot,
             })
@@ -960,7 +961,7 @@ impl Backend {
         };
         let resolved = editor_state::resolve(editor, &snapshot.rope, self.state.encoding());
         let document = ActiveDocument {
-            display_path: inspect::display_path(&path, roots),
+            display_path: paths::display(&path, roots),
             snapshot,
             editor: resolved,
         };

@@ -77,7 +77,7 @@ impl Workspace {
 
     /// The path as shown to the model and the user: relative to the root that holds it.
     pub fn display(&self, path: &Path) -> String {
-        let shown = agentls_core::inspect::display_path(path, &self.roots);
+        let shown = agentls_core::paths::display(path, &self.roots);
         if shown.is_empty() {
             ".".to_string()
         } else {
