@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::paths;
+use crate::position;
 
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 /// In precedence order: the first one present in a directory is the one used.
@@ -100,7 +101,7 @@ pub fn collect(
             continue;
         }
         let display_path = paths::display(&path, workspace_root.as_slice());
-        let included = floor_char_boundary(&text, budget);
+        let included = position::floor_char_boundary(&text, budget);
         budget -= included;
         chain.omitted_bytes += text.len() - included;
         if included > 0 {
@@ -148,17 +149,6 @@ fn first_present(
         }
     }
     None
-}
-
-/// The largest index <= max that is a char boundary of s (s.len() when it fits).
-fn floor_char_boundary(s: &str, max: usize) -> usize {
-    if max >= s.len() {
-        return s.len();
-    }
-    (0..=max)
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0)
 }
 
 /// Open editor buffers over another source: the unsaved text wins.

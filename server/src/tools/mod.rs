@@ -20,12 +20,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::files::{read_text, FileRefused};
+use agentls_core::position::{ceil_char_boundary, floor_char_boundary};
 use agentls_core::tool_info::error;
 pub use agentls_core::tool_info::ToolError;
 use agentls_core::truncate::TruncationPolicy;
-use agentls_core::truncate::{
-    ceil_char_boundary, floor_char_boundary, line_count, truncate_middle,
-};
+use agentls_core::truncate::{line_count, truncate_middle};
 
 /// Lines `read_file` returns when the model gives no limit.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
