@@ -11,7 +11,7 @@ use crate::agent::host::{
 use crate::agent::{Agent, AgentError};
 use crate::lsp::document_store::DocumentStore;
 use crate::store::agents_md::DiskFiles;
-use crate::store::file_index::{self, WorkspaceIndex};
+use crate::store::file_index::{self, FileIndex};
 use crate::store::files;
 use agentls_core::agents_md::{self, AgentsChain, Overlay};
 use agentls_core::config::Config;
@@ -202,7 +202,7 @@ struct State {
     initial_config_problems: RwLock<Vec<String>>,
     encoding: RwLock<PositionEncoding>,
     support: RwLock<ClientSupport>,
-    index: WorkspaceIndex,
+    index: FileIndex,
     agents_disk: DiskFiles,
     progress_tokens: AtomicU64,
     /// The prompt files, reloaded when `prompts.dir` may have changed.
@@ -222,7 +222,7 @@ impl State {
             initial_config_problems: RwLock::new(Vec::new()),
             encoding: RwLock::new(PositionEncoding::default()),
             support: RwLock::new(ClientSupport::default()),
-            index: WorkspaceIndex::default(),
+            index: FileIndex::default(),
             agents_disk: DiskFiles::default(),
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
