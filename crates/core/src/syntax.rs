@@ -465,9 +465,11 @@ fn rust_impl_name(source: &[u8], impl_item: Node, self_type: Node) -> String {
 
 fn python_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     match node.kind() {
-        "function_definition" => {
-            placement.named(node, placement.function_or_method(&[SymbolKind::Class]), None)
-        }
+        "function_definition" => placement.named(
+            node,
+            placement.function_or_method(&[SymbolKind::Class]),
+            None,
+        ),
         "class_definition" => {
             placement.named(node, SymbolKind::Class, node.child_by_field_name("body"))
         }
@@ -577,7 +579,9 @@ fn go_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
         }
         "type_alias" => placement.named(node, SymbolKind::TypeAlias, None),
         // `const a, b = 1, 2` names several constants in one spec; each name is a symbol.
-        "identifier" if placement.parent_kind == "const_spec" && placement.field == Some("name") => {
+        "identifier"
+            if placement.parent_kind == "const_spec" && placement.field == Some("name") =>
+        {
             let name = collapsed_text(placement.source, node);
             if name == "_" {
                 return Role::Other;

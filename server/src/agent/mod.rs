@@ -14,7 +14,7 @@ use crate::agent::host::{FileChange, Host, Notice, PermissionOption, PermissionR
 use crate::provider::Provider;
 use crate::store::files;
 use crate::store::session_log::{self, SessionLog, SessionStore};
-use crate::tools::{self, Workspace};
+use crate::tools::{self, PathBoundary};
 use agentls_core::approval::{self, Gate};
 use agentls_core::context::AssemblyCache;
 use agentls_core::editor_state::EditorState;
@@ -1130,7 +1130,7 @@ impl Turn {
         self.announce(call, kind, &arguments);
         let host = self.host().clone();
         let config = host.config();
-        let workspace = Workspace {
+        let workspace = PathBoundary {
             roots: host.roots(),
         };
         if workspace.roots.is_empty() && kind != ToolKind::Other {
@@ -1269,7 +1269,7 @@ impl Turn {
     /// model gets when it is applied.
     async fn plan_change(
         &self,
-        workspace: &Workspace,
+        workspace: &PathBoundary,
         tool: &str,
         arguments: &Value,
     ) -> Result<(FileChange, String, String), String> {
@@ -1428,7 +1428,7 @@ impl Turn {
 
     async fn shell(
         &mut self,
-        workspace: &Workspace,
+        workspace: &PathBoundary,
         arguments: &Value,
         call: &Call,
     ) -> (String, bool) {
@@ -1497,7 +1497,7 @@ impl Turn {
         if mentions.is_empty() {
             return String::new();
         }
-        let workspace = Workspace {
+        let workspace = PathBoundary {
             roots: self.host().roots(),
         };
         let tokenizer = config.tokenizer();
@@ -1522,7 +1522,7 @@ impl Turn {
                 Some((start, end)) => (Some(start), Some(end - start + 1)),
                 None => (None, None),
             };
-            let ws = Workspace {
+            let ws = PathBoundary {
                 roots: workspace.roots.clone(),
             };
             let arg = mention.path.clone();

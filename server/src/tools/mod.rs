@@ -1,6 +1,6 @@
 //! The model-facing tools: what `read_file`, `list_dir`, `grep`, `edit_file`, `write_file`,
 //! `shell` and `update_plan` do, and the workspace boundary that every path argument is
-//! checked against (`Workspace::resolve`).
+//! checked against (`PathBoundary::resolve`).
 //!
 //! Reading tools return their output text. Editing tools only plan: they return the new text
 //! and its diff. Asking the user's approval is `approval.rs`'s job, and applying an edit is the
@@ -49,12 +49,12 @@ const MIN_KEPT_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
 /// The folders the tools may touch: no path outside them is read, listed, searched or planned
 /// for writing.
 #[derive(Debug, Clone)]
-pub struct Workspace {
+pub struct PathBoundary {
     /// Canonical absolute paths; `roots[0]` is where relative paths start.
     pub roots: Vec<PathBuf>,
 }
 
-impl Workspace {
+impl PathBoundary {
     /// The absolute path (canonical when it exists) that a model-given path names, if it is
     /// inside a root. Relative paths start at `roots[0]`. A path that escapes every root, by
     /// `..`, by being absolute elsewhere or through a symbolic link, is refused with a message
@@ -205,7 +205,7 @@ impl Workspace {
 /// `limit` of them. `buffer` is the open editor buffer, unsaved changes included: it wins over
 /// the disk.
 pub fn read_file(
-    ws: &Workspace,
+    ws: &PathBoundary,
     path: &str,
     offset: Option<usize>,
     limit: Option<usize>,
@@ -278,7 +278,7 @@ fn walker(path: &Path) -> WalkBuilder {
 /// `list_dir`: the entries under a directory (default `roots[0]`) to `depth` levels, as an
 /// indented tree with directories ending in `/`.
 pub fn list_dir(
-    ws: &Workspace,
+    ws: &PathBoundary,
     path: Option<&str>,
     depth: Option<usize>,
 ) -> Result<String, ToolError> {
@@ -326,7 +326,7 @@ pub fn list_dir(
 /// `roots[0]`; may be one file), `{path}:{line}: {text}`, optionally only in files whose path
 /// or name matches `glob`. Binary and non-UTF-8 files are skipped.
 pub fn grep(
-    ws: &Workspace,
+    ws: &PathBoundary,
     pattern: &str,
     path: Option<&str>,
     glob: Option<&str>,
@@ -439,7 +439,7 @@ pub struct PlannedEdit {
 /// the disk's text). When it does not occur exactly once, the error says why and where, so the
 /// model can correct its old_text rather than guess.
 pub fn plan_edit(
-    ws: &Workspace,
+    ws: &PathBoundary,
     path: &str,
     current: &str,
     old_text: &str,
@@ -626,7 +626,7 @@ pub struct PlannedWrite {
 /// `write_file`: the whole new content of a file. `current` is its text (open buffer or disk),
 /// `None` when the file does not exist yet.
 pub fn plan_write(
-    ws: &Workspace,
+    ws: &PathBoundary,
     path: &str,
     current: Option<&str>,
     content: &str,
@@ -1024,17 +1024,17 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    fn workspace() -> (tempfile::TempDir, Workspace) {
+    fn workspace() -> (tempfile::TempDir, PathBoundary) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        (dir, Workspace { roots: vec![root] })
+        (dir, PathBoundary { roots: vec![root] })
     }
 
-    fn root(ws: &Workspace) -> &Path {
+    fn root(ws: &PathBoundary) -> &Path {
         &ws.roots[0]
     }
 
-    fn write(ws: &Workspace, relative: &str, text: &str) -> PathBuf {
+    fn write(ws: &PathBoundary, relative: &str, text: &str) -> PathBuf {
         let path = root(ws).join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
@@ -1096,7 +1096,7 @@ mod tests {
         let err = ws.resolve("src/lib.rs/x").unwrap_err().0;
         assert!(err.contains("not a directory"), "{err}");
 
-        let empty = Workspace { roots: Vec::new() };
+        let empty = PathBoundary { roots: Vec::new() };
         assert!(empty.resolve("x").is_err());
     }
 
