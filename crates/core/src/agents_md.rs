@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::paths;
+use crate::position;
+
 pub const DEFAULT_MAX_BYTES: usize = 32 * 1024;
 /// In precedence order: the first one present in a directory is the one used.
 pub const FILE_NAMES: [&str; 2] = ["AGENTS.override.md", "AGENTS.md"];
@@ -97,8 +100,8 @@ pub fn collect(
         if text.trim().is_empty() {
             continue;
         }
-        let display_path = display(&path, workspace_root);
-        let included = floor_char_boundary(&text, budget);
+        let display_path = paths::display(&path, workspace_root.as_slice());
+        let included = position::floor_char_boundary(&text, budget);
         budget -= included;
         chain.omitted_bytes += text.len() - included;
         if included > 0 {
@@ -146,25 +149,6 @@ fn first_present(
         }
     }
     None
-}
-
-fn display(path: &Path, workspace_root: Option<&Path>) -> String {
-    workspace_root
-        .and_then(|root| path.strip_prefix(root).ok())
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// The largest index <= max that is a char boundary of s (s.len() when it fits).
-fn floor_char_boundary(s: &str, max: usize) -> usize {
-    if max >= s.len() {
-        return s.len();
-    }
-    (0..=max)
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0)
 }
 
 /// Open editor buffers over another source: the unsaved text wins.

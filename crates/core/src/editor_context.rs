@@ -25,6 +25,7 @@ use std::sync::Arc;
 use ropey::Rope;
 
 use crate::document::{DocumentSnapshot, DISK_VERSION};
+use crate::position;
 use crate::syntax::{self, EnclosingSymbol, Identifier, Symbol, SymbolKind};
 use crate::tokens::{CountCache, TokenizerKind};
 use crate::truncate::{truncate_middle, TruncationPolicy};
@@ -232,16 +233,16 @@ pub fn build(
     outlines: &mut OutlineCache,
 ) -> EditorContext {
     let rope = &active.snapshot.rope;
-    let cursor = clamp_byte(rope, active.cursor);
+    let cursor = position::clamp_byte(rope, active.cursor);
     let selection = active
         .selection
         .as_ref()
-        .map(|range| clamp_range(rope, range))
+        .map(|range| position::clamp_byte_range(rope, range))
         .filter(|range| !range.is_empty());
     let visible = active
         .visible
         .as_ref()
-        .map(|range| clamp_range(rope, range));
+        .map(|range| position::clamp_byte_range(rope, range));
 
     let header = render_header(
         active,
@@ -443,7 +444,7 @@ impl ActiveSyntax {
                 lookups.push(symbol.range.clone());
             }
             if lookups.is_empty() {
-                lookups.push(line_bytes(
+                lookups.push(position::line_content_bytes(
                     &snapshot.rope,
                     snapshot.rope.byte_to_line(cursor),
                 ));
@@ -674,7 +675,7 @@ fn render_header(
         header.push_str(boundary);
         header.push('\n');
     }
-    let (line, column) = position(rope, cursor);
+    let (line, column) = position::byte_to_line_column(rope, cursor);
     let _ = write!(
         header,
         "<active_file path=\"{}\" language=\"{}\" cursor=\"{line}:{column}\"",
@@ -682,12 +683,12 @@ fn render_header(
         active.snapshot.language.id()
     );
     if let Some(selection) = selection {
-        let (l1, c1) = position(rope, selection.start);
-        let (l2, c2) = position(rope, selection.end);
+        let (l1, c1) = position::byte_to_line_column(rope, selection.start);
+        let (l2, c2) = position::byte_to_line_column(rope, selection.end);
         let _ = write!(header, " selection=\"{l1}:{c1}-{l2}:{c2}\"");
     }
     if let Some(visible) = visible {
-        let lines = line_span(rope, visible);
+        let lines = position::byte_range_to_lines(rope, visible);
         let _ = write!(header, " visible=\"{}-{}\"", lines.start + 1, lines.end);
     }
     header.push_str("/>\n");
@@ -695,7 +696,7 @@ fn render_header(
 }
 
 fn selection_part(rope: &Rope, selection: &Range<usize>) -> Part {
-    let lines = line_span(rope, selection);
+    let lines = position::byte_range_to_lines(rope, selection);
     Part {
         name: "selection",
         body: Body::Code(CodeBlock {
@@ -707,7 +708,8 @@ fn selection_part(rope: &Rope, selection: &Range<usize>) -> Part {
 }
 
 fn enclosing_symbol_part(rope: &Rope, symbol: &EnclosingSymbol) -> Part {
-    let lines = line_span(rope, &clamp_range(rope, &symbol.range));
+    let lines =
+        position::byte_range_to_lines(rope, &position::clamp_byte_range(rope, &symbol.range));
     Part {
         name: "enclosingSymbol",
         body: Body::Code(CodeBlock {
@@ -731,7 +733,7 @@ fn diagnostics_part(rope: &Rope, cursor: usize, diagnostics: &[EditorDiagnostic]
     let mut ordered: Vec<((usize, Severity, usize), String)> = diagnostics
         .iter()
         .map(|diagnostic| {
-            let range = clamp_range(rope, &diagnostic.range);
+            let range = position::clamp_byte_range(rope, &diagnostic.range);
             let first = rope.byte_to_line(range.start);
             let last = rope.byte_to_line(range.end);
             let distance = if cursor_line < first {
@@ -759,8 +761,8 @@ fn diagnostics_part(rope: &Rope, cursor: usize, diagnostics: &[EditorDiagnostic]
 /// `{severity} {l1}:{c1}-{l2}:{c2} {source} {code}: {message}`, continuation lines of the
 /// message indented so that no line of it can pass for a line of the block's own format.
 fn diagnostic_line(rope: &Rope, diagnostic: &EditorDiagnostic, range: Range<usize>) -> String {
-    let (l1, c1) = position(rope, range.start);
-    let (l2, c2) = position(rope, range.end);
+    let (l1, c1) = position::byte_to_line_column(rope, range.start);
+    let (l2, c2) = position::byte_to_line_column(rope, range.end);
     let mut line = format!("{} {l1}:{c1}-{l2}:{c2}", diagnostic.severity.name());
     for label in [&diagnostic.source, &diagnostic.code].into_iter().flatten() {
         let label = label.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -786,7 +788,8 @@ fn outline_entries(rope: &Rope, symbols: &[Symbol]) -> Vec<String> {
     // An explicit stack: the outline of a pathologically deep tree must not recurse.
     let mut stack: Vec<(&Symbol, usize)> = symbols.iter().rev().map(|s| (s, 0)).collect();
     while let Some((symbol, depth)) = stack.pop() {
-        let lines = line_span(rope, &clamp_range(rope, &symbol.range));
+        let lines =
+            position::byte_range_to_lines(rope, &position::clamp_byte_range(rope, &symbol.range));
         entries.push(format!(
             "{}{} {}-{}\n",
             "  ".repeat(depth.min(MAX_OUTLINE_INDENT)),
@@ -844,7 +847,8 @@ fn definition_entries(
 }
 
 fn render_definition(path: &str, rope: &Rope, symbol: &Symbol) -> String {
-    let lines = line_span(rope, &clamp_range(rope, &symbol.range));
+    let lines =
+        position::byte_range_to_lines(rope, &position::clamp_byte_range(rope, &symbol.range));
     let shown = if lines.len() <= WHOLE_DEFINITION_MAX_LINES {
         lines.clone()
     } else {
@@ -891,53 +895,8 @@ fn attribute(value: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// Rope helpers
+// Rope helpers (unit conversions are in `position`)
 // ---------------------------------------------------------------------------------------
-
-/// `byte` inside the rope, on the start of the char it falls in.
-fn clamp_byte(rope: &Rope, byte: usize) -> usize {
-    let byte = byte.min(rope.len_bytes());
-    rope.char_to_byte(rope.byte_to_char(byte))
-}
-
-/// `range` the right way round and inside the rope, on char boundaries.
-fn clamp_range(rope: &Rope, range: &Range<usize>) -> Range<usize> {
-    let start = clamp_byte(rope, range.start.min(range.end));
-    let end = clamp_byte(rope, range.start.max(range.end));
-    start..end
-}
-
-/// 1-based line and 1-based column in chars of a clamped byte.
-fn position(rope: &Rope, byte: usize) -> (usize, usize) {
-    let line = rope.byte_to_line(byte);
-    let column = rope.byte_to_char(byte) - rope.line_to_char(line);
-    (line + 1, column + 1)
-}
-
-/// The 0-based lines a clamped range covers. The end is exclusive, so a range ending at the
-/// start of a line (a selection of whole lines) does not take that line in.
-fn line_span(rope: &Rope, range: &Range<usize>) -> Range<usize> {
-    let first = rope.byte_to_line(range.start);
-    let last = if range.end > range.start {
-        rope.byte_to_line(range.end - 1)
-    } else {
-        first
-    };
-    first..last + 1
-}
-
-/// Byte range of a line without its line break.
-fn line_bytes(rope: &Rope, line: usize) -> Range<usize> {
-    let start = rope.line_to_byte(line);
-    let text = rope.line(line);
-    let mut end = start + text.len_bytes();
-    for terminator in ['\n', '\r'] {
-        if end > start && rope.byte(end - 1) == terminator as u8 {
-            end -= 1;
-        }
-    }
-    start..end
-}
 
 /// `L{n}: {line}` for each line, without the lines' own line breaks.
 fn numbered_lines(rope: &Rope, lines: Range<usize>) -> String {

@@ -32,21 +32,10 @@ pub struct ResolvedEditor {
     pub diagnostics: Vec<EditorDiagnostic>,
 }
 
-/// A position's byte offset; a line past the end means the end of the document.
-pub fn clamped_byte(rope: &Rope, position: Position, encoding: PositionEncoding) -> usize {
-    position::position_to_byte(rope, position, encoding).unwrap_or_else(|_| rope.len_bytes())
-}
-
-fn clamped_range(rope: &Rope, range: Range, encoding: PositionEncoding) -> std::ops::Range<usize> {
-    let a = clamped_byte(rope, range.start, encoding);
-    let b = clamped_byte(rope, range.end, encoding);
-    a.min(b)..a.max(b)
-}
-
 pub fn resolve(state: &EditorState, rope: &Rope, encoding: PositionEncoding) -> ResolvedEditor {
     let selection = state
         .selection
-        .map(|r| clamped_range(rope, r, encoding))
+        .map(|r| position::range_to_bytes_clamped(rope, r, encoding))
         .filter(|r| !r.is_empty());
     let diagnostics = state
         .diagnostics
@@ -59,7 +48,7 @@ pub fn resolve(state: &EditorState, rope: &Rope, encoding: PositionEncoding) -> 
                 // Absent severity: the client's default, which is error in every editor.
                 _ => Severity::Error,
             },
-            range: clamped_range(rope, d.range, encoding),
+            range: position::range_to_bytes_clamped(rope, d.range, encoding),
             message: d.message.clone(),
             source: d.source.clone(),
             code: d.code.as_ref().map(|c| match c {
@@ -69,11 +58,11 @@ pub fn resolve(state: &EditorState, rope: &Rope, encoding: PositionEncoding) -> 
         })
         .collect();
     ResolvedEditor {
-        cursor: clamped_byte(rope, state.position, encoding),
+        cursor: position::position_to_byte_clamped(rope, state.position, encoding),
         selection,
         visible: state
             .visible_range
-            .map(|r| clamped_range(rope, r, encoding)),
+            .map(|r| position::range_to_bytes_clamped(rope, r, encoding)),
         diagnostics,
     }
 }

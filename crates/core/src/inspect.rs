@@ -3,8 +3,6 @@
 //! `agent/session/context` and the `agentls context` command; both gather the inputs (open
 //! buffers or files on disk, AGENTS.md, skills) and call [`report`]. No IO here.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{json, Value};
 
 use crate::agents_md::AgentsChain;
@@ -62,17 +60,6 @@ pub struct ContextReport {
     pub calibration: Calibration,
     /// How the editor context block used its budget, part by part.
     pub editor_parts: Vec<PartReport>,
-}
-
-/// `path` relative to the workspace root that holds it, else as it is.
-pub fn display_path(path: &Path, roots: &[PathBuf]) -> String {
-    roots
-        .iter()
-        .filter_map(|root| path.strip_prefix(root).ok())
-        .min_by_key(|relative| relative.as_os_str().len())
-        .unwrap_or(path)
-        .to_string_lossy()
-        .into_owned()
 }
 
 pub fn static_context(inputs: &Inputs) -> StaticContext {

@@ -21,6 +21,7 @@ pub mod inspect;
 pub mod language;
 pub mod ledger;
 pub mod models;
+pub mod paths;
 pub mod position;
 pub mod prompt_text;
 pub mod prompts;

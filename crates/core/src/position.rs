@@ -8,9 +8,19 @@
 //! and differ from its own only in documents with a lone `\r`. agentls never reads a
 //! tree-sitter point back: every syntax answer is in bytes and converted here.
 //!
+//! Besides LSP positions, the units shown to people and the model live here too: 1-based
+//! line and char column ([`byte_to_line_column`]), the lines a byte range covers, a line's
+//! bytes, and byte offsets rounded to char boundaries in a rope or a `str`.
+//!
 //! Nothing here panics: a column past the end of a line clamps to the line end, a column
 //! inside a multi-unit character rounds down to the character's start, a line past the
-//! end of the document is an error the caller turns into InvalidParams.
+//! end of the document is an error the caller turns into InvalidParams (or, for hints such
+//! as an editor state, the end of the document: the `_clamped` functions).
+//!
+//! A range whose end comes before its start is read two ways, each by its own function: an
+//! edit's range ([`range_to_bytes`]) collapses to an empty range at its start, a hint's
+//! range ([`range_to_bytes_clamped`], [`clamp_byte_range`]) is turned round, since a
+//! selection made backwards covers the same text.
 
 use lsp_types::{Position, PositionEncodingKind, Range};
 use ropey::Rope;
@@ -175,7 +185,8 @@ pub fn byte_range_to_range(
     )
 }
 
-/// LSP range → byte range. An end before the start is an empty range at the start.
+/// LSP range → byte range, for an edit. An end before the start is an empty range at the
+/// start; a line past the end is an error. Compare [`range_to_bytes_clamped`].
 pub fn range_to_bytes(
     rope: &Rope,
     range: Range,
@@ -184,6 +195,97 @@ pub fn range_to_bytes(
     let start = position_to_byte(rope, range.start, encoding)?;
     let end = position_to_byte(rope, range.end, encoding)?;
     Ok(start..end.max(start))
+}
+
+/// LSP position → byte offset, for a hint that must never fail a request (an editor
+/// state): as [`position_to_byte`], but a line past the end is the end of the document.
+pub fn position_to_byte_clamped(
+    rope: &Rope,
+    position: Position,
+    encoding: PositionEncoding,
+) -> usize {
+    position_to_byte(rope, position, encoding).unwrap_or_else(|_| rope.len_bytes())
+}
+
+/// LSP range → byte range, for a hint (an editor's selection, visible range or
+/// diagnostic): each end as [`position_to_byte_clamped`], and an end before the start is
+/// turned round, not collapsed as [`range_to_bytes`] does for an edit.
+pub fn range_to_bytes_clamped(
+    rope: &Rope,
+    range: Range,
+    encoding: PositionEncoding,
+) -> std::ops::Range<usize> {
+    let a = position_to_byte_clamped(rope, range.start, encoding);
+    let b = position_to_byte_clamped(rope, range.end, encoding);
+    a.min(b)..a.max(b)
+}
+
+/// A byte offset inside the rope, on the start of the char it falls in; past the end is
+/// the end.
+pub fn clamp_byte(rope: &Rope, byte: usize) -> usize {
+    let byte = byte.min(rope.len_bytes());
+    rope.char_to_byte(rope.byte_to_char(byte))
+}
+
+/// A byte range inside the rope, each end as [`clamp_byte`], turned round when its end
+/// comes before its start (like [`range_to_bytes_clamped`]).
+pub fn clamp_byte_range(rope: &Rope, range: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let start = clamp_byte(rope, range.start.min(range.end));
+    let end = clamp_byte(rope, range.start.max(range.end));
+    start..end
+}
+
+/// Byte offset → (line, column) as people and the model read them: both 1-based, the
+/// column counted in chars, i.e. the utf-32 LSP position plus one on each side. A byte
+/// inside a character rounds down to it; past the end is the end.
+pub fn byte_to_line_column(rope: &Rope, byte: usize) -> (usize, usize) {
+    let byte = byte.min(rope.len_bytes());
+    let line = rope.byte_to_line(byte);
+    let column = rope.byte_to_char(byte) - rope.line_to_char(line);
+    (line + 1, column + 1)
+}
+
+/// The 0-based lines a byte range covers, end exclusive. The range's end is exclusive too,
+/// so a range ending at the start of a line (a selection of whole lines) does not take that
+/// line in; an empty (or reversed) range covers the line of its start. Offsets past the end
+/// are the end.
+pub fn byte_range_to_lines(rope: &Rope, range: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let start = range.start.min(rope.len_bytes());
+    let end = range.end.min(rope.len_bytes());
+    let first = rope.byte_to_line(start);
+    let last = if end > start {
+        rope.byte_to_line(end - 1)
+    } else {
+        first
+    };
+    first..last + 1
+}
+
+/// Byte range of `line`'s content, without its line break. A line past the end is the
+/// empty range at the end of the document.
+pub fn line_content_bytes(rope: &Rope, line: usize) -> std::ops::Range<usize> {
+    if line >= rope.len_lines() {
+        return rope.len_bytes()..rope.len_bytes();
+    }
+    rope.line_to_byte(line)..rope.char_to_byte(line_content_end_char(rope, line))
+}
+
+/// The largest char boundary of `s` at or before `index`; past the end is `s.len()`.
+pub fn floor_char_boundary(s: &str, index: usize) -> usize {
+    let mut i = index.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary of `s` at or after `index`; past the end is `s.len()`.
+pub fn ceil_char_boundary(s: &str, index: usize) -> usize {
+    let mut i = index.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 /// Byte offset → the tree-sitter point we report for it: (LSP line, byte column).
@@ -345,6 +447,113 @@ mod tests {
         let rope = Rope::from_str("é\r\n😀x");
         assert_eq!(byte_to_point(&rope, 4), tree_sitter::Point::new(1, 0));
         assert_eq!(byte_to_point(&rope, 8), tree_sitter::Point::new(1, 4));
+    }
+
+    #[test]
+    fn hint_positions_clamp_and_hint_ranges_turn_round() {
+        let rope = Rope::from_str("hello\nworld");
+        // A line past the end is the end of the document, not an error.
+        assert_eq!(position_to_byte_clamped(&rope, pos(9, 0), Utf16), 11);
+        assert_eq!(position_to_byte_clamped(&rope, pos(1, 2), Utf16), 8);
+        // Reversed: turned round (a hint), where range_to_bytes collapses (an edit).
+        let reversed = Range::new(pos(1, 2), pos(0, 1));
+        assert_eq!(range_to_bytes_clamped(&rope, reversed, Utf16), 1..8);
+        assert_eq!(range_to_bytes(&rope, reversed, Utf16).unwrap(), 8..8);
+        let past = Range::new(pos(0, 3), pos(7, 0));
+        assert_eq!(range_to_bytes_clamped(&rope, past, Utf16), 3..11);
+        assert!(range_to_bytes(&rope, past, Utf16).is_err());
+    }
+
+    #[test]
+    #[allow(clippy::reversed_empty_ranges)] // a reversed range is one of the cases
+    fn byte_offsets_clamp_to_char_starts() {
+        // "a😀b": 😀 is bytes 1..5.
+        let rope = Rope::from_str("a😀b");
+        let cases = [(0, 0), (1, 1), (2, 1), (4, 1), (5, 5), (6, 6), (99, 6)];
+        for (byte, expected) in cases {
+            assert_eq!(clamp_byte(&rope, byte), expected, "byte {byte}");
+        }
+        assert_eq!(clamp_byte_range(&rope, &(3..99)), 1..6);
+        assert_eq!(clamp_byte_range(&rope, &(6..2)), 1..6);
+        assert_eq!(clamp_byte_range(&rope, &(5..5)), 5..5);
+    }
+
+    #[test]
+    fn line_column_is_one_based_in_chars() {
+        let rope = Rope::from_str("a😀b\r\n中x\ry");
+        // (byte, (line, column))
+        let cases = [
+            (0, (1, 1)),
+            (1, (1, 2)),
+            (3, (1, 2)),
+            (5, (1, 3)),
+            (6, (1, 4)),
+            (7, (1, 5)),
+            (8, (2, 1)),
+            (11, (2, 2)),
+            (12, (2, 3)),
+            (13, (3, 1)),
+            (14, (3, 2)),
+            (99, (3, 2)),
+        ];
+        for (byte, expected) in cases {
+            assert_eq!(byte_to_line_column(&rope, byte), expected, "byte {byte}");
+            let utf32 = byte_to_position(&rope, byte, Utf32);
+            assert_eq!(
+                (utf32.line as usize + 1, utf32.character as usize + 1),
+                expected
+            );
+        }
+    }
+
+    #[test]
+    #[allow(clippy::reversed_empty_ranges)] // a reversed range is one of the cases
+    fn lines_of_a_byte_range_leave_out_a_line_it_only_touches() {
+        let rope = Rope::from_str("ab\ncd\nef");
+        // (bytes, lines)
+        let cases = [
+            (0..0, 0..1),
+            (0..2, 0..1),
+            (0..3, 0..1),
+            (0..4, 0..2),
+            (3..6, 1..2),
+            (2..7, 0..3),
+            (4..2, 1..2),
+            (7..99, 2..3),
+            (99..99, 2..3),
+        ];
+        for (bytes, lines) in cases {
+            assert_eq!(byte_range_to_lines(&rope, &bytes), lines, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn line_content_leaves_out_every_kind_of_line_break() {
+        let rope = Rope::from_str("ab\r\ncd\re\n\nf");
+        let lines: Vec<_> = (0..=line_count(&rope))
+            .map(|l| line_content_bytes(&rope, l))
+            .collect();
+        assert_eq!(lines, [0..2, 4..6, 7..8, 9..9, 10..11, 11..11]);
+    }
+
+    #[test]
+    fn str_offsets_round_to_char_boundaries() {
+        let s = "a😀b";
+        // (index, floor, ceil)
+        let cases = [
+            (0, 0, 0),
+            (1, 1, 1),
+            (2, 1, 5),
+            (4, 1, 5),
+            (5, 5, 5),
+            (6, 6, 6),
+            (99, 6, 6),
+        ];
+        for (index, floor, ceil) in cases {
+            assert_eq!(floor_char_boundary(s, index), floor, "floor {index}");
+            assert_eq!(ceil_char_boundary(s, index), ceil, "ceil {index}");
+        }
+        assert_eq!(floor_char_boundary("", 3), 0);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 pub struct Skill {
     pub name: String,
     pub description: String,
-    /// Relative to the workspace root, as the model passes it to read_file.
+    /// As the model passes it to read_file: relative to the workspace root when there is one
+    /// root, absolute when there are several (see `store::skills::discover`).
     pub path: String,
 }
 

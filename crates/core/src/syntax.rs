@@ -120,14 +120,14 @@ pub fn outline(language: Language, source: &[u8], tree: &Tree) -> Vec<Symbol> {
             continue;
         };
         let container = frame.container;
-        let context = Context {
+        let placement = Placement {
             family,
             source,
             parent_kind: frame.kind,
             field: child.field,
             container,
         };
-        match role(&context, child.node) {
+        match role(&placement, child.node) {
             Role::Symbol(head) => {
                 let symbol = Symbol {
                     name: head.name,
@@ -351,7 +351,7 @@ struct Head<'t> {
 }
 
 /// Where a node sits, as far as classifying it needs.
-struct Context<'a> {
+struct Placement<'a> {
     family: Family,
     source: &'a [u8],
     parent_kind: &'a str,
@@ -359,7 +359,7 @@ struct Context<'a> {
     container: Option<SymbolKind>,
 }
 
-impl Context<'_> {
+impl Placement<'_> {
     /// A symbol named by the node's `name` field; nameless definitions (mid-edit, or
     /// anonymous) are left out because an outline entry needs a name.
     fn named<'t>(&self, node: Node<'t>, kind: SymbolKind, members: Option<Node<'t>>) -> Role<'t> {
@@ -406,38 +406,38 @@ impl Context<'_> {
     }
 }
 
-fn role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
+fn role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     // Parse errors often wrap perfectly good definitions; look inside, but an ERROR is not
     // part of any definition's range.
     if node.is_error() {
         return Role::Wrapper { lends_range: false };
     }
-    match context.family {
-        Family::Rust => rust_role(context, node),
-        Family::Python => python_role(context, node),
-        Family::Script => script_role(context, node),
-        Family::Go => go_role(context, node),
+    match placement.family {
+        Family::Rust => rust_role(placement, node),
+        Family::Python => python_role(placement, node),
+        Family::Script => script_role(placement, node),
+        Family::Go => go_role(placement, node),
     }
 }
 
-fn rust_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
+fn rust_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     let body = || node.child_by_field_name("body");
     let method_containers = [SymbolKind::Impl, SymbolKind::Trait];
     match node.kind() {
         "function_item" | "function_signature_item" => {
-            context.named(node, context.function_or_method(&method_containers), None)
+            placement.named(node, placement.function_or_method(&method_containers), None)
         }
-        "struct_item" | "union_item" => context.named(node, SymbolKind::Struct, None),
-        "enum_item" => context.named(node, SymbolKind::Enum, None),
-        "trait_item" => context.named(node, SymbolKind::Trait, body()),
-        "mod_item" => context.named(node, SymbolKind::Module, body()),
-        "const_item" | "static_item" => context.named(node, SymbolKind::Constant, None),
-        "type_item" | "associated_type" => context.named(node, SymbolKind::TypeAlias, None),
-        "macro_definition" => context.named(node, SymbolKind::Macro, None),
+        "struct_item" | "union_item" => placement.named(node, SymbolKind::Struct, None),
+        "enum_item" => placement.named(node, SymbolKind::Enum, None),
+        "trait_item" => placement.named(node, SymbolKind::Trait, body()),
+        "mod_item" => placement.named(node, SymbolKind::Module, body()),
+        "const_item" | "static_item" => placement.named(node, SymbolKind::Constant, None),
+        "type_item" | "associated_type" => placement.named(node, SymbolKind::TypeAlias, None),
+        "macro_definition" => placement.named(node, SymbolKind::Macro, None),
         "impl_item" => match node.child_by_field_name("type") {
             Some(self_type) => {
-                let name = rust_impl_name(context.source, node, self_type);
-                context.symbol_called(SymbolKind::Impl, name, self_type, body())
+                let name = rust_impl_name(placement.source, node, self_type);
+                placement.symbol_called(SymbolKind::Impl, name, self_type, body())
             }
             None => Role::Other,
         },
@@ -463,31 +463,33 @@ fn rust_impl_name(source: &[u8], impl_item: Node, self_type: Node) -> String {
     format!("impl {negation}{trait_name} for {self_type}")
 }
 
-fn python_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
+fn python_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     match node.kind() {
-        "function_definition" => {
-            context.named(node, context.function_or_method(&[SymbolKind::Class]), None)
-        }
+        "function_definition" => placement.named(
+            node,
+            placement.function_or_method(&[SymbolKind::Class]),
+            None,
+        ),
         "class_definition" => {
-            context.named(node, SymbolKind::Class, node.child_by_field_name("body"))
+            placement.named(node, SymbolKind::Class, node.child_by_field_name("body"))
         }
         "decorated_definition" => Role::Wrapper { lends_range: true },
         _ => Role::Other,
     }
 }
 
-fn script_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
+fn script_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     let body = || node.child_by_field_name("body");
     match node.kind() {
         // `function_signature` is an overload or a `declare function`.
         "function_declaration" | "generator_function_declaration" | "function_signature" => {
-            context.named(node, SymbolKind::Function, None)
+            placement.named(node, SymbolKind::Function, None)
         }
         "class_declaration" | "abstract_class_declaration" => {
-            context.named(node, SymbolKind::Class, body())
+            placement.named(node, SymbolKind::Class, body())
         }
         "method_definition" | "method_signature" | "abstract_method_signature" => {
-            context.named(node, SymbolKind::Method, None)
+            placement.named(node, SymbolKind::Method, None)
         }
         // `handle = () => {}` in a class body is a method in all but syntax. JavaScript calls
         // the field's name `property`, TypeScript calls it `name`.
@@ -497,16 +499,16 @@ fn script_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
                 .or_else(|| node.child_by_field_name("property"));
             match (name, node.child_by_field_name("value")) {
                 (Some(name), Some(value)) if is_script_function(value.kind()) => {
-                    context.symbol(SymbolKind::Method, name, None)
+                    placement.symbol(SymbolKind::Method, name, None)
                 }
                 _ => Role::Other,
             }
         }
-        "interface_declaration" => context.named(node, SymbolKind::Interface, body()),
-        "enum_declaration" => context.named(node, SymbolKind::Enum, None),
-        "type_alias_declaration" => context.named(node, SymbolKind::TypeAlias, None),
+        "interface_declaration" => placement.named(node, SymbolKind::Interface, body()),
+        "enum_declaration" => placement.named(node, SymbolKind::Enum, None),
+        "type_alias_declaration" => placement.named(node, SymbolKind::TypeAlias, None),
         // `namespace N {}` (internal_module) and `module M {}` / `declare module "m" {}`.
-        "internal_module" | "module" => context.named(node, SymbolKind::Module, body()),
+        "internal_module" | "module" => placement.named(node, SymbolKind::Module, body()),
         // `const f = () => …`, `const C = class { … }`.
         "variable_declarator" => {
             let (Some(name), Some(value)) = (
@@ -519,10 +521,10 @@ fn script_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
                 return Role::Other;
             }
             if is_script_function(value.kind()) {
-                context.symbol(SymbolKind::Function, name, None)
+                placement.symbol(SymbolKind::Function, name, None)
             } else if value.kind() == "class" {
                 let members = value.child_by_field_name("body");
-                context.symbol(SymbolKind::Class, name, members)
+                placement.symbol(SymbolKind::Class, name, members)
             } else {
                 Role::Other
             }
@@ -534,7 +536,7 @@ fn script_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
         | "expression_statement"
         | "ambient_declaration" => Role::Wrapper { lends_range: true },
         // `declare global { … }` holds its declarations in a bare block.
-        "statement_block" if context.parent_kind == "ambient_declaration" => {
+        "statement_block" if placement.parent_kind == "ambient_declaration" => {
             Role::Wrapper { lends_range: false }
         }
         _ => Role::Other,
@@ -548,24 +550,24 @@ fn is_script_function(kind: &str) -> bool {
     )
 }
 
-fn go_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
+fn go_role<'t>(placement: &Placement, node: Node<'t>) -> Role<'t> {
     match node.kind() {
-        "function_declaration" => context.named(node, SymbolKind::Function, None),
+        "function_declaration" => placement.named(node, SymbolKind::Function, None),
         "method_declaration" => {
             let Some(name_node) = node.child_by_field_name("name") else {
                 return Role::Other;
             };
-            let name = collapsed_text(context.source, name_node);
+            let name = collapsed_text(placement.source, name_node);
             let receiver_type = node
                 .child_by_field_name("receiver")
                 .and_then(|receivers| receivers.named_child(0))
                 .and_then(|receiver| receiver.child_by_field_name("type"))
-                .map(|ty| collapsed_text(context.source, ty));
+                .map(|ty| collapsed_text(placement.source, ty));
             let name = match receiver_type {
                 Some(ty) if !name.is_empty() => format!("({ty}) {name}"),
                 _ => name,
             };
-            context.symbol_called(SymbolKind::Method, name, name_node, None)
+            placement.symbol_called(SymbolKind::Method, name, name_node, None)
         }
         "type_spec" => {
             let kind = match node.child_by_field_name("type").map(|ty| ty.kind()) {
@@ -573,16 +575,18 @@ fn go_role<'t>(context: &Context, node: Node<'t>) -> Role<'t> {
                 Some("interface_type") => SymbolKind::Interface,
                 _ => SymbolKind::TypeAlias,
             };
-            context.named(node, kind, None)
+            placement.named(node, kind, None)
         }
-        "type_alias" => context.named(node, SymbolKind::TypeAlias, None),
+        "type_alias" => placement.named(node, SymbolKind::TypeAlias, None),
         // `const a, b = 1, 2` names several constants in one spec; each name is a symbol.
-        "identifier" if context.parent_kind == "const_spec" && context.field == Some("name") => {
-            let name = collapsed_text(context.source, node);
+        "identifier"
+            if placement.parent_kind == "const_spec" && placement.field == Some("name") =>
+        {
+            let name = collapsed_text(placement.source, node);
             if name == "_" {
                 return Role::Other;
             }
-            context.symbol_called(SymbolKind::Constant, name, node, None)
+            placement.symbol_called(SymbolKind::Constant, name, node, None)
         }
         "type_declaration" | "const_declaration" | "const_spec" => {
             Role::Wrapper { lends_range: true }

@@ -2,6 +2,7 @@
 //! of an output carry the command and its verdict, the middle is the least useful part.
 //! Pure functions over strings.
 
+use crate::position::{ceil_char_boundary, floor_char_boundary};
 use crate::tokens::TokenizerKind;
 
 /// How much of a text may be kept: by tokens (exact, with the session's tokenizer) or bytes.
@@ -160,22 +161,6 @@ fn tail_start(text: &str, tokens: usize, tokenizer: TokenizerKind) -> Option<usi
         }
         window *= 2;
     }
-}
-
-pub fn floor_char_boundary(s: &str, index: usize) -> usize {
-    let mut i = index.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-pub fn ceil_char_boundary(s: &str, index: usize) -> usize {
-    let mut i = index.min(s.len());
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

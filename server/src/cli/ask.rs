@@ -21,7 +21,8 @@ use crate::store::files;
 use agentls_core::agents_md;
 use agentls_core::config::Config;
 use agentls_core::editor_state::{self, EditorState};
-use agentls_core::inspect::{self, ActiveDocument};
+use agentls_core::inspect::ActiveDocument;
+use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
 
@@ -267,7 +268,7 @@ impl Host for CliHost {
                     Some((
                         path.clone(),
                         ActiveDocument {
-                            display_path: inspect::display_path(&path, &roots),
+                            display_path: paths::display(&path, &roots),
                             editor: editor_state::resolve(
                                 editor,
                                 &snapshot.rope,

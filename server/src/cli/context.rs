@@ -14,6 +14,7 @@ use agentls_core::context::AssemblyCache;
 use agentls_core::editor_state::{self, EditorState};
 use agentls_core::history::History;
 use agentls_core::inspect::{self, ActiveDocument, ContextReport};
+use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 use agentls_core::tokens::Calibration;
 
@@ -126,7 +127,7 @@ pub fn run(options: &Options) -> Result<String, String> {
     };
     let roots = vec![root.clone()];
     let active = ActiveDocument {
-        display_path: inspect::display_path(&file, &roots),
+        display_path: paths::display(&file, &roots),
         editor: editor_state::resolve(&state, &snapshot.rope, PositionEncoding::Utf32),
         snapshot,
     };

@@ -1,6 +1,6 @@
 //! `agentls demo [DIR] [FILE]`: the main job until the agent exists. Starts this very
 //! binary as a language server, drives a scripted LSP session against it over stdio and
-//! prints what the server tracked: the workspace index, a document's outline before and
+//! prints what the server tracked: the file index, a document's outline before and
 //! after an incremental edit, the symbol at a position, the AGENTS.md chain, and the
 //! context the model would be sent for a prompt made there.
 

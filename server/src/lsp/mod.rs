@@ -11,7 +11,7 @@ use crate::agent::host::{
 use crate::agent::{Agent, AgentError};
 use crate::lsp::document_store::DocumentStore;
 use crate::store::agents_md::DiskFiles;
-use crate::store::file_index::{self, WorkspaceIndex};
+use crate::store::file_index::{self, FileIndex};
 use crate::store::files;
 use agentls_core::agents_md::{self, AgentsChain, Overlay};
 use agentls_core::config::Config;
@@ -20,6 +20,7 @@ use agentls_core::document::{DocumentSnapshot, TextChange};
 use agentls_core::editor_state::{self, EditorState};
 use agentls_core::history::History;
 use agentls_core::inspect::{self, ActiveDocument, OtherDocument};
+use agentls_core::paths;
 use agentls_core::position::{self, PositionEncoding};
 use agentls_core::prompts::Prompts;
 use agentls_core::syntax;
@@ -201,7 +202,7 @@ struct State {
     initial_config_problems: RwLock<Vec<String>>,
     encoding: RwLock<PositionEncoding>,
     support: RwLock<ClientSupport>,
-    index: WorkspaceIndex,
+    index: FileIndex,
     agents_disk: DiskFiles,
     progress_tokens: AtomicU64,
     /// The prompt files, reloaded when `prompts.dir` may have changed.
@@ -221,7 +222,7 @@ impl State {
             initial_config_problems: RwLock::new(Vec::new()),
             encoding: RwLock::new(PositionEncoding::default()),
             support: RwLock::new(ClientSupport::default()),
-            index: WorkspaceIndex::default(),
+            index: FileIndex::default(),
             agents_disk: DiskFiles::default(),
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
@@ -895,7 +896,7 @@ impl Backend {
             .map(|(uri, snapshot)| OtherDocument {
                 display_path: uri
                     .to_file_path()
-                    .map(|p| inspect::display_path(&p, &roots))
+                    .map(|p| paths::display(&p, &roots))
                     .unwrap_or_else(|()| uri.to_string()),
                 snapshot,
             })
@@ -960,7 +961,7 @@ impl Backend {
         };
         let resolved = editor_state::resolve(editor, &snapshot.rope, self.state.encoding());
         let document = ActiveDocument {
-            display_path: inspect::display_path(&path, roots),
+            display_path: paths::display(&path, roots),
             snapshot,
             editor: resolved,
         };

@@ -1,6 +1,6 @@
-//! The workspace: its roots and an index of its files, built in the background with the
-//! `ignore` crate (respects .gitignore/.ignore, skips hidden files). Reads no file content:
-//! binary files, huge files and unreadable files cost one directory entry each.
+//! [`FileIndex`]: the workspace roots and an index of their files, built in the background
+//! with the `ignore` crate (respects .gitignore/.ignore, skips hidden files). Reads no file
+//! content: binary files, huge files and unreadable files cost one directory entry each.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -25,13 +25,13 @@ pub struct IndexState {
 }
 
 #[derive(Clone)]
-pub struct WorkspaceIndex {
+pub struct FileIndex {
     state: Arc<RwLock<IndexState>>,
 }
 
-impl Default for WorkspaceIndex {
+impl Default for FileIndex {
     fn default() -> Self {
-        WorkspaceIndex {
+        FileIndex {
             state: Arc::new(RwLock::new(IndexState {
                 roots: Vec::new(),
                 files: Arc::new(Vec::new()),
@@ -43,7 +43,7 @@ impl Default for WorkspaceIndex {
     }
 }
 
-impl WorkspaceIndex {
+impl FileIndex {
     pub fn state(&self) -> IndexState {
         self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn a_stale_walk_does_not_overwrite_newer_roots() {
-        let index = WorkspaceIndex::default();
+        let index = FileIndex::default();
         let old = index.begin(vec!["/a".into()]);
         let new = index.begin(vec!["/b".into()]);
         assert!(!index.finish(old, vec!["/a/x".into()], 1));

@@ -3,12 +3,16 @@
 
 use std::path::Path;
 
+use agentls_core::paths;
 use agentls_core::skills::{parse, Skill};
 
 /// The skills of every workspace root, sorted by path. Unreadable files are skipped with a
 /// log line: a broken skill must not break the prompt.
 pub fn discover(roots: &[impl AsRef<Path>]) -> Vec<Skill> {
     let mut skills = Vec::new();
+    // One root: paths relative to it, as the model passes them to read_file. Several roots:
+    // absolute paths, since the same relative path may exist under each.
+    let shown_against: &[_] = if roots.len() > 1 { &[] } else { roots };
     for root in roots {
         let root = root.as_ref();
         let Ok(dirs) = std::fs::read_dir(root.join(".agents").join("skills")) else {
@@ -22,13 +26,7 @@ pub fn discover(roots: &[impl AsRef<Path>]) -> Vec<Skill> {
                 }
                 continue;
             };
-            let relative = file.strip_prefix(root).unwrap_or(&file);
-            let display = if roots.len() > 1 {
-                // Several roots: name the root so the path is unambiguous.
-                file.to_string_lossy().into_owned()
-            } else {
-                relative.to_string_lossy().into_owned()
-            };
+            let display = paths::display(&file, shown_against);
             skills.push(parse(&dir.file_name().to_string_lossy(), &display, &text));
         }
     }
@@ -62,5 +60,27 @@ mod tests {
         );
         assert_eq!(render(&[], "## Skills"), "");
         assert!(discover(&[root.path().join("nowhere")]).is_empty());
+    }
+
+    #[test]
+    fn with_several_roots_skill_paths_are_absolute() {
+        let roots = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        for root in &roots {
+            let d = root.path().join(".agents/skills/same");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("SKILL.md"), "---\nname: same\n---\n").unwrap();
+        }
+        let dirs: Vec<&Path> = roots.iter().map(|r| r.path()).collect();
+        let mut expected: Vec<String> = dirs
+            .iter()
+            .map(|r| {
+                r.join(".agents/skills/same/SKILL.md")
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        expected.sort();
+        let found: Vec<String> = discover(&dirs).into_iter().map(|s| s.path).collect();
+        assert_eq!(found, expected);
     }
 }

@@ -37,14 +37,9 @@ impl PathBoundary {
         self.resolve_candidate(path, &candidate, 0)
     }
 
-    /// The path as shown to the model and the user: relative to the root that holds it.
+    /// The path as shown to the model and the user (`agentls_core::paths::display`).
     pub fn display(&self, path: &Path) -> String {
-        let shown = agentls_core::inspect::display_path(path, &self.roots);
-        if shown.is_empty() {
-            ".".to_string()
-        } else {
-            shown
-        }
+        agentls_core::paths::display(path, &self.roots)
     }
 
     pub(super) fn default_root(&self) -> Result<&PathBuf, ToolError> {

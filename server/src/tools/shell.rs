@@ -15,9 +15,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use agentls_core::position::{ceil_char_boundary, floor_char_boundary};
 use agentls_core::tool_info::{error, ToolError};
+use agentls_core::truncate::truncate_middle;
 use agentls_core::truncate::TruncationPolicy;
-use agentls_core::truncate::{ceil_char_boundary, floor_char_boundary, truncate_middle};
 
 /// How long output is still read after the shell exited, before whatever it left running in
 /// the background (and holding the pipes open) is killed: `server &` must not hang the turn.
