@@ -32,6 +32,7 @@ use agentls_core::tokens::TokenizerKind;
 use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind, Usage};
 
 mod compact;
+pub mod gather;
 pub mod host;
 mod live;
 mod sessions;

@@ -12,18 +12,14 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tower_lsp::lsp_types::{Position, Url};
 
+use crate::agent::gather::{self, DiskSource};
 use crate::agent::host::{
     FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
 };
 use crate::agent::Agent;
-use crate::store::agents_md::DiskFiles;
 use crate::store::files;
-use agentls_core::agents_md;
 use agentls_core::config::Config;
-use agentls_core::editor_state::{self, EditorState};
-use agentls_core::inspect::ActiveDocument;
-use agentls_core::paths;
-use agentls_core::position::PositionEncoding;
+use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
 
 pub const USAGE: &str = "agentls ask \"<question>\" [--file PATH[:LINE[:COL]]] [--session ID] [--approve] [--workspace DIR] [--config JSON|@FILE]";
@@ -245,66 +241,10 @@ impl Host for CliHost {
     }
 
     async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let roots = self.roots();
-        let root = self.root.clone();
-        let config = self.config.clone();
-        let editor = editor.cloned();
-        tokio::task::spawn_blocking(move || {
-            let active = match &editor {
-                Some(editor) => {
-                    let path = editor
-                        .uri
-                        .to_file_path()
-                        .map_err(|()| format!("{} is not a file", editor.uri))?;
-                    if !path.starts_with(&root) {
-                        return Err(format!(
-                            "{} is outside the workspace {}",
-                            path.display(),
-                            root.display()
-                        ));
-                    }
-                    let snapshot = files::read_document(&path, config.syntax_max_document_bytes)
-                        .map_err(|r| r.0)?;
-                    Some((
-                        path.clone(),
-                        ActiveDocument {
-                            display_path: paths::display(&path, &roots),
-                            editor: editor_state::resolve(
-                                editor,
-                                &snapshot.rope,
-                                PositionEncoding::Utf32,
-                            ),
-                            snapshot,
-                        },
-                    ))
-                }
-                None => None,
-            };
-            let dir = active
-                .as_ref()
-                .and_then(|(path, _)| path.parent().map(Path::to_path_buf))
-                .unwrap_or_else(|| root.clone());
-            let agents = agents_md::collect(
-                &dir,
-                Some(&root),
-                &DiskFiles::default(),
-                config.agents_md_max_bytes,
-            );
-            let shown = root.to_string_lossy().into_owned();
-            Ok(Gathered {
-                environment: crate::store::environment::current(
-                    shown.clone(),
-                    vec![shown],
-                    &config.approval,
-                ),
-                agents: Some(agents),
-                skills: crate::store::skills::discover(&roots),
-                active: active.map(|(_, doc)| doc),
-                others: Vec::new(),
-            })
-        })
-        .await
-        .map_err(|e| e.to_string())?
+        let source = DiskSource {
+            roots: self.roots(),
+        };
+        gather::gather(&source, &self.config, editor).await
     }
 
     async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {

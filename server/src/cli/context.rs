@@ -6,16 +6,12 @@ use std::path::{Path, PathBuf};
 
 use tower_lsp::lsp_types::{Position, Url};
 
-use crate::store::agents_md::DiskFiles;
-use crate::store::files;
-use agentls_core::agents_md;
+use crate::agent::gather::{self, DiskSource};
 use agentls_core::config::Config;
 use agentls_core::context::AssemblyCache;
-use agentls_core::editor_state::{self, EditorState};
+use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;
-use agentls_core::inspect::{self, ActiveDocument, ContextReport};
-use agentls_core::paths;
-use agentls_core::position::PositionEncoding;
+use agentls_core::inspect::{self, ContextReport};
 use agentls_core::tokens::Calibration;
 
 pub const USAGE: &str = "agentls context <file>[:line[:col]] [--workspace DIR] [--json]";
@@ -111,8 +107,6 @@ pub fn run(options: &Options) -> Result<String, String> {
     for problem in problems {
         eprintln!("agentls: {problem}");
     }
-    let snapshot =
-        files::read_document(&file, config.syntax_max_document_bytes).map_err(|r| r.0)?;
     let uri =
         Url::from_file_path(&file).map_err(|()| format!("{} has no file: uri", file.display()))?;
     let state = EditorState {
@@ -125,42 +119,26 @@ pub fn run(options: &Options) -> Result<String, String> {
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    let roots = vec![root.clone()];
-    let active = ActiveDocument {
-        display_path: paths::display(&file, &roots),
-        editor: editor_state::resolve(&state, &snapshot.rope, PositionEncoding::Utf32),
-        snapshot,
+    let source = DiskSource {
+        roots: vec![root.clone()],
     };
-    let dir = file.parent().unwrap_or(&root).to_path_buf();
-    let agents = agents_md::collect(
-        &dir,
-        Some(&root),
-        &DiskFiles::default(),
-        config.agents_md_max_bytes,
-    );
-    let skills = crate::store::skills::discover(&roots);
-    let environment = crate::store::environment::current(
-        root.to_string_lossy().into_owned(),
-        vec![root.to_string_lossy().into_owned()],
-        &config.approval,
-    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let gathered = runtime.block_on(gather::gather(&source, &config, Some(&state)))?;
     let history = History::new(config.tokenizer());
-    let inputs = inspect::Inputs {
-        config: &config,
-        prompts: &prompts,
-        environment: &environment,
-        agents: Some(&agents),
-        skills: &skills,
-        active: Some(&active),
-        others: &[],
-        history: &history,
-        calibration: Calibration::default(),
-    };
+    let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
+    let display_path = gathered
+        .active
+        .as_ref()
+        .map(|active| active.display_path.clone())
+        .unwrap_or_default();
     let report = inspect::report(&inputs, "", &mut AssemblyCache::default());
     if options.json {
         return serde_json::to_string_pretty(&report).map_err(|e| e.to_string());
     }
-    Ok(render(&report, &active.display_path, options, &root))
+    Ok(render(&report, &display_path, options, &root))
 }
 
 fn render(report: &ContextReport, path: &str, options: &Options, root: &Path) -> String {

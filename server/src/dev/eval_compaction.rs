@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::agent::gather::{self, DiskSource};
 use crate::agent::host::{
     FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
 };
@@ -92,19 +93,11 @@ impl Host for EvalHost {
     fn roots(&self) -> Vec<PathBuf> {
         vec![self.root.clone()]
     }
-    async fn gather(&self, _editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let root = self.root.to_string_lossy().into_owned();
-        Ok(Gathered {
-            environment: crate::store::environment::current(
-                root.clone(),
-                vec![root],
-                &self.config.approval,
-            ),
-            agents: None,
-            skills: Vec::new(),
-            active: None,
-            others: Vec::new(),
-        })
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        let source = DiskSource {
+            roots: self.roots(),
+        };
+        gather::gather(&source, &self.config, editor).await
     }
     async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
         None

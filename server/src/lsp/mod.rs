@@ -5,6 +5,7 @@
 pub mod document_store;
 pub mod transport;
 
+use crate::agent::gather::{self, DocumentSource};
 use crate::agent::host::{
     FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
 };
@@ -12,15 +13,14 @@ use crate::agent::{Agent, AgentError};
 use crate::lsp::document_store::DocumentStore;
 use crate::store::agents_md::DiskFiles;
 use crate::store::file_index::{self, FileIndex};
-use crate::store::files;
-use agentls_core::agents_md::{self, AgentsChain, Overlay};
+use agentls_core::agents_md::InstructionFiles;
+use agentls_core::agents_md::{self};
 use agentls_core::config::Config;
 use agentls_core::context::AssemblyCache;
 use agentls_core::document::{DocumentSnapshot, TextChange};
-use agentls_core::editor_state::{self, EditorState};
+use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;
-use agentls_core::inspect::{self, ActiveDocument, OtherDocument};
-use agentls_core::paths;
+use agentls_core::inspect::{self};
 use agentls_core::position::{self, PositionEncoding};
 use agentls_core::prompts::Prompts;
 use agentls_core::syntax;
@@ -203,7 +203,7 @@ struct State {
     encoding: RwLock<PositionEncoding>,
     support: RwLock<ClientSupport>,
     index: FileIndex,
-    agents_disk: DiskFiles,
+    agents_disk: Arc<DiskFiles>,
     progress_tokens: AtomicU64,
     /// The prompt files, reloaded when `prompts.dir` may have changed.
     prompts: RwLock<Arc<Prompts>>,
@@ -223,7 +223,7 @@ impl State {
             encoding: RwLock::new(PositionEncoding::default()),
             support: RwLock::new(ClientSupport::default()),
             index: FileIndex::default(),
-            agents_disk: DiskFiles::default(),
+            agents_disk: Arc::new(DiskFiles::default()),
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
             assembly_cache: Mutex::new(AssemblyCache::default()),
@@ -696,43 +696,6 @@ impl Backend {
             .map_err(|err| invalid_params(format!("{uri}: {err}")))
     }
 
-    /// The AGENTS.md chain for a directory, with open buffers winning over the disk.
-    pub async fn agents_chain(&self, dir: PathBuf) -> AgentsChain {
-        let buffers: HashMap<PathBuf, String> = self
-            .state
-            .documents
-            .matching(|uri| {
-                uri.to_file_path()
-                    .is_ok_and(|p| agents_md::is_instruction_file(&p))
-            })
-            .await
-            .into_iter()
-            .filter_map(|(uri, doc)| Some((uri.to_file_path().ok()?, doc.rope.to_string())))
-            .collect();
-        let state = self.state.clone();
-        let max_bytes = state.config().agents_md_max_bytes;
-        let root = state.index.root_of(&dir);
-        let chain = tokio::task::spawn_blocking(move || {
-            let overlay = Overlay {
-                buffers,
-                below: &state.agents_disk,
-            };
-            agents_md::collect(&dir, root.as_deref(), &overlay, max_bytes)
-        })
-        .await;
-        chain.unwrap_or_else(|err| {
-            tracing::error!("AGENTS.md lookup failed: {err}");
-            AgentsChain {
-                dir: PathBuf::new(),
-                git_root: None,
-                files: Vec::new(),
-                text: String::new(),
-                omitted_bytes: 0,
-                warnings: vec![format!("AGENTS.md lookup failed: {err}")],
-            }
-        })
-    }
-
     /// A path the client named must lie in the workspace (when there is one).
     fn check_in_workspace(&self, path: &Path) -> jsonrpc::Result<()> {
         let roots = self.state.index.roots();
@@ -867,105 +830,7 @@ impl Backend {
     /// chain of the active file's directory (else the first root's), the skills, the
     /// environment. An editor state that names an unusable document is an error.
     pub async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let state = self.state.clone();
-        let config = state.config();
-        let roots = state.index.roots();
-        let active = match editor {
-            Some(editor) => Some(
-                self.active_document(editor, &roots)
-                    .await
-                    .map_err(|e| e.message.to_string())?,
-            ),
-            None => None,
-        };
-        let agents_dir = match &active {
-            Some((path, _)) => path.parent().map(Path::to_path_buf),
-            None => roots.first().cloned(),
-        };
-        let agents = match agents_dir {
-            Some(dir) => Some(self.agents_chain(dir).await),
-            None => None,
-        };
-        let active_uri = editor.map(|e| e.uri.clone());
-        let others: Vec<OtherDocument> = state
-            .documents
-            .matching(|_| true)
-            .await
-            .into_iter()
-            .filter(|(uri, _)| Some(uri) != active_uri.as_ref())
-            .map(|(uri, snapshot)| OtherDocument {
-                display_path: uri
-                    .to_file_path()
-                    .map(|p| paths::display(&p, &roots))
-                    .unwrap_or_else(|()| uri.to_string()),
-                snapshot,
-            })
-            .collect();
-        let skill_roots = roots.clone();
-        let skills =
-            tokio::task::spawn_blocking(move || crate::store::skills::discover(&skill_roots))
-                .await
-                .unwrap_or_default();
-        let cwd = roots
-            .first()
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let environment = crate::store::environment::current(
-            cwd,
-            roots
-                .iter()
-                .map(|r| r.to_string_lossy().into_owned())
-                .collect(),
-            &config.approval,
-        );
-        Ok(Gathered {
-            environment,
-            agents,
-            skills,
-            active: active.map(|(_, doc)| doc),
-            others,
-        })
-    }
-
-    /// The document an editor state names: the open buffer, else the file on disk when it
-    /// lies in the workspace and is text.
-    async fn active_document(
-        &self,
-        editor: &EditorState,
-        roots: &[PathBuf],
-    ) -> jsonrpc::Result<(PathBuf, ActiveDocument)> {
-        let uri = &editor.uri;
-        let path = uri
-            .to_file_path()
-            .map_err(|()| invalid_params(format!("{uri} is not a file: uri")))?;
-        let snapshot = match self.state.documents.snapshot(uri).await {
-            Some(snapshot) => snapshot,
-            None => {
-                if self.state.index.root_of(&path).is_none() {
-                    return Err(invalid_params(format!(
-                        "{uri} is not open and not inside the workspace ({})",
-                        roots
-                            .iter()
-                            .map(|r| r.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
-                let max_syntax = self.state.config().syntax_max_document_bytes;
-                let disk_path = path.clone();
-                tokio::task::spawn_blocking(move || files::read_document(&disk_path, max_syntax))
-                    .await
-                    .map_err(|err| internal_error(err.to_string()))?
-                    .map_err(|refused| invalid_params(refused.0))?
-            }
-        };
-        let resolved = editor_state::resolve(editor, &snapshot.rope, self.state.encoding());
-        let document = ActiveDocument {
-            display_path: paths::display(&path, roots),
-            snapshot,
-            editor: resolved,
-        };
-        Ok((path, document))
+        gather::gather(self, &self.state.config(), editor).await
     }
 
     async fn debug_document(&self, params: DebugDocumentParams) -> jsonrpc::Result<Value> {
@@ -1047,7 +912,8 @@ impl Backend {
                 None => return Err(invalid_params("no uri given and no workspace root")),
             },
         };
-        let chain = self.agents_chain(dir).await;
+        let buffers = self.state.documents.matching(|_| true).await;
+        let chain = gather::agents_chain(self, &self.state.config(), dir, &buffers).await;
         serde_json::to_value(chain).map_err(|err| jsonrpc::Error {
             code: jsonrpc::ErrorCode::InternalError,
             message: err.to_string().into(),
@@ -1119,6 +985,34 @@ fn symbol_json(
         "selectionRange": position::byte_range_to_range(&doc.rope, symbol.selection_range.clone(), encoding),
         "children": children,
     })
+}
+
+/// The editor's documents: open buffers first, the workspace's files on disk.
+#[tower_lsp::async_trait]
+impl DocumentSource for Backend {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.state.index.roots()
+    }
+
+    fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        self.state.index.root_of(path)
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        self.state.encoding()
+    }
+
+    async fn open_buffers(&self) -> Vec<(Url, DocumentSnapshot)> {
+        self.state.documents.matching(|_| true).await
+    }
+
+    async fn open_buffer(&self, uri: &Url) -> Option<DocumentSnapshot> {
+        self.state.documents.snapshot(uri).await
+    }
+
+    fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
+        self.state.agents_disk.clone()
+    }
 }
 
 #[derive(Deserialize)]

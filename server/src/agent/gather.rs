@@ -1,0 +1,206 @@
+//! The one recipe that gathers a turn's context inputs: the active document (with the
+//! editor state resolved in it), the AGENTS.md chain for its directory, the other open
+//! buffers, the skills and the environment. Every host runs it (the editor over LSP,
+//! `agentls ask`, `agentls context`, the compaction eval); what differs between them is only
+//! how documents are found, which is their [`DocumentSource`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tower_lsp::lsp_types::Url;
+
+use agentls_core::agents_md::{self, AgentsChain, InstructionFiles, Overlay};
+use agentls_core::config::Config;
+use agentls_core::document::DocumentSnapshot;
+use agentls_core::editor_state::{self, EditorState};
+use agentls_core::inspect::{ActiveDocument, OtherDocument};
+use agentls_core::paths;
+use agentls_core::position::PositionEncoding;
+
+use crate::agent::host::Gathered;
+use crate::store::files;
+
+/// How a host finds documents.
+#[tower_lsp::async_trait]
+pub trait DocumentSource: Send + Sync {
+    /// The workspace roots; the first is the working directory.
+    fn roots(&self) -> Vec<PathBuf>;
+    /// The root holding `path`, when it lies in the workspace.
+    fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        self.roots()
+            .into_iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+    }
+    /// The unit of the editor's columns.
+    fn encoding(&self) -> PositionEncoding;
+    /// The open editor buffers (unsaved text included); none for a host without an editor.
+    async fn open_buffers(&self) -> Vec<(Url, DocumentSnapshot)> {
+        Vec::new()
+    }
+    /// The open buffer of `uri`, if any.
+    async fn open_buffer(&self, _uri: &Url) -> Option<DocumentSnapshot> {
+        None
+    }
+    /// AGENTS.md files below the open buffers: the disk, cached or not.
+    fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync>;
+}
+
+/// The context inputs of a turn; an editor state naming a document that cannot be read is
+/// an error the user sees.
+pub async fn gather(
+    source: &dyn DocumentSource,
+    config: &Config,
+    editor: Option<&EditorState>,
+) -> Result<Gathered, String> {
+    let roots = source.roots();
+    let active = match editor {
+        Some(editor) => Some(active_document(source, config, editor, &roots).await?),
+        None => None,
+    };
+    let agents_dir = match &active {
+        Some((path, _)) => path.parent().map(Path::to_path_buf),
+        None => roots.first().cloned(),
+    };
+    let buffers = source.open_buffers().await;
+    let agents = match agents_dir {
+        Some(dir) => Some(agents_chain(source, config, dir, &buffers).await),
+        None => None,
+    };
+    let active_uri = editor.map(|e| e.uri.clone());
+    let others: Vec<OtherDocument> = buffers
+        .into_iter()
+        .filter(|(uri, _)| Some(uri) != active_uri.as_ref())
+        .map(|(uri, snapshot)| OtherDocument {
+            display_path: uri
+                .to_file_path()
+                .map(|p| paths::display(&p, &roots))
+                .unwrap_or_else(|()| uri.to_string()),
+            snapshot,
+        })
+        .collect();
+    let skill_roots = roots.clone();
+    let skills = tokio::task::spawn_blocking(move || crate::store::skills::discover(&skill_roots))
+        .await
+        .unwrap_or_default();
+    let shown: Vec<String> = roots
+        .iter()
+        .map(|r| r.to_string_lossy().into_owned())
+        .collect();
+    let cwd = shown.first().cloned().unwrap_or_default();
+    let environment = crate::store::environment::current(cwd, shown, &config.approval);
+    Ok(Gathered {
+        environment,
+        agents,
+        skills,
+        active: active.map(|(_, doc)| doc),
+        others,
+    })
+}
+
+/// The document an editor state names: the open buffer, else the file on disk when it lies
+/// in the workspace and is text; the editor state resolved in it.
+async fn active_document(
+    source: &dyn DocumentSource,
+    config: &Config,
+    editor: &EditorState,
+    roots: &[PathBuf],
+) -> Result<(PathBuf, ActiveDocument), String> {
+    let uri = &editor.uri;
+    let path = uri
+        .to_file_path()
+        .map_err(|()| format!("{uri} is not a file: uri"))?;
+    let snapshot = match source.open_buffer(uri).await {
+        Some(snapshot) => snapshot,
+        None => {
+            if source.root_of(&path).is_none() {
+                return Err(format!(
+                    "{uri} is not open and not inside the workspace ({})",
+                    list(roots)
+                ));
+            }
+            let max_syntax = config.syntax_max_document_bytes;
+            let disk_path = path.clone();
+            tokio::task::spawn_blocking(move || files::read_document(&disk_path, max_syntax))
+                .await
+                .map_err(|err| err.to_string())?
+                .map_err(|refused| refused.0)?
+        }
+    };
+    let resolved = editor_state::resolve(editor, &snapshot.rope, source.encoding());
+    let document = ActiveDocument {
+        display_path: paths::display(&path, roots),
+        snapshot,
+        editor: resolved,
+    };
+    Ok((path, document))
+}
+
+/// The AGENTS.md chain for a directory, open buffers winning over the disk.
+pub async fn agents_chain(
+    source: &dyn DocumentSource,
+    config: &Config,
+    dir: PathBuf,
+    buffers: &[(Url, DocumentSnapshot)],
+) -> AgentsChain {
+    let buffers: HashMap<PathBuf, String> = buffers
+        .iter()
+        .filter_map(|(uri, doc)| {
+            let path = uri.to_file_path().ok()?;
+            agents_md::is_instruction_file(&path).then(|| (path, doc.rope.to_string()))
+        })
+        .collect();
+    let max_bytes = config.agents_md_max_bytes;
+    let root = source.root_of(&dir);
+    let below = source.instruction_files();
+    let chain = tokio::task::spawn_blocking(move || {
+        let overlay = Overlay {
+            buffers,
+            below: below.as_ref(),
+        };
+        agents_md::collect(&dir, root.as_deref(), &overlay, max_bytes)
+    })
+    .await;
+    chain.unwrap_or_else(|err| {
+        tracing::error!("AGENTS.md lookup failed: {err}");
+        AgentsChain {
+            dir: PathBuf::new(),
+            git_root: None,
+            files: Vec::new(),
+            text: String::new(),
+            omitted_bytes: 0,
+            warnings: vec![format!("AGENTS.md lookup failed: {err}")],
+        }
+    })
+}
+
+fn list(roots: &[PathBuf]) -> String {
+    roots
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The documents of a host without an editor (`agentls ask`, `agentls context`, the eval):
+/// the disk under fixed roots.
+pub struct DiskSource {
+    pub roots: Vec<PathBuf>,
+}
+
+#[tower_lsp::async_trait]
+impl DocumentSource for DiskSource {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    /// A CLI takes `line:col` in characters.
+    fn encoding(&self) -> PositionEncoding {
+        PositionEncoding::Utf32
+    }
+
+    fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
+        Arc::new(crate::store::agents_md::DiskFiles::default())
+    }
+}
