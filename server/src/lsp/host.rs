@@ -1,0 +1,339 @@
+//! The agent loop's host over LSP: where a turn's inputs come from (the editor's documents
+//! through the one gather recipe) and where its outputs go (notifications in order,
+//! `workspace/applyEdit`, approvals through `agent/session/requestPermission`, progress).
+
+use super::*;
+use crate::agent::gather::DocumentSource;
+use crate::agent::host::{
+    FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
+};
+use agentls_core::agents_md::InstructionFiles;
+use agentls_core::config::Config;
+use agentls_core::document::DocumentSnapshot;
+use agentls_core::editor_state::EditorState;
+use agentls_core::position::{self, PositionEncoding};
+use agentls_core::prompts::Prompts;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tower_lsp::lsp_types::*;
+
+/// `agent/session/update`, `agent/status` and `agent/session/requestPermission`.
+pub(super) enum SessionUpdate {}
+
+impl notification::Notification for SessionUpdate {
+    type Params = Value;
+    const METHOD: &'static str = "agent/session/update";
+}
+
+pub(super) enum AgentStatus {}
+
+impl notification::Notification for AgentStatus {
+    type Params = Value;
+    const METHOD: &'static str = "agent/status";
+}
+
+pub(super) enum RequestPermission {}
+
+impl request::Request for RequestPermission {
+    type Params = Value;
+    type Result = Value;
+    const METHOD: &'static str = "agent/session/requestPermission";
+}
+
+/// The agent loop's host over LSP: context from the document store, edits through
+/// `workspace/applyEdit`, approvals through `agent/session/requestPermission`, updates as
+/// notifications sent in order by one task.
+pub(super) struct LspHost {
+    pub(super) backend: Backend,
+    pub(super) notices: tokio::sync::mpsc::UnboundedSender<Outgoing>,
+    /// Progress reports begun and not ended: the sender ends each with its message.
+    pub(super) progress: std::sync::Mutex<HashMap<String, tokio::sync::oneshot::Sender<String>>>,
+}
+
+/// What the notice task sends, in order.
+pub(super) enum Outgoing {
+    Notice(Notice),
+    /// Answered once every notice queued before it was handed to the client: a server
+    /// request (requestPermission, applyEdit) waits for it so it never overtakes the
+    /// `toolCall` it is about.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+impl LspHost {
+    pub(super) fn new(backend: Backend) -> LspHost {
+        let (notices, mut queue) = tokio::sync::mpsc::unbounded_channel::<Outgoing>();
+        let client = backend.client.clone();
+        tokio::spawn(async move {
+            while let Some(outgoing) = queue.recv().await {
+                let notice = match outgoing {
+                    Outgoing::Notice(notice) => notice,
+                    Outgoing::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
+                match notice {
+                    Notice::Update {
+                        session_id,
+                        turn_id,
+                        update,
+                    } => {
+                        client
+                            .send_notification::<SessionUpdate>(json!({
+                                "sessionId": session_id,
+                                "turnId": turn_id,
+                                "update": update,
+                            }))
+                            .await
+                    }
+                    Notice::Status(status) => client.send_notification::<AgentStatus>(status).await,
+                }
+            }
+        });
+        LspHost {
+            backend,
+            notices,
+            progress: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits until every notice queued so far was handed to the client.
+    pub(super) async fn flush_notices(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.notices.send(Outgoing::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
+    }
+
+    pub(super) fn support(&self) -> ClientSupport {
+        *self
+            .backend
+            .state
+            .support
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[tower_lsp::async_trait]
+impl Host for LspHost {
+    fn config(&self) -> Config {
+        self.backend.state.config()
+    }
+
+    fn prompts(&self) -> Arc<Prompts> {
+        self.backend.state.prompts()
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        self.backend
+            .state
+            .index
+            .roots()
+            .into_iter()
+            .map(|root| root.canonicalize().unwrap_or(root))
+            .collect()
+    }
+
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        self.backend.gather(editor).await
+    }
+
+    async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
+        let uri = Url::from_file_path(path).ok()?;
+        let snapshot = self.backend.state.documents.snapshot(&uri).await?;
+        Some((snapshot.rope.to_string(), snapshot.version))
+    }
+
+    async fn apply(&self, change: FileChange) -> Result<(), String> {
+        let support = self.support();
+        if !support.apply_edit {
+            return Err("the editor does not support workspace/applyEdit".into());
+        }
+        let encoding = self.backend.state.encoding();
+        let (path, version, edits, create) = match change {
+            FileChange::Edit {
+                path,
+                version,
+                original,
+                range,
+                new_text,
+            } => {
+                let rope = ropey::Rope::from_str(&original);
+                let range = position::byte_range_to_range(&rope, range, encoding);
+                (path, version, vec![TextEdit { range, new_text }], false)
+            }
+            FileChange::Write {
+                path,
+                version,
+                original,
+                content,
+            } => {
+                let create = original.is_none();
+                let rope = ropey::Rope::from_str(original.as_deref().unwrap_or(""));
+                let end = position::byte_to_position(&rope, rope.len_bytes(), encoding);
+                let range = Range::new(Position::new(0, 0), end);
+                (
+                    path,
+                    version,
+                    vec![TextEdit {
+                        range,
+                        new_text: content,
+                    }],
+                    create,
+                )
+            }
+        };
+        let uri = Url::from_file_path(&path)
+            .map_err(|()| format!("{} has no file: uri", path.display()))?;
+        let edit = if support.document_changes {
+            let text_edit = TextDocumentEdit {
+                text_document: OptionalVersionedTextDocumentIdentifier {
+                    uri: uri.clone(),
+                    version,
+                },
+                edits: edits.into_iter().map(OneOf::Left).collect(),
+            };
+            let mut operations = Vec::new();
+            if create {
+                if !support.create_files {
+                    return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
+                }
+                operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
+                    CreateFile {
+                        uri: uri.clone(),
+                        options: Some(CreateFileOptions {
+                            overwrite: Some(false),
+                            ignore_if_exists: Some(true),
+                        }),
+                        annotation_id: None,
+                    },
+                )));
+            }
+            operations.push(DocumentChangeOperation::Edit(text_edit));
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Operations(operations)),
+                ..Default::default()
+            }
+        } else {
+            if create {
+                return Err("the editor cannot create files through workspace/applyEdit (no documentChanges)".into());
+            }
+            WorkspaceEdit {
+                changes: Some(HashMap::from([(uri, edits)])),
+                ..Default::default()
+            }
+        };
+        self.flush_notices().await;
+        match self.backend.client.apply_edit(edit).await {
+            Ok(response) if response.applied => Ok(()),
+            Ok(response) => Err(response
+                .failure_reason
+                .unwrap_or_else(|| "the editor refused the edit".into())),
+            Err(err) => Err(format!("workspace/applyEdit failed: {}", err.message)),
+        }
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
+        let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
+        let options = request.options.clone();
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        self.flush_notices().await;
+        let answer = tokio::time::timeout(
+            timeout,
+            self.backend
+                .client
+                .send_request::<RequestPermission>(params),
+        )
+        .await;
+        let kind = match answer {
+            Ok(Ok(answer)) => answer["outcome"]["optionId"]
+                .as_str()
+                .and_then(|id| options.iter().find(|o| o.option_id == id))
+                .map(|o| o.kind.clone()),
+            Ok(Err(err)) => {
+                tracing::warn!(
+                    "requestPermission failed: {}; counted as a rejection",
+                    err.message
+                );
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "requestPermission got no answer in {timeout:?}; counted as a rejection"
+                );
+                None
+            }
+        };
+        PermissionOutcome {
+            kind: kind.unwrap_or_else(|| "cancelled".into()),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        let _ = self.notices.send(Outgoing::Notice(notice));
+    }
+
+    async fn flush(&self) {
+        self.flush_notices().await;
+    }
+
+    fn show_warning(&self, message: String) {
+        let client = self.backend.client.clone();
+        tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+    }
+
+    fn progress(&self, id: &str, title: &str, end: Option<String>) {
+        let mut running = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        match end {
+            Some(message) => {
+                if let Some(sender) = running.remove(id) {
+                    let _ = sender.send(message);
+                }
+            }
+            None => {
+                let (sender, ended) = tokio::sync::oneshot::channel::<String>();
+                running.insert(id.to_string(), sender);
+                let client = self.backend.client.clone();
+                let state = self.backend.state.clone();
+                let title = title.to_string();
+                // Its own task: creating the token is a round trip the loop must not wait for.
+                tokio::spawn(async move {
+                    let progress = Progressor::start(&client, &state, &title).await;
+                    let message = ended.await.unwrap_or_default();
+                    progress.end(&client, message).await;
+                });
+            }
+        }
+    }
+}
+
+/// The editor's documents: open buffers first, the workspace's files on disk.
+#[tower_lsp::async_trait]
+impl DocumentSource for Backend {
+    fn roots(&self) -> Vec<PathBuf> {
+        self.state.index.roots()
+    }
+
+    fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        self.state.index.root_of(path)
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        self.state.encoding()
+    }
+
+    async fn open_buffers(&self) -> Vec<(Url, DocumentSnapshot)> {
+        self.state.documents.matching(|_| true).await
+    }
+
+    async fn open_buffer(&self, uri: &Url) -> Option<DocumentSnapshot> {
+        self.state.documents.snapshot(uri).await
+    }
+
+    fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
+        self.state.agents_disk.clone()
+    }
+}

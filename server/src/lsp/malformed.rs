@@ -1,0 +1,34 @@
+//! Answers for what the transport could not decode (see transport.rs): an InvalidRequest
+//! error for a request with an id, a log line for the rest.
+
+use super::*;
+use serde::Deserialize;
+use serde_json::Value;
+use tower_lsp::jsonrpc::{self};
+use tower_lsp::lsp_types::*;
+
+#[derive(Deserialize)]
+pub(super) struct MalformedParams {
+    pub(super) error: String,
+}
+
+impl Backend {
+    /// Stands in for a request the transport could not decode (see transport.rs).
+    pub(super) async fn invalid_request(&self, params: MalformedParams) -> jsonrpc::Result<Value> {
+        Err(jsonrpc::Error {
+            code: jsonrpc::ErrorCode::InvalidRequest,
+            message: params.error.into(),
+            data: None,
+        })
+    }
+
+    /// Stands in for a message the transport could not decode and could not answer.
+    pub(super) async fn malformed_message(&self, params: MalformedParams) {
+        self.client
+            .log_message(
+                MessageType::WARNING,
+                format!("agentls: ignored a malformed message: {}", params.error),
+            )
+            .await;
+    }
+}
