@@ -61,6 +61,49 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+fn builtin(name: &str) -> &'static str {
+    BUILTIN
+        .iter()
+        .find(|(file, _)| *file == name)
+        .map(|(_, text)| *text)
+        .unwrap_or_else(|| panic!("{name} is not a built-in prompt"))
+}
+
+/// A prompt's text as it is used: trailing whitespace (the file's last newline) removed.
+fn prompt_text(raw: &str) -> String {
+    raw.trim_end().to_string()
+}
+
+/// `template` with each `{name}` of `values` replaced by its value, in one pass (a value is
+/// not searched for placeholders); a `{name}` not in `values` is left as it is.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after.find('}').and_then(|close| {
+            let name = &after[..close];
+            values
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value, close))
+        });
+        match value {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Default for Prompts {
     fn default() -> Self {
         Prompts::builtin()
@@ -75,19 +118,11 @@ impl Prompts {
     }
 
     /// The built-in prompts with each file that `read` returns (by file name) taking the
-    /// place of its built-in; problems (invalid tools.json) keep the built-in.
+    /// place of its built-in; problems (an invalid JSON file) keep the built-in.
     pub fn from_sources(mut read: impl FnMut(&str) -> Option<String>) -> (Prompts, Vec<String>) {
         let mut problems = Vec::new();
         let mut text = |name: &str| -> String {
-            let builtin = BUILTIN
-                .iter()
-                .find(|(file, _)| *file == name)
-                .map(|(_, text)| *text)
-                .unwrap_or_default();
-            read(name)
-                .unwrap_or_else(|| builtin.to_string())
-                .trim_end()
-                .to_string()
+            prompt_text(&read(name).unwrap_or_else(|| builtin(name).to_string()))
         };
         let system = text("system.md");
         let data_boundary = text("data_boundary.md");
@@ -98,15 +133,7 @@ impl Prompts {
         let compact_state_snapshot = text("compact_state_snapshot.md");
         let compact_checkpoint = text("compact_checkpoint.md");
         let compact_focus = text("compact_focus.md");
-        let tools = match serde_json::from_str::<Vec<ToolSpec>>(&tools_json) {
-            Ok(tools) => tools,
-            Err(err) => {
-                problems.push(format!(
-                    "tools.json is not a list of tools ({err}); using the built-in"
-                ));
-                serde_json::from_str(BUILTIN[4].1).expect("built-in tools.json is valid")
-            }
-        };
+        let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         (
             Prompts {
                 system,
@@ -122,6 +149,20 @@ impl Prompts {
             problems,
         )
     }
+}
+
+/// The JSON prompt file `name` as `T`; when `text` is not one, the problem is reported and
+/// the built-in is used.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    problems: &mut Vec<String>,
+    name: &str,
+    what: &str,
+    text: &str,
+) -> T {
+    serde_json::from_str(text).unwrap_or_else(|err| {
+        problems.push(format!("{name} is not {what} ({err}); using the built-in"));
+        serde_json::from_str(builtin(name)).expect("the built-in is valid")
+    })
 }
 
 #[cfg(test)]
@@ -163,5 +204,51 @@ mod tests {
         assert_eq!(prompts.tools, Prompts::builtin().tools);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].contains("tools.json"), "{problems:?}");
+    }
+
+    #[test]
+    fn fill_replaces_known_placeholders_once_and_leaves_the_rest() {
+        assert_eq!(
+            fill("aborted: {reason}", &[("reason", "why")]),
+            "aborted: why"
+        );
+        assert_eq!(
+            fill("{a} {b} {a} {unknown}", &[("a", "1"), ("b", "2")]),
+            "1 2 1 {unknown}"
+        );
+        // A value is not searched again; braces without a known name stay.
+        assert_eq!(fill("{a}", &[("a", "{b}"), ("b", "no")]), "{b}");
+        assert_eq!(fill("{{a}} {", &[("a", "x")]), "{x} {");
+        assert_eq!(fill("no placeholder", &[("a", "x")]), "no placeholder");
+        assert_eq!(fill("{}", &[]), "{}");
+        assert_eq!(fill("é{a}é", &[("a", "ü")]), "éüé");
+    }
+
+    #[test]
+    fn every_file_of_the_prompt_directory_is_built_in_and_back() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".md") || name.ends_with(".json"))
+            .filter(|name| name != "README.md")
+            .collect();
+        on_disk.sort();
+        let mut built_in: Vec<String> = BUILTIN.iter().map(|(name, _)| name.to_string()).collect();
+        built_in.sort();
+        assert_eq!(on_disk, built_in);
+        for (name, text) in BUILTIN {
+            let file = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+            assert_eq!(file, *text, "{name} embeds its own file");
+        }
+        // And every one is read: an override of each changes the prompts or is reported.
+        for (name, _) in BUILTIN {
+            let (prompts, problems) =
+                Prompts::from_sources(|asked| (asked == *name).then(|| "[]".into()));
+            assert!(
+                prompts != Prompts::builtin() || problems.iter().any(|p| p.starts_with(name)),
+                "{name} is never read"
+            );
+        }
     }
 }
