@@ -28,6 +28,38 @@ pub struct Prompts {
     pub compact_checkpoint: String,
     /// Introduces the user's focus of a manual compaction.
     pub compact_focus: String,
+    /// The output of a tool call that did not complete: see [`Prompts::aborted`].
+    pub tool_aborted: ToolAborted,
+}
+
+/// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAborted {
+    pub template: String,
+    pub reasons: AbortReasons,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbortReasons {
+    pub incomplete: String,
+    pub server_stopped: String,
+    pub cancelled_before_run: String,
+    pub cancelled_awaiting_approval: String,
+}
+
+/// Why a tool call has no real output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortReason {
+    /// Found unanswered in the history (a lost or interrupted call).
+    Incomplete,
+    /// The server stopped while the call ran (answered when the session is loaded again).
+    ServerStopped,
+    /// The turn was cancelled before the call started.
+    CancelledBeforeRun,
+    /// The turn was cancelled while the call waited for the user's approval.
+    CancelledAwaitingApproval,
 }
 
 /// (file name, built-in content): one table so a new prompt cannot miss its override.
@@ -58,6 +90,10 @@ const BUILTIN: &[(&str, &str)] = &[
     (
         "compact_focus.md",
         include_str!("../../../prompts/compact_focus.md"),
+    ),
+    (
+        "tool_aborted.json",
+        include_str!("../../../prompts/tool_aborted.json"),
     ),
 ];
 
@@ -133,7 +169,14 @@ impl Prompts {
         let compact_state_snapshot = text("compact_state_snapshot.md");
         let compact_checkpoint = text("compact_checkpoint.md");
         let compact_focus = text("compact_focus.md");
+        let tool_aborted_json = text("tool_aborted.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
+        let tool_aborted = parse_json(
+            &mut problems,
+            "tool_aborted.json",
+            "an object of a template and the reasons",
+            &tool_aborted_json,
+        );
         (
             Prompts {
                 system,
@@ -145,9 +188,22 @@ impl Prompts {
                 compact_state_snapshot,
                 compact_checkpoint,
                 compact_focus,
+                tool_aborted,
             },
             problems,
         )
+    }
+
+    /// The output recorded for a tool call that did not complete, for `reason`.
+    pub fn aborted(&self, reason: AbortReason) -> String {
+        let reasons = &self.tool_aborted.reasons;
+        let reason = match reason {
+            AbortReason::Incomplete => &reasons.incomplete,
+            AbortReason::ServerStopped => &reasons.server_stopped,
+            AbortReason::CancelledBeforeRun => &reasons.cancelled_before_run,
+            AbortReason::CancelledAwaitingApproval => &reasons.cancelled_awaiting_approval,
+        };
+        fill(&self.tool_aborted.template, &[("reason", reason)])
     }
 }
 
@@ -222,6 +278,48 @@ mod tests {
         assert_eq!(fill("no placeholder", &[("a", "x")]), "no placeholder");
         assert_eq!(fill("{}", &[]), "{}");
         assert_eq!(fill("é{a}é", &[("a", "ü")]), "éüé");
+    }
+
+    #[test]
+    fn the_aborted_outputs_are_one_template_with_named_reasons() {
+        let prompts = Prompts::builtin();
+        assert_eq!(
+            [
+                AbortReason::Incomplete,
+                AbortReason::ServerStopped,
+                AbortReason::CancelledBeforeRun,
+                AbortReason::CancelledAwaitingApproval,
+            ]
+            .map(|reason| prompts.aborted(reason)),
+            [
+                "aborted: the tool call did not complete",
+                "aborted: the server stopped before this tool call completed",
+                "aborted: the turn was cancelled before this tool call ran",
+                "aborted: the turn was cancelled while waiting for approval",
+            ]
+        );
+        let (prompts, problems) = Prompts::from_sources(|name| match name {
+            "tool_aborted.json" => Some(
+                r#"{"template": "stopped ({reason})", "reasons": {
+                "incomplete": "a", "server_stopped": "b", "cancelled_before_run": "c",
+                "cancelled_awaiting_approval": "d"}}"#
+                    .to_string(),
+            ),
+            _ => None,
+        });
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(prompts.aborted(AbortReason::ServerStopped), "stopped (b)");
+        // A reason missing: the whole built-in file is kept, and that is reported.
+        let (prompts, problems) = Prompts::from_sources(|name| match name {
+            "tool_aborted.json" => Some(r#"{"template": "x {reason}", "reasons": {}}"#.into()),
+            _ => None,
+        });
+        assert_eq!(prompts.tool_aborted, Prompts::builtin().tool_aborted);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("tool_aborted.json is not"),
+            "{problems:?}"
+        );
     }
 
     #[test]

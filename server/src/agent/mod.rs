@@ -255,8 +255,8 @@ impl Agent {
                         Item::ToolOutput {
                             call_id: call_id.clone(),
                             name,
-                            content: "aborted: the server stopped before this tool call completed"
-                                .into(),
+                            content: prompts
+                                .aborted(agentls_core::prompts::AbortReason::ServerStopped),
                             success: false,
                         },
                         config.tool_output_limit,
@@ -1022,7 +1022,9 @@ impl Turn {
                         let _ = self
                             .finish_call(
                                 skipped,
-                                "aborted: the turn was cancelled before this tool call ran".into(),
+                                self.host().prompts().aborted(
+                                    agentls_core::prompts::AbortReason::CancelledBeforeRun,
+                                ),
                                 false,
                             )
                             .await;
@@ -1417,7 +1419,10 @@ impl Turn {
         if outcome.allows() {
             Ok(())
         } else if self.cancel.is_cancelled() {
-            Err("aborted: the turn was cancelled while waiting for approval".into())
+            Err(self
+                .host()
+                .prompts()
+                .aborted(agentls_core::prompts::AbortReason::CancelledAwaitingApproval))
         } else {
             self.problems.push(format!(
                 "{} was rejected by the user",
