@@ -30,6 +30,8 @@ pub struct Prompts {
     pub compact_focus: String,
     /// The output of a tool call that did not complete: see [`Prompts::aborted`].
     pub tool_aborted: ToolAborted,
+    /// The output of a tool call the user rejected.
+    pub tool_rejected: String,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -94,6 +96,10 @@ const BUILTIN: &[(&str, &str)] = &[
     (
         "tool_aborted.json",
         include_str!("../../../prompts/tool_aborted.json"),
+    ),
+    (
+        "tool_rejected.md",
+        include_str!("../../../prompts/tool_rejected.md"),
     ),
 ];
 
@@ -170,6 +176,7 @@ impl Prompts {
         let compact_checkpoint = text("compact_checkpoint.md");
         let compact_focus = text("compact_focus.md");
         let tool_aborted_json = text("tool_aborted.json");
+        let tool_rejected = text("tool_rejected.md");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -189,6 +196,7 @@ impl Prompts {
                 compact_checkpoint,
                 compact_focus,
                 tool_aborted,
+                tool_rejected,
             },
             problems,
         )

@@ -1428,7 +1428,7 @@ impl Turn {
                 "{} was rejected by the user",
                 tool_info::title(&call.name, arguments)
             ));
-            Err("The user rejected this tool call. Do not retry it another way; say what you wanted to do and ask.".into())
+            Err(self.host().prompts().tool_rejected.clone())
         }
     }
 
