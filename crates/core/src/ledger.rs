@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::history::Item;
+use crate::prompts::Prompts;
 use crate::session::Event;
 use crate::tokens::TokenizerKind;
 use crate::tool_info::PlanEntry;
@@ -241,12 +242,12 @@ impl Ledger {
     /// The ledger block, within `max_tokens` when it can be: the oldest files read go
     /// first, then the oldest commands, then the oldest errors. What never drops (files
     /// changed, approvals, plan, constraints) is always written, even over budget.
-    pub fn render(&self, max_tokens: usize, tokenizer: TokenizerKind) -> String {
+    pub fn render(&self, prompts: &Prompts, max_tokens: usize, tokenizer: TokenizerKind) -> String {
         let mut read_from = 0;
         let mut commands_from = 0;
         let mut errors_from = 0;
         loop {
-            let text = self.render_from(read_from, commands_from, errors_from);
+            let text = self.render_from(prompts, read_from, commands_from, errors_from);
             if tokenizer.count(&text) <= max_tokens {
                 return text;
             }
@@ -262,10 +263,15 @@ impl Ledger {
         }
     }
 
-    fn render_from(&self, read_from: usize, commands_from: usize, errors_from: usize) -> String {
-        let mut out = String::from(
-            "<ledger>\nKept by agentls from the session's events (not from memory); it is exact.\n",
-        );
+    fn render_from(
+        &self,
+        prompts: &Prompts,
+        read_from: usize,
+        commands_from: usize,
+        errors_from: usize,
+    ) -> String {
+        // The tag and the section titles are the block's structure; the sentence is a prompt.
+        let mut out = format!("<ledger>\n{}\n", prompts.ledger_header);
         let mut section = |title: &str, lines: Vec<String>, dropped: usize| {
             if lines.is_empty() && dropped == 0 {
                 return;
@@ -538,7 +544,7 @@ mod tests {
         for event in session_events() {
             ledger.observe(&event);
         }
-        let text = ledger.render(10_000, TokenizerKind::O200kBase);
+        let text = ledger.render(&Prompts::builtin(), 10_000, TokenizerKind::O200kBase);
         expect_test::expect![[r#"
             <ledger>
             Kept by agentls from the session's events (not from memory); it is exact.
@@ -580,8 +586,8 @@ mod tests {
         for event in session_events() {
             ledger.observe(&event);
         }
-        let full = ledger.render(100_000, TokenizerKind::O200kBase);
-        let small = ledger.render(250, TokenizerKind::O200kBase);
+        let full = ledger.render(&Prompts::builtin(), 100_000, TokenizerKind::O200kBase);
+        let small = ledger.render(&Prompts::builtin(), 250, TokenizerKind::O200kBase);
         assert!(full.contains("src/file_0.rs"));
         assert!(!small.contains("src/file_0.rs"), "{small}");
         assert!(small.contains("older entries omitted"));
@@ -594,7 +600,7 @@ mod tests {
             assert!(small.contains(kept), "{kept} dropped:\n{small}");
         }
         // Nothing left to drop: the block is written whole even over budget.
-        let tiny = ledger.render(1, TokenizerKind::O200kBase);
+        let tiny = ledger.render(&Prompts::builtin(), 1, TokenizerKind::O200kBase);
         assert!(tiny.contains("tests/new.rs") && tiny.contains("always allowed"));
     }
 

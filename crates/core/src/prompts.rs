@@ -32,6 +32,8 @@ pub struct Prompts {
     pub tool_aborted: ToolAborted,
     /// The output of a tool call the user rejected.
     pub tool_rejected: String,
+    /// The sentence under `<ledger>`: where the ledger comes from.
+    pub ledger_header: String,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -101,6 +103,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "tool_rejected.md",
         include_str!("../../../prompts/tool_rejected.md"),
     ),
+    ("ledger.md", include_str!("../../../prompts/ledger.md")),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -177,6 +180,7 @@ impl Prompts {
         let compact_focus = text("compact_focus.md");
         let tool_aborted_json = text("tool_aborted.json");
         let tool_rejected = text("tool_rejected.md");
+        let ledger_header = text("ledger.md");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -197,6 +201,7 @@ impl Prompts {
                 compact_focus,
                 tool_aborted,
                 tool_rejected,
+                ledger_header,
             },
             problems,
         )

@@ -437,9 +437,11 @@ impl Agent {
                 if live.session.ledger.is_empty() {
                     String::new()
                 } else {
-                    live.session
-                        .ledger
-                        .render(config.compaction.ledger_max_tokens, tokenizer)
+                    live.session.ledger.render(
+                        &prompts,
+                        config.compaction.ledger_max_tokens,
+                        tokenizer,
+                    )
                 },
                 live.session.calibration,
             )
