@@ -28,7 +28,7 @@ const MAX_COMMANDS: usize = 40;
 const COMMAND_CHARS: usize = 200;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileChange {
+pub struct ChangedFile {
     /// The tools that changed it, in first-use order.
     pub tools: Vec<String>,
     pub added: usize,
@@ -49,7 +49,7 @@ pub struct CommandRun {
 pub struct Ledger {
     /// Path → line ranges read (`whole` or `L10-40`), in first-read order.
     pub files_read: Vec<(String, Vec<String>)>,
-    pub files_changed: BTreeMap<String, FileChange>,
+    pub files_changed: BTreeMap<String, ChangedFile>,
     pub commands: Vec<CommandRun>,
     pub errors: Vec<String>,
     /// Remembered approvals (`allowAlways`/`rejectAlways`) with their scope, and the last
@@ -190,9 +190,9 @@ impl Ledger {
                 let change = self
                     .files_changed
                     .entry(path)
-                    .or_insert_with(|| FileChange {
+                    .or_insert_with(|| ChangedFile {
                         order,
-                        ..FileChange::default()
+                        ..ChangedFile::default()
                     });
                 if change.tools.iter().all(|t| t != tool) {
                     change.tools.push(tool.to_string());
@@ -284,7 +284,7 @@ impl Ledger {
                 out.push_str(&format!("- {line}\n"));
             }
         };
-        let mut changed: Vec<(&String, &FileChange)> = self.files_changed.iter().collect();
+        let mut changed: Vec<(&String, &ChangedFile)> = self.files_changed.iter().collect();
         changed.sort_by_key(|(_, c)| c.order);
         section(
             "Files modified",
