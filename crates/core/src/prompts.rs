@@ -34,6 +34,8 @@ pub struct Prompts {
     pub tool_rejected: String,
     /// The sentence under `<ledger>`: where the ledger comes from.
     pub ledger_header: String,
+    /// The markers of an `@path` attachment block.
+    pub attachments: AttachmentMarkers,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -64,6 +66,17 @@ pub enum AbortReason {
     CancelledBeforeRun,
     /// The turn was cancelled while the call waited for the user's approval.
     CancelledAwaitingApproval,
+}
+
+/// `attachments.json`: the sentences of an `@path` attachment block (its XML tags are
+/// structure, written by `attachments`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentMarkers {
+    /// Opens a file's text that was cut to fit the budget.
+    pub cut: String,
+    /// Stands for a file left out; `{mention}` is the path as the user wrote it.
+    pub omitted: String,
 }
 
 /// (file name, built-in content): one table so a new prompt cannot miss its override.
@@ -104,6 +117,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../prompts/tool_rejected.md"),
     ),
     ("ledger.md", include_str!("../../../prompts/ledger.md")),
+    (
+        "attachments.json",
+        include_str!("../../../prompts/attachments.json"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -181,12 +198,19 @@ impl Prompts {
         let tool_aborted_json = text("tool_aborted.json");
         let tool_rejected = text("tool_rejected.md");
         let ledger_header = text("ledger.md");
+        let attachments_json = text("attachments.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
             "tool_aborted.json",
             "an object of a template and the reasons",
             &tool_aborted_json,
+        );
+        let attachments = parse_json(
+            &mut problems,
+            "attachments.json",
+            "an object of the attachment markers",
+            &attachments_json,
         );
         (
             Prompts {
@@ -202,6 +226,7 @@ impl Prompts {
                 tool_aborted,
                 tool_rejected,
                 ledger_header,
+                attachments,
             },
             problems,
         )
