@@ -2,6 +2,8 @@
 //! same name in the user's prompt directory. The overrides come in as data
 //! (`Prompts::from_sources`); reading them from disk is `store::prompts`.
 
+use crate::compaction::Style;
+
 /// A tool as the model is told about it: the provider adapters map this to their format.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
@@ -28,6 +30,8 @@ pub struct Prompts {
     pub compact_checkpoint: String,
     /// Introduces the user's focus of a manual compaction.
     pub compact_focus: String,
+    /// The file named by `compaction.promptFile`: replaces the prompt of every style.
+    pub compact_custom: Option<String>,
     /// The output of a tool call that did not complete: see [`Prompts::aborted`].
     pub tool_aborted: ToolAborted,
     /// The output of a tool call the user rejected.
@@ -223,6 +227,7 @@ impl Prompts {
                 compact_state_snapshot,
                 compact_checkpoint,
                 compact_focus,
+                compact_custom: None,
                 tool_aborted,
                 tool_rejected,
                 ledger_header,
@@ -230,6 +235,25 @@ impl Prompts {
             },
             problems,
         )
+    }
+
+    /// These prompts with `text` (the file of `compaction.promptFile`) as the compaction
+    /// prompt of every style.
+    pub fn with_compact_custom(mut self, text: &str) -> Prompts {
+        self.compact_custom = Some(prompt_text(text));
+        self
+    }
+
+    /// The compaction prompt of `style`: the custom one when configured.
+    pub fn compaction(&self, style: Style) -> &str {
+        if let Some(custom) = &self.compact_custom {
+            return custom;
+        }
+        match style {
+            Style::Handoff => &self.compact_handoff,
+            Style::StateSnapshot => &self.compact_state_snapshot,
+            Style::Checkpoint => &self.compact_checkpoint,
+        }
     }
 
     /// The output recorded for a tool call that did not complete, for `reason`.
@@ -358,6 +382,20 @@ mod tests {
             problems[0].starts_with("tool_aborted.json is not"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_custom_compaction_prompt_replaces_every_style() {
+        let prompts = Prompts::builtin();
+        assert_eq!(prompts.compaction(Style::Handoff), prompts.compact_handoff);
+        assert_eq!(
+            prompts.compaction(Style::Checkpoint),
+            prompts.compact_checkpoint
+        );
+        let prompts = prompts.with_compact_custom("Summarize.\n\n");
+        for style in [Style::Handoff, Style::StateSnapshot, Style::Checkpoint] {
+            assert_eq!(prompts.compaction(style), "Summarize.");
+        }
     }
 
     #[test]

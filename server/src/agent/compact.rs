@@ -828,18 +828,9 @@ impl Agent {
         style: Style,
         instructions: Option<&str>,
     ) -> Result<String, String> {
-        let config = self.host.config();
+        // `compaction.promptFile` is read with the other prompts (`store::prompts::load`).
         let prompts = self.host.prompts();
-        let mut prompt = match &config.compaction.prompt_file {
-            Some(path) => std::fs::read_to_string(path).map_err(|e| {
-                format!("cannot read compaction.promptFile {}: {e}", path.display())
-            })?,
-            None => match style {
-                Style::Handoff => prompts.compact_handoff.clone(),
-                Style::StateSnapshot => prompts.compact_state_snapshot.clone(),
-                Style::Checkpoint => prompts.compact_checkpoint.clone(),
-            },
-        };
+        let mut prompt = prompts.compaction(style).to_string();
         if let Some(focus) = instructions.map(str::trim).filter(|f| !f.is_empty()) {
             prompt.push_str(&format!("\n\n{}\n{focus}", prompts.compact_focus));
         }
