@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use crate::prompts::Prompts;
+use crate::prompts::{AbortReason, Prompts};
 use crate::tokens::{TokenizerKind, TOKENS_PER_MESSAGE};
 use crate::truncate::{truncate_middle, TruncationPolicy};
 
@@ -78,9 +78,6 @@ impl Item {
         matches!(self, Item::ToolOutput { .. })
     }
 }
-
-/// The output recorded for a call that never completed (cancelled, crashed, lost).
-pub const ABORTED_OUTPUT: &str = "aborted: the tool call did not complete";
 
 /// An item and what it costs in the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -247,7 +244,13 @@ impl History {
             .into_iter()
             .map(|item| match item {
                 Normalized::Recorded(entry) => Cow::Borrowed(entry),
-                Normalized::Synthetic(item) => {
+                Normalized::Aborted { call_id, name } => {
+                    let item = Item::ToolOutput {
+                        call_id,
+                        name,
+                        content: prompts.aborted(AbortReason::Incomplete),
+                        success: false,
+                    };
                     let tokens = item_tokens(&item, prompts, self.tokenizer);
                     Cow::Owned(Entry { item, tokens })
                 }
@@ -291,7 +294,11 @@ impl NormalizeReport {
 
 pub enum Normalized<'a> {
     Recorded(&'a Entry),
-    Synthetic(Item),
+    /// A call without an output: answered by the aborted output (`Prompts::aborted`).
+    Aborted {
+        call_id: String,
+        name: String,
+    },
 }
 
 /// The history as a provider may receive it. Each run of consecutive tool calls is followed
@@ -342,12 +349,10 @@ pub fn normalize(entries: &[Entry]) -> (Vec<Normalized<'_>>, NormalizeReport) {
                         }
                         _ => {
                             report.aborted_calls.push(call_id.clone());
-                            out.push(Normalized::Synthetic(Item::ToolOutput {
+                            out.push(Normalized::Aborted {
                                 call_id: call_id.clone(),
                                 name: name.clone(),
-                                content: ABORTED_OUTPUT.to_string(),
-                                success: false,
-                            }));
+                            });
                         }
                     }
                 }
@@ -418,7 +423,9 @@ mod tests {
                 Item::ToolCall { call_id, .. } => format!("C({call_id})"),
                 Item::ToolOutput {
                     call_id, content, ..
-                } if content == ABORTED_OUTPUT => format!("O!({call_id})"),
+                } if *content == Prompts::builtin().aborted(AbortReason::Incomplete) => {
+                    format!("O!({call_id})")
+                }
                 Item::ToolOutput { call_id, .. } => format!("O({call_id})"),
                 Item::CompactionSummary { .. } => "S".into(),
                 Item::Instructions { .. } => "I".into(),

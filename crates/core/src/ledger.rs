@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::history::Item;
+use crate::prompts::Prompts;
 use crate::session::Event;
 use crate::tokens::TokenizerKind;
 use crate::tool_info::{LedgerRecord, PlanEntry, ToolCatalog};
@@ -27,7 +28,7 @@ const MAX_COMMANDS: usize = 40;
 const COMMAND_CHARS: usize = 200;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileChange {
+pub struct ChangedFile {
     /// The tools that changed it, in first-use order.
     pub tools: Vec<String>,
     pub added: usize,
@@ -48,7 +49,7 @@ pub struct CommandRun {
 pub struct Ledger {
     /// Path → line ranges read (`whole` or `L10-40`), in first-read order.
     pub files_read: Vec<(String, Vec<String>)>,
-    pub files_changed: BTreeMap<String, FileChange>,
+    pub files_changed: BTreeMap<String, ChangedFile>,
     pub commands: Vec<CommandRun>,
     pub errors: Vec<String>,
     /// Remembered approvals (`allowAlways`/`rejectAlways`) with their scope, and the last
@@ -197,9 +198,9 @@ impl Ledger {
                 let change = self
                     .files_changed
                     .entry(path)
-                    .or_insert_with(|| FileChange {
+                    .or_insert_with(|| ChangedFile {
                         order,
-                        ..FileChange::default()
+                        ..ChangedFile::default()
                     });
                 if change.tools.iter().all(|t| t != tool) {
                     change.tools.push(tool.to_string());
@@ -249,12 +250,12 @@ impl Ledger {
     /// The ledger block, within `max_tokens` when it can be: the oldest files read go
     /// first, then the oldest commands, then the oldest errors. What never drops (files
     /// changed, approvals, plan, constraints) is always written, even over budget.
-    pub fn render(&self, max_tokens: usize, tokenizer: TokenizerKind) -> String {
+    pub fn render(&self, prompts: &Prompts, max_tokens: usize, tokenizer: TokenizerKind) -> String {
         let mut read_from = 0;
         let mut commands_from = 0;
         let mut errors_from = 0;
         loop {
-            let text = self.render_from(read_from, commands_from, errors_from);
+            let text = self.render_from(prompts, read_from, commands_from, errors_from);
             if tokenizer.count(&text) <= max_tokens {
                 return text;
             }
@@ -270,10 +271,15 @@ impl Ledger {
         }
     }
 
-    fn render_from(&self, read_from: usize, commands_from: usize, errors_from: usize) -> String {
-        let mut out = String::from(
-            "<ledger>\nKept by agentls from the session's events (not from memory); it is exact.\n",
-        );
+    fn render_from(
+        &self,
+        prompts: &Prompts,
+        read_from: usize,
+        commands_from: usize,
+        errors_from: usize,
+    ) -> String {
+        // The tag and the section titles are the block's structure; the sentence is a prompt.
+        let mut out = format!("<ledger>\n{}\n", prompts.ledger_header);
         let mut section = |title: &str, lines: Vec<String>, dropped: usize| {
             if lines.is_empty() && dropped == 0 {
                 return;
@@ -286,7 +292,7 @@ impl Ledger {
                 out.push_str(&format!("- {line}\n"));
             }
         };
-        let mut changed: Vec<(&String, &FileChange)> = self.files_changed.iter().collect();
+        let mut changed: Vec<(&String, &ChangedFile)> = self.files_changed.iter().collect();
         changed.sort_by_key(|(_, c)| c.order);
         section(
             "Files modified",
@@ -547,7 +553,7 @@ mod tests {
         for event in session_events() {
             ledger.observe(&event, &TestTools);
         }
-        let text = ledger.render(10_000, TokenizerKind::O200kBase);
+        let text = ledger.render(&Prompts::builtin(), 10_000, TokenizerKind::O200kBase);
         expect_test::expect![[r#"
             <ledger>
             Kept by agentls from the session's events (not from memory); it is exact.
@@ -595,8 +601,8 @@ mod tests {
         for event in session_events() {
             ledger.observe(&event, &TestTools);
         }
-        let full = ledger.render(100_000, TokenizerKind::O200kBase);
-        let small = ledger.render(250, TokenizerKind::O200kBase);
+        let full = ledger.render(&Prompts::builtin(), 100_000, TokenizerKind::O200kBase);
+        let small = ledger.render(&Prompts::builtin(), 250, TokenizerKind::O200kBase);
         assert!(full.contains("src/file_0.rs"));
         assert!(!small.contains("src/file_0.rs"), "{small}");
         assert!(small.contains("older entries omitted"));
@@ -609,7 +615,7 @@ mod tests {
             assert!(small.contains(kept), "{kept} dropped:\n{small}");
         }
         // Nothing left to drop: the block is written whole even over budget.
-        let tiny = ledger.render(1, TokenizerKind::O200kBase);
+        let tiny = ledger.render(&Prompts::builtin(), 1, TokenizerKind::O200kBase);
         assert!(tiny.contains("tests/new.rs") && tiny.contains("always allowed"));
     }
 

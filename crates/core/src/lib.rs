@@ -9,6 +9,7 @@
 
 pub mod agents_md;
 pub mod approval;
+pub mod attachments;
 pub mod compaction;
 pub mod config;
 pub mod context;

@@ -2,6 +2,8 @@
 //! same name in the user's prompt directory. The overrides come in as data
 //! (`Prompts::from_sources`); reading them from disk is `store::prompts`.
 
+use crate::compaction::Style;
+
 /// A tool as the model is told about it: the provider adapters map this to their format.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
@@ -28,6 +30,57 @@ pub struct Prompts {
     pub compact_checkpoint: String,
     /// Introduces the user's focus of a manual compaction.
     pub compact_focus: String,
+    /// The file named by `compaction.promptFile`: replaces the prompt of every style.
+    pub compact_custom: Option<String>,
+    /// The output of a tool call that did not complete: see [`Prompts::aborted`].
+    pub tool_aborted: ToolAborted,
+    /// The output of a tool call the user rejected.
+    pub tool_rejected: String,
+    /// The sentence under `<ledger>`: where the ledger comes from.
+    pub ledger_header: String,
+    /// The markers of an `@path` attachment block.
+    pub attachments: AttachmentMarkers,
+}
+
+/// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAborted {
+    pub template: String,
+    pub reasons: AbortReasons,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbortReasons {
+    pub incomplete: String,
+    pub server_stopped: String,
+    pub cancelled_before_run: String,
+    pub cancelled_awaiting_approval: String,
+}
+
+/// Why a tool call has no real output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbortReason {
+    /// Found unanswered in the history (a lost or interrupted call).
+    Incomplete,
+    /// The server stopped while the call ran (answered when the session is loaded again).
+    ServerStopped,
+    /// The turn was cancelled before the call started.
+    CancelledBeforeRun,
+    /// The turn was cancelled while the call waited for the user's approval.
+    CancelledAwaitingApproval,
+}
+
+/// `attachments.json`: the sentences of an `@path` attachment block (its XML tags are
+/// structure, written by `attachments`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentMarkers {
+    /// Opens a file's text that was cut to fit the budget.
+    pub cut: String,
+    /// Stands for a file left out; `{mention}` is the path as the user wrote it.
+    pub omitted: String,
 }
 
 /// (file name, built-in content): one table so a new prompt cannot miss its override.
@@ -59,7 +112,63 @@ const BUILTIN: &[(&str, &str)] = &[
         "compact_focus.md",
         include_str!("../../../prompts/compact_focus.md"),
     ),
+    (
+        "tool_aborted.json",
+        include_str!("../../../prompts/tool_aborted.json"),
+    ),
+    (
+        "tool_rejected.md",
+        include_str!("../../../prompts/tool_rejected.md"),
+    ),
+    ("ledger.md", include_str!("../../../prompts/ledger.md")),
+    (
+        "attachments.json",
+        include_str!("../../../prompts/attachments.json"),
+    ),
 ];
+
+fn builtin(name: &str) -> &'static str {
+    BUILTIN
+        .iter()
+        .find(|(file, _)| *file == name)
+        .map(|(_, text)| *text)
+        .unwrap_or_else(|| panic!("{name} is not a built-in prompt"))
+}
+
+/// A prompt's text as it is used: trailing whitespace (the file's last newline) removed.
+fn prompt_text(raw: &str) -> String {
+    raw.trim_end().to_string()
+}
+
+/// `template` with each `{name}` of `values` replaced by its value, in one pass (a value is
+/// not searched for placeholders); a `{name}` not in `values` is left as it is.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let value = after.find('}').and_then(|close| {
+            let name = &after[..close];
+            values
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value, close))
+        });
+        match value {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
 
 impl Default for Prompts {
     fn default() -> Self {
@@ -75,19 +184,11 @@ impl Prompts {
     }
 
     /// The built-in prompts with each file that `read` returns (by file name) taking the
-    /// place of its built-in; problems (invalid tools.json) keep the built-in.
+    /// place of its built-in; problems (an invalid JSON file) keep the built-in.
     pub fn from_sources(mut read: impl FnMut(&str) -> Option<String>) -> (Prompts, Vec<String>) {
         let mut problems = Vec::new();
         let mut text = |name: &str| -> String {
-            let builtin = BUILTIN
-                .iter()
-                .find(|(file, _)| *file == name)
-                .map(|(_, text)| *text)
-                .unwrap_or_default();
-            read(name)
-                .unwrap_or_else(|| builtin.to_string())
-                .trim_end()
-                .to_string()
+            prompt_text(&read(name).unwrap_or_else(|| builtin(name).to_string()))
         };
         let system = text("system.md");
         let data_boundary = text("data_boundary.md");
@@ -98,15 +199,23 @@ impl Prompts {
         let compact_state_snapshot = text("compact_state_snapshot.md");
         let compact_checkpoint = text("compact_checkpoint.md");
         let compact_focus = text("compact_focus.md");
-        let tools = match serde_json::from_str::<Vec<ToolSpec>>(&tools_json) {
-            Ok(tools) => tools,
-            Err(err) => {
-                problems.push(format!(
-                    "tools.json is not a list of tools ({err}); using the built-in"
-                ));
-                serde_json::from_str(BUILTIN[4].1).expect("built-in tools.json is valid")
-            }
-        };
+        let tool_aborted_json = text("tool_aborted.json");
+        let tool_rejected = text("tool_rejected.md");
+        let ledger_header = text("ledger.md");
+        let attachments_json = text("attachments.json");
+        let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
+        let tool_aborted = parse_json(
+            &mut problems,
+            "tool_aborted.json",
+            "an object of a template and the reasons",
+            &tool_aborted_json,
+        );
+        let attachments = parse_json(
+            &mut problems,
+            "attachments.json",
+            "an object of the attachment markers",
+            &attachments_json,
+        );
         (
             Prompts {
                 system,
@@ -118,10 +227,60 @@ impl Prompts {
                 compact_state_snapshot,
                 compact_checkpoint,
                 compact_focus,
+                compact_custom: None,
+                tool_aborted,
+                tool_rejected,
+                ledger_header,
+                attachments,
             },
             problems,
         )
     }
+
+    /// These prompts with `text` (the file of `compaction.promptFile`) as the compaction
+    /// prompt of every style.
+    pub fn with_compact_custom(mut self, text: &str) -> Prompts {
+        self.compact_custom = Some(prompt_text(text));
+        self
+    }
+
+    /// The compaction prompt of `style`: the custom one when configured.
+    pub fn compaction(&self, style: Style) -> &str {
+        if let Some(custom) = &self.compact_custom {
+            return custom;
+        }
+        match style {
+            Style::Handoff => &self.compact_handoff,
+            Style::StateSnapshot => &self.compact_state_snapshot,
+            Style::Checkpoint => &self.compact_checkpoint,
+        }
+    }
+
+    /// The output recorded for a tool call that did not complete, for `reason`.
+    pub fn aborted(&self, reason: AbortReason) -> String {
+        let reasons = &self.tool_aborted.reasons;
+        let reason = match reason {
+            AbortReason::Incomplete => &reasons.incomplete,
+            AbortReason::ServerStopped => &reasons.server_stopped,
+            AbortReason::CancelledBeforeRun => &reasons.cancelled_before_run,
+            AbortReason::CancelledAwaitingApproval => &reasons.cancelled_awaiting_approval,
+        };
+        fill(&self.tool_aborted.template, &[("reason", reason)])
+    }
+}
+
+/// The JSON prompt file `name` as `T`; when `text` is not one, the problem is reported and
+/// the built-in is used.
+fn parse_json<T: serde::de::DeserializeOwned>(
+    problems: &mut Vec<String>,
+    name: &str,
+    what: &str,
+    text: &str,
+) -> T {
+    serde_json::from_str(text).unwrap_or_else(|err| {
+        problems.push(format!("{name} is not {what} ({err}); using the built-in"));
+        serde_json::from_str(builtin(name)).expect("the built-in is valid")
+    })
 }
 
 #[cfg(test)]
@@ -163,5 +322,107 @@ mod tests {
         assert_eq!(prompts.tools, Prompts::builtin().tools);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].contains("tools.json"), "{problems:?}");
+    }
+
+    #[test]
+    fn fill_replaces_known_placeholders_once_and_leaves_the_rest() {
+        assert_eq!(
+            fill("aborted: {reason}", &[("reason", "why")]),
+            "aborted: why"
+        );
+        assert_eq!(
+            fill("{a} {b} {a} {unknown}", &[("a", "1"), ("b", "2")]),
+            "1 2 1 {unknown}"
+        );
+        // A value is not searched again; braces without a known name stay.
+        assert_eq!(fill("{a}", &[("a", "{b}"), ("b", "no")]), "{b}");
+        assert_eq!(fill("{{a}} {", &[("a", "x")]), "{x} {");
+        assert_eq!(fill("no placeholder", &[("a", "x")]), "no placeholder");
+        assert_eq!(fill("{}", &[]), "{}");
+        assert_eq!(fill("é{a}é", &[("a", "ü")]), "éüé");
+    }
+
+    #[test]
+    fn the_aborted_outputs_are_one_template_with_named_reasons() {
+        let prompts = Prompts::builtin();
+        assert_eq!(
+            [
+                AbortReason::Incomplete,
+                AbortReason::ServerStopped,
+                AbortReason::CancelledBeforeRun,
+                AbortReason::CancelledAwaitingApproval,
+            ]
+            .map(|reason| prompts.aborted(reason)),
+            [
+                "aborted: the tool call did not complete",
+                "aborted: the server stopped before this tool call completed",
+                "aborted: the turn was cancelled before this tool call ran",
+                "aborted: the turn was cancelled while waiting for approval",
+            ]
+        );
+        let (prompts, problems) = Prompts::from_sources(|name| match name {
+            "tool_aborted.json" => Some(
+                r#"{"template": "stopped ({reason})", "reasons": {
+                "incomplete": "a", "server_stopped": "b", "cancelled_before_run": "c",
+                "cancelled_awaiting_approval": "d"}}"#
+                    .to_string(),
+            ),
+            _ => None,
+        });
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(prompts.aborted(AbortReason::ServerStopped), "stopped (b)");
+        // A reason missing: the whole built-in file is kept, and that is reported.
+        let (prompts, problems) = Prompts::from_sources(|name| match name {
+            "tool_aborted.json" => Some(r#"{"template": "x {reason}", "reasons": {}}"#.into()),
+            _ => None,
+        });
+        assert_eq!(prompts.tool_aborted, Prompts::builtin().tool_aborted);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("tool_aborted.json is not"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_custom_compaction_prompt_replaces_every_style() {
+        let prompts = Prompts::builtin();
+        assert_eq!(prompts.compaction(Style::Handoff), prompts.compact_handoff);
+        assert_eq!(
+            prompts.compaction(Style::Checkpoint),
+            prompts.compact_checkpoint
+        );
+        let prompts = prompts.with_compact_custom("Summarize.\n\n");
+        for style in [Style::Handoff, Style::StateSnapshot, Style::Checkpoint] {
+            assert_eq!(prompts.compaction(style), "Summarize.");
+        }
+    }
+
+    #[test]
+    fn every_file_of_the_prompt_directory_is_built_in_and_back() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".md") || name.ends_with(".json"))
+            .filter(|name| name != "README.md")
+            .collect();
+        on_disk.sort();
+        let mut built_in: Vec<String> = BUILTIN.iter().map(|(name, _)| name.to_string()).collect();
+        built_in.sort();
+        assert_eq!(on_disk, built_in);
+        for (name, text) in BUILTIN {
+            let file = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+            assert_eq!(file, *text, "{name} embeds its own file");
+        }
+        // And every one is read: an override of each changes the prompts or is reported.
+        for (name, _) in BUILTIN {
+            let (prompts, problems) =
+                Prompts::from_sources(|asked| (asked == *name).then(|| "[]".into()));
+            assert!(
+                prompts != Prompts::builtin() || problems.iter().any(|p| p.starts_with(name)),
+                "{name} is never read"
+            );
+        }
     }
 }

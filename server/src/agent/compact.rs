@@ -424,7 +424,7 @@ impl Agent {
     ) -> Result<CompactionOutcome, AgentError> {
         let started = Instant::now();
         let config = self.host.config();
-        let _prompts = self.host.prompts();
+        let prompts = self.host.prompts();
         let (entries, generation, model, ledger, calibration) = {
             let live = handle.live.lock().await;
             let tokenizer = live.session.history.tokenizer();
@@ -436,9 +436,11 @@ impl Agent {
                 if live.session.ledger.is_empty() {
                     String::new()
                 } else {
-                    live.session
-                        .ledger
-                        .render(config.compaction.ledger_max_tokens, tokenizer)
+                    live.session.ledger.render(
+                        &prompts,
+                        config.compaction.ledger_max_tokens,
+                        tokenizer,
+                    )
                 },
                 live.session.calibration,
             )
@@ -820,18 +822,9 @@ impl Agent {
         style: Style,
         instructions: Option<&str>,
     ) -> Result<String, String> {
-        let config = self.host.config();
+        // `compaction.promptFile` is read with the other prompts (`store::prompts::load`).
         let prompts = self.host.prompts();
-        let mut prompt = match &config.compaction.prompt_file {
-            Some(path) => std::fs::read_to_string(path).map_err(|e| {
-                format!("cannot read compaction.promptFile {}: {e}", path.display())
-            })?,
-            None => match style {
-                Style::Handoff => prompts.compact_handoff.clone(),
-                Style::StateSnapshot => prompts.compact_state_snapshot.clone(),
-                Style::Checkpoint => prompts.compact_checkpoint.clone(),
-            },
-        };
+        let mut prompt = prompts.compaction(style).to_string();
         if let Some(focus) = instructions.map(str::trim).filter(|f| !f.is_empty()) {
             prompt.push_str(&format!("\n\n{}\n{focus}", prompts.compact_focus));
         }

@@ -188,8 +188,8 @@ impl Agent {
                         Item::ToolOutput {
                             call_id: call_id.clone(),
                             name,
-                            content: "aborted: the server stopped before this tool call completed"
-                                .into(),
+                            content: prompts
+                                .aborted(agentls_core::prompts::AbortReason::ServerStopped),
                             success: false,
                         },
                         config.tool_output_limit,

@@ -117,6 +117,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
     };
     let (prompts, problems) = crate::store::prompts::load(
         crate::store::prompts::override_dir(config.prompts_dir.as_deref()).as_deref(),
+        config.compaction.prompt_file.as_deref(),
     );
     for problem in problems {
         eprintln!("agentls: {problem}");

@@ -102,8 +102,10 @@ pub fn run(options: &Options) -> Result<String, String> {
         ));
     }
     let config = Config::default();
-    let (prompts, problems) =
-        crate::store::prompts::load(crate::store::prompts::override_dir(None).as_deref());
+    let (prompts, problems) = crate::store::prompts::load(
+        crate::store::prompts::override_dir(None).as_deref(),
+        config.compaction.prompt_file.as_deref(),
+    );
     for problem in problems {
         eprintln!("agentls: {problem}");
     }

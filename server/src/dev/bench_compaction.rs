@@ -166,7 +166,7 @@ pub fn pure(options: &CompactionBenchOptions) -> (usize, usize, Vec<(&'static st
             }
             ledger
         });
-        let ledger_text = time(&mut runs[1].1, || ledger.render(4000, tokenizer));
+        let ledger_text = time(&mut runs[1].1, || ledger.render(&prompts, 4000, tokenizer));
         let trimmed = time(&mut runs[2].1, || {
             compaction::trim(&entries, 3, &prompts, tokenizer)
         });

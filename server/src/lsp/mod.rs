@@ -173,6 +173,7 @@ impl State {
         );
         let (prompts, prompt_problems) = crate::store::prompts::load(
             crate::store::prompts::override_dir(next.prompts_dir.as_deref()).as_deref(),
+            next.compaction.prompt_file.as_deref(),
         );
         *self.prompts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(prompts);
         *config = next;

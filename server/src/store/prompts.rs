@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use agentls_core::prompts::Prompts;
 
 /// The built-in prompts with every file present in `dir` taking the place of its
-/// built-in. Problems (an unreadable file, invalid tools.json) keep the built-in and are
-/// returned for the caller to show.
-pub fn load(dir: Option<&Path>) -> (Prompts, Vec<String>) {
+/// built-in, and the file of `compaction.promptFile` (`compact_file`) as the compaction
+/// prompt of every style. Problems (an unreadable file, an invalid JSON file) keep the
+/// built-in and are returned for the caller to show.
+pub fn load(dir: Option<&Path>, compact_file: Option<&Path>) -> (Prompts, Vec<String>) {
     let mut problems = Vec::new();
     let (prompts, mut more) = Prompts::from_sources(|name| {
         let path = dir?.join(name);
@@ -22,6 +23,17 @@ pub fn load(dir: Option<&Path>) -> (Prompts, Vec<String>) {
         }
     });
     problems.append(&mut more);
+    let prompts = match compact_file.map(|path| (path, std::fs::read_to_string(path))) {
+        None => prompts,
+        Some((_, Ok(text))) => prompts.with_compact_custom(&text),
+        Some((path, Err(err))) => {
+            problems.push(format!(
+                "cannot read compaction.promptFile {}: {err}; using the built-in compaction prompts",
+                path.display()
+            ));
+            prompts
+        }
+    };
     (prompts, problems)
 }
 
@@ -47,15 +59,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("system.md"), "You are a test.\n").unwrap();
         std::fs::write(dir.path().join("tools.json"), "{not json").unwrap();
-        let (prompts, problems) = load(Some(dir.path()));
+        let (prompts, problems) = load(Some(dir.path()), None);
         assert_eq!(prompts.system, "You are a test.");
         assert_eq!(prompts.data_boundary, Prompts::builtin().data_boundary);
         assert_eq!(prompts.tools, Prompts::builtin().tools);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].contains("tools.json"), "{problems:?}");
         // A missing directory is not a problem.
-        let (prompts, problems) = load(Some(&dir.path().join("absent")));
+        let (prompts, problems) = load(Some(&dir.path().join("absent")), None);
         assert_eq!(prompts, Prompts::builtin());
         assert!(problems.is_empty());
+    }
+
+    #[test]
+    fn the_compaction_prompt_file_goes_through_the_same_loader() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("compact.md");
+        std::fs::write(&file, "Summarize the session.\n").unwrap();
+        let (prompts, problems) = load(None, Some(&file));
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            prompts.compact_custom.as_deref(),
+            Some("Summarize the session.")
+        );
+        // An unreadable file keeps the built-in prompts and is reported.
+        let (prompts, problems) = load(None, Some(&dir.path().join("absent.md")));
+        assert_eq!(prompts, Prompts::builtin());
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("cannot read compaction.promptFile"),
+            "{problems:?}"
+        );
     }
 }

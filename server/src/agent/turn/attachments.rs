@@ -6,8 +6,8 @@ use crate::tools::read_file;
 use serde_json::json;
 
 use crate::tools::boundary::PathBoundary;
+use agentls_core::attachments::{attachment_block, MentionedFile};
 use agentls_core::prompt_text::{self};
-use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
 impl Turn {
     /// Fetches `@path` mentions as untrusted data within the editor budget left.
@@ -27,9 +27,9 @@ impl Turn {
         };
         let tokenizer = config.tokenizer();
         let used = block.editor.as_ref().map_or(0, |e| e.tokens);
-        let mut budget = config.editor_context_max_tokens.saturating_sub(used);
-        let mut out = format!("<attached_files>\n{}\n", prompts.data_boundary);
-        let mut attached = 0;
+        let budget = config.editor_context_max_tokens.saturating_sub(used);
+        // Read every mentioned file first; the markup and the budget are the core's.
+        let mut read_files = Vec::new();
         for mention in mentions {
             let resolved = workspace.resolve(&mention.path);
             let path = match resolved {
@@ -47,12 +47,10 @@ impl Turn {
                 Some((start, end)) => (Some(start), Some(end - start + 1)),
                 None => (None, None),
             };
-            let ws = PathBoundary {
-                roots: workspace.roots.clone(),
-            };
+            let boundary = workspace.clone();
             let arg = mention.path.clone();
             let read = tokio::task::spawn_blocking(move || {
-                read_file::read_file(&ws, &arg, offset, limit, buffer.as_deref())
+                read_file::read_file(&boundary, &arg, offset, limit, buffer.as_deref())
             })
             .await;
             let content = match read {
@@ -68,40 +66,24 @@ impl Turn {
                     continue;
                 }
             };
-            let lines = mention
-                .lines
-                .map(|(a, b)| format!(" lines=\"{a}-{b}\""))
-                .unwrap_or_default();
-            let header = format!("<file path=\"{}\"{lines}>\n", workspace.display(&path));
-            let tokens = tokenizer.count(&content) + tokenizer.count(&header) + 4;
-            let body = if tokens <= budget {
-                content
-            } else if budget > 64 {
-                let cut =
-                    truncate_middle(&content, TruncationPolicy::Tokens(budget - 48), tokenizer)
-                        .text;
-                format!("[cut to fit the editor-context budget]\n{cut}")
-            } else {
-                self.update(json!({
-                    "kind": "warning",
-                    "message": format!("@{} was not attached: the editor-context budget is used up", mention.path),
-                }));
-                out.push_str(&format!(
-                    "[@{} omitted: the editor-context budget is used up]\n",
-                    mention.path
-                ));
-                continue;
-            };
-            budget = budget.saturating_sub(tokenizer.count(&body) + 16);
-            out.push_str(&header);
-            out.push_str(body.trim_end());
-            out.push_str("\n</file>\n");
-            attached += 1;
+            read_files.push((mention, workspace.display(&path), content));
         }
-        if attached == 0 && !out.contains("omitted") {
-            return String::new();
+        let files: Vec<MentionedFile<'_>> = read_files
+            .iter()
+            .map(|(mention, display, content)| MentionedFile {
+                mention: &mention.path,
+                display,
+                lines: mention.lines,
+                text: content,
+            })
+            .collect();
+        let attached = attachment_block(&files, budget, tokenizer, prompts);
+        for index in &attached.omitted {
+            self.update(json!({
+                "kind": "warning",
+                "message": format!("@{} was not attached: the editor-context budget is used up", files[*index].mention),
+            }));
         }
-        out.push_str("</attached_files>");
-        out
+        attached.text
     }
 }

@@ -445,7 +445,9 @@ impl Turn {
                         let _ = self
                             .finish_call(
                                 skipped,
-                                "aborted: the turn was cancelled before this tool call ran".into(),
+                                self.host().prompts().aborted(
+                                    agentls_core::prompts::AbortReason::CancelledBeforeRun,
+                                ),
                                 false,
                             )
                             .await;

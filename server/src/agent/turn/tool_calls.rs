@@ -238,13 +238,16 @@ impl Turn {
         if outcome.allows() {
             Ok(())
         } else if self.cancel.is_cancelled() {
-            Err("aborted: the turn was cancelled while waiting for approval".into())
+            Err(self
+                .host()
+                .prompts()
+                .aborted(agentls_core::prompts::AbortReason::CancelledAwaitingApproval))
         } else {
             self.problems.push(format!(
                 "{} was rejected by the user",
                 Registry::builtin().title(&call.name, arguments)
             ));
-            Err("The user rejected this tool call. Do not retry it another way; say what you wanted to do and ask.".into())
+            Err(self.host().prompts().tool_rejected.clone())
         }
     }
 }
