@@ -45,6 +45,30 @@ impl Stop {
     }
 }
 
+/// What a turn works with once it is open.
+struct Opened {
+    config: agentls_core::config::Config,
+    prompts: Arc<agentls_core::prompts::Prompts>,
+    model: String,
+    static_context: agentls_core::context::StaticContext,
+    provider: Arc<crate::provider::Provider>,
+    tokenizer: agentls_core::tokens::TokenizerKind,
+}
+
+/// What one model call brought back.
+struct ModelReply {
+    text: String,
+    calls: Vec<Call>,
+    usage: Option<agentls_core::wire::Usage>,
+    result: Result<(), agentls_core::wire::ProviderError>,
+}
+
+/// Whether the turn goes on after a step.
+enum Flow {
+    Next,
+    Done(Stop),
+}
+
 pub(super) struct Turn {
     pub(super) agent: Arc<Agent>,
     pub(super) handle: Arc<SessionHandle>,
@@ -175,6 +199,30 @@ impl Turn {
         if let Some(command) = prompt_text::slash_command(&prompt.text) {
             return self.slash(command).await;
         }
+        let opened = match self.open(&prompt).await {
+            Ok(opened) => opened,
+            Err(stop) => return stop,
+        };
+        // Compaction (at the threshold, or after a context-length answer) happens at most
+        // once per model call, so a history that cannot shrink does not loop.
+        let mut compacted_for_this_call = false;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Stop::Cancelled;
+            }
+            if self.steps >= opened.config.max_steps {
+                return Stop::MaxSteps;
+            }
+            match self.step(&opened, &mut compacted_for_this_call).await {
+                Flow::Next => {}
+                Flow::Done(stop) => return stop,
+            }
+        }
+    }
+
+    /// Gathers the turn's context and records its start and the user's message; an error
+    /// here ends the turn before any model call.
+    async fn open(&mut self, prompt: &Prompt) -> Result<Opened, Stop> {
         let host = self.host().clone();
         let config = host.config();
         let prompts = host.prompts();
@@ -188,7 +236,7 @@ impl Turn {
                     })
                     .await;
                 self.fail(message, false, None).await;
-                return Stop::Error;
+                return Err(Stop::Error);
             }
         };
         let model = self.handle.live.lock().await.session.model.clone();
@@ -210,257 +258,314 @@ impl Turn {
             block.text.push_str("\n\n");
             block.text.push_str(&attachments);
         }
-        if let Err(message) = self
+        let started = self
             .record(Event::TurnStarted {
                 turn_id: self.turn_id.clone(),
                 at: session_log::now_millis(),
             })
-            .await
-        {
+            .await;
+        let recorded = match started {
+            Ok(()) => self
+                .record_item(Item::User {
+                    text: prompt.text.clone(),
+                    context: Some(block.text.clone()),
+                })
+                .await
+                .map(|_| ()),
+            Err(message) => Err(message),
+        };
+        if let Err(message) = recorded {
             self.fail(message, false, None).await;
-            return Stop::Error;
-        }
-        if let Err(message) = self
-            .record_item(Item::User {
-                text: prompt.text.clone(),
-                context: Some(block.text.clone()),
-            })
-            .await
-        {
-            self.fail(message, false, None).await;
-            return Stop::Error;
+            return Err(Stop::Error);
         }
         let provider = match self.agent.provider(&model) {
             Ok(provider) => provider,
             Err(err) => {
                 self.fail(err.0, false, None).await;
-                return Stop::Error;
+                return Err(Stop::Error);
             }
         };
         let tokenizer = tokenizer_for(&config, &model);
-        // Compaction (at the threshold, or after a context-length answer) happens at most
-        // once per model call, so a history that cannot shrink does not loop.
-        let mut compacted_for_this_call = false;
-        loop {
-            if self.cancel.is_cancelled() {
-                return Stop::Cancelled;
-            }
-            if self.steps >= config.max_steps {
-                return Stop::MaxSteps;
-            }
-            let (history, calibration, window) = {
-                let live = self.handle.live.lock().await;
-                (
-                    live.session.history.clone(),
-                    live.session.calibration,
-                    self.agent.window_of(&live.session),
-                )
-            };
-            let assembly = agentls_core::context::AssemblyConfig {
-                tokenizer,
-                context_window: window.context_window,
-                calibration,
-            };
-            let request = {
-                let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
-                agentls_core::context::assemble(
-                    &assembly,
-                    &static_context,
-                    &history,
+        Ok(Opened {
+            config,
+            prompts,
+            model,
+            static_context,
+            provider,
+            tokenizer,
+        })
+    }
+
+    /// One model call and the tool calls it asked for: assemble the request, compact first
+    /// when the window is full, stream the answer, record it, run the calls.
+    async fn step(&mut self, opened: &Opened, compacted_for_this_call: &mut bool) -> Flow {
+        let (history, calibration, window) = {
+            let live = self.handle.live.lock().await;
+            (
+                live.session.history.clone(),
+                live.session.calibration,
+                self.agent.window_of(&live.session),
+            )
+        };
+        let assembly = agentls_core::context::AssemblyConfig {
+            tokenizer: opened.tokenizer,
+            context_window: window.context_window,
+            calibration,
+        };
+        let request = {
+            let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
+            agentls_core::context::assemble(
+                &assembly,
+                &opened.static_context,
+                &history,
+                None,
+                &opened.prompts,
+                &mut cache.counts,
+            )
+        };
+        let estimated = request.total_tokens;
+        let used = calibration.apply(estimated);
+        self.last_estimate = Some(used);
+        let (compact, prepare) = {
+            let live = self.handle.live.lock().await;
+            self.agent.triggers(&live.session, used)
+        };
+        if compact && !*compacted_for_this_call {
+            *compacted_for_this_call = true;
+            let outcome = self
+                .agent
+                .compact_now(
+                    &self.handle,
+                    &self.turn_id,
+                    compact::Trigger::Threshold,
                     None,
-                    &prompts,
-                    &mut cache.counts,
+                    &opened.static_context,
+                    window,
+                    &self.cancel,
                 )
-            };
-            let estimated = request.total_tokens;
-            let used = calibration.apply(estimated);
-            self.last_estimate = Some(used);
-            let (compact, prepare) = {
-                let live = self.handle.live.lock().await;
-                self.agent.triggers(&live.session, used)
-            };
-            if compact && !compacted_for_this_call {
-                compacted_for_this_call = true;
-                let outcome = self
+                .await;
+            if let Err(err) = outcome {
+                // The call goes out anyway: the provider may still take it.
+                self.warn(format!("compaction failed: {}", err.0));
+            }
+            return Flow::Next;
+        }
+        // Not right after a compaction: its result is what the next summary would cover.
+        if prepare && !*compacted_for_this_call {
+            self.agent
+                .prepare_in_background(&self.handle, &opened.static_context);
+        }
+        self.steps += 1;
+        {
+            let live = self.handle.live.lock().await;
+            self.agent.status(&live.session, "running", used, true);
+        }
+        let reply = self.call_model(opened, &request).await;
+        if !reply.text.is_empty() {
+            if let Err(message) = self
+                .record_item(Item::Assistant {
+                    text: reply.text.clone(),
+                })
+                .await
+            {
+                self.fail(message, false, None).await;
+                return Flow::Done(Stop::Error);
+            }
+        }
+        if let Err(err) = reply.result {
+            let partial = !reply.text.is_empty();
+            return self
+                .on_model_error(
+                    err,
+                    partial,
+                    estimated,
+                    opened,
+                    window,
+                    compacted_for_this_call,
+                )
+                .await;
+        }
+        *compacted_for_this_call = false;
+        if let Some(usage) = reply.usage {
+            self.record_usage(usage, estimated).await;
+        }
+        if reply.calls.is_empty() {
+            return Flow::Done(Stop::EndTurn);
+        }
+        match self.run_calls(&reply.calls).await {
+            Some(stop) => Flow::Done(stop),
+            None => Flow::Next,
+        }
+    }
+
+    /// Streams one model call, forwarding text and thoughts to the editor as they come.
+    async fn call_model(
+        &mut self,
+        opened: &Opened,
+        request: &agentls_core::context::Request<'_>,
+    ) -> ModelReply {
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let mut text = String::new();
+        let mut calls: Vec<Call> = Vec::new();
+        let mut usage = None;
+        let result = {
+            let stream = opened
+                .provider
+                .stream(request, &opened.prompts, &events_tx, &self.cancel);
+            tokio::pin!(stream);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(event) = events_rx.recv() => {
+                        self.on_provider_event(event, &mut text, &mut calls, &mut usage);
+                    }
+                    result = &mut stream => {
+                        while let Ok(event) = events_rx.try_recv() {
+                            self.on_provider_event(event, &mut text, &mut calls, &mut usage);
+                        }
+                        break result;
+                    }
+                }
+            }
+        };
+        let usage = usage.or_else(|| result.as_ref().ok().and_then(|c| c.usage));
+        ModelReply {
+            text,
+            calls,
+            usage,
+            result: result.map(|_| ()),
+        }
+    }
+
+    /// A failed model call: a cancel ends the turn; a context-length answer (with nothing
+    /// streamed yet) compacts and sends the call again, once; anything else is the turn's
+    /// error.
+    async fn on_model_error(
+        &mut self,
+        err: agentls_core::wire::ProviderError,
+        partial: bool,
+        estimated: usize,
+        opened: &Opened,
+        window: compact::Window,
+        compacted_for_this_call: &mut bool,
+    ) -> Flow {
+        match err.kind {
+            ErrorKind::Cancelled => Flow::Done(Stop::Cancelled),
+            ErrorKind::ContextLengthExceeded if !*compacted_for_this_call && !partial => {
+                // What the error says is the provider's own count: it calibrates the
+                // estimates, and a smaller real window replaces the configured one.
+                *compacted_for_this_call = true;
+                self.steps -= 1;
+                let window = self
+                    .learn_from_overflow(&err.message, estimated, &opened.model, window)
+                    .await;
+                let compacted = self
                     .agent
                     .compact_now(
                         &self.handle,
                         &self.turn_id,
-                        compact::Trigger::Threshold,
+                        compact::Trigger::Overflow,
                         None,
-                        &static_context,
+                        &opened.static_context,
                         window,
                         &self.cancel,
                     )
                     .await;
-                if let Err(err) = outcome {
-                    // The call goes out anyway: the provider may still take it.
-                    self.warn(format!("compaction failed: {}", err.0));
-                }
-                continue;
-            }
-            // Not right after a compaction: its result is what the next summary would cover.
-            if prepare && !compacted_for_this_call {
-                self.agent
-                    .prepare_in_background(&self.handle, &static_context);
-            }
-            self.steps += 1;
-            {
-                let live = self.handle.live.lock().await;
-                self.agent.status(&live.session, "running", used, true);
-            }
-
-            let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-            let mut text = String::new();
-            let mut calls: Vec<Call> = Vec::new();
-            let mut usage = None;
-            let result = {
-                let stream = provider.stream(&request, &prompts, &events_tx, &self.cancel);
-                tokio::pin!(stream);
-                loop {
-                    tokio::select! {
-                        biased;
-                        Some(event) = events_rx.recv() => {
-                            self.on_provider_event(event, &mut text, &mut calls, &mut usage);
-                        }
-                        result = &mut stream => {
-                            while let Ok(event) = events_rx.try_recv() {
-                                self.on_provider_event(event, &mut text, &mut calls, &mut usage);
-                            }
-                            break result;
-                        }
-                    }
-                }
-            };
-            let usage = usage.or_else(|| result.as_ref().ok().and_then(|c| c.usage));
-            if !text.is_empty() {
-                if let Err(message) = self
-                    .record_item(Item::Assistant { text: text.clone() })
-                    .await
-                {
-                    self.fail(message, false, None).await;
-                    return Stop::Error;
-                }
-            }
-            if let Err(err) = result {
-                match err.kind {
-                    ErrorKind::Cancelled => return Stop::Cancelled,
-                    ErrorKind::ContextLengthExceeded
-                        if !compacted_for_this_call && text.is_empty() =>
-                    {
-                        // Compact and send the call again, once. What the error says is the
-                        // provider's own count: it calibrates the estimates, and a smaller
-                        // real window replaces the configured one.
-                        compacted_for_this_call = true;
-                        self.steps -= 1;
-                        let window = self
-                            .learn_from_overflow(&err.message, estimated, &model, window)
+                match compacted {
+                    Ok(_) => Flow::Next,
+                    Err(compaction_error) => {
+                        let message = format!(
+                            "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
+                            err.message, compaction_error.0
+                        );
+                        self.fail(message, false, Some("contextLengthExceeded"))
                             .await;
-                        match self
-                            .agent
-                            .compact_now(
-                                &self.handle,
-                                &self.turn_id,
-                                compact::Trigger::Overflow,
-                                None,
-                                &static_context,
-                                window,
-                                &self.cancel,
-                            )
-                            .await
-                        {
-                            Ok(_) => continue,
-                            Err(compaction_error) => {
-                                let message = format!(
-                                    "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
-                                    err.message, compaction_error.0
-                                );
-                                self.fail(message, false, Some("contextLengthExceeded"))
-                                    .await;
-                                return Stop::Error;
-                            }
-                        }
-                    }
-                    _ => {
-                        let (message, code) = match err.kind {
-                            ErrorKind::StreamCut if !text.is_empty() => (
-                                format!("{} (the partial answer above was kept)", err.message),
-                                None,
-                            ),
-                            ErrorKind::ContextLengthExceeded => (
-                                format!(
-                                    "{} — the conversation is larger than the model's context window",
-                                    err.message
-                                ),
-                                Some("contextLengthExceeded"),
-                            ),
-                            _ => (err.message.clone(), None),
-                        };
-                        self.fail(message, err.retryable, code).await;
-                        return Stop::Error;
+                        Flow::Done(Stop::Error)
                     }
                 }
             }
-            compacted_for_this_call = false;
-            if let Some(usage) = usage {
-                self.usage.0 += usage.input_tokens;
-                self.usage.1 += usage.output_tokens;
-                let recorded = self
-                    .record(Event::Usage {
-                        turn_id: self.turn_id.clone(),
-                        input_tokens: usage.input_tokens,
-                        output_tokens: usage.output_tokens,
-                        estimated_input: estimated as u64,
-                    })
-                    .await;
-                if recorded.is_ok() {
-                    let live = self.handle.live.lock().await;
-                    self.agent.status(
-                        &live.session,
-                        "running",
-                        (usage.input_tokens + usage.output_tokens) as usize,
-                        false,
-                    );
-                }
-            }
-            if calls.is_empty() {
-                return Stop::EndTurn;
-            }
-            for call in &calls {
-                if let Err(message) = self
-                    .record_item(Item::ToolCall {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                    })
-                    .await
-                {
-                    self.fail(message, false, None).await;
-                    return Stop::Error;
-                }
-            }
-            for (index, call) in calls.iter().enumerate() {
-                if self.cancel.is_cancelled() {
-                    for skipped in &calls[index..] {
-                        let _ = self
-                            .finish_call(
-                                skipped,
-                                self.host().prompts().aborted(
-                                    agentls_core::prompts::AbortReason::CancelledBeforeRun,
-                                ),
-                                false,
-                            )
-                            .await;
-                    }
-                    return Stop::Cancelled;
-                }
-                let (output, success) = self.run_tool(call).await;
-                if let Err(message) = self.finish_call(call, output, success).await {
-                    self.fail(message, false, None).await;
-                    return Stop::Error;
-                }
+            _ => {
+                let (message, code) = match err.kind {
+                    ErrorKind::StreamCut if partial => (
+                        format!("{} (the partial answer above was kept)", err.message),
+                        None,
+                    ),
+                    ErrorKind::ContextLengthExceeded => (
+                        format!(
+                            "{} — the conversation is larger than the model's context window",
+                            err.message
+                        ),
+                        Some("contextLengthExceeded"),
+                    ),
+                    _ => (err.message.clone(), None),
+                };
+                self.fail(message, err.retryable, code).await;
+                Flow::Done(Stop::Error)
             }
         }
+    }
+
+    /// The provider's count of a call: recorded (it calibrates later estimates) and shown.
+    async fn record_usage(&mut self, usage: agentls_core::wire::Usage, estimated: usize) {
+        self.usage.0 += usage.input_tokens;
+        self.usage.1 += usage.output_tokens;
+        let recorded = self
+            .record(Event::Usage {
+                turn_id: self.turn_id.clone(),
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                estimated_input: estimated as u64,
+            })
+            .await;
+        if recorded.is_ok() {
+            let live = self.handle.live.lock().await;
+            self.agent.status(
+                &live.session,
+                "running",
+                (usage.input_tokens + usage.output_tokens) as usize,
+                false,
+            );
+        }
+    }
+
+    /// Records the model's calls, then runs them in order; the calls a cancel leaves get
+    /// an "aborted" output, so the history never holds a call without its output.
+    async fn run_calls(&mut self, calls: &[Call]) -> Option<Stop> {
+        for call in calls {
+            if let Err(message) = self
+                .record_item(Item::ToolCall {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .await
+            {
+                self.fail(message, false, None).await;
+                return Some(Stop::Error);
+            }
+        }
+        for (index, call) in calls.iter().enumerate() {
+            if self.cancel.is_cancelled() {
+                for skipped in &calls[index..] {
+                    let _ = self
+                        .finish_call(
+                            skipped,
+                            self.host()
+                                .prompts()
+                                .aborted(agentls_core::prompts::AbortReason::CancelledBeforeRun),
+                            false,
+                        )
+                        .await;
+                }
+                return Some(Stop::Cancelled);
+            }
+            let (output, success) = self.run_tool(call).await;
+            if let Err(message) = self.finish_call(call, output, success).await {
+                self.fail(message, false, None).await;
+                return Some(Stop::Error);
+            }
+        }
+        None
     }
 
     pub(super) fn on_provider_event(
