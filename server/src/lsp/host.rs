@@ -7,11 +7,12 @@ use crate::agent::gather::DocumentSource;
 use crate::agent::host::{
     FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
 };
+use crate::lsp::to_proto;
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
 use agentls_core::editor_state::EditorState;
-use agentls_core::position::{self, PositionEncoding};
+use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -152,80 +153,7 @@ impl Host for LspHost {
         if !support.apply_edit {
             return Err("the editor does not support workspace/applyEdit".into());
         }
-        let encoding = self.backend.state.encoding();
-        let (path, version, edits, create) = match change {
-            FileChange::Edit {
-                path,
-                version,
-                original,
-                range,
-                new_text,
-            } => {
-                let rope = ropey::Rope::from_str(&original);
-                let range = position::byte_range_to_range(&rope, range, encoding);
-                (path, version, vec![TextEdit { range, new_text }], false)
-            }
-            FileChange::Write {
-                path,
-                version,
-                original,
-                content,
-            } => {
-                let create = original.is_none();
-                let rope = ropey::Rope::from_str(original.as_deref().unwrap_or(""));
-                let end = position::byte_to_position(&rope, rope.len_bytes(), encoding);
-                let range = Range::new(Position::new(0, 0), end);
-                (
-                    path,
-                    version,
-                    vec![TextEdit {
-                        range,
-                        new_text: content,
-                    }],
-                    create,
-                )
-            }
-        };
-        let uri = Url::from_file_path(&path)
-            .map_err(|()| format!("{} has no file: uri", path.display()))?;
-        let edit = if support.document_changes {
-            let text_edit = TextDocumentEdit {
-                text_document: OptionalVersionedTextDocumentIdentifier {
-                    uri: uri.clone(),
-                    version,
-                },
-                edits: edits.into_iter().map(OneOf::Left).collect(),
-            };
-            let mut operations = Vec::new();
-            if create {
-                if !support.create_files {
-                    return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
-                }
-                operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
-                    CreateFile {
-                        uri: uri.clone(),
-                        options: Some(CreateFileOptions {
-                            overwrite: Some(false),
-                            ignore_if_exists: Some(true),
-                        }),
-                        annotation_id: None,
-                    },
-                )));
-            }
-            operations.push(DocumentChangeOperation::Edit(text_edit));
-            WorkspaceEdit {
-                document_changes: Some(DocumentChanges::Operations(operations)),
-                ..Default::default()
-            }
-        } else {
-            if create {
-                return Err("the editor cannot create files through workspace/applyEdit (no documentChanges)".into());
-            }
-            WorkspaceEdit {
-                changes: Some(HashMap::from([(uri, edits)])),
-                ..Default::default()
-            }
-        };
+        let edit = to_proto::workspace_edit(change, self.backend.state.encoding(), support)?;
         self.flush_notices().await;
         match self.backend.client.apply_edit(edit).await {
             Ok(response) if response.applied => Ok(()),

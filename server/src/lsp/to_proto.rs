@@ -4,6 +4,11 @@ use agentls_core::document::DocumentSnapshot;
 use agentls_core::position::{self, PositionEncoding};
 use agentls_core::syntax;
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use tower_lsp::lsp_types::*;
+
+use super::ClientSupport;
+use crate::agent::host::FileChange;
 
 /// Outline levels reported; deeper children are cut so that converting and serializing a
 /// pathological nesting (thousands of nested modules) cannot exhaust the stack, and the
@@ -32,4 +37,91 @@ pub(super) fn symbol_json(
         "selectionRange": position::byte_range_to_range(&doc.rope, symbol.selection_range.clone(), encoding),
         "children": children,
     })
+}
+
+/// The `workspace/applyEdit` edit for a planned change, in the client's position encoding
+/// and in the shape it supports (document changes with a create operation, or plain
+/// changes); Err when the client cannot express it.
+pub(super) fn workspace_edit(
+    change: FileChange,
+    encoding: PositionEncoding,
+    support: ClientSupport,
+) -> Result<WorkspaceEdit, String> {
+    let (path, version, edits, create) = match change {
+        FileChange::Edit {
+            path,
+            version,
+            original,
+            range,
+            new_text,
+        } => {
+            let rope = ropey::Rope::from_str(&original);
+            let range = position::byte_range_to_range(&rope, range, encoding);
+            (path, version, vec![TextEdit { range, new_text }], false)
+        }
+        FileChange::Write {
+            path,
+            version,
+            original,
+            content,
+        } => {
+            let create = original.is_none();
+            let rope = ropey::Rope::from_str(original.as_deref().unwrap_or(""));
+            let end = position::byte_to_position(&rope, rope.len_bytes(), encoding);
+            let range = Range::new(Position::new(0, 0), end);
+            (
+                path,
+                version,
+                vec![TextEdit {
+                    range,
+                    new_text: content,
+                }],
+                create,
+            )
+        }
+    };
+    let uri =
+        Url::from_file_path(&path).map_err(|()| format!("{} has no file: uri", path.display()))?;
+    let edit = if support.document_changes {
+        let text_edit = TextDocumentEdit {
+            text_document: OptionalVersionedTextDocumentIdentifier {
+                uri: uri.clone(),
+                version,
+            },
+            edits: edits.into_iter().map(OneOf::Left).collect(),
+        };
+        let mut operations = Vec::new();
+        if create {
+            if !support.create_files {
+                return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
+            }
+            operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
+                CreateFile {
+                    uri: uri.clone(),
+                    options: Some(CreateFileOptions {
+                        overwrite: Some(false),
+                        ignore_if_exists: Some(true),
+                    }),
+                    annotation_id: None,
+                },
+            )));
+        }
+        operations.push(DocumentChangeOperation::Edit(text_edit));
+        WorkspaceEdit {
+            document_changes: Some(DocumentChanges::Operations(operations)),
+            ..Default::default()
+        }
+    } else {
+        if create {
+            return Err(
+                "the editor cannot create files through workspace/applyEdit (no documentChanges)"
+                    .into(),
+            );
+        }
+        WorkspaceEdit {
+            changes: Some(HashMap::from([(uri, edits)])),
+            ..Default::default()
+        }
+    };
+    Ok(edit)
 }
