@@ -1,4 +1,4 @@
-//! What the agent loop needs from whoever runs it: the editor over LSP (`server.rs`) or the
+//! What the agent loop needs from whoever runs it: the editor over LSP (`lsp::host`) or the
 //! terminal (`agentls ask`). The loop is written once against this trait.
 
 use std::path::{Path, PathBuf};
