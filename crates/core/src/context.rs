@@ -290,6 +290,23 @@ pub fn assemble<'a>(
     }
 }
 
+/// Tokens of a request with `static_context` and no history: what the stable prefix costs
+/// (compaction targets leave room for it).
+pub fn static_tokens(
+    static_context: &StaticContext,
+    tokenizer: TokenizerKind,
+    prompts: &Prompts,
+    counts: &mut CountCache,
+) -> usize {
+    let config = AssemblyConfig {
+        tokenizer,
+        context_window: 1,
+        calibration: Calibration::default(),
+    };
+    let empty = History::new(tokenizer);
+    assemble(&config, static_context, &empty, None, prompts, counts).total_tokens
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! `agent/session/context` and the `agentls context` command; both gather the inputs (open
 //! buffers or files on disk, AGENTS.md, skills) and call [`report`]. No IO here.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::agents_md::AgentsChain;
 use crate::config::Config;
@@ -20,7 +20,7 @@ use crate::models;
 use crate::prompts::Prompts;
 use crate::skills::{self, Skill};
 use crate::tokens::Calibration;
-use crate::wire::{anthropic, openai};
+use crate::wire::{self, ProviderKind};
 
 /// The document the user is in, with the editor state resolved to its bytes.
 pub struct ActiveDocument {
@@ -168,17 +168,12 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> Context
         fill: request.fill(),
         estimated: request.estimated,
         sections: request.sections.clone(),
-        // Exactly what the configured provider would be sent: Anthropic keeps the system
-        // prompt out of `messages`, so it is shown as the first entry there too.
-        messages: match inputs.config.provider_kind.as_str() {
-            "anthropic" => {
-                let body = anthropic::body(&request, inputs.prompts);
-                let mut messages = vec![json!({"role": "system", "content": body["system"]})];
-                messages.extend(body["messages"].as_array().cloned().unwrap_or_default());
-                messages
-            }
-            _ => openai::messages(&request, inputs.prompts),
-        },
+        // Exactly what the configured provider would be sent.
+        messages: wire::messages(
+            ProviderKind::from_name(&inputs.config.provider_kind).unwrap_or(ProviderKind::OpenAi),
+            &request,
+            inputs.prompts,
+        ),
         tokenizer: prepared.config.tokenizer.name(),
         calibration: inputs.calibration,
         editor_parts: prepared

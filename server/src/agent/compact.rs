@@ -259,22 +259,13 @@ impl Agent {
     /// Tokens of a request with `static_context` and no history.
     fn static_tokens(&self, static_context: &StaticContext, session: &Session) -> usize {
         let prompts = self.host.prompts();
-        let config = agentls_core::context::AssemblyConfig {
-            tokenizer: session.history.tokenizer(),
-            context_window: 1,
-            calibration: Calibration::default(),
-        };
-        let empty = History::new(session.history.tokenizer());
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        agentls_core::context::assemble(
-            &config,
+        agentls_core::context::static_tokens(
             static_context,
-            &empty,
-            None,
+            session.history.tokenizer(),
             &prompts,
             &mut cache.counts,
         )
-        .total_tokens
     }
 
     /// The status at rest: the provider's figure when it gave one, else `estimate` (the

@@ -384,21 +384,12 @@ fn static_tokens(history: &agentls_core::history::History) -> usize {
         system_prompt: prompts.system.clone(),
         ..Default::default()
     };
-    let config = agentls_core::context::AssemblyConfig {
-        tokenizer: history.tokenizer(),
-        context_window: 1,
-        calibration: agentls_core::tokens::Calibration::default(),
-    };
-    let empty = agentls_core::history::History::new(history.tokenizer());
-    agentls_core::context::assemble(
-        &config,
+    agentls_core::context::static_tokens(
         &static_context,
-        &empty,
-        None,
+        history.tokenizer(),
         &prompts,
         &mut agentls_core::tokens::CountCache::default(),
     )
-    .total_tokens
 }
 
 async fn one_turn(

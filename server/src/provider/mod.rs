@@ -19,7 +19,6 @@ use agentls_core::prompts::Prompts;
 use agentls_core::wire::faults::{backoff, http_error};
 use agentls_core::wire::sse::SseDecoder;
 use agentls_core::wire::stream::Assembler;
-use agentls_core::wire::{anthropic, openai};
 use agentls_core::wire::{
     Completion, ErrorKind, ProviderConfig, ProviderError, ProviderEvent, ProviderKind,
 };
@@ -41,8 +40,6 @@ fn decoder_saw_nothing(assembler: &Assembler) -> bool {
     !assembler.saw_event
 }
 
-/// Anthropic requires `max_tokens`; this is used when `provider.maxOutputTokens` is unset.
-const ANTHROPIC_DEFAULT_MAX_TOKENS: usize = 8192;
 const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// A Retry-After longer than this is not waited for: the error is reported instead.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
@@ -81,39 +78,7 @@ impl Provider {
 
     /// The JSON body of `request` for this provider (what `stream` posts).
     pub fn body(&self, request: &Request<'_>, prompts: &Prompts) -> Value {
-        match self.config.kind {
-            ProviderKind::OpenAi => {
-                let mut body = json!({
-                    "model": self.config.model,
-                    "messages": openai::messages(request, prompts),
-                    "stream": true,
-                    "stream_options": {"include_usage": true},
-                });
-                if !request.tools.is_empty() {
-                    body["tools"] = Value::Array(openai::tools(request.tools));
-                }
-                if let Some(max) = self.config.max_output_tokens {
-                    body["max_tokens"] = json!(max);
-                }
-                if let Some(temperature) = self.config.temperature {
-                    body["temperature"] = json!(temperature);
-                }
-                body
-            }
-            ProviderKind::Anthropic => {
-                let mut body = anthropic::body(request, prompts);
-                body["model"] = json!(self.config.model);
-                body["max_tokens"] = json!(self
-                    .config
-                    .max_output_tokens
-                    .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS));
-                body["stream"] = json!(true);
-                if let Some(temperature) = self.config.temperature {
-                    body["temperature"] = json!(temperature);
-                }
-                body
-            }
-        }
+        agentls_core::wire::body(&self.config, request, prompts)
     }
 
     /// Sends `request` and streams the answer into `events`. Retries 429/5xx and

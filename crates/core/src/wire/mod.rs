@@ -5,6 +5,11 @@
 
 use std::time::Duration;
 
+use serde_json::{json, Value};
+
+use crate::context::Request;
+use crate::prompts::Prompts;
+
 pub mod anthropic;
 pub mod faults;
 pub mod openai;
@@ -159,6 +164,59 @@ pub struct Completion {
     pub usage: Option<Usage>,
     /// `stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, … as the provider said it.
     pub finish_reason: Option<String>,
+}
+
+/// Anthropic requires `max_tokens`; this is used when `provider.maxOutputTokens` is unset.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: usize = 8192;
+
+/// The one place a request becomes a provider's JSON body (what is posted, streamed).
+pub fn body(config: &ProviderConfig, request: &Request<'_>, prompts: &Prompts) -> Value {
+    match config.kind {
+        ProviderKind::OpenAi => {
+            let mut body = json!({
+                "model": config.model,
+                "messages": openai::messages(request, prompts),
+                "stream": true,
+                "stream_options": {"include_usage": true},
+            });
+            if !request.tools.is_empty() {
+                body["tools"] = Value::Array(openai::tools(request.tools));
+            }
+            if let Some(max) = config.max_output_tokens {
+                body["max_tokens"] = json!(max);
+            }
+            if let Some(temperature) = config.temperature {
+                body["temperature"] = json!(temperature);
+            }
+            body
+        }
+        ProviderKind::Anthropic => {
+            let mut body = anthropic::body(request, prompts);
+            body["model"] = json!(config.model);
+            body["max_tokens"] = json!(config
+                .max_output_tokens
+                .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS));
+            body["stream"] = json!(true);
+            if let Some(temperature) = config.temperature {
+                body["temperature"] = json!(temperature);
+            }
+            body
+        }
+    }
+}
+
+/// What the model reads of `request` in `kind`'s shape, the system prompt first (Anthropic
+/// keeps it out of `messages`; it is shown as the first entry all the same).
+pub fn messages(kind: ProviderKind, request: &Request<'_>, prompts: &Prompts) -> Vec<Value> {
+    match kind {
+        ProviderKind::Anthropic => {
+            let body = anthropic::body(request, prompts);
+            let mut messages = vec![json!({"role": "system", "content": body["system"]})];
+            messages.extend(body["messages"].as_array().cloned().unwrap_or_default());
+            messages
+        }
+        ProviderKind::OpenAi => openai::messages(request, prompts),
+    }
 }
 
 #[cfg(test)]
