@@ -239,7 +239,7 @@ pub struct PlanInput<'a> {
     pub prompts: &'a Prompts,
     pub tokenizer: TokenizerKind,
     /// The text of the summary item when a rule-based drop stands in for a summary.
-    pub fallback_note: &'a dyn Fn(&FallbackNote) -> String,
+    pub fallback_note: &'a (dyn Fn(&FallbackNote) -> String + Sync),
 }
 
 /// The compacted history and the metrics of the compaction (all but its duration).
@@ -575,7 +575,9 @@ mod tests {
             };
             out += &format!("\n{kind:<9} {:>4}  {text}", entry.tokens);
         }
-        out.lines().map(|line| line.trim_end().to_string() + "\n").collect()
+        out.lines()
+            .map(|line| line.trim_end().to_string() + "\n")
+            .collect()
     }
 
     fn short(text: &str) -> String {
