@@ -32,6 +32,9 @@ pub struct Prompts {
     pub compact_focus: String,
     /// The file named by `compaction.promptFile`: replaces the prompt of every style.
     pub compact_custom: Option<String>,
+    /// The note that stands for a summary when none could be made (`{reason}`, `{dropped}`,
+    /// `{strategy}` are filled).
+    pub compact_fallback: String,
     /// The output of a tool call that did not complete: see [`Prompts::aborted`].
     pub tool_aborted: ToolAborted,
     /// The output of a tool call the user rejected.
@@ -111,6 +114,10 @@ const BUILTIN: &[(&str, &str)] = &[
     (
         "compact_focus.md",
         include_str!("../../../prompts/compact_focus.md"),
+    ),
+    (
+        "compact_fallback.md",
+        include_str!("../../../prompts/compact_fallback.md"),
     ),
     (
         "tool_aborted.json",
@@ -200,6 +207,7 @@ impl Prompts {
         let compact_checkpoint = text("compact_checkpoint.md");
         let compact_focus = text("compact_focus.md");
         let tool_aborted_json = text("tool_aborted.json");
+        let compact_fallback = text("compact_fallback.md");
         let tool_rejected = text("tool_rejected.md");
         let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
@@ -229,6 +237,7 @@ impl Prompts {
                 compact_focus,
                 compact_custom: None,
                 tool_aborted,
+                compact_fallback,
                 tool_rejected,
                 ledger_header,
                 attachments,

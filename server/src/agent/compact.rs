@@ -1,17 +1,22 @@
 //! Compaction inside the agent: when it runs (a model call at the threshold, a summary
 //! prepared ahead in the background, `agent/session/compact`, a switch to a smaller model, a
-//! context-length answer), the summary call, and recording the boundary. The planning is
-//! `agentls_core::compaction` (pure); this is the IO around it.
+//! context-length answer), the summary call, waiting for a summary in flight, and recording
+//! the boundary with what the client sees. Every decision (what to keep, which summary, the
+//! fallbacks, the triggers, the target) is `agentls_core::compaction::plan` (pure); this is
+//! the IO around it and must not decide what to keep.
 
 use std::time::Instant;
 
 use super::live::Durability;
 use super::*;
 use crate::tools::registry::Registry;
-use agentls_core::compaction::{self, Strategy, Style};
+use agentls_core::compaction::plan::{
+    self, Decision, NeedSummary, PlanInput, Planned, PreparedSummary, Summary, SummarySource,
+};
+pub use agentls_core::compaction::plan::{Trigger, Window};
+use agentls_core::compaction::{self, Style};
 use agentls_core::context::StaticContext;
 use agentls_core::history::History;
-use agentls_core::session::CompactionMetrics;
 
 /// What `agent/session/compact` answers.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -22,17 +27,6 @@ pub struct CompactionOutcome {
     pub strategy: String,
 }
 
-/// A summary computed ahead, for the history as it was at `generation`, covering its
-/// entries before `cut` (a round start).
-#[derive(Debug, Clone)]
-pub(super) struct PreparedSummary {
-    generation: u64,
-    cut: usize,
-    summary: String,
-    style: Style,
-    usage: Usage,
-}
-
 #[derive(Default)]
 pub(super) struct Prepared {
     /// A background summary call is running.
@@ -40,45 +34,8 @@ pub(super) struct Prepared {
     result: Option<PreparedSummary>,
 }
 
-/// Why a compaction runs (`trigger` of its metrics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    Threshold,
-    Manual,
-    ModelSwitch,
-    Overflow,
-}
-
-impl Trigger {
-    fn name(self) -> &'static str {
-        match self {
-            Trigger::Threshold => "threshold",
-            Trigger::Manual => "manual",
-            Trigger::ModelSwitch => "modelSwitch",
-            Trigger::Overflow => "overflow",
-        }
-    }
-}
-
-/// The window figures a compaction works with.
-#[derive(Debug, Clone, Copy)]
-pub struct Window {
-    pub context_window: usize,
-    pub usable: usize,
-    /// What the summarizing model takes (the old model's when switching to a smaller one).
-    pub summarizer_usable: usize,
-    /// Provider tokens per estimated token (the session's calibration): the window is in
-    /// the provider's tokens, history counts are estimates.
-    pub ratio: f64,
-}
-
-impl Window {
-    /// `provider_tokens` of the window expressed in estimated tokens.
-    pub fn estimated(&self, provider_tokens: usize) -> usize {
-        (provider_tokens as f64 / self.ratio.max(0.1)) as usize
-    }
-}
-
+/// The note a rule-based fallback leaves where the summary would be: the one place its
+/// text lives.
 impl Agent {
     /// The window of `session` (its own, the configured one, or the model's known one).
     pub(super) fn window_of(&self, session: &Session) -> Window {
@@ -87,13 +44,11 @@ impl Agent {
             session.context_window.or(config.context_window),
             Some(session.model.as_str()).filter(|m| !m.is_empty()),
         );
-        let usable = compaction::usable_window(context_window, config.max_output_tokens);
-        Window {
+        Window::new(
             context_window,
-            usable,
-            summarizer_usable: usable,
-            ratio: session.calibration.ratio,
-        }
+            config.max_output_tokens,
+            session.calibration.ratio,
+        )
     }
 
     /// `agent/session/compact`: queued behind the running turn, like a prompt.
@@ -217,7 +172,7 @@ impl Agent {
             (used, window)
         };
         let mut compacted = false;
-        if used as f64 >= config.compaction.threshold * next.usable as f64 {
+        if plan::compact_before_switch(&config.compaction, used, next.usable) {
             // With the old model (its window holds the history), aiming at the new window.
             self.compact_now(
                 handle,
@@ -282,16 +237,13 @@ impl Agent {
     /// Whether the next model call of `session` must wait for a compaction, or a summary
     /// should be prepared: (compact now, prepare).
     pub(super) fn triggers(&self, session: &Session, used: usize) -> (bool, bool) {
-        let config = self.host.config().compaction;
-        if !config.auto || session.low_yield_compactions >= 2 {
-            return (false, false);
-        }
-        let usable = self.window_of(session).usable as f64;
-        let fill = used as f64 / usable.max(1.0);
-        (
-            fill >= config.threshold,
-            fill >= config.prepare_at && fill < config.threshold,
-        )
+        let triggers = plan::triggers(
+            &self.host.config().compaction,
+            session.low_yield_compactions,
+            used,
+            self.window_of(session).usable,
+        );
+        (triggers.compact, triggers.prepare)
     }
 
     /// Starts computing a summary in the background unless one is ready or running.
@@ -343,25 +295,15 @@ impl Agent {
             )
         };
         let tokenizer = tokenizer_for(&config, &model);
-        let trimmed = compaction::trim(
-            &entries,
-            config.compaction.keep_tool_rounds,
-            &prompts,
-            tokenizer,
-        );
-        // Everything so far (this runs before a model call, when every call has its
-        // output); what comes after it stays verbatim at the swap.
-        let cut = trimmed.entries.len();
-        if cut == 0 {
-            return Err("nothing to summarize yet".into());
-        }
+        let covered = plan::to_prepare(&entries, &config.compaction, &prompts, tokenizer)?;
+        let cut = covered.len();
         let provider = self.provider(&model).map_err(|e| e.0)?;
         let started = Instant::now();
-        let (summary, style, usage) = self
+        let summary = self
             .summarize(
                 &provider,
                 static_context,
-                &trimmed.entries[..cut],
+                &covered,
                 None,
                 window,
                 &CancellationToken::new(),
@@ -377,30 +319,12 @@ impl Agent {
             generation,
             cut,
             summary,
-            style,
-            usage,
         })
     }
 
-    /// History tokens a compaction aims for: `targetFill` of the usable window less the
-    /// static context.
-    fn target_tokens(
-        &self,
-        static_context: &StaticContext,
-        window: Window,
-        tokenizer: TokenizerKind,
-    ) -> usize {
-        let config = self.host.config().compaction;
-        let session = Session::new("", "", "", tokenizer);
-        let fixed = self.static_tokens(static_context, &session);
-        window
-            .estimated((config.target_fill * window.usable as f64) as usize)
-            .saturating_sub(fixed)
-            .max(256)
-    }
-
-    /// One compaction of `handle`'s session: trim, summarize (or use the prepared summary,
-    /// or fall back to a rule-based drop), rebuild, verify, record. The client sees
+    /// One compaction of `handle`'s session: planned by `compaction::plan` (trim, summarize
+    /// or use the prepared summary, or fall back to a rule-based drop; rebuild, verify), then
+    /// recorded. The client sees
     /// `compaction` updates, `agent/status` with state `compacting`, and `$/progress`.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn compact_now(
@@ -459,21 +383,29 @@ impl Agent {
         self.host
             .progress(&progress, "Compacting conversation", None);
 
+        let input = PlanInput {
+            entries: &entries,
+            generation,
+            ledger: &ledger,
+            focused: instructions.is_some(),
+            trigger,
+            config: &config.compaction,
+            window,
+            fixed,
+            prompts: &prompts,
+            tokenizer,
+        };
         let result = self
             .plan_compaction(
-                &entries,
-                generation,
+                &input,
                 handle,
                 &model,
-                &ledger,
-                instructions,
+                instructions.as_deref(),
                 static_context,
-                window,
-                tokenizer,
                 cancel,
             )
             .await;
-        let (rebuilt, mut metrics) = match result {
+        let planned = match result {
             Ok(planned) => planned,
             Err(message) => {
                 self.update(&handle.id, turn_id, json!({"kind": "compaction", "phase": "failed", "tokensBefore": tokens_before, "message": message}));
@@ -482,21 +414,12 @@ impl Agent {
                 return Err(AgentError(message));
             }
         };
-        if metrics.trigger.is_empty() {
-            metrics.trigger = trigger.name().into();
-        }
-        metrics.tokens_before = tokens_before;
-        metrics.tokens_after = compaction::tokens_of(&rebuilt);
-        metrics.items_before = entries.len();
-        metrics.items_after = rebuilt.len();
+        let summary = planned.summary();
+        let Planned {
+            entries: rebuilt,
+            mut metrics,
+        } = planned;
         metrics.duration_ms = started.elapsed().as_millis() as u64;
-        let summary = rebuilt
-            .iter()
-            .find_map(|e| match &e.item {
-                Item::CompactionSummary { text } => Some(text.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
         let outcome = CompactionOutcome {
             tokens_before,
             tokens_after: metrics.tokens_after,
@@ -548,11 +471,12 @@ impl Agent {
                 true,
             );
         }
-        if compactions == 2 {
-            self.update(&handle.id, turn_id, json!({"kind": "warning", "message": "This session has been compacted twice: long sessions with several compactions lose accuracy. Consider starting a new session (/new) once this task is done."}));
-        }
-        if low_yield >= 2 {
-            self.update(&handle.id, turn_id, json!({"kind": "warning", "message": "Automatic compaction is off for this session: the last two compactions each saved less than 10%. /compact still works; a new session (/new) starts clean."}));
+        for warning in plan::warnings(compactions, low_yield) {
+            self.update(
+                &handle.id,
+                turn_id,
+                json!({"kind": "warning", "message": warning.message()}),
+            );
         }
         tracing::info!(
             "session {}: compacted ({}, {}) {} → {} tokens in {} ms",
@@ -566,49 +490,21 @@ impl Agent {
         Ok(outcome)
     }
 
-    /// The compacted history and its metrics (strategy, style, summarizer usage).
-    #[allow(clippy::too_many_arguments)]
+    /// The compacted history and its metrics (all but the duration): what `plan` decides,
+    /// with the summary it needs: the prepared one (waiting for one in flight) when it still
+    /// fits, else a fresh one.
     async fn plan_compaction(
         self: &Arc<Self>,
-        entries: &[Entry],
-        generation: u64,
+        input: &PlanInput<'_>,
         handle: &Arc<SessionHandle>,
         model: &str,
-        ledger: &str,
-        instructions: Option<String>,
+        instructions: Option<&str>,
         static_context: &StaticContext,
-        window: Window,
-        tokenizer: TokenizerKind,
         cancel: &CancellationToken,
-    ) -> Result<(Vec<Entry>, CompactionMetrics), String> {
-        let config = self.host.config();
-        let prompts = self.host.prompts();
-        let settings = &config.compaction;
-        let tokens_before = compaction::tokens_of(entries);
-        let target = self.target_tokens(static_context, window, tokenizer);
-        let mut metrics = CompactionMetrics::default();
-
-        // 1. Trim: enough alone when it reaches the target (and no focus was asked for).
-        let trimmed = compaction::trim(entries, settings.keep_tool_rounds, &prompts, tokenizer);
-        metrics.outputs_trimmed = trimmed.outputs_trimmed;
-        metrics.tool_rounds_kept = trimmed.tool_rounds_kept;
-        let trimmed_tokens = compaction::tokens_of(&trimmed.entries);
-        if instructions.is_none()
-            && trimmed.outputs_trimmed > 0
-            && trimmed_tokens <= target
-            && compaction::verify(tokens_before, &trimmed.entries, "").is_ok()
-        {
-            metrics.strategy = Strategy::Trim.name().into();
-            return Ok((trimmed.entries, metrics));
-        }
-        let entries = trimmed.entries;
-
-        // 2. Summarize: the prepared summary when it is still good (the same history, cut at
-        // a round start, and the result with what came since kept verbatim lands below the
-        // threshold), else a fresh one.
-        let fixed = {
-            let session = Session::new("", "", "", tokenizer);
-            self.static_tokens(static_context, &session)
+    ) -> Result<Planned, String> {
+        let need: NeedSummary = match plan::decide(input) {
+            Decision::Done(planned) => return Ok(planned),
+            Decision::NeedSummary(need) => need,
         };
         // A preparation in flight finishes sooner than a new summary call would.
         loop {
@@ -626,141 +522,43 @@ impl Agent {
                 () = cancel.cancelled() => break,
             }
         }
-        let below_threshold = window
-            .estimated((settings.threshold * window.usable as f64) as usize)
-            .saturating_sub(fixed);
         let prepared = {
             let prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
-            prepared.result.clone().filter(|p| {
-                instructions.is_none()
-                    && p.generation == generation
-                    && p.cut <= entries.len()
-                    && (p.cut == entries.len()
-                        || compaction::round_starts(&entries).contains(&p.cut))
-                    && compaction::tokens_of(&entries[p.cut..])
-                        + tokenizer.count(&p.summary)
-                        + tokenizer.count(ledger)
-                        < below_threshold
-            })
+            prepared
+                .result
+                .clone()
+                .filter(|p| need.prepared_fits(input, p))
         };
-        let user_budget = settings.user_message_budget.min(target / 4);
-        // Where the verbatim tail may start: after the prepared point (what came since is
-        // not in that summary), or, for a fresh summary of everything, the last rounds when
-        // they fit, else nothing.
-        let (summary, tail_starts) = match prepared {
-            Some(prepared) => {
-                metrics.style = Some(prepared.style.name().into());
-                metrics.summarizer_input_tokens = prepared.usage.input_tokens;
-                metrics.summarizer_output_tokens = prepared.usage.output_tokens;
-                metrics.trigger = "prepared".into();
-                (Ok(prepared.summary), vec![prepared.cut])
-            }
-            None => {
-                let tail =
-                    compaction::kept_tail_start(&entries, settings.keep_recent_rounds, target / 2);
-                let summary = match self.provider(model) {
-                    Err(err) => Err(err.0),
-                    Ok(provider) => self
-                        .summarize(
-                            &provider,
-                            static_context,
-                            &entries,
-                            instructions.as_deref(),
-                            window,
-                            cancel,
-                        )
-                        .await
-                        .map(|(summary, style, usage)| {
-                            metrics.style = Some(style.name().into());
-                            metrics.summarizer_input_tokens = usage.input_tokens;
-                            metrics.summarizer_output_tokens = usage.output_tokens;
-                            summary
-                        }),
-                };
-                (summary, vec![tail, entries.len()])
-            }
+        let summary = match prepared {
+            Some(prepared) => SummarySource::Prepared(prepared),
+            None => SummarySource::Fresh(match self.provider(model) {
+                Err(err) => Err(err.0),
+                Ok(provider) => {
+                    self.summarize(
+                        &provider,
+                        static_context,
+                        need.entries(),
+                        instructions,
+                        input.window,
+                        cancel,
+                    )
+                    .await
+                }
+            }),
         };
         if cancel.is_cancelled() {
             return Err("the compaction was cancelled".into());
         }
-
-        // 3. Rebuild and 4. verify; a summary that does not verify is discarded.
-        let fallback_reason = match summary {
-            Ok(summary) => {
-                let mut why = String::new();
-                for cut in tail_starts {
-                    let users =
-                        compaction::select_user_messages(&entries[..cut], user_budget, tokenizer);
-                    let rebuilt = compaction::rebuild(
-                        &users,
-                        compaction::summary_text(&summary, ledger),
-                        &entries[cut..],
-                        &prompts,
-                        tokenizer,
-                    );
-                    match compaction::verify(tokens_before, &rebuilt, ledger) {
-                        Ok(()) => {
-                            metrics.strategy = Strategy::Summary.name().into();
-                            return Ok((rebuilt, metrics));
-                        }
-                        Err(reason) => {
-                            why = format!("the summarized history was discarded: {reason}")
-                        }
-                    }
-                }
-                why
+        let planned = plan::finish(input, need, summary);
+        if let Ok(Planned { metrics, .. }) = &planned {
+            if let Some(reason) = &metrics.fallback_reason {
+                tracing::warn!(
+                    "session {}: compaction fell back to a rule-based drop: {reason}",
+                    handle.id
+                );
             }
-            Err(why) => why,
-        };
-
-        // Fallback: a rule-based drop, still carrying the ledger.
-        tracing::warn!(
-            "session {}: compaction falls back to a rule-based drop: {fallback_reason}",
-            handle.id
-        );
-        let note_reserve = tokenizer.count(ledger) + 300;
-        // Never aim above half of what there is: a manual compaction of a history already
-        // under the target must still make room.
-        let dropped = compaction::rule_based(&entries, target.min(tokens_before / 2), note_reserve);
-        let note = format!(
-            "No model summary is available for this part of the conversation ({fallback_reason}). \
-             {} older items were removed ({}); what matters from them is in the ledger below, \
-             which is exact.",
-            dropped.dropped_items,
-            dropped.strategy.name().replace('_', " ")
-        );
-        let item = Item::CompactionSummary {
-            text: compaction::summary_text(&note, ledger),
-        };
-        let tokens = agentls_core::history::item_tokens(&item, &prompts, tokenizer);
-        let mut rebuilt = dropped.head.clone();
-        rebuilt.push(Entry {
-            item: item.clone(),
-            tokens,
-        });
-        rebuilt.extend(dropped.tail.iter().cloned());
-        metrics.fallback_reason = Some(fallback_reason);
-        if compaction::verify(tokens_before, &rebuilt, ledger).is_ok() {
-            metrics.strategy = dropped.strategy.name().into();
-            return Ok((rebuilt, metrics));
         }
-        // Even the last round is too large (one enormous message): keep only the user's
-        // messages, cut to their budget, and the ledger. The session stays usable.
-        let users = compaction::select_user_messages(&entries, user_budget, tokenizer);
-        let rebuilt = compaction::rebuild(
-            &users,
-            match item {
-                Item::CompactionSummary { text } => text,
-                _ => unreachable!("built above"),
-            },
-            &[],
-            &prompts,
-            tokenizer,
-        );
-        compaction::verify(tokens_before, &rebuilt, ledger)
-            .map_err(|why| format!("compaction could not make the history smaller: {why}"))?;
-        metrics.strategy = Strategy::OldestDrop.name().into();
-        Ok((rebuilt, metrics))
+        planned
     }
 
     /// Asks the model for a summary of `entries` in the configured style. The request is
@@ -776,10 +574,10 @@ impl Agent {
         instructions: Option<&str>,
         window: Window,
         cancel: &CancellationToken,
-    ) -> Result<(String, Style, Usage), String> {
+    ) -> Result<Summary, String> {
         let config = self.host.config();
         let mut style = config.compaction.style;
-        let mut attempts_of_style = 0;
+        let mut failures_of_style = 0;
         let mut total = Usage::default();
         loop {
             let prompt = self.compaction_prompt(style, instructions)?;
@@ -795,15 +593,24 @@ impl Agent {
                 )
                 .await?;
             match compaction::parse_summary(style, &answer) {
-                Ok(summary) => return Ok((summary, style, total)),
-                Err(why) if style == Style::Checkpoint => {
-                    attempts_of_style += 1;
-                    tracing::warn!("compaction: {why}");
-                    if attempts_of_style >= 2 {
-                        style = Style::Handoff;
-                    }
+                Ok(text) => {
+                    return Ok(Summary {
+                        text,
+                        style,
+                        usage: total,
+                    })
                 }
-                Err(why) => return Err(why),
+                Err(why) => {
+                    failures_of_style += 1;
+                    let Some(next) = plan::style_after_failure(style, failures_of_style) else {
+                        return Err(why);
+                    };
+                    tracing::warn!("compaction: {why}");
+                    if next != style {
+                        failures_of_style = 0;
+                    }
+                    style = next;
+                }
             }
         }
     }
@@ -877,7 +684,7 @@ impl Agent {
             };
             if request.total_tokens > window.estimated(window.summarizer_usable) && !kept.is_empty()
             {
-                dropped = (dropped * 2).max(1);
+                dropped = plan::drop_more(dropped);
                 continue;
             }
             let (events_tx, mut events_rx) = mpsc::unbounded_channel();
@@ -899,7 +706,7 @@ impl Agent {
             match result {
                 Ok(_) => return Ok(text),
                 Err(err) if err.kind == ErrorKind::ContextLengthExceeded && !kept.is_empty() => {
-                    dropped = (dropped * 2).max(1);
+                    dropped = plan::drop_more(dropped);
                 }
                 Err(err) => return Err(format!("the summary call failed: {}", err.message)),
             }

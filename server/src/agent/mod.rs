@@ -28,7 +28,6 @@ use agentls_core::inspect;
 use agentls_core::models;
 use agentls_core::session::{Event, Session};
 use agentls_core::tokens::Calibration;
-use agentls_core::tokens::TokenizerKind;
 use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind, Usage};
 
 mod compact;

@@ -1,6 +1,7 @@
 //! Compaction planning: plain functions from a history (and a summary, when the model wrote
-//! one) to the compacted history, with the figures that decide and verify it. The agent
-//! loop does the IO (the summary call, the log) around these.
+//! one) to the compacted history, with the figures that decide and verify it. This module is
+//! the toolkit; [`plan`] makes every decision of a compaction with it. The agent loop does
+//! the IO (the summary call, the log) around these.
 //!
 //! The pipeline: trim old tool outputs to stubs (enough alone when it reaches the target);
 //! else summarize, then rebuild: the recent real user messages verbatim (within a budget),
@@ -8,6 +9,8 @@
 //! When no summary can be had, a rule-based drop (middle, oldest, or the better of the two)
 //! makes room instead, still carrying the ledger. Every result is verified: smaller than
 //! before, the ledger present, the history invariants intact.
+
+pub mod plan;
 
 use std::ops::Range;
 
@@ -477,23 +480,23 @@ pub fn usable_window(context_window: usize, max_output_tokens: Option<usize>) ->
 mod tests {
     use super::*;
 
-    fn entry(item: Item) -> Entry {
+    pub(super) fn entry(item: Item) -> Entry {
         let tokens = item_tokens(&item, &Prompts::builtin(), TokenizerKind::O200kBase);
         Entry { item, tokens }
     }
 
-    fn user(text: &str) -> Entry {
+    pub(super) fn user(text: &str) -> Entry {
         entry(Item::User {
             text: text.into(),
             context: Some("<environment_context/>".into()),
         })
     }
 
-    fn assistant(text: &str) -> Entry {
+    pub(super) fn assistant(text: &str) -> Entry {
         entry(Item::Assistant { text: text.into() })
     }
 
-    fn call(id: &str, path: &str) -> Entry {
+    pub(super) fn call(id: &str, path: &str) -> Entry {
         entry(Item::ToolCall {
             call_id: id.into(),
             name: "read_file".into(),
@@ -501,7 +504,7 @@ mod tests {
         })
     }
 
-    fn output(id: &str, text: &str) -> Entry {
+    pub(super) fn output(id: &str, text: &str) -> Entry {
         entry(Item::ToolOutput {
             call_id: id.into(),
             name: "read_file".into(),
@@ -511,7 +514,7 @@ mod tests {
     }
 
     /// A session of `turns` turns, each: user, assistant, two calls, two long outputs.
-    fn session(turns: usize) -> Vec<Entry> {
+    pub(super) fn session(turns: usize) -> Vec<Entry> {
         let mut entries = Vec::new();
         for t in 0..turns {
             entries.push(user(&format!("request {t}: fix module {t}")));
