@@ -35,6 +35,8 @@ pub mod gather;
 pub mod host;
 mod live;
 mod sessions;
+#[cfg(test)]
+mod tests;
 mod turn;
 
 pub use compact::CompactionOutcome;

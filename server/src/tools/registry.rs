@@ -224,6 +224,22 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_is_found_by_its_own_name_and_only_by_it() {
+        let tools = Registry::builtin();
+        let names = tools.names();
+        for name in &names {
+            assert_eq!(tools.get(name).map(|t| t.name()), Some(*name));
+            assert!(tools.get(&name.to_uppercase()).is_none(), "{name}");
+        }
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert!(tools.get("").is_none());
+        assert!(tools.get("delete_everything").is_none());
+    }
+
+    #[test]
     fn kinds_and_titles() {
         let tools = Registry::builtin();
         let kind = |name: &str| tools.kind(name);
