@@ -1,6 +1,6 @@
 //! What only tests, benchmarks and the demo use: the scripted provider, the LSP test client,
 //! the demo session, the benchmarks and the compaction eval. The server's own modules never
-//! import from here.
+//! import from here outside their tests.
 
 pub mod bench;
 pub mod bench_compaction;
