@@ -20,3 +20,86 @@ pub mod lsp;
 pub mod provider;
 pub mod store;
 pub mod tools;
+
+/// The layering rules of ARCHITECTURE.md that the compiler cannot see, checked over the
+/// sources: only `lsp/` speaks LSP transport, and `dev/` serves tests and benchmarks only.
+#[cfg(test)]
+mod architecture {
+    use std::path::{Path, PathBuf};
+
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Each source file of the crate, relative to `src/`, with its code before any test
+    /// module (tests may reach anything).
+    fn non_test_code() -> Vec<(String, String)> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        files
+            .into_iter()
+            .filter(|path| {
+                !matches!(
+                    path.file_name().and_then(|n| n.to_str()),
+                    Some("tests.rs" | "test_support.rs")
+                )
+            })
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = match text.find("#[cfg(test)]") {
+                    Some(at) => text[..at].to_string(),
+                    None => text,
+                };
+                let name = path
+                    .strip_prefix(&src)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                (name, code)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_lsp_adapter_names_tower_lsp() {
+        let offenders: Vec<String> = non_test_code()
+            .into_iter()
+            .filter(|(name, code)| {
+                !(name.starts_with("lsp/") || name.starts_with("dev/") || name == "main.rs")
+                    && code.contains("tower_lsp")
+            })
+            .map(|(name, _)| name)
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "tower_lsp outside lsp/: {offenders:?}"
+        );
+    }
+
+    #[test]
+    fn dev_serves_tests_and_benchmarks_only() {
+        let offenders: Vec<String> = non_test_code()
+            .into_iter()
+            .filter(|(name, code)| {
+                !(name.starts_with("dev/") || name == "main.rs") && code.contains("crate::dev")
+            })
+            .map(|(name, _)| name)
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "server modules importing dev/: {offenders:?}"
+        );
+        assert!(
+            non_test_code().len() > 40,
+            "the sources were read from src/"
+        );
+    }
+}

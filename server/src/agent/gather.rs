@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tower_lsp::lsp_types::Url;
+use lsp_types::Url;
 
 use agentls_core::agents_md::{self, AgentsChain, InstructionFiles, Overlay};
 use agentls_core::config::Config;
@@ -22,7 +22,7 @@ use crate::agent::host::Gathered;
 use crate::store::files;
 
 /// How a host finds documents.
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 pub trait DocumentSource: Send + Sync {
     /// The workspace roots; the first is the working directory.
     fn roots(&self) -> Vec<PathBuf>;
@@ -189,7 +189,7 @@ pub struct DiskSource {
     pub roots: Vec<PathBuf>,
 }
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl DocumentSource for DiskSource {
     fn roots(&self) -> Vec<PathBuf> {
         self.roots.clone()

@@ -109,7 +109,7 @@ pub enum Notice {
     Status(Value),
 }
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 pub trait Host: Send + Sync + 'static {
     fn config(&self) -> Config;
     fn prompts(&self) -> Arc<Prompts>;

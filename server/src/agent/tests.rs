@@ -83,7 +83,7 @@ impl TestHost {
     }
 }
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Host for TestHost {
     fn config(&self) -> Config {
         self.config.clone()

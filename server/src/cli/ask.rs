@@ -8,9 +8,9 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use lsp_types::{Position, Url};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tower_lsp::lsp_types::{Position, Url};
 
 use crate::agent::gather::{self, DiskSource};
 use crate::agent::host::{
@@ -227,7 +227,7 @@ impl CliHost {
     }
 }
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Host for CliHost {
     fn config(&self) -> Config {
         self.config.clone()

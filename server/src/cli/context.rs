@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tower_lsp::lsp_types::{Position, Url};
+use lsp_types::{Position, Url};
 
 use crate::agent::gather::{self, DiskSource};
 use agentls_core::config::Config;

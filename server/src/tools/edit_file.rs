@@ -204,7 +204,7 @@ fn trim_lines(text: &str, trim: Trim) -> String {
 
 pub struct EditFile;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for EditFile {
     fn name(&self) -> &'static str {
         "edit_file"

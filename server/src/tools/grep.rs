@@ -121,7 +121,7 @@ pub fn grep(
 
 pub struct Grep;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for Grep {
     fn name(&self) -> &'static str {
         "grep"

@@ -78,7 +78,7 @@ pub fn list_dir(
 
 pub struct ListDir;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for ListDir {
     fn name(&self) -> &'static str {
         "list_dir"

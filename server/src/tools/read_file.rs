@@ -82,7 +82,7 @@ pub(super) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 
 pub struct ReadFile;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for ReadFile {
     fn name(&self) -> &'static str {
         "read_file"

@@ -103,7 +103,7 @@ impl ToolOutcome {
     }
 }
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The name the model calls it by (its entry in `prompts/tools.json`).
     fn name(&self) -> &'static str;

@@ -399,7 +399,7 @@ const SHELL_DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Shell;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for Shell {
     fn name(&self) -> &'static str {
         "shell"

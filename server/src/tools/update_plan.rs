@@ -8,7 +8,7 @@ use super::registry::{Effect, Prepared, Tool, ToolContext, ToolOutcome};
 
 pub struct UpdatePlan;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for UpdatePlan {
     fn name(&self) -> &'static str {
         "update_plan"

@@ -58,7 +58,7 @@ pub fn plan_write(
 
 pub struct WriteFile;
 
-#[tower_lsp::async_trait]
+#[async_trait::async_trait]
 impl Tool for WriteFile {
     fn name(&self) -> &'static str {
         "write_file"
