@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::session_log::{self};
+use crate::store::session_log;
 use agentls_core::editor_state::EditorState;
 use agentls_core::history::Item;
 use agentls_core::session::{self, Event, Session};

@@ -2,14 +2,14 @@
 //! AGENTS.md chain and the workspace, for tests and bug reports.
 
 use super::*;
-use crate::agent::gather::{self};
+use crate::agent::gather;
 use agentls_core::document::DocumentSnapshot;
-use agentls_core::position::{self};
+use agentls_core::position;
 use agentls_core::syntax;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::path::Path;
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 use tower_lsp::lsp_types::*;
 
 #[derive(Deserialize)]

@@ -3,12 +3,12 @@
 //! workspace folders.
 
 use super::*;
-use agentls_core::agents_md::{self};
+use agentls_core::agents_md;
 use agentls_core::position::PositionEncoding;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 use tower_lsp::lsp_types::*;
 use tower_lsp::LanguageServer;
 

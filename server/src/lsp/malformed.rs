@@ -4,7 +4,7 @@
 use super::*;
 use serde::Deserialize;
 use serde_json::Value;
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 use tower_lsp::lsp_types::*;
 
 #[derive(Deserialize)]

@@ -31,7 +31,7 @@ use agentls_core::prompts::Prompts;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 use tower_lsp::{Client, LspService, Server};
 
 /// How the session ended, for the process exit code: the LSP spec asks for 0 after

@@ -1,16 +1,16 @@
 //! The `agent/session/*` requests: thin translations to the agent (`crate::agent`) and back.
 
 use super::*;
-use crate::agent::gather::{self};
+use crate::agent::gather;
 use crate::agent::host::Gathered;
 use crate::agent::AgentError;
 use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;
-use agentls_core::inspect::{self};
+use agentls_core::inspect;
 use agentls_core::tokens::Calibration;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

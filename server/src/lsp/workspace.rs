@@ -2,10 +2,10 @@
 //! the client names lies inside.
 
 use super::*;
-use crate::store::file_index::{self};
-use agentls_core::agents_md::{self};
+use crate::store::file_index;
+use agentls_core::agents_md;
 use std::path::{Path, PathBuf};
-use tower_lsp::jsonrpc::{self};
+use tower_lsp::jsonrpc;
 use tower_lsp::lsp_types::*;
 
 pub(super) fn roots_from(params: &InitializeParams) -> Vec<PathBuf> {

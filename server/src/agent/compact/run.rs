@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use crate::agent::live::Durability;
 use crate::tools::registry::Registry;
+use agentls_core::compaction;
 use agentls_core::compaction::plan::{
     self, Decision, NeedSummary, PlanInput, Planned, SummarySource,
 };
-use agentls_core::compaction::{self};
 use agentls_core::context::StaticContext;
 
 impl Agent {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::tools::boundary::PathBoundary;
 use agentls_core::attachments::{attachment_block, MentionedFile};
-use agentls_core::prompt_text::{self};
+use agentls_core::prompt_text;
 
 impl Turn {
     /// Fetches `@path` mentions as untrusted data within the editor budget left.

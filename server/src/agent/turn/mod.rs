@@ -17,10 +17,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::host::Host;
-use crate::store::session_log::{self};
+use crate::store::session_log;
 use agentls_core::history::{Entry, Item};
 use agentls_core::inspect;
-use agentls_core::prompt_text::{self};
+use agentls_core::prompt_text;
 use agentls_core::session::Event;
 use agentls_core::tokens::Calibration;
 use agentls_core::wire::{ErrorKind, ProviderEvent};
