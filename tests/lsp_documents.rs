@@ -103,6 +103,9 @@ async fn a_burst_of_changes_applies_in_order() {
     let expected = format!("package main\n\nfunc main() {{{typed}\n}}\n");
     assert_eq!(doc["text"], expected.as_str());
     assert_eq!(doc["version"], 401);
+    // The keystrokes parsed nothing: the read reparsed once what all 400 changed (and the
+    // tree it got is the text's, below).
+    assert_eq!(doc["parses"], 1, "{doc}");
     assert_eq!(
         doc["sexp"],
         fresh_sexp(tree_sitter_go::LANGUAGE.into(), &expected)

@@ -18,7 +18,7 @@ USAGE:
     agentls context FILE[:LINE[:COL]] [--workspace DIR] [--json]
                                       Show what the model would see for FILE at that
                                       position: sections, token counts, editor context
-    agentls bench keystroke [--lines N] [--edits N] [--rounds N]
+    agentls bench keystroke [--lines N] [--edits N] [--rounds N] [--lsp-edits N]
                                       Measure the keystroke path (document core vs bare
                                       rope + tree-sitter)
     agentls bench context [--history-tokens N] [--buffers N] [--rounds N]
@@ -136,9 +136,26 @@ fn main() -> ExitCode {
             Ok(options) => {
                 let report = bench::keystroke(&options);
                 bench::print_keystroke(&options, &report);
-                ExitCode::SUCCESS
+                let over_lsp = runtime()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| rt.block_on(bench::keystroke_over_lsp(&options)));
+                match over_lsp {
+                    Ok(report) => {
+                        bench::print_keystroke_over_lsp(&options, &report);
+                        ExitCode::SUCCESS
+                    }
+                    Err(err) => fail(&err),
+                }
             }
             Err(err) => fail(&err),
+        },
+        // The floor of `bench keystroke`: a tower-lsp server that does nothing.
+        ["bench", "null-server"] => match runtime() {
+            Ok(rt) => {
+                rt.block_on(agentls::dev::null_server::serve());
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err.to_string()),
         },
         ["bench", "context", rest @ ..] => match context_options(rest) {
             Ok(options) => {
@@ -327,6 +344,7 @@ fn keystroke_options(args: &[&str]) -> Result<KeystrokeOptions, String> {
             "--lines" => options.lines = value.max(1),
             "--edits" => options.edits = value,
             "--rounds" => options.rounds = value.max(1),
+            "--lsp-edits" => options.lsp_edits = value,
             other => return Err(format!("unknown option {other}")),
         }
         Ok(())

@@ -1,5 +1,8 @@
-//! One open document: its text as a rope and its syntax tree, kept in step by incremental
-//! edits (`InputEdit` + reparse with the old tree). Pure data: no IO, no LSP transport.
+//! One open document: its text as a rope and its syntax tree. A change edits the rope and
+//! tells the tree where it moved (`Tree::edit`), nothing more: parsing waits until something
+//! reads the tree, and then reparses incrementally whatever changed since the last read. A
+//! keystroke costs a rope edit; a read after a burst of edits costs one reparse, and no
+//! reader is ever handed a tree older than the text. Pure data: no IO, no LSP transport.
 
 use crate::language::Language;
 use crate::position::{self, LineOutOfRange, PositionEncoding};
@@ -22,6 +25,11 @@ pub struct TextChange {
     pub text: String,
 }
 
+/// Edits since the last parse beyond which a tree full of errors is parsed from nothing:
+/// tree-sitter's error recovery over hundreds of accumulated errors makes an incremental
+/// reparse slower than a fresh one.
+const MAX_EDITS_FOR_INCREMENTAL_WITH_ERRORS: usize = 256;
+
 /// Total size of the documents whose syntax trees are kept, by default. A tree takes about
 /// 45 times the bytes of its text (a 5,000-line Rust buffer of 250 KB: 11 MB), so 1 MiB of
 /// text is about 45 MB of trees: a hundred ordinary files, or four huge ones.
@@ -34,6 +42,17 @@ pub struct Document {
     /// None for plain text, for documents over the syntax size limit, and after a parse
     /// that failed (tree-sitter gives up only on cancellation or missing language).
     tree: Option<Tree>,
+    /// Edits applied to `tree` (`Tree::edit`) since it was parsed: while non-zero the tree
+    /// is stale and no reader may see it.
+    pending_edits: usize,
+    /// The tree must be parsed from nothing at the next read (a new document, a whole
+    /// replacement, or a tree dropped for memory).
+    needs_full_parse: bool,
+    /// The tree was dropped for memory: a glance (`snapshot_if_parsed`) does not parse it
+    /// back; a read by name does.
+    dropped: bool,
+    /// Parses done, for `agentls/debug/document` and the keystroke benchmark.
+    parses: u64,
     parser: Option<Parser>,
     max_syntax_bytes: usize,
 }
@@ -46,6 +65,8 @@ pub struct DocumentSnapshot {
     pub language: Language,
     pub rope: Rope,
     pub tree: Option<Tree>,
+    /// Parses the document had when the snapshot was taken (`agentls/debug/document`).
+    pub parses: u64,
 }
 
 impl Document {
@@ -60,50 +81,100 @@ impl Document {
                 }
             }
         });
-        let mut doc = Document {
+        Document {
             version,
             language,
             rope: Rope::from_str(text),
             tree: None,
+            pending_edits: 0,
+            needs_full_parse: true,
+            dropped: false,
+            parses: 0,
             parser,
             max_syntax_bytes,
-        };
-        doc.reparse(false);
-        doc
+        }
     }
 
-    /// Frees the syntax tree (memory): the next change or `ensure_tree` parses again.
+    /// Frees the syntax tree (memory): the next read parses again.
     pub fn drop_tree(&mut self) {
         self.tree = None;
+        self.pending_edits = 0;
+        self.needs_full_parse = true;
+        self.dropped = true;
     }
 
-    /// Parses from scratch when the tree was dropped (or never made).
-    pub fn ensure_tree(&mut self) {
-        if self.tree.is_none() {
-            self.reparse(false);
-        }
+    /// Whether the document holds a tree or will at its next read (what memory it costs):
+    /// false for plain text and for a tree dropped for memory.
+    pub fn holds_tree(&self) -> bool {
+        self.parser.is_some() && !self.dropped
     }
 
     pub fn rope(&self) -> &Rope {
         &self.rope
     }
 
-    pub fn tree(&self) -> Option<&Tree> {
+    /// Parses done so far (a fresh document's first read is one).
+    pub fn parses(&self) -> u64 {
+        self.parses
+    }
+
+    /// The tree of the current text: parsed now if the text changed since the last read.
+    pub fn tree(&mut self) -> Option<&Tree> {
+        self.refresh();
         self.tree.as_ref()
     }
 
-    pub fn snapshot(&self) -> DocumentSnapshot {
+    /// The document as it is now, with a current tree.
+    pub fn snapshot(&mut self) -> DocumentSnapshot {
+        self.refresh();
+        self.snapshot_as_is()
+    }
+
+    /// The document with its tree brought up to date, unless the tree was dropped for
+    /// memory (other buffers: what is kept, never stale).
+    pub fn snapshot_if_parsed(&mut self) -> DocumentSnapshot {
+        if !self.dropped {
+            self.refresh();
+        }
+        self.snapshot_as_is()
+    }
+
+    fn snapshot_as_is(&self) -> DocumentSnapshot {
+        debug_assert!(self.pending_edits == 0 || self.tree.is_none());
         DocumentSnapshot {
             version: self.version,
             language: self.language,
             rope: self.rope.clone(),
-            tree: self.tree.clone(),
+            tree: if self.pending_edits == 0 {
+                self.tree.clone()
+            } else {
+                None
+            },
+            parses: self.parses,
         }
     }
 
-    /// Applies the changes of one didChange in order, then reparses once. All ranges are
-    /// checked against the text they apply to before anything changes, so a bad change
-    /// leaves the document exactly as it was.
+    /// Brings the tree up to the text: nothing when it is current; a fresh parse when there
+    /// is none (or a tree full of errors has many edits waiting); else an incremental
+    /// reparse with the edited old tree.
+    fn refresh(&mut self) {
+        self.dropped = false;
+        if self.needs_full_parse || self.tree.is_none() {
+            self.reparse(false);
+        } else if self.pending_edits > 0 {
+            let full = self.pending_edits > MAX_EDITS_FOR_INCREMENTAL_WITH_ERRORS
+                && self
+                    .tree
+                    .as_ref()
+                    .is_some_and(|t| t.root_node().has_error());
+            self.reparse(!full);
+        }
+    }
+
+    /// Applies the changes of one didChange in order and tells the tree where the text moved;
+    /// the reparse waits for the next read. All ranges are checked against the text they
+    /// apply to before anything changes, so a bad change leaves the document exactly as it
+    /// was.
     pub fn apply_changes(
         &mut self,
         changes: &[TextChange],
@@ -118,16 +189,20 @@ impl Document {
         if edits.iter().any(Option::is_none) {
             // A whole-document replacement: nothing of the old tree is reusable.
             self.tree = None;
+            self.pending_edits = 0;
+            self.needs_full_parse = true;
         } else if let Some(tree) = self.tree.as_mut() {
             for edit in edits.iter().flatten() {
                 tree.edit(edit);
             }
+            self.pending_edits += edits.len();
         }
-        self.reparse(true);
         Ok(())
     }
 
     fn reparse(&mut self, incremental: bool) {
+        self.pending_edits = 0;
+        self.needs_full_parse = false;
         let Some(parser) = self.parser.as_mut() else {
             return;
         };
@@ -148,6 +223,7 @@ impl Document {
             None
         };
         let tree = parser.parse_with_options(&mut |byte, _| read_chunk(rope, byte), old_tree, None);
+        self.parses += 1;
         if tree.is_none() {
             tracing::warn!("tree-sitter could not parse the document; syntax is off for it");
         }
@@ -239,7 +315,7 @@ mod tests {
         )
         .unwrap();
         assert!(doc.rope.to_string().starts_with("fn start() {"));
-        let tree = doc.tree().unwrap();
+        let tree = doc.tree().unwrap().clone();
         assert!(!tree.root_node().has_error());
         assert_eq!(tree.root_node().to_sexp(), fresh_sexp(&doc));
         assert_eq!(tree.root_node().named_child_count(), 2);
@@ -278,7 +354,7 @@ mod tests {
 
     #[test]
     fn plain_text_and_oversized_documents_have_no_tree() {
-        let doc = Document::new("hello", 1, Language::PlainText, DEFAULT_MAX_SYNTAX_BYTES);
+        let mut doc = Document::new("hello", 1, Language::PlainText, DEFAULT_MAX_SYNTAX_BYTES);
         assert!(doc.tree().is_none());
         let mut doc = Document::new("fn a() {}", 1, Language::Rust, 16);
         assert!(doc.tree().is_some());
@@ -294,6 +370,78 @@ mod tests {
         doc.apply_changes(&[change(0, 50, 0, 80, "!")], PositionEncoding::Utf16)
             .unwrap();
         assert_eq!(doc.rope.to_string(), "ab!\r\ncd");
+    }
+
+    #[test]
+    fn changes_parse_nothing_until_a_read_and_a_read_sees_the_current_text() {
+        let mut doc = Document::new("fn a() {}\n", 1, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
+        assert_eq!(doc.parses(), 0, "nothing is parsed before a read");
+        assert!(doc.tree().is_some());
+        assert_eq!(doc.parses(), 1);
+        // Type `fn b() {}` one character at a time, then delete a character and retype it.
+        for (col, ch) in (0u32..).zip("fn b() {}".chars()) {
+            doc.apply_changes(
+                &[change(1, col, 1, col, &ch.to_string())],
+                PositionEncoding::Utf8,
+            )
+            .unwrap();
+        }
+        doc.apply_changes(&[change(1, 3, 1, 4, "")], PositionEncoding::Utf8)
+            .unwrap();
+        doc.apply_changes(&[change(1, 3, 1, 3, "c")], PositionEncoding::Utf8)
+            .unwrap();
+        assert_eq!(doc.parses(), 1, "eleven keystrokes, no parse");
+        let snapshot = doc.snapshot();
+        assert_eq!(doc.parses(), 2, "one reparse for the read");
+        assert_eq!(
+            snapshot.tree.unwrap().root_node().to_sexp(),
+            fresh_sexp(&doc),
+            "the read sees a tree of the current text"
+        );
+        assert_eq!(doc.rope.to_string(), "fn a() {}\nfn c() {}");
+        doc.snapshot();
+        assert_eq!(doc.parses(), 2, "a second read parses nothing");
+    }
+
+    #[test]
+    fn other_buffers_get_no_stale_tree_and_no_parse_of_a_dropped_one() {
+        let mut doc = Document::new("fn a() {}", 1, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
+        doc.snapshot();
+        doc.apply_changes(&[change(0, 9, 0, 9, " fn b() {}")], PositionEncoding::Utf8)
+            .unwrap();
+        let edited = doc.snapshot_if_parsed();
+        assert_eq!(
+            edited.tree.unwrap().root_node().to_sexp(),
+            fresh_sexp(&doc),
+            "an edited tree is brought up to date"
+        );
+        doc.drop_tree();
+        doc.apply_changes(&[change(0, 0, 0, 0, "// x\n")], PositionEncoding::Utf8)
+            .unwrap();
+        let parses = doc.parses();
+        assert!(doc.snapshot_if_parsed().tree.is_none());
+        assert_eq!(
+            doc.parses(),
+            parses,
+            "a dropped tree is not parsed back for a glance"
+        );
+        assert!(
+            doc.snapshot().tree.is_some(),
+            "but a read by name parses it"
+        );
+    }
+
+    #[test]
+    fn many_edits_in_a_broken_file_parse_from_nothing() {
+        let mut doc = Document::new("fn a() {\n", 1, Language::Rust, DEFAULT_MAX_SYNTAX_BYTES);
+        doc.snapshot();
+        for i in 0..(MAX_EDITS_FOR_INCREMENTAL_WITH_ERRORS as u32 + 1) {
+            doc.apply_changes(&[change(1, i, 1, i, "(")], PositionEncoding::Utf8)
+                .unwrap();
+        }
+        let tree = doc.snapshot().tree.unwrap();
+        assert!(tree.root_node().has_error());
+        assert_eq!(tree.root_node().to_sexp(), fresh_sexp(&doc));
     }
 
     #[test]

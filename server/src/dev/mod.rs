@@ -11,3 +11,4 @@ pub mod demo;
 pub mod eval_compaction;
 pub mod fake_provider;
 pub mod lsp_client;
+pub mod null_server;

@@ -74,6 +74,7 @@ impl Backend {
             "positionEncoding": encoding.kind(),
             "lineCount": position::line_count(&doc.rope),
             "hasSyntaxTree": doc.tree.is_some(),
+            "parses": doc.parses,
             "syntaxErrors": doc.tree.as_ref().is_some_and(|t| t.root_node().has_error()),
             "outline": outline,
         });

@@ -6,7 +6,7 @@
 //! notification to [`DocumentStore`] synchronously, in the transport's read order, and this
 //! thread applies them one by one. Reads (`snapshot`) travel the same queue, so a request
 //! sees every change the client sent before it. Parsing is CPU work and stays off the async
-//! runtime.
+//! runtime; a change does not parse at all (the next read reparses what changed).
 
 use agentls_core::document::{Document, DocumentSnapshot, TextChange, DEFAULT_MAX_SYNTAX_BYTES};
 use agentls_core::language::Language;
@@ -48,16 +48,22 @@ enum Command {
     },
 }
 
+/// Commands waiting for the worker at most. A flood of edits (a client replaying a huge
+/// undo history) then waits at the sender, which stops reading stdin: back-pressure instead
+/// of memory without bound. Each change costs the worker tens of microseconds (no parse), so
+/// a full queue drains in well under a second.
+const QUEUE_BOUND: usize = 4096;
+
 /// A cheap, cloneable handle to the document worker.
 #[derive(Clone)]
 pub struct DocumentStore {
-    commands: mpsc::Sender<Command>,
+    commands: mpsc::SyncSender<Command>,
 }
 
 impl DocumentStore {
     /// Starts the worker thread. It ends when the last handle is dropped.
     pub fn spawn() -> DocumentStore {
-        let (commands, queue) = mpsc::channel();
+        let (commands, queue) = mpsc::sync_channel(QUEUE_BOUND);
         let worker = std::thread::Builder::new()
             .name("agentls-documents".into())
             .spawn(move || Worker::new().run(queue));
@@ -159,7 +165,7 @@ impl Worker {
         let mut with_trees: Vec<(u64, Url, usize)> = self
             .documents
             .iter()
-            .filter(|(_, doc)| doc.tree().is_some())
+            .filter(|(_, doc)| doc.holds_tree())
             .map(|(uri, doc)| {
                 (
                     self.last_used.get(uri).copied().unwrap_or(0),
@@ -243,7 +249,7 @@ impl Worker {
                     );
                     return;
                 }
-                // A document whose tree was dropped is parsed whole by this change.
+                // No parse here: the next read reparses what changed (document.rs).
                 match document.apply_changes(&changes, self.encoding) {
                     Ok(()) => document.version = version,
                     Err(err) => {
@@ -261,10 +267,7 @@ impl Worker {
             }
             Command::Snapshot { uri, reply } => {
                 // The document asked for by name is the one in use: it gets its tree.
-                let snapshot = self.documents.get_mut(&uri).map(|doc| {
-                    doc.ensure_tree();
-                    doc.snapshot()
-                });
+                let snapshot = self.documents.get_mut(&uri).map(Document::snapshot);
                 if snapshot.is_some() {
                     self.touch(&uri);
                     self.evict_trees();
@@ -274,9 +277,9 @@ impl Worker {
             Command::Matching { filter, reply } => {
                 let found = self
                     .documents
-                    .iter()
+                    .iter_mut()
                     .filter(|(uri, _)| filter(uri))
-                    .map(|(uri, doc)| (uri.clone(), doc.snapshot()))
+                    .map(|(uri, doc)| (uri.clone(), doc.snapshot_if_parsed()))
                     .collect();
                 let _ = reply.send(found);
             }
