@@ -53,6 +53,7 @@ fn later_requests(fake: &FakeProvider) -> String {
         .collect()
 }
 
+#[cfg(target_os = "linux")] // /proc
 #[tokio::test]
 async fn the_key_is_not_readable_through_proc_ppid_environ() {
     let ws = workspace();
