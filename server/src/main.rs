@@ -68,6 +68,9 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread starts: the API keys are taken out of the initial environment
+    // block, where tool processes could read them through /proc/$PPID/environ.
+    agentls::store::secrets::take_from_environment();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match args.as_slice() {

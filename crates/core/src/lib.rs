@@ -26,6 +26,7 @@ pub mod paths;
 pub mod position;
 pub mod prompt_text;
 pub mod prompts;
+pub mod redact;
 pub mod session;
 pub mod skills;
 pub mod syntax;

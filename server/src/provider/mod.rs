@@ -5,8 +5,9 @@
 //! a cut stream, context-length-exceeded, a missing key).
 //!
 //! Events go out on a channel as they are decoded, so the agent loop can forward a chunk
-//! to the editor the moment it arrives. API keys are read from the environment per request
-//! and never logged or returned.
+//! to the editor the moment it arrives. API keys are read per request from
+//! `store::secrets` (captured at start-up) or else the environment, and never logged or
+//! returned.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::store::secrets;
 use agentls_core::context::Request;
 use agentls_core::prompts::Prompts;
 use agentls_core::wire::faults::{backoff, http_error};
@@ -222,12 +224,29 @@ impl Provider {
         Ok(complete(&mut assembler, events))
     }
 
-    /// The key from the environment. Required by the official endpoints; a custom base URL
-    /// (Ollama, llama.cpp, vLLM on localhost) may run without one.
+    /// The key: captured from the environment at start-up (`store::secrets`), else read from
+    /// it now. Required by the official endpoints; a custom base URL (Ollama, llama.cpp, vLLM
+    /// on localhost) may run without one.
     fn api_key(&self) -> Result<Option<String>, ProviderError> {
         let variable = &self.config.api_key_env;
-        let key = std::env::var(variable)
-            .ok()
+        let key = secrets::get(variable)
+            .or_else(|| {
+                let key = std::env::var(variable)
+                    .ok()
+                    .filter(|k| !k.trim().is_empty())?;
+                // Not captured (its name is not a secret's): redacted from tool outputs at
+                // least, though still readable in the process's initial environment.
+                secrets::remember(key.trim());
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    tracing::warn!(
+                        "{variable} was not wiped from the process's initial environment (only \
+                         names ending in _KEY, _TOKEN, _SECRET or _PASSWORD are): tool commands \
+                         could read it through /proc"
+                    )
+                });
+                Some(key)
+            })
             .filter(|k| !k.trim().is_empty());
         let official =
             self.config.base_url.trim_end_matches('/') == self.config.kind.default_base_url();

@@ -1,11 +1,13 @@
 //! The disk and the process environment, as thin adapters around the core's data: session
 //! logs, reading workspace files, the workspace's file index, prompt overrides, AGENTS.md
-//! files, skills, and the environment block's facts (shell, date).
+//! files, skills, the environment block's facts (shell, date), and the secrets of the process
+//! environment (`secrets`).
 
 pub mod agents_md;
 pub mod environment;
 pub mod file_index;
 pub mod files;
 pub mod prompts;
+pub mod secrets;
 pub mod session_log;
 pub mod skills;

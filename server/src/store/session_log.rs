@@ -5,8 +5,13 @@
 //! told about it; the file is fsynced at turn boundaries. Reading never fails on content: a
 //! torn last line (a crash mid-write) is dropped with a warning, a corrupted line is skipped
 //! with a warning, and everything before them is kept.
+//!
+//! Privacy rule: the logs hold whole transcripts and tool outputs, so they are the user's
+//! alone: directories are created 0700 and files 0600, whatever the umask, and a store's
+//! directories and a session's files found more open are tightened when they are opened.
 
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use agentls_core::session::Event;
@@ -25,6 +30,32 @@ pub fn state_dir(configured: Option<&Path>) -> PathBuf {
         })
         .unwrap_or_else(std::env::temp_dir)
         .join("agentls")
+}
+
+/// Creates `dir` (and any missing parent) 0700, then tightens `dir` and `also` (its
+/// parents that belong to agentls) when they are open to the group or others.
+fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    for dir in std::iter::once(dir).chain(also) {
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens (creating 0600) a file of the store, tightening it to 0600 if it was more open.
+fn open_private(options: &mut std::fs::OpenOptions, path: &Path) -> std::io::Result<std::fs::File> {
+    let file = options.mode(0o600).open(path)?;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 /// FNV-1a: stable across builds and Rust versions, unlike the std hasher.
@@ -102,6 +133,11 @@ impl SessionStore {
         &self.dir
     }
 
+    /// Creates the store's directories private (see the module comment).
+    fn create_dir(&self) -> std::io::Result<()> {
+        private_dir(&self.dir, self.dir.parent())
+    }
+
     pub fn log_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.jsonl"))
     }
@@ -119,13 +155,15 @@ impl SessionStore {
                 format!("invalid session id {id:?}"),
             ));
         }
-        std::fs::create_dir_all(&self.dir)?;
+        self.create_dir()?;
         let path = self.log_path(id);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)?;
+        let mut file = open_private(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create(true),
+            &path,
+        )?;
         let len = file.metadata()?.len();
         if len > 0 {
             let mut bytes = Vec::new();
@@ -184,11 +222,11 @@ impl SessionStore {
                 format!("invalid session id {id:?}"),
             ));
         }
-        std::fs::create_dir_all(&self.dir)?;
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(self.progress_path(id))?;
+        self.create_dir()?;
+        let mut file = open_private(
+            std::fs::OpenOptions::new().append(true).create(true),
+            &self.progress_path(id),
+        )?;
         file.write_all(section.as_bytes())
     }
 }
@@ -305,6 +343,40 @@ mod tests {
         assert_eq!(read.warnings.len(), 3);
         assert!(read.warnings[0].starts_with("line 2 "));
         assert!(parse_log(b"").events.is_empty());
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn logs_are_private_whatever_the_umask_and_open_ones_are_tightened() {
+        // Like a umask of 022: what is created must not inherit the process's openness.
+        let state = tempfile::tempdir().unwrap();
+        let root = state.path().join("agentls");
+        let store = SessionStore::for_workspace(&root, Path::new("/w/p"));
+        drop(store.open("s-1").unwrap());
+        store.append_progress("s-1", "## turn\n").unwrap();
+        for dir in [&root, store.dir().parent().unwrap(), store.dir()] {
+            assert_eq!(mode(dir), 0o700, "{}", dir.display());
+        }
+        assert_eq!(mode(&store.log_path("s-1")), 0o600);
+        assert_eq!(mode(&store.progress_path("s-1")), 0o600);
+
+        // Files and directories left world-readable by an older build are tightened on open.
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(store.dir(), open.clone()).unwrap();
+        std::fs::set_permissions(store.dir().parent().unwrap(), open).unwrap();
+        for path in [store.log_path("s-2"), store.progress_path("s-2")] {
+            std::fs::write(&path, "").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        drop(store.open("s-2").unwrap());
+        store.append_progress("s-2", "## turn\n").unwrap();
+        assert_eq!(mode(store.dir()), 0o700);
+        assert_eq!(mode(store.dir().parent().unwrap()), 0o700);
+        assert_eq!(mode(&store.log_path("s-2")), 0o600);
+        assert_eq!(mode(&store.progress_path("s-2")), 0o600);
     }
 
     #[test]

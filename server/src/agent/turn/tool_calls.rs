@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::agent::host::{PermissionOption, PermissionRequest};
+use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::{self, Gate};
 use agentls_core::history::Item;
@@ -17,13 +18,19 @@ use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
 impl Turn {
-    /// Records a call's output and tells the client it finished.
+    /// Records a call's output and tells the client it finished. Known secret values are
+    /// redacted first (`store::secrets::redact`): what is recorded reaches the log, the
+    /// editor and the model.
     pub(super) async fn finish_call(
         &self,
         call: &Call,
         output: String,
         success: bool,
     ) -> Result<(), String> {
+        let output = match secrets::redact(&output) {
+            std::borrow::Cow::Owned(redacted) => redacted,
+            std::borrow::Cow::Borrowed(_) => output,
+        };
         let entry = self
             .record_item(Item::ToolOutput {
                 call_id: call.id.clone(),
@@ -144,6 +151,9 @@ impl Turn {
             cancel: self.cancel.clone(),
             hidden_env: self.agent.hidden_env(),
             on_output: Arc::new(move |chunk: &str| {
+                // Streamed to the editor only; redacted like the recorded output (a secret
+                // split across two chunks is not caught here, only in `finish_call`).
+                let chunk = secrets::redact(chunk);
                 say(
                     &agent,
                     &handle,

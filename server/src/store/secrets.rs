@@ -1,0 +1,167 @@
+//! Secrets of the process environment: read once at start-up (`take_from_environment`, the
+//! first thing `main` does), kept here for the provider, and wiped from the process's initial
+//! environment block so no tool process can read them back.
+//!
+//! Why the wipe: `/proc/PID/environ` shows the bytes between the kernel's `env_start` and
+//! `env_end`, the strings the process was started with. `remove_var`/`set_var` never change
+//! those bytes, so a command run by the shell tool could print the key with
+//! `cat /proc/$PPID/environ` even though its own environment was scrubbed. The values are
+//! overwritten in place (zeros) through the initial `environ` pointers, before any thread
+//! starts; each variable is then set again, as a heap copy the kernel does not show, so the
+//! process's environment (and what child processes inherit, minus the shell tool's
+//! `hidden_env`) is what it was.
+//!
+//! Which variables: every name ending in `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD` (case
+//! insensitive). That covers the provider defaults (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) and
+//! the usual names of a configured `provider.apiKeyEnv`; `provider.apiKeyEnv` arrives with
+//! the configuration, after threads started, too late to wipe, so a key under another name
+//! is read from the environment and stays visible in `/proc` (the provider warns once).
+//! Every value held here (and any key the provider read otherwise) is also redacted from tool
+//! outputs before they are recorded (`redact`).
+
+use std::borrow::Cow;
+use std::sync::RwLock;
+
+/// (name, value) of the captured variables, and the values the provider read elsewhere
+/// (with an empty name).
+static SECRETS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
+
+/// Whether a variable of this name is taken for a secret.
+pub fn secret_name(name: &[u8]) -> bool {
+    let name = name.to_ascii_uppercase();
+    [&b"_KEY"[..], b"_TOKEN", b"_SECRET", b"_PASSWORD"]
+        .iter()
+        .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
+
+/// Captures the secret variables and wipes their values from the initial environment block.
+/// Call it first thing in `main`, before any thread starts (it changes the environment).
+/// Returns the names captured.
+pub fn take_from_environment() -> Vec<String> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: single-threaded start-up; nothing else reads or writes the environment.
+    let found = unsafe { wipe_initial_environment() };
+    #[cfg(not(target_os = "linux"))]
+    let found: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(name, value)| secret_name(name.as_encoded_bytes()) && !value.is_empty())
+        .collect();
+    let mut names = Vec::new();
+    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    for (name, value) in found {
+        // Back into the environment as a heap copy (`setenv`): what children inherit and
+        // what `std::env` answers stay the same; the initial block keeps only zeros.
+        std::env::set_var(&name, &value);
+        if let (Some(name), Some(value)) = (name.to_str(), value.to_str()) {
+            names.push(name.to_string());
+            secrets.push((name.to_string(), value.to_string()));
+        }
+    }
+    names
+}
+
+/// Overwrites, in place, the value of every secret variable in the initial environment
+/// block, and returns (name, value) of each.
+///
+/// # Safety
+/// No other thread may touch the environment meanwhile.
+#[cfg(target_os = "linux")]
+unsafe fn wipe_initial_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    use std::os::unix::ffi::OsStringExt;
+    extern "C" {
+        static mut environ: *const *mut libc::c_char;
+    }
+    let mut found = Vec::new();
+    let mut entry = std::ptr::addr_of!(environ).read();
+    if entry.is_null() {
+        return found;
+    }
+    while !(*entry).is_null() {
+        let start = (*entry).cast::<u8>();
+        let len = libc::strlen(*entry);
+        let split = {
+            let bytes = std::slice::from_raw_parts(start, len);
+            bytes.iter().position(|&b| b == b'=').and_then(|eq| {
+                (eq > 0 && eq + 1 < len && secret_name(&bytes[..eq])).then(|| {
+                    found.push((
+                        std::ffi::OsString::from_vec(bytes[..eq].to_vec()),
+                        std::ffi::OsString::from_vec(bytes[eq + 1..].to_vec()),
+                    ));
+                    eq
+                })
+            })
+        };
+        if let Some(eq) = split {
+            for i in eq + 1..len {
+                std::ptr::write_volatile(start.add(i), 0);
+            }
+        }
+        entry = entry.add(1);
+    }
+    found
+}
+
+/// The value captured at start-up for `name`.
+pub fn get(name: &str) -> Option<String> {
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    secrets
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, value)| value.clone())
+}
+
+/// Adds a secret read elsewhere (a key the provider found in the environment), to be
+/// redacted like the captured ones.
+pub fn remember(value: &str) {
+    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    if !secrets.iter().any(|(_, v)| v == value) {
+        secrets.push((String::new(), value.to_string()));
+    }
+}
+
+/// `text` with every known secret value replaced by `[redacted]` (see `agentls_core::redact`).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    if secrets.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let values: Vec<String> = secrets
+        .iter()
+        .flat_map(|(_, v)| [v.clone(), v.trim().to_string()])
+        .collect();
+    match agentls_core::redact::redact(text, &values) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        Cow::Owned(text) => Cow::Owned(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_the_usual_key_and_token_suffixes() {
+        for name in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GROQ_KEY",
+            "GITHUB_TOKEN",
+            "my_secret",
+            "DB_PASSWORD",
+        ] {
+            assert!(secret_name(name.as_bytes()), "{name}");
+        }
+        for name in ["PATH", "HOME", "KEY", "_TOKEN", "KEYBOARD", "AGENTLS_LOG"] {
+            assert!(!secret_name(name.as_bytes()), "{name}");
+        }
+    }
+
+    #[test]
+    fn remembered_values_are_redacted() {
+        remember("  agentls-unit-secret-1234 ");
+        assert_eq!(
+            redact("key: agentls-unit-secret-1234\n"),
+            "key: [redacted]\n"
+        );
+        assert!(matches!(redact("nothing"), Cow::Borrowed(_)));
+    }
+}
