@@ -951,3 +951,56 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test]
+async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // An empty stream makes the client ask again without streaming; that answer is a 200
+    // holding an error, then a 200 holding nothing.
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{\"error\":{\"message\":\"model is still loading\"}}".into(),
+    });
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{}".into(),
+    });
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "a").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("model is still loading"),
+        "{error}"
+    );
+
+    let turn = prompt(&server, &session, "b").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"].as_str().unwrap().contains("no message"),
+        "{error}"
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[1].body["stream"], false);
+    server.stop().await;
+}
