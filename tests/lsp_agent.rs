@@ -1004,3 +1004,87 @@ async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message()
     assert_eq!(requests[1].body["stream"], false);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // An empty stream makes the client ask again without streaming; that answer is a 200
+    // holding an error, then a 200 holding nothing.
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{\"error\":{\"message\":\"model is still loading\"}}".into(),
+    });
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{}".into(),
+    });
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "a").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("model is still loading"),
+        "{error}"
+    );
+
+    let turn = prompt(&server, &session, "b").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"].as_str().unwrap().contains("no message"),
+        "{error}"
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[1].body["stream"], false);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_log_that_lost_its_first_line_uses_the_configured_model() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["First answer."], None));
+    fake.push(FakeProvider::openai_text(&["Second answer."], None));
+    let options = provider_options(&fake, &ws, json!({}));
+    let server_a = server(&ws, options.clone(), None).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "one").await;
+    updates_until_end(&server_a, &turn).await;
+    server_a.stop().await;
+    let log = walk(ws.state.path())
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
+        .expect("the session log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.contains("test-model"), "{first}");
+    std::fs::write(&log, rest).unwrap();
+
+    let server_b = server(&ws, options, None).await;
+    let turn = prompt(&server_b, &session, "two").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(answer_text(&updates), "Second answer.");
+    assert_eq!(fake.requests().last().unwrap().body["model"], "test-model");
+    server_b.stop().await;
+}
+
