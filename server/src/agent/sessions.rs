@@ -416,6 +416,7 @@ impl Agent {
             evidence: Vec::new(),
             problems: Vec::new(),
             steps: 0,
+            announced: Default::default(),
         };
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;
