@@ -384,8 +384,15 @@ async fn cancel_stops_a_stream_and_a_shell_command() {
         .await
         .unwrap();
     let (updates, _) = updates_until_end(&server, &turn).await;
-    // After the cancel the turn says one thing only: that it ended.
-    assert_eq!(kinds(&updates), ["turnEnd"], "{updates:?}");
+    // After the cancel the turn says two things only: how the running call ended, and
+    // that the turn did.
+    assert_eq!(
+        kinds(&updates),
+        ["toolCallUpdate", "turnEnd"],
+        "{updates:?}"
+    );
+    assert_eq!(updates[0]["toolCallId"], "call_sleep");
+    assert_eq!(updates[0]["status"], "failed");
     assert_eq!(stop_reason(&updates), "cancelled");
     // The log still has the whole story: the call failed because of the cancel.
     let loaded = server
@@ -950,4 +957,331 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// Answers a server request the client left unanswered (`Answer::Silence`), now.
+async fn answer_late(
+    server: &common::Server,
+    request: &agentls::dev::lsp_client::ServerMessage,
+    result: Value,
+) {
+    let id = request.id.clone().expect("a request");
+    server
+        .client
+        .send_raw(
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+                .to_string()
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Reads messages until a server request `method` arrives; the turn's updates on the way.
+async fn until_request(
+    server: &common::Server,
+    method: &str,
+    updates: &mut Vec<Value>,
+) -> agentls::dev::lsp_client::ServerMessage {
+    loop {
+        let message = server.client.next_message().await.expect("server alive");
+        if message.method == method {
+            return message;
+        }
+        if message.method == "agent/session/update" {
+            updates.push(message.params["update"].clone());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    // Turn 1: the request times out; turn 2: the turn is cancelled while it is open.
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_t1", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Not edited then."], None));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_t2", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Still here."], None));
+    let seen: Seen = Default::default();
+    let record = seen.clone();
+    let responder: agentls::dev::lsp_client::Responder =
+        std::sync::Arc::new(move |method, params| {
+            record
+                .lock()
+                .unwrap()
+                .push((method.to_string(), params.clone()));
+            match method {
+                "agent/session/requestPermission" => agentls::dev::lsp_client::Answer::Silence,
+                "workspace/applyEdit" => {
+                    agentls::dev::lsp_client::Answer::Result(json!({"applied": true}))
+                }
+                _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+            }
+        });
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approvalTimeoutMs": 300})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let allow = json!({"outcome": {"optionId": "allow-once"}});
+
+    // After the timeout: the call was rejected, the turn went on and ended.
+    let turn = prompt(&server, &session, "Make it 42").await;
+    let (updates, others) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(answer_text(&updates), "Not edited then.");
+    let asked = others
+        .iter()
+        .find(|m| m.method == "agent/session/requestPermission")
+        .expect("asked");
+    answer_late(&server, asked, allow.clone()).await;
+
+    // After a cancel: the request was open when the turn stopped.
+    let turn = prompt(&server, &session, "Make it 42 again").await;
+    let mut updates = Vec::new();
+    let asked = until_request(&server, "agent/session/requestPermission", &mut updates).await;
+    let answer = server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(answer["cancelled"], true);
+    let (rest, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&rest), "cancelled");
+    answer_late(&server, &asked, allow).await;
+
+    // The server lives on, and neither late "allow" applied the edit.
+    let turn = prompt(&server, &session, "Are you there?").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(answer_text(&updates), "Still here.");
+    assert!(
+        !seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(m, _)| m == "workspace/applyEdit"),
+        "a late answer was acted on"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    41\n}\n"
+    );
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let calls: Vec<&Value> = loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "toolCall")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|c| c["status"] == "failed"), "{calls:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn late_answers_to_progress_and_registration_requests_are_harmless() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Hello."], None));
+    let responder: agentls::dev::lsp_client::Responder =
+        std::sync::Arc::new(|method, _| match method {
+            "window/workDoneProgress/create" | "client/registerCapability" => {
+                agentls::dev::lsp_client::Answer::Silence
+            }
+            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+        });
+    let server = common::start(Options {
+        root: Some(&ws.root),
+        init_options: provider_options(&fake, &ws, json!({})),
+        apply_edit: true,
+        progress: true,
+        watch_files: true,
+        responder: Some(responder),
+        ..Options::default()
+    })
+    .await;
+    // An unanswered registration must not hold up indexing (and its progress).
+    let (mut create, mut register) = (None, None);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while create.is_none() || register.is_none() {
+            let message = server.client.next_message().await.expect("server alive");
+            match message.method.as_str() {
+                "window/workDoneProgress/create" => create = create.take().or(Some(message)),
+                "client/registerCapability" => register = Some(message),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("progress/create and registerCapability, neither waiting for the other");
+    let (create, register) = (create.unwrap(), register.unwrap());
+    // Answered late, twice each, and once with an id the server never used.
+    for _ in 0..2 {
+        answer_late(&server, &create, Value::Null).await;
+        answer_late(&server, &register, Value::Null).await;
+    }
+    let mut unknown = create.clone();
+    unknown.id = Some(json!(987_654));
+    answer_late(&server, &unknown, Value::Null).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(answer_text(&updates), "Hello.");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_a1", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    let responder: agentls::dev::lsp_client::Responder =
+        std::sync::Arc::new(|method, _| match method {
+            "workspace/applyEdit" => agentls::dev::lsp_client::Answer::Silence,
+            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+        });
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approval": "full-auto"})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Make it 42").await;
+    let mut updates = Vec::new();
+    let apply = until_request(&server, "workspace/applyEdit", &mut updates).await;
+    server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    // The editor applied it after all.
+    answer_late(&server, &apply, json!({"applied": true})).await;
+    let (rest, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&rest), "cancelled");
+    // The row the editor shows ends, before turnEnd, as the log says.
+    let finals: Vec<&Value> = rest
+        .iter()
+        .filter(|u| u["kind"] == "toolCallUpdate" && u["toolCallId"] == "call_a1")
+        .collect();
+    assert_eq!(finals.len(), 1, "{rest:?}");
+    assert_eq!(finals[0]["status"], "completed", "{rest:?}");
+    assert_eq!(kinds(&rest).last().unwrap(), "turnEnd");
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let call = loaded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "toolCall")
+        .unwrap()
+        .clone();
+    assert_eq!(call["status"], "completed");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // An empty stream makes the client ask again without streaming; that answer is a 200
+    // holding an error, then a 200 holding nothing.
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{\"error\":{\"message\":\"model is still loading\"}}".into(),
+    });
+    fake.push(Reply::Sse { steps: vec![] });
+    fake.push(Reply::Http {
+        status: 200,
+        headers: vec![],
+        body: "{}".into(),
+    });
+    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+    let session = new_session(&server).await;
+
+    let turn = prompt(&server, &session, "a").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("model is still loading"),
+        "{error}"
+    );
+
+    let turn = prompt(&server, &session, "b").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error", "{updates:?}");
+    let error = updates
+        .iter()
+        .find(|u| u["kind"] == "error")
+        .expect("an error");
+    assert!(
+        error["message"].as_str().unwrap().contains("no message"),
+        "{error}"
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[1].body["stream"], false);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_log_that_lost_its_first_line_uses_the_configured_model() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["First answer."], None));
+    fake.push(FakeProvider::openai_text(&["Second answer."], None));
+    let options = provider_options(&fake, &ws, json!({}));
+    let server_a = server(&ws, options.clone(), None).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "one").await;
+    updates_until_end(&server_a, &turn).await;
+    server_a.stop().await;
+    let log = walk(ws.state.path())
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
+        .expect("the session log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.contains("test-model"), "{first}");
+    std::fs::write(&log, rest).unwrap();
+
+    let server_b = server(&ws, options, None).await;
+    let turn = prompt(&server_b, &session, "two").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(answer_text(&updates), "Second answer.");
+    assert_eq!(fake.requests().last().unwrap().body["model"], "test-model");
+    server_b.stop().await;
 }

@@ -171,7 +171,8 @@ impl Agent {
                 }
                 _ => None,
             })
-            .unwrap_or_default();
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| self.default_model());
         let tokenizer = tokenizer_for(&config, &model);
         let mut session = Session::replay(id, &contents.events, tokenizer, Registry::builtin());
         let log = store
@@ -415,6 +416,7 @@ impl Agent {
             evidence: Vec::new(),
             problems: Vec::new(),
             steps: 0,
+            announced: Default::default(),
         };
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;

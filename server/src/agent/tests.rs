@@ -876,11 +876,14 @@ async fn a_cancel_while_a_permission_request_is_pending_ends_the_turn_once() {
     assert!(f.agent.cancel(&f.session).await.unwrap());
     f.host.until(|h| h.ended(&turn)).await;
 
-    // After the cancel the turn says one thing only: that it ended.
+    // After the cancel the turn says two things only: how the call it was asking about
+    // ended (its row must not stay pending), and that the turn did.
     check(
         &f.updates(&turn),
         expect![[r#"
         toolCall call_edit edit_file edit "Edit src/lib.rs" pending {"new_text":"    42","old_text":"    41","path":"src/lib.rs"}
+        toolCallUpdate call_edit failed
+          | aborted: the turn was cancelled while waiting for approval
         turnEnd cancelled
     "#]],
     );
@@ -1097,6 +1100,8 @@ async fn a_cancel_drops_the_prompts_queued_behind_the_running_turn() {
         &f.updates(&running),
         expect![[r#"
         toolCall call_edit edit_file edit "Edit src/lib.rs" pending {"new_text":"    42","old_text":"    41","path":"src/lib.rs"}
+        toolCallUpdate call_edit failed
+          | aborted: the turn was cancelled while waiting for approval
         turnEnd cancelled
     "#]],
     );

@@ -7,7 +7,7 @@ use crate::agent::gather::DocumentSource;
 use crate::agent::host::{
     FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
 };
-use crate::lsp::to_proto;
+use crate::lsp::{client_request, to_proto};
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
@@ -155,7 +155,11 @@ impl Host for LspHost {
         }
         let edit = to_proto::workspace_edit(change, self.backend.state.encoding(), support)?;
         self.flush_notices().await;
-        match self.backend.client.apply_edit(edit).await {
+        let answer = client_request::send::<request::ApplyWorkspaceEdit>(
+            &self.backend.client,
+            ApplyWorkspaceEditParams { label: None, edit },
+        );
+        match answer.get().await {
             Ok(response) if response.applied => Ok(()),
             Ok(response) => Err(response
                 .failure_reason
@@ -169,11 +173,11 @@ impl Host for LspHost {
         let options = request.options.clone();
         let params = serde_json::to_value(&request).unwrap_or(Value::Null);
         self.flush_notices().await;
+        // Sent from its own task: a wait that times out here, or a turn cancelled while
+        // it waits, leaves the request to take the client's late answer and ignore it.
         let answer = tokio::time::timeout(
             timeout,
-            self.backend
-                .client
-                .send_request::<RequestPermission>(params),
+            client_request::send::<RequestPermission>(&self.backend.client, params).get(),
         )
         .await;
         let kind = match answer {

@@ -2,6 +2,7 @@
 //! calls on the core (documents, syntax, AGENTS.md, workspace index, config) and results
 //! back into LSP. It owns no logic the core could own.
 
+mod client_request;
 mod debug;
 pub mod document_store;
 mod host;

@@ -20,11 +20,14 @@ impl Progressor {
         }
         let n = state.progress_tokens.fetch_add(1, Ordering::Relaxed);
         let token = NumberOrString::String(format!("agentls/progress/{n}"));
-        let created = client
-            .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+        let created = super::client_request::send::<WorkDoneProgressCreate>(
+            client,
+            WorkDoneProgressCreateParams {
                 token: token.clone(),
-            })
-            .await;
+            },
+        )
+        .get()
+        .await;
         if let Err(err) = created {
             tracing::debug!("client refused a progress token: {err}");
             return Progressor { token: None };

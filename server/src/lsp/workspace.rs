@@ -57,10 +57,21 @@ impl Backend {
             method: "workspace/didChangeWatchedFiles".into(),
             register_options: serde_json::to_value(options).ok(),
         };
-        match self.client.register_capability(vec![registration]).await {
-            Ok(()) => self.state.agents_disk.enable_cache(),
-            Err(err) => tracing::warn!("registering AGENTS.md watchers failed: {err}"),
-        }
+        // Not waited for: indexing must not depend on when (or whether) the client
+        // answers. Until it does, AGENTS.md is re-read at every lookup.
+        let answer = super::client_request::send::<request::RegisterCapability>(
+            &self.client,
+            RegistrationParams {
+                registrations: vec![registration],
+            },
+        );
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            match answer.get().await {
+                Ok(()) => state.agents_disk.enable_cache(),
+                Err(err) => tracing::warn!("registering AGENTS.md watchers failed: {err}"),
+            }
+        });
     }
 
     /// Indexes `roots` in the background, reporting `$/progress` when the client can show

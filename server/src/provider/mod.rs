@@ -218,7 +218,7 @@ impl Provider {
             )
         })?;
         let mut assembler = Assembler::new(self.config.kind);
-        for event in assembler.on_openai_message(&value) {
+        for event in assembler.on_openai_message(&value)? {
             let _ = events.send(event);
         }
         Ok(complete(&mut assembler, events))

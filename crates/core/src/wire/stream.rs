@@ -78,7 +78,7 @@ impl Assembler {
             }
         };
         if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
-            return Err(stream_error(error));
+            return Err(provider_error(error, "mid-stream"));
         }
         match self.kind {
             ProviderKind::OpenAi => self.openai(&value, &mut out),
@@ -88,12 +88,30 @@ impl Assembler {
     }
 
     /// A whole (non-streamed) Chat Completions answer: the same parts as a stream's deltas,
-    /// so its tool calls get the same ids and defaults. Ends the answer.
-    pub fn on_openai_message(&mut self, value: &Value) -> Vec<ProviderEvent> {
-        let mut out = Vec::new();
-        self.openai_usage(value);
+    /// so its tool calls get the same ids and defaults. Ends the answer. An `error` object
+    /// (servers answer errors with a 200 too) or an answer without a message is the
+    /// provider's error, as in a stream: never an empty answer.
+    pub fn on_openai_message(
+        &mut self,
+        value: &Value,
+    ) -> Result<Vec<ProviderEvent>, ProviderError> {
+        if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_error(error, "in its answer"));
+        }
         let choice = &value["choices"][0];
         let message = &choice["message"];
+        if !message.is_object() {
+            let mut shown = value.to_string();
+            if shown.chars().count() > 200 {
+                shown = shown.chars().take(200).collect::<String>() + "…";
+            }
+            return Err(ProviderError::new(
+                ErrorKind::BadRequest,
+                format!("the provider's answer holds no message: {shown}"),
+            ));
+        }
+        let mut out = Vec::new();
+        self.openai_usage(value);
         openai_text_parts(message, &mut out);
         for (position, call) in message["tool_calls"]
             .as_array()
@@ -112,7 +130,7 @@ impl Assembler {
         }
         self.finish_reason = choice["finish_reason"].as_str().map(str::to_string);
         self.done = true;
-        out
+        Ok(out)
     }
 
     fn openai_usage(&mut self, value: &Value) {
@@ -307,9 +325,10 @@ fn openai_text_parts(message: &Value, out: &mut Vec<ProviderEvent>) {
     }
 }
 
-/// An `error` object inside a stream (OpenAI-compatible servers and Anthropic's `error`
-/// event): overloads are retryable, a too-long prompt is context-length-exceeded.
-fn stream_error(error: &Value) -> ProviderError {
+/// An `error` object inside a stream or a whole answer (OpenAI-compatible servers and
+/// Anthropic's `error` event): overloads are retryable, a too-long prompt is
+/// context-length-exceeded. `place` says where it was reported.
+fn provider_error(error: &Value, place: &str) -> ProviderError {
     let message = error["message"]
         .as_str()
         .map(str::to_string)
@@ -331,7 +350,7 @@ fn stream_error(error: &Value) -> ProviderError {
     };
     ProviderError::new(
         kind,
-        format!("the provider reported an error mid-stream: {message}"),
+        format!("the provider reported an error {place}: {message}"),
     )
 }
 
@@ -417,14 +436,33 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_answer_that_is_an_error_or_empty_is_an_error() {
+        let mut assembler = Assembler::new(ProviderKind::OpenAi);
+        let error = assembler
+            .on_openai_message(
+                &json!({"error": {"message": "model not loaded", "type": "server_error"}}),
+            )
+            .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Server);
+        assert!(error.message.contains("model not loaded"), "{error:?}");
+        let error = Assembler::new(ProviderKind::OpenAi)
+            .on_openai_message(&json!({}))
+            .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::BadRequest);
+        assert!(error.message.contains("no message"), "{error:?}");
+    }
+
+    #[test]
     fn a_whole_answer_gives_the_events_of_a_stream() {
         let mut assembler = Assembler::new(ProviderKind::OpenAi);
-        let mut out = assembler.on_openai_message(&json!({
-            "choices": [{"message": {"content": "Reading.", "tool_calls": [
-                {"type": "function", "function": {"name": "read_file", "arguments": ""}}
-            ]}, "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3},
-        }));
+        let mut out = assembler
+            .on_openai_message(&json!({
+                "choices": [{"message": {"content": "Reading.", "tool_calls": [
+                    {"type": "function", "function": {"name": "read_file", "arguments": ""}}
+                ]}, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3},
+            }))
+            .unwrap();
         let completion = assembler.completion(&mut out);
         assert_eq!(out[0], ProviderEvent::Text("Reading.".into()));
         // The same id and argument defaults as a streamed call without an id.

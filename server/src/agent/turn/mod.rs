@@ -82,6 +82,9 @@ pub(super) struct Turn {
     pub(super) evidence: Vec<String>,
     pub(super) problems: Vec<String>,
     pub(super) steps: usize,
+    /// The calls whose `toolCall` the client got: each gets its final `toolCallUpdate`,
+    /// even after a cancel.
+    pub(super) announced: std::collections::HashSet<String>,
 }
 
 /// A tool call the model asked for.
@@ -96,15 +99,16 @@ impl Turn {
         &self.agent.host
     }
 
-    /// Tells the client; nothing after a cancel (its only remaining update is `turnEnd`).
-    pub(super) fn update(&self, update: Value) {
+    /// Tells the client; nothing after a cancel (its remaining updates are the final
+    /// `toolCallUpdate` of calls it was told of, then `turnEnd`). Whether it was sent.
+    pub(super) fn update(&self, update: Value) -> bool {
         say(
             &self.agent,
             &self.handle,
             &self.turn_id,
             &self.cancel,
             update,
-        );
+        )
     }
 
     /// Writes the event, then applies it: what the client hears about is on disk first.
@@ -239,7 +243,11 @@ impl Turn {
                 return Err(Stop::Error);
             }
         };
-        let model = self.handle.live.lock().await.session.model.clone();
+        // A log that lost its first line (`sessionStarted`) names no model: the configured
+        // one serves, as for a new session.
+        let model = Some(self.handle.live.lock().await.session.model.clone())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| self.agent.default_model());
         // The turn block and the static context do not read the history: no copy of it.
         let no_history = agentls_core::history::History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
@@ -676,18 +684,21 @@ impl Turn {
 }
 
 /// Sends one update of a turn, unless the turn was cancelled: then its only remaining
-/// update is `turnEnd`. The lock makes the check and the send one step for `cancel`.
+/// updates are the final `toolCallUpdate`s (`Turn::finish_call`) and `turnEnd`. The lock
+/// makes the check and the send one step for `cancel`. Whether it was sent.
 pub(super) fn say(
     agent: &Agent,
     handle: &SessionHandle,
     turn_id: &str,
     cancel: &CancellationToken,
     update: Value,
-) {
+) -> bool {
     let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
-    if !cancel.is_cancelled() {
-        agent.update(&handle.id, turn_id, update);
+    if cancel.is_cancelled() {
+        return false;
     }
+    agent.update(&handle.id, turn_id, update);
+    true
 }
 
 pub(super) fn list_or(items: &[String], empty: &str) -> String {

@@ -20,7 +20,9 @@ use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 impl Turn {
     /// Records a call's output and tells the client it finished. Known secret values are
     /// redacted first (`store::secrets::redact`): what is recorded reaches the log, the
-    /// editor and the model.
+    /// editor and the model. A call the client was told of always gets this final update,
+    /// even after a cancel (its row must not stay `in_progress`), and before `turnEnd`: the
+    /// turn sends both.
     pub(super) async fn finish_call(
         &self,
         call: &Call,
@@ -31,25 +33,34 @@ impl Turn {
             std::borrow::Cow::Owned(redacted) => redacted,
             std::borrow::Cow::Borrowed(_) => output,
         };
-        let entry = self
+        let recorded = self
             .record_item(Item::ToolOutput {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: output,
                 success,
             })
-            .await?;
-        let recorded = match &entry.item {
-            Item::ToolOutput { content, .. } => content.clone(),
-            _ => String::new(),
+            .await;
+        let (status, shown) = match &recorded {
+            Ok(entry) => match &entry.item {
+                Item::ToolOutput { content, .. } => (success, content.clone()),
+                _ => (success, String::new()),
+            },
+            Err(message) => (false, message.clone()),
         };
-        self.update(json!({
-            "kind": "toolCallUpdate",
-            "toolCallId": call.id,
-            "status": if success { "completed" } else { "failed" },
-            "output": recorded,
-        }));
-        Ok(())
+        if self.announced.contains(&call.id) {
+            self.agent.update(
+                &self.handle.id,
+                &self.turn_id,
+                json!({
+                    "kind": "toolCallUpdate",
+                    "toolCallId": call.id,
+                    "status": if status { "completed" } else { "failed" },
+                    "output": shown,
+                }),
+            );
+        }
+        recorded.map(|_| ())
     }
 
     /// Runs one tool call, asking for approval when the policy says so. Returns the output
@@ -165,8 +176,8 @@ impl Turn {
         }
     }
 
-    pub(super) fn announce(&self, call: &Call, kind: ToolKind, arguments: &Value) {
-        self.update(json!({
+    pub(super) fn announce(&mut self, call: &Call, kind: ToolKind, arguments: &Value) {
+        let told = self.update(json!({
             "kind": "toolCall",
             "toolCallId": call.id,
             "name": call.name,
@@ -175,6 +186,9 @@ impl Turn {
             "status": "pending",
             "input": arguments,
         }));
+        if told {
+            self.announced.insert(call.id.clone());
+        }
     }
 
     /// Asks the user; Err(output for the model) when the answer is no.
