@@ -2,13 +2,13 @@
 //! matching, notifications as a stream, and default answers to the server's own requests.
 //! Used by `agentls demo` and by the end-to-end tests, which drive the real binary with it.
 
-use crate::lsp::transport::{self, Frame};
+use crate::lsp::transport::{self, Frame, FrameReader};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::io::BufReader;
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
@@ -61,6 +61,8 @@ pub struct LspClient {
     next_id: AtomicI64,
     pending: Pending,
     messages: AsyncMutex<mpsc::UnboundedReceiver<ServerMessage>>,
+    /// Answers to no request of ours (id null, or an id we did not send): whole messages.
+    orphans: AsyncMutex<mpsc::UnboundedReceiver<Value>>,
 }
 
 impl LspClient {
@@ -101,11 +103,12 @@ impl LspClient {
         let stdout = child.stdout.take().expect("piped stdout");
         let pending: Pending = Arc::default();
         let (tx, rx) = mpsc::unbounded_channel();
+        let (orphans_tx, orphans) = mpsc::unbounded_channel();
         tokio::spawn(read_loop(
-            BufReader::new(stdout),
+            FrameReader::new(stdout, usize::MAX),
             stdin.clone(),
             pending.clone(),
-            tx,
+            (tx, orphans_tx),
             responder,
         ));
         Ok(LspClient {
@@ -114,12 +117,26 @@ impl LspClient {
             next_id: AtomicI64::new(1),
             pending,
             messages: AsyncMutex::new(rx),
+            orphans: AsyncMutex::new(orphans),
         })
     }
 
     /// Writes one framed message with any body, valid JSON or not.
     pub async fn send_raw(&self, body: &[u8]) -> std::io::Result<()> {
         write_frame(&self.stdin, body).await
+    }
+
+    /// Writes `bytes` as they are, without framing: headers, bodies, garbage.
+    pub async fn send_bytes(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().await;
+        let Some(stdin) = stdin.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "stdin is closed",
+            ));
+        };
+        stdin.write_all(bytes).await?;
+        stdin.flush().await
     }
 
     pub async fn notify(&self, method: &str, params: Value) -> std::io::Result<()> {
@@ -187,6 +204,12 @@ impl LspClient {
         self.messages.lock().await.recv().await
     }
 
+    /// The next answer the server sent to no request of ours (an id null, a string id, an id
+    /// nobody waits for), whole; None once the server has exited.
+    pub async fn next_orphan_answer(&self) -> Option<Value> {
+        self.orphans.lock().await.recv().await
+    }
+
     /// Skips messages until one with `method` arrives (returned), or the server exits.
     pub async fn wait_for(&self, method: &str) -> Option<ServerMessage> {
         while let Some(message) = self.next_message().await {
@@ -247,20 +270,23 @@ async fn write_frame(stdin: &AsyncMutex<Option<ChildStdin>>, body: &[u8]) -> std
 /// Reads frames until EOF: answers go to their waiting request, server requests get a
 /// default answer and are passed on, notifications are passed on.
 async fn read_loop(
-    mut stdout: BufReader<tokio::process::ChildStdout>,
+    mut stdout: FrameReader<tokio::process::ChildStdout>,
     stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
     pending: Pending,
-    messages: mpsc::UnboundedSender<ServerMessage>,
+    (messages, orphans): (
+        mpsc::UnboundedSender<ServerMessage>,
+        mpsc::UnboundedSender<Value>,
+    ),
     responder: Responder,
 ) {
     let mut seq: u64 = 0;
     loop {
-        let body = match transport::read_frame(&mut stdout).await {
+        let body = match stdout.next().await {
             Frame::Body(body) => {
                 seq += 1;
                 body
             }
-            Frame::BadHeader(why) => {
+            Frame::Skipped(why) => {
                 eprintln!("lsp client: {why}");
                 continue;
             }
@@ -300,25 +326,28 @@ async fn read_loop(
                 });
             }
             (None, Some(id)) => {
-                let Some(id) = id.as_i64() else { continue };
-                let waiter = pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&id);
-                if let Some(waiter) = waiter {
-                    let result = match message.get("error") {
-                        Some(error) => Err(RpcError {
-                            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                            message: error
-                                .get("message")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_owned(),
-                        }),
-                        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                    };
-                    let _ = waiter.send((result, seq));
-                }
+                let waiter = id.as_i64().and_then(|id| {
+                    pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id)
+                });
+                let Some(waiter) = waiter else {
+                    let _ = orphans.send(message);
+                    continue;
+                };
+                let result = match message.get("error") {
+                    Some(error) => Err(RpcError {
+                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_owned(),
+                    }),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = waiter.send((result, seq));
             }
             (None, None) => eprintln!("lsp client: a frame with neither method nor id"),
         }

@@ -131,7 +131,10 @@ impl LanguageServer for Backend {
                 .show_message(MessageType::WARNING, message)
                 .await;
         }
-        self.register_agents_md_watchers().await;
+        // The client may take its time to answer the registration, or never answer: nothing
+        // waits for it (a handler left waiting holds one of tower-lsp's few request slots).
+        let backend = self.clone();
+        tokio::spawn(async move { backend.register_agents_md_watchers().await });
         // The first count would otherwise pay for building the encoder (≈100 ms).
         let tokenizer = self.state.config().tokenizer();
         tokio::task::spawn_blocking(move || tokenizer.warm());

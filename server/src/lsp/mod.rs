@@ -77,10 +77,18 @@ pub async fn serve_stdio() -> SessionEnd {
         lifecycle: lifecycle.clone(),
     };
     // tower-lsp keeps reading stdin after `exit` until the client closes it; a client that
-    // keeps the pipe open would keep us alive, so `exit` ends the session by itself.
+    // keeps the pipe open would keep us alive, so `exit` ends the session by itself. After
+    // stdin ends, tower-lsp waits for every handler, even one waiting for an answer the
+    // client will never send: the end of the input ends the session soon after.
+    let (stdin, input_closed) =
+        transport::sanitized(tokio::io::stdin(), transport::max_frame_bytes());
     tokio::select! {
-        () = Server::new(transport::sanitized(tokio::io::stdin()), tokio::io::stdout(), socket).serve(service) => {}
+        () = Server::new(stdin, tokio::io::stdout(), socket).serve(service) => {}
         () = lifecycle.exited.notified() => {}
+        () = async {
+            input_closed.wait().await;
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        } => tracing::info!("stdin closed with handlers still pending: ending the session"),
     }
     if lifecycle.shutdown_requested.load(Ordering::Acquire) {
         SessionEnd::Clean

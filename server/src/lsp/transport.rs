@@ -1,39 +1,124 @@
 //! Guards tower-lsp's stdin. Its codec (through tokio-util's `FramedRead`) ends the whole
-//! stream at the first frame it cannot decode, so one malformed message would kill the
-//! server. This task re-frames stdin and replaces every frame tower-lsp would choke on
-//! with a message it can handle:
-//! - valid JSON with a usable `id` → a request to `agentls/internal/invalidRequest`, which
-//!   answers the client's id with an InvalidRequest error;
-//! - anything else → the notification `agentls/internal/malformedMessage`, logged.
+//! stream at the first frame it cannot decode, allocates whatever Content-Length says before
+//! a byte arrives, and never finds its way back after a Content-Length that is off. This
+//! task re-frames stdin itself and hands tower-lsp only frames it decodes:
+//! - a frame tower-lsp decodes (valid UTF-8 throughout, a JSON-RPC message with an `i64`,
+//!   string or null id) passes unchanged;
+//! - a request it cannot decode becomes a request to `agentls/internal/invalidRequest`,
+//!   which answers InvalidRequest to the client's id, or to id null when the id is not one
+//!   tower-lsp can hold (`1.5`, `1e3`, `9223372036854775808`, `true`, `[]`, …);
+//! - anything else becomes the notification `agentls/internal/malformedMessage`, logged.
+//!
+//! Framing: the body of a frame is read as it arrives (nothing is allocated ahead), a frame
+//! above the limit (`AGENTLS_MAX_FRAME_BYTES`) is refused, and after bytes that are not a
+//! frame the reader skips to the next `Content-Length` header, as tower-lsp's codec does. A
+//! Content-Length a few bytes too long is noticed when the body is one JSON value followed
+//! by the start of the next header: the value is the message, the rest is put back.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::sync::Notify;
 use tower_lsp::jsonrpc::{Request, Response};
 
 pub const INVALID_REQUEST_METHOD: &str = "agentls/internal/invalidRequest";
 pub const MALFORMED_MESSAGE_METHOD: &str = "agentls/internal/malformedMessage";
 
-/// Returns a reader that yields `input`'s frames, each one decodable by tower-lsp.
-pub fn sanitized<R>(input: R) -> impl AsyncRead + Unpin + Send + 'static
+/// The environment variable that sets the largest frame accepted, in bytes.
+pub const MAX_FRAME_ENV: &str = "AGENTLS_MAX_FRAME_BYTES";
+/// The default largest frame: far above a 20 MB document sent whole in a didOpen.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 128 * 1024 * 1024;
+/// A header block longer than this is not one.
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// How long a body may stall before a complete JSON value in it is taken as the message
+/// (its Content-Length was too long and nothing follows yet).
+const STALLED_BODY: Duration = Duration::from_millis(200);
+const HEADER_NAME: &[u8] = b"content-length";
+
+/// The frame limit from `AGENTLS_MAX_FRAME_BYTES`, else the default.
+pub fn max_frame_bytes() -> usize {
+    match std::env::var(MAX_FRAME_ENV) {
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                tracing::warn!(
+                    "{MAX_FRAME_ENV}={value:?} is not a positive integer; using {DEFAULT_MAX_FRAME_BYTES}"
+                );
+                DEFAULT_MAX_FRAME_BYTES
+            }
+        },
+        Err(_) => DEFAULT_MAX_FRAME_BYTES,
+    }
+}
+
+/// Signalled once tower-lsp has read the end of the sanitized stream: every frame the client
+/// sent has been handed to the service.
+#[derive(Clone, Default)]
+pub struct InputClosed(Arc<Notify>);
+
+impl InputClosed {
+    pub async fn wait(&self) {
+        self.0.notified().await;
+    }
+}
+
+/// Returns a reader that yields `input`'s frames, each one decodable by tower-lsp, and the
+/// signal of its end.
+pub fn sanitized<R>(
+    input: R,
+    max_frame: usize,
+) -> (impl AsyncRead + Unpin + Send + 'static, InputClosed)
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
     let (reader, writer) = tokio::io::duplex(256 * 1024);
-    tokio::spawn(pump(BufReader::new(input), writer));
-    reader
+    tokio::spawn(pump(FrameReader::new(input, max_frame), writer));
+    let closed = InputClosed::default();
+    (
+        SignalEof {
+            inner: reader,
+            closed: closed.clone(),
+        },
+        closed,
+    )
 }
 
-async fn pump<R, W>(mut input: BufReader<R>, mut output: W)
+/// Signals `closed` when `inner` reaches its end.
+struct SignalEof<R> {
+    inner: R,
+    closed: InputClosed,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for SignalEof<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(result) = &poll {
+            if result.is_err() || (buf.filled().len() == before && buf.remaining() > 0) {
+                self.closed.0.notify_one();
+            }
+        }
+        poll
+    }
+}
+
+async fn pump<R, W>(mut input: FrameReader<R>, mut output: W)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     loop {
-        let body = match read_frame(&mut input).await {
+        let body = match input.next().await {
             Frame::Body(body) => body,
-            Frame::BadHeader(why) => {
-                tracing::warn!("dropping a frame: {why}");
+            Frame::Skipped(why) => {
+                tracing::warn!("{why}");
                 let note = malformed(&why);
                 if write_frame(&mut output, &note).await.is_err() {
                     return;
@@ -50,45 +135,257 @@ where
 }
 
 /// One frame read from an LSP byte stream.
+#[derive(Debug, PartialEq)]
 pub enum Frame {
     Body(Vec<u8>),
-    BadHeader(String),
+    /// Bytes that were not a frame, or a frame refused; why, and what was skipped.
+    Skipped(String),
     End,
 }
 
-/// Reads the next frame: headers up to a blank line, then Content-Length bytes.
-pub async fn read_frame<R: AsyncRead + Unpin>(input: &mut BufReader<R>) -> Frame {
-    let mut length: Option<usize> = None;
-    let mut saw_header = false;
+/// Reads frames from an LSP byte stream, resynchronising after anything that is not one.
+pub struct FrameReader<R> {
+    input: R,
+    buf: Vec<u8>,
+    eof: bool,
+    max_frame: usize,
+    /// Set after a refused frame: skip to the next header before reading one.
+    discarding: bool,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(input: R, max_frame: usize) -> Self {
+        FrameReader {
+            input,
+            buf: Vec::new(),
+            eof: false,
+            max_frame,
+            discarding: false,
+        }
+    }
+
+    /// Reads more input into the buffer; false at the end of the input.
+    async fn fill(&mut self, want: usize) -> bool {
+        if self.eof {
+            return false;
+        }
+        self.buf.reserve(want.clamp(4096, 1 << 20));
+        match self.input.read_buf(&mut self.buf).await {
+            Ok(0) | Err(_) => {
+                self.eof = true;
+                false
+            }
+            Ok(_) => true,
+        }
+    }
+
+    /// The next frame, or End when the input ends (a torn last frame is dropped).
+    pub async fn next(&mut self) -> Frame {
+        if self.discarding {
+            self.discarding = false;
+            let (skipped, preview) = match self.skip_to_header(0).await {
+                Some(skipped) => skipped,
+                None => return Frame::End,
+            };
+            if skipped > 0 {
+                tracing::warn!("skipped {skipped} bytes of a refused frame: {preview}");
+            }
+        }
+        loop {
+            let start = self
+                .buf
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(self.buf.len());
+            self.buf.drain(..start);
+            match parse_headers(&self.buf) {
+                Headers::Incomplete if self.buf.len() <= MAX_HEADER_BYTES => {
+                    if !self.fill(4096).await {
+                        return Frame::End;
+                    }
+                }
+                Headers::Incomplete => {
+                    return self.resync("a header block without an end").await;
+                }
+                Headers::Invalid(why) => return self.resync(&why).await,
+                Headers::Complete { len, length } => {
+                    self.buf.drain(..len);
+                    return self.body(length).await;
+                }
+            }
+        }
+    }
+
+    async fn resync(&mut self, why: &str) -> Frame {
+        match self.skip_to_header(1).await {
+            Some((skipped, preview)) => Frame::Skipped(format!(
+                "{why}: skipped {skipped} bytes up to the next Content-Length header: {preview}"
+            )),
+            None => Frame::End,
+        }
+    }
+
+    /// Drops bytes up to the next `Content-Length` at or after `from`, reading as needed;
+    /// the count and the start of what was dropped, or None when the input ends first.
+    async fn skip_to_header(&mut self, from: usize) -> Option<(u64, String)> {
+        let mut skipped = 0u64;
+        let mut preview = Vec::new();
+        let mut from = from;
+        loop {
+            if let Some(at) = find_header_name(&self.buf, from) {
+                keep_preview(&mut preview, &self.buf[..at]);
+                self.buf.drain(..at);
+                return Some((skipped + at as u64, show(&preview)));
+            }
+            // Keep what could be the start of the header name.
+            let keep = (HEADER_NAME.len() - 1).min(self.buf.len().saturating_sub(from));
+            let cut = self.buf.len() - keep;
+            keep_preview(&mut preview, &self.buf[..cut]);
+            skipped += cut as u64;
+            self.buf.drain(..cut);
+            from = 0;
+            if !self.fill(64 * 1024).await {
+                tracing::warn!("input ended after {skipped} bytes that were not a frame");
+                return None;
+            }
+        }
+    }
+
+    async fn body(&mut self, length: usize) -> Frame {
+        if length > self.max_frame {
+            self.discarding = true;
+            return Frame::Skipped(format!(
+                "refused a frame of {length} bytes: larger than the limit of {} bytes ({MAX_FRAME_ENV})",
+                self.max_frame
+            ));
+        }
+        let mut checked = 0;
+        while self.buf.len() < length {
+            let want = length - self.buf.len();
+            match tokio::time::timeout(STALLED_BODY, self.fill(want)).await {
+                Ok(true) => {}
+                Ok(false) => return Frame::End,
+                Err(_) if checked != self.buf.len() => {
+                    // Stalled: a complete message and nothing after it means the length
+                    // was too long and the client waits for an answer.
+                    checked = self.buf.len();
+                    if let Some(end) = one_value(&self.buf)
+                        .filter(|&end| self.buf[end..].iter().all(u8::is_ascii_whitespace))
+                    {
+                        tracing::warn!(
+                            "Content-Length {length} but the message ended after {end} bytes and nothing followed"
+                        );
+                        let body = self.buf.drain(..end).collect();
+                        return Frame::Body(body);
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        let rest = self.buf.split_off(length);
+        let mut body = std::mem::replace(&mut self.buf, rest);
+        // Too long: one JSON value, then the start of the next frame. (A body that ends
+        // its value where it should is left to the parsers after us.)
+        let last = body.iter().rev().find(|b| !b.is_ascii_whitespace());
+        if !matches!(last, Some(b'}' | b']')) {
+            if let Some(end) = one_value(&body) {
+                let tail = body.split_off(end);
+                if !tail.iter().all(u8::is_ascii_whitespace) {
+                    tracing::warn!(
+                        "Content-Length {length} was {} bytes too long; resynchronising",
+                        tail.len()
+                    );
+                    let rest = std::mem::take(&mut self.buf);
+                    self.buf = tail;
+                    self.buf.extend_from_slice(&rest);
+                }
+            }
+        }
+        Frame::Body(body)
+    }
+}
+
+/// Where the first JSON value of `bytes` ends, if it is a complete object or array.
+fn one_value(bytes: &[u8]) -> Option<usize> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if !matches!(first, Some(b'{' | b'[')) {
+        return None;
+    }
+    let mut values =
+        serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    match values.next() {
+        Some(Ok(_)) => Some(values.byte_offset()),
+        _ => None,
+    }
+}
+
+enum Headers {
+    Incomplete,
+    Invalid(String),
+    Complete { len: usize, length: usize },
+}
+
+/// Parses a header block at the start of `buf`: `Name: value` lines up to an empty line
+/// (CRLF or LF), one of them a Content-Length (the last one wins).
+fn parse_headers(buf: &[u8]) -> Headers {
+    let mut length = None;
+    let mut at = 0;
     loop {
-        let mut line = Vec::new();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return Frame::End,
-            Ok(_) => {}
-        }
-        let line = String::from_utf8_lossy(&line);
-        let line = line.trim_end_matches(['\r', '\n']);
+        let Some(nl) = buf[at..].iter().position(|&b| b == b'\n') else {
+            // A partial line that cannot become a header is garbage now, not later.
+            let partial = &buf[at..];
+            let name_end = partial
+                .iter()
+                .position(|&b| b == b':')
+                .unwrap_or(partial.len());
+            if !partial[..name_end].iter().all(|&b| is_token(b)) {
+                return Headers::Invalid("bytes that are not a header".into());
+            }
+            return Headers::Incomplete;
+        };
+        let line = &buf[at..at + nl];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        at += nl + 1;
         if line.is_empty() {
-            if !saw_header {
-                continue; // stray blank line between frames
-            }
-            break;
+            return match length {
+                Some(Ok(length)) => Headers::Complete { len: at, length },
+                Some(Err(value)) => Headers::Invalid(format!("invalid Content-Length {value:?}")),
+                None => Headers::Invalid("a header without a Content-Length".into()),
+            };
         }
-        saw_header = true;
-        if let Some((name, value)) = line.split_once(':') {
-            if name.trim().eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().ok();
-            }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            return Headers::Invalid("bytes that are not a header".into());
+        };
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if name.is_empty() || !name.iter().all(|&b| is_token(b)) {
+            return Headers::Invalid("bytes that are not a header".into());
+        }
+        if name.eq_ignore_ascii_case(HEADER_NAME) {
+            let value = String::from_utf8_lossy(value).trim().to_string();
+            length = Some(value.parse::<usize>().map_err(|_| value));
         }
     }
-    let Some(length) = length else {
-        return Frame::BadHeader("header without a valid Content-Length".into());
-    };
-    let mut body = vec![0; length];
-    match input.read_exact(&mut body).await {
-        Ok(_) => Frame::Body(body),
-        Err(_) => Frame::End,
+}
+
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn find_header_name(buf: &[u8], from: usize) -> Option<usize> {
+    if buf.len() < HEADER_NAME.len() {
+        return None;
     }
+    (from..=buf.len() - HEADER_NAME.len())
+        .find(|&i| buf[i..i + HEADER_NAME.len()].eq_ignore_ascii_case(HEADER_NAME))
+}
+
+fn keep_preview(preview: &mut Vec<u8>, bytes: &[u8]) {
+    let room = 64usize.saturating_sub(preview.len());
+    preview.extend_from_slice(&bytes[..room.min(bytes.len())]);
+}
+
+fn show(bytes: &[u8]) -> String {
+    format!("{:?}", String::from_utf8_lossy(bytes))
 }
 
 /// Writes `body` as one frame.
@@ -109,37 +406,80 @@ fn malformed(why: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-/// The body itself when tower-lsp can decode it, else its replacement.
+/// What tower-lsp's codec decodes a frame into (its own type is private).
+#[derive(Deserialize)]
+#[serde(untagged)]
+#[allow(dead_code)] // only decoded, to know that tower-lsp can
+enum Message {
+    Response(Response),
+    Request(Request),
+}
+
+/// The body itself when tower-lsp decodes it (as its codec does: the whole body UTF-8, then
+/// a message), else its replacement.
 fn sanitize(body: &[u8]) -> Cow<'_, [u8]> {
-    let decodable = serde_json::from_slice::<Request>(body).is_ok()
-        || serde_json::from_slice::<Response>(body).is_ok();
-    if decodable {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(err) => {
+            let why = format!("invalid UTF-8 at byte {}", err.valid_up_to());
+            let lossy = String::from_utf8_lossy(body);
+            return Cow::Owned(match serde_json::from_str::<Value>(&lossy) {
+                Ok(value) => replacement(&value, &why),
+                Err(_) => {
+                    tracing::warn!("dropping a message: {why}");
+                    malformed(&why)
+                }
+            });
+        }
+    };
+    if serde_json::from_str::<Message>(text).is_ok() {
         return Cow::Borrowed(body);
     }
-    let replacement = match serde_json::from_slice::<Value>(body) {
-        Ok(value) => match value.get("id") {
-            Some(id @ (Value::Number(_) | Value::String(_))) => {
-                tracing::warn!("invalid JSON-RPC request with id {id}");
-                json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "method": INVALID_REQUEST_METHOD,
-                    "params": {"error": "not a valid JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\" and a string \"method\")"}
-                })
-                .to_string()
-                .into_bytes()
-            }
-            _ => {
-                tracing::warn!("dropping a message that is not JSON-RPC 2.0");
-                malformed("not a JSON-RPC 2.0 message")
-            }
-        },
+    Cow::Owned(match serde_json::from_str::<Value>(text) {
+        Ok(value) => replacement(
+            &value,
+            "not a valid JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", a string \"method\" and an integer or string \"id\")",
+        ),
         Err(err) => {
             tracing::warn!("dropping a message that is not JSON: {err}");
             malformed(&format!("not JSON: {err}"))
         }
+    })
+}
+
+/// For a message tower-lsp cannot take: a request answered with InvalidRequest (to its id
+/// when tower-lsp can hold it, else to id null), or a note to log.
+fn replacement(value: &Value, why: &str) -> Vec<u8> {
+    let is_response = value.get("method").is_none()
+        && (value.get("result").is_some() || value.get("error").is_some());
+    let id = match value.get("id") {
+        None => None,
+        Some(_) if is_response => None,
+        Some(id @ Value::String(_)) => Some(id.clone()),
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        Some(_) => Some(Value::Null),
     };
-    Cow::Owned(replacement)
+    match id {
+        Some(id) => {
+            tracing::warn!("invalid JSON-RPC request with id {}: {why}", value["id"]);
+            json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": INVALID_REQUEST_METHOD,
+                "params": {"error": why}
+            })
+            .to_string()
+            .into_bytes()
+        }
+        None if is_response => {
+            tracing::warn!("dropping a response tower-lsp cannot read: {why}");
+            malformed(&format!("a response that cannot be read: {why}"))
+        }
+        None => {
+            tracing::warn!("dropping a message that is not JSON-RPC 2.0: {why}");
+            malformed(&format!("not a JSON-RPC 2.0 message: {why}"))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -147,23 +487,31 @@ mod tests {
     use super::*;
 
     async fn through(input: &'static [u8]) -> Vec<Value> {
-        let mut reader = BufReader::new(sanitized(input));
+        let (reader, _) = sanitized(input, 1024);
+        let mut reader = FrameReader::new(reader, usize::MAX);
         let mut out = Vec::new();
-        while let Frame::Body(body) = read_frame(&mut reader).await {
-            out.push(serde_json::from_slice(&body).unwrap());
+        loop {
+            match reader.next().await {
+                Frame::Body(body) => out.push(serde_json::from_slice(&body).unwrap()),
+                Frame::Skipped(why) => panic!("the sanitized stream is not framed: {why}"),
+                Frame::End => return out,
+            }
         }
-        out
     }
 
     fn frame(body: &str) -> String {
         format!("Content-Length: {}\r\n\r\n{body}", body.len())
     }
 
+    fn leak(s: String) -> &'static [u8] {
+        Box::leak(s.into_boxed_str()).as_bytes()
+    }
+
     #[tokio::test]
     async fn valid_frames_pass_unchanged() {
         let input = frame(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#)
             + &frame(r#"{"jsonrpc":"2.0","id":7,"result":null}"#);
-        let out = through(Box::leak(input.into_boxed_str()).as_bytes()).await;
+        let out = through(leak(input)).await;
         assert_eq!(out.len(), 2);
         assert_eq!(out[0]["method"], "initialize");
         assert_eq!(out[1]["id"], 7);
@@ -174,9 +522,10 @@ mod tests {
         let input = frame("{not json")
             + &frame(r#"{"jsonrpc":"2.0","id":"x-1","method":5}"#)
             + "Content-Type: nothing-else\r\n\r\n"
-            + &frame(r#"{"jsonrpc":"2.0","method":"after"}"#);
-        let out = through(Box::leak(input.into_boxed_str()).as_bytes()).await;
-        assert_eq!(out.len(), 4);
+            + &frame(r#"{"jsonrpc":"2.0","method":"after"}"#)
+            + &frame(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#);
+        let out = through(leak(input)).await;
+        assert_eq!(out.len(), 5);
         assert_eq!(out[0]["method"], MALFORMED_MESSAGE_METHOD);
         assert!(out[0]["params"]["error"]
             .as_str()
@@ -186,11 +535,39 @@ mod tests {
         assert_eq!(out[1]["id"], "x-1");
         assert_eq!(out[2]["method"], MALFORMED_MESSAGE_METHOD);
         assert_eq!(out[3]["method"], "after");
+        assert_eq!(out[4]["method"], INVALID_REQUEST_METHOD);
+        assert_eq!(out[4]["id"], Value::Null);
     }
 
     #[tokio::test]
     async fn a_torn_last_frame_ends_the_stream() {
         let out = through(b"Content-Length: 50\r\n\r\n{\"jsonrpc\"").await;
         assert!(out.is_empty());
+    }
+
+    #[tokio::test]
+    async fn lengths_off_by_a_few_bytes_and_oversized_frames_resynchronise() {
+        let a = r#"{"jsonrpc":"2.0","method":"a"}"#;
+        let b = r#"{"jsonrpc":"2.0","method":"b"}"#;
+        let input = format!("Content-Length: {}\r\n\r\n{a}", a.len() + 4)
+            + &frame(b)
+            + &format!("Content-Length: {}\r\n\r\n{a}", a.len() - 4)
+            + &frame(b)
+            + "Content-Length: 99999999999\r\n\r\n{\"x\": 1}"
+            + &frame(b);
+        let out = through(leak(input)).await;
+        let methods: Vec<&str> = out.iter().map(|m| m["method"].as_str().unwrap()).collect();
+        assert_eq!(
+            methods,
+            [
+                "a",
+                "b",
+                MALFORMED_MESSAGE_METHOD, // the torn `a`
+                MALFORMED_MESSAGE_METHOD, // its last bytes skipped
+                "b",
+                MALFORMED_MESSAGE_METHOD, // refused
+                "b"
+            ]
+        );
     }
 }
