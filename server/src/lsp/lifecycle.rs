@@ -131,10 +131,10 @@ impl LanguageServer for Backend {
                 .show_message(MessageType::WARNING, message)
                 .await;
         }
-        // The client may take its time to answer the registration, or never answer: nothing
-        // waits for it (a handler left waiting holds one of tower-lsp's few request slots).
-        let backend = self.clone();
-        tokio::spawn(async move { backend.register_agents_md_watchers().await });
+        // Sends the registration and returns: the client may take its time to answer, or
+        // never answer, and nothing waits for it (a handler left waiting would hold one of
+        // tower-lsp's few request slots, and indexing must not depend on the client).
+        self.register_agents_md_watchers().await;
         // The first count would otherwise pay for building the encoder (≈100 ms).
         let tokenizer = self.state.config().tokenizer();
         tokio::task::spawn_blocking(move || tokenizer.warm());
