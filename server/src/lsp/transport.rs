@@ -332,8 +332,10 @@ fn parse_headers(buf: &[u8]) -> Headers {
     let mut at = 0;
     loop {
         let Some(nl) = buf[at..].iter().position(|&b| b == b'\n') else {
-            // A partial line that cannot become a header is garbage now, not later.
+            // A partial line that cannot become a header is garbage now, not later. A read may
+            // end between the `\r` and the `\n` of a line: that `\r` is not garbage.
             let partial = &buf[at..];
+            let partial = partial.strip_suffix(b"\r").unwrap_or(partial);
             let name_end = partial
                 .iter()
                 .position(|&b| b == b':')
@@ -543,6 +545,25 @@ mod tests {
     async fn a_torn_last_frame_ends_the_stream() {
         let out = through(b"Content-Length: 50\r\n\r\n{\"jsonrpc\"").await;
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_header_block_cut_anywhere_is_incomplete_not_garbage() {
+        let block = b"Content-Length: 12\r\n\r\n";
+        for cut in 0..block.len() {
+            assert!(
+                matches!(parse_headers(&block[..cut]), Headers::Incomplete),
+                "cut at {cut}: {:?}",
+                String::from_utf8_lossy(&block[..cut])
+            );
+        }
+        assert!(matches!(
+            parse_headers(block),
+            Headers::Complete {
+                len: 22,
+                length: 12
+            }
+        ));
     }
 
     #[tokio::test]
