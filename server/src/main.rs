@@ -49,6 +49,9 @@ USAGE:
 
 ENVIRONMENT:
     AGENTLS_LOG    log filter, RUST_LOG syntax (default: info). Logs go to stderr only.
+    AGENTLS_MAX_FRAME_BYTES
+                   the largest LSP frame read (default 128 MiB); a larger one is refused
+                   with a log line and skipped, the session goes on.
     *_KEY, *_TOKEN, *_SECRET, *_PASSWORD
                    read at start-up and wiped from the process's initial environment
                    block (what /proc/PID/environ shows); tool commands still inherit them,
