@@ -1285,3 +1285,56 @@ async fn a_session_log_that_lost_its_first_line_uses_the_configured_model() {
     assert_eq!(fake.requests().last().unwrap().body["model"], "test-model");
     server_b.stop().await;
 }
+
+/// An OpenAI-compatible server that numbers calls per response (`call_0` in every turn):
+/// the second turn's call keeps its real outcome (the user's rejection), not "aborted",
+/// and every call the provider is sent back has an id of its own.
+#[tokio::test]
+async fn a_call_id_the_provider_repeats_across_turns_keeps_its_real_outcome() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    let read = json!({"path": "src/lib.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_0", "read_file", &[read.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Read."], None));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_0", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Understood."], None));
+    let (responder, _seen) = responder(&["rejectOnce"]);
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    for text in ["Read it", "Make it 42"] {
+        let turn = prompt(&server, &session, text).await;
+        let (updates, _) = updates_until_end(&server, &turn).await;
+        assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    }
+    let requests = fake.requests();
+    assert_invariants(&requests);
+    let last = requests.last().unwrap().body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let tool_messages: Vec<&Value> = last.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages.len(), 2, "{last:?}");
+    assert_ne!(
+        tool_messages[0]["tool_call_id"], tool_messages[1]["tool_call_id"],
+        "two calls, two ids"
+    );
+    let rejected = tool_messages[1]["content"].as_str().unwrap();
+    assert!(
+        rejected.contains("rejected") && !rejected.contains("aborted"),
+        "the user's answer reaches the model: {rejected}"
+    );
+    server.stop().await;
+}

@@ -377,6 +377,53 @@ pub fn normalize(entries: &[Entry]) -> (Vec<Normalized<'_>>, NormalizeReport) {
     (out, report)
 }
 
+/// Tool-call ids are kept short and plain: what every provider accepts back (Anthropic:
+/// `[a-zA-Z0-9_-]+`; OpenAI: at most 40 characters).
+const MAX_CALL_ID_CHARS: usize = 40;
+
+/// Session-unique ids for the calls of one model answer. A provider's id is untrusted input:
+/// servers that number calls per response (`call_0`, `call_1`) repeat them across turns,
+/// and two calls with one id would let one's output answer the other. The provider's id is
+/// kept where it is plain and unused (in `history` and among these calls); otherwise it
+/// becomes `{id}_{n}` (or `call_{n}`), the first such that is free.
+pub fn unique_call_ids(history: &History, proposed: &[String]) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = history
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.item {
+            Item::ToolCall { call_id, .. } | Item::ToolOutput { call_id, .. } => {
+                Some(call_id.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    proposed
+        .iter()
+        .map(|id| {
+            let plain: String = id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .take(MAX_CALL_ID_CHARS - 8)
+                .collect();
+            let id = if !plain.is_empty() && plain == *id && !taken.contains(&plain) {
+                plain
+            } else {
+                let base = if plain.is_empty() {
+                    "call".to_string()
+                } else {
+                    plain
+                };
+                (2..)
+                    .map(|n| format!("{base}_{n}"))
+                    .find(|candidate| !taken.contains(candidate))
+                    .expect("an unused id")
+            };
+            taken.insert(id.clone());
+            id
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,5 +633,45 @@ mod tests {
         let json = serde_json::to_string(&entry).unwrap();
         assert!(json.contains("\"type\":\"toolCall\"") && json.contains("\"callId\":\"a\""));
         assert_eq!(serde_json::from_str::<Entry>(&json).unwrap(), entry);
+    }
+
+    #[test]
+    fn call_ids_are_unique_in_the_session_and_plain() {
+        let mut history = History::new(TokenizerKind::O200kBase);
+        let prompts = Prompts::builtin();
+        for item in [
+            Item::ToolCall {
+                call_id: "call_0".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            },
+            Item::ToolOutput {
+                call_id: "call_0".into(),
+                name: "read_file".into(),
+                content: "x".into(),
+                success: true,
+            },
+        ] {
+            let entry = history.entry_for(item, TruncationPolicy::Tokens(1000), &prompts);
+            history.push_recorded(entry);
+        }
+        let ids = |proposed: &[&str]| {
+            let proposed: Vec<String> = proposed.iter().map(|s| s.to_string()).collect();
+            unique_call_ids(&history, &proposed)
+        };
+        assert_eq!(ids(&["call_1", "toolu_01A"]), ["call_1", "toolu_01A"]);
+        assert_eq!(
+            ids(&["call_0", "call_1"]),
+            ["call_0_2", "call_1"],
+            "used before"
+        );
+        assert_eq!(
+            ids(&["call_1", "call_1"]),
+            ["call_1", "call_1_2"],
+            "twice at once"
+        );
+        assert_eq!(ids(&["", "a b:c"]), ["call_2", "abc_2"], "empty, not plain");
+        let long = "x".repeat(100);
+        assert!(ids(&[long.as_str()])[0].len() <= MAX_CALL_ID_CHARS);
     }
 }

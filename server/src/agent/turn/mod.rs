@@ -368,7 +368,18 @@ impl Turn {
             let live = self.handle.live.lock().await;
             self.agent.status(&live.session, "running", used, true);
         }
-        let reply = self.call_model(opened, &request).await;
+        let mut reply = self.call_model(opened, &request).await;
+        // The provider's call ids are untrusted: each call gets a session-unique one.
+        if !reply.calls.is_empty() {
+            let proposed: Vec<String> = reply.calls.iter().map(|c| c.id.clone()).collect();
+            let ids = {
+                let live = self.handle.live.lock().await;
+                agentls_core::history::unique_call_ids(&live.session.history, &proposed)
+            };
+            for (call, id) in reply.calls.iter_mut().zip(ids) {
+                call.id = id;
+            }
+        }
         if !reply.text.is_empty() {
             if let Err(message) = self
                 .record_item(Item::Assistant {
