@@ -9,16 +9,15 @@ use agentls::dev::lsp_client::Answer;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
 use std::future::Future;
-use std::time::Duration;
 
 const KEPT_URI: &str = "file:///v/kept.rs";
 const KEPT_TEXT: &str = "fn kept() {}\n";
 
-/// A hang guard, not a timing assertion: a deaf server fails the test instead of hanging it.
+/// Awaits what the server should answer. No clock: a deaf server leaves the test waiting
+/// (the suite's own limit ends it); `what` says what was awaited, in the log.
 async fn guard<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(60), future)
-        .await
-        .unwrap_or_else(|_| panic!("no answer from the server: {what}"))
+    eprintln!("awaiting: {what}");
+    future.await
 }
 
 fn frame(body: &[u8]) -> Vec<u8> {
