@@ -175,6 +175,11 @@ impl Agent {
             .unwrap_or_else(|| self.default_model());
         let tokenizer = tokenizer_for(&config, &model);
         let mut session = Session::replay(id, &contents.events, tokenizer, Registry::builtin());
+        // A log that lost its first line (`sessionStarted`) names no model: the configured
+        // one serves, as for a new session, for everything that reads the session's model.
+        if session.model.is_empty() {
+            session.model = model;
+        }
         let log = store
             .open(id)
             .map_err(|e| AgentError(format!("cannot open session {id}: {e}")))?;

@@ -243,11 +243,7 @@ impl Turn {
                 return Err(Stop::Error);
             }
         };
-        // A log that lost its first line (`sessionStarted`) names no model: the configured
-        // one serves, as for a new session.
-        let model = Some(self.handle.live.lock().await.session.model.clone())
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| self.agent.default_model());
+        let model = self.handle.live.lock().await.session.model.clone();
         // The turn block and the static context do not read the history: no copy of it.
         let no_history = agentls_core::history::History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
