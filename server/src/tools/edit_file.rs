@@ -227,12 +227,12 @@ impl Tool for EditFile {
     /// The edit is planned before the approval: the user sees its diff, and an edit whose
     /// old_text does not match fails before anyone is asked.
     async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
-        let path_arg = arguments["path"]
-            .as_str()
-            .ok_or_else(|| "edit_file needs a `path` string".to_string())?;
-        let path = cx.boundary.resolve(path_arg).map_err(|e| e.0)?;
-        let (current, version) = file_change::current_text(cx, &path).await?;
-        let shown = cx.boundary.display(&path);
+        let file_change::Target {
+            arg,
+            current,
+            version,
+            shown,
+        } = file_change::target(cx, "edit_file", arguments).await?;
         let current =
             current.ok_or_else(|| format!("{shown} does not exist; create it with write_file"))?;
         let old_text = arguments["old_text"]
@@ -242,7 +242,7 @@ impl Tool for EditFile {
             .as_str()
             .ok_or("edit_file needs a `new_text` string")?;
         let planned =
-            plan_edit(&cx.boundary, path_arg, &current, old_text, new_text).map_err(|e| e.0)?;
+            plan_edit(&cx.boundary, arg, &current, old_text, new_text).map_err(|e| e.0)?;
         let summary = format!(
             "Edited {shown}: replaced {} line(s) with {} line(s).",
             old_text.lines().count().max(1),

@@ -80,17 +80,17 @@ impl Tool for WriteFile {
 
     /// Planned before the approval, like an edit: the user sees the diff.
     async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
-        let path_arg = arguments["path"]
-            .as_str()
-            .ok_or_else(|| "write_file needs a `path` string".to_string())?;
-        let path = cx.boundary.resolve(path_arg).map_err(|e| e.0)?;
-        let (current, version) = file_change::current_text(cx, &path).await?;
-        let shown = cx.boundary.display(&path);
+        let file_change::Target {
+            arg,
+            current,
+            version,
+            shown,
+        } = file_change::target(cx, "write_file", arguments).await?;
         let content = arguments["content"]
             .as_str()
             .ok_or("write_file needs a `content` string")?;
         let planned =
-            plan_write(&cx.boundary, path_arg, current.as_deref(), content).map_err(|e| e.0)?;
+            plan_write(&cx.boundary, arg, current.as_deref(), content).map_err(|e| e.0)?;
         let summary = if planned.created {
             format!("Created {shown} ({} lines).", content.lines().count())
         } else {
