@@ -116,12 +116,26 @@ pub trait Host: Send + Sync + 'static {
     /// Canonical workspace roots; the first is the default working directory.
     fn roots(&self) -> Vec<PathBuf>;
     /// The context inputs of a turn; an editor state that cannot be used is an error the
-    /// user sees.
-    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String>;
-    /// The open buffer's text and version, when the file is open in the editor.
-    async fn buffer(&self, path: &Path) -> Option<(String, i32)>;
+    /// user sees. By default the one gather recipe over the disk under `roots` (a host
+    /// without an editor); the editor's host reads its open buffers first.
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        let source = crate::agent::gather::DiskSource {
+            roots: self.roots(),
+        };
+        crate::agent::gather::gather(&source, &self.config(), editor).await
+    }
+    /// The open buffer's text and version, when the file is open in the editor (never, for
+    /// a host without one).
+    async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
+        None
+    }
     /// Applies a change (through the editor, so it is undoable there); Err says why not.
-    async fn apply(&self, change: FileChange) -> Result<(), String>;
+    /// Without an editor, the change goes to the disk, checked against what the model saw.
+    async fn apply(&self, change: FileChange) -> Result<(), String> {
+        tokio::task::spawn_blocking(move || crate::store::files::write_change(change))
+            .await
+            .map_err(|e| e.to_string())?
+    }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.
     fn notify(&self, notice: Notice);

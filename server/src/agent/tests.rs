@@ -16,12 +16,10 @@ use std::sync::{Arc, Mutex};
 use expect_test::{expect, Expect};
 use serde_json::{json, Value};
 
-use super::gather::{self, DiskSource};
-use super::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
+use super::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use super::Agent;
 use crate::dev::fake_provider::{FakeProvider, RecordedRequest, Reply};
 use agentls_core::config::Config;
-use agentls_core::editor_state::EditorState;
 use agentls_core::history::Item;
 use agentls_core::prompts::{AbortReason, Prompts};
 use agentls_core::session::Session;
@@ -95,21 +93,6 @@ impl Host for TestHost {
 
     fn roots(&self) -> Vec<PathBuf> {
         vec![self.root.clone()]
-    }
-
-    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let source = DiskSource {
-            roots: self.roots(),
-        };
-        gather::gather(&source, &self.config, editor).await
-    }
-
-    async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
-        None
-    }
-
-    async fn apply(&self, change: FileChange) -> Result<(), String> {
-        crate::store::files::write_change(change)
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {

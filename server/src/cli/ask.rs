@@ -12,12 +12,8 @@ use lsp_types::{Position, Url};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::gather::{self, DiskSource};
-use crate::agent::host::{
-    FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
-};
+use crate::agent::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::agent::Agent;
-use crate::store::files;
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
@@ -239,24 +235,6 @@ impl Host for CliHost {
 
     fn roots(&self) -> Vec<PathBuf> {
         vec![self.root.clone()]
-    }
-
-    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let source = DiskSource {
-            roots: self.roots(),
-        };
-        gather::gather(&source, &self.config, editor).await
-    }
-
-    async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
-        None
-    }
-
-    /// Without an editor, changes go to the disk, checked against what the model saw.
-    async fn apply(&self, change: FileChange) -> Result<(), String> {
-        tokio::task::spawn_blocking(move || files::write_change(change))
-            .await
-            .map_err(|e| e.to_string())?
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {

@@ -9,19 +9,15 @@
 //! share of the window.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::agent::gather::{self, DiskSource};
-use crate::agent::host::{
-    FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
-};
+use crate::agent::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::agent::Agent;
 use crate::dev::fake_provider::{FakeProvider, Reply};
 use agentls_core::config::Config;
-use agentls_core::editor_state::EditorState;
 use agentls_core::history::model_text;
 use agentls_core::prompts::Prompts;
 
@@ -92,18 +88,6 @@ impl Host for EvalHost {
     }
     fn roots(&self) -> Vec<PathBuf> {
         vec![self.root.clone()]
-    }
-    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let source = DiskSource {
-            roots: self.roots(),
-        };
-        gather::gather(&source, &self.config, editor).await
-    }
-    async fn buffer(&self, _path: &Path) -> Option<(String, i32)> {
-        None
-    }
-    async fn apply(&self, change: FileChange) -> Result<(), String> {
-        crate::store::files::write_change(change)
     }
     async fn request_permission(&self, _request: PermissionRequest) -> PermissionOutcome {
         // The user says "always" the first time: the approval is a needle.
