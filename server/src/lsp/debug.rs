@@ -137,7 +137,15 @@ impl Backend {
                 None => return Err(invalid_params("no uri given and no workspace root")),
             },
         };
-        let buffers = self.state.documents.matching(|_| true).await;
+        // Only the AGENTS.md buffers: a glance at every buffer would reparse the edited ones.
+        let buffers = self
+            .state
+            .documents
+            .matching(|uri| {
+                uri.to_file_path()
+                    .is_ok_and(|p| agentls_core::agents_md::is_instruction_file(&p))
+            })
+            .await;
         let chain = gather::agents_chain(self, &self.state.config(), dir, &buffers).await;
         serde_json::to_value(chain).map_err(|err| jsonrpc::Error {
             code: jsonrpc::ErrorCode::InternalError,
