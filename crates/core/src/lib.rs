@@ -29,6 +29,7 @@ pub mod prompts;
 pub mod redact;
 pub mod session;
 pub mod skills;
+pub mod snapshot;
 pub mod syntax;
 pub mod tokens;
 pub mod tool_info;

@@ -80,6 +80,22 @@ pub enum Event {
         stop_reason: String,
         at: u64,
     },
+    /// Files a command changed in the workspace (found by comparing snapshots taken before
+    /// and after it), for the ledger: the file tools' changes are read from their calls.
+    FilesChanged {
+        turn_id: String,
+        tool_call_id: String,
+        /// The command, as run.
+        command: String,
+        files: Vec<ChangedPath>,
+    },
+}
+
+/// One file a command changed, as shown to the model (relative to its workspace root).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChangedPath {
+    pub path: String,
+    pub change: crate::snapshot::ChangeKind,
 }
 
 /// What a compaction did, recorded with its boundary and reported to the client.
@@ -296,6 +312,8 @@ impl Session {
                 self.open_turn = None;
                 self.updated_at = *at;
             }
+            // The ledger's alone (observed above).
+            Event::FilesChanged { .. } => {}
         }
     }
 }

@@ -445,8 +445,19 @@ impl Tool for Shell {
             .as_u64()
             .map(Duration::from_millis)
             .unwrap_or(SHELL_DEFAULT_TIMEOUT);
+        // The workspace root the command runs in, snapshotted around it: what it changes on
+        // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
+        let root = cx
+            .boundary
+            .roots
+            .iter()
+            .filter(|root| cwd.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .unwrap_or(&cx.boundary.roots[0])
+            .clone();
+        let snapshot = super::snapshot::before(&root).await;
         let on_output = cx.on_output.clone();
-        match run_shell(
+        let ran = run_shell(
             command,
             &cwd,
             timeout,
@@ -455,8 +466,13 @@ impl Tool for Shell {
             &cx.cancel,
             &cx.hidden_env,
         )
-        .await
-        {
+        .await;
+        // Also after a failure, a timeout or a cancel: the files may have changed before.
+        let changed = match snapshot {
+            Some(before) => super::snapshot::changes_since(before, &cx.boundary.roots).await,
+            None => Vec::new(),
+        };
+        match ran {
             Ok(outcome) => {
                 let success =
                     outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
@@ -468,7 +484,7 @@ impl Tool for Shell {
                 ToolOutcome {
                     output: outcome.output,
                     success,
-                    effect: Some(Effect::Evidence(evidence)),
+                    effect: Some(Effect::Ran { evidence, changed }),
                 }
             }
             Err(err) => ToolOutcome::failed(err.0),

@@ -131,7 +131,20 @@ impl Turn {
         let outcome = tool.run(&cx, &arguments, prepared).await;
         match outcome.effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
-            Some(Effect::Evidence(evidence)) => self.evidence.push(evidence),
+            Some(Effect::Ran { evidence, changed }) => {
+                self.evidence.push(evidence);
+                if !changed.is_empty() {
+                    self.changed.extend(changed.iter().map(|c| c.path.clone()));
+                    let _ = self
+                        .record(Event::FilesChanged {
+                            turn_id: self.turn_id.clone(),
+                            tool_call_id: call.id.clone(),
+                            command: command.unwrap_or_default().to_string(),
+                            files: changed,
+                        })
+                        .await;
+                }
+            }
             Some(Effect::Plan(entries)) => {
                 let _ = self
                     .record(Event::Plan {
