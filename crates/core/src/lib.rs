@@ -10,6 +10,7 @@
 pub mod agents_md;
 pub mod approval;
 pub mod attachments;
+pub mod bpe;
 pub mod compaction;
 pub mod config;
 pub mod context;
