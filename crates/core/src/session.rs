@@ -80,6 +80,27 @@ pub enum Event {
         stop_reason: String,
         at: u64,
     },
+    /// A runtime reminder entered the history (`entry`, an `Instructions` item of role
+    /// `reminder`); its key and version are remembered so it is not shown again.
+    Reminder {
+        turn_id: String,
+        key: String,
+        version: String,
+        source: String,
+        entry: Entry,
+    },
+    /// A hook ran (what the `hook` update told the editor).
+    Hook {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        /// The hook event (`PreToolUse`, …).
+        hook_event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
 }
 
 /// What a compaction did, recorded with its boundary and reported to the client.
@@ -151,6 +172,8 @@ pub struct Session {
     pub context_window: Option<usize>,
     /// Bumped by every compaction: a summary prepared before it is stale.
     pub generation: u64,
+    /// Reminder key → the version shown (`reminders::due` skips what is here).
+    pub reminders_shown: std::collections::BTreeMap<String, String>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -177,6 +200,7 @@ impl Session {
             low_yield_compactions: 0,
             context_window: None,
             generation: 0,
+            reminders_shown: Default::default(),
         }
     }
 
@@ -296,6 +320,17 @@ impl Session {
                 self.open_turn = None;
                 self.updated_at = *at;
             }
+            Event::Reminder {
+                key,
+                version,
+                entry,
+                ..
+            } => {
+                self.reminders_shown.insert(key.clone(), version.clone());
+                self.history.push_recorded(entry.clone());
+                self.last_usage = None;
+            }
+            Event::Hook { .. } => {}
         }
     }
 }
