@@ -560,3 +560,85 @@ async fn a_risky_pattern_is_warned_about_once_per_session() {
     assert_eq!(body_text(&requests[2]).matches("calls eval()").count(), 1);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_changed_files() {
+    let ws = workspace();
+    let big: String = (0..150)
+        .map(|i| format!("let value_{i} = compute(&inputs[{i}], \"parser stage {i}\");\n"))
+        .collect();
+    fs::write(ws.root.join("src/big.rs"), big).unwrap();
+    let fake = FakeProvider::start().await;
+    let log = ws.root.parent().unwrap().join("events.log");
+    let record = script(
+        &ws,
+        "record.sh",
+        &format!(
+            r#"jq -r '[.hook_event_name, (.source // .trigger)] | join(" ")' >> {}"#,
+            log.display()
+        ),
+    );
+    let write = json!({"path": "src/new.rs", "content": "pub fn added() {}\n"}).to_string();
+    let read = json!({"path": "src/big.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("w1", "write_file", &[write.as_str()]),
+            ("r1", "read_file", &[read.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Read and written."], None));
+    fake.push_for(
+        "CONTEXT CHECKPOINT COMPACTION",
+        FakeProvider::openai_text(
+            &["# Compaction Handoff\n[Done] wrote src/new.rs\n[Next] go on"],
+            None,
+        ),
+    );
+    fake.push(FakeProvider::openai_text(&["Going on."], None));
+    fake.push(FakeProvider::openai_text(&["Back again."], None));
+    let mut settings = hooks_setting("SessionStart", None, &record, None);
+    settings["PreCompact"] =
+        hooks_setting("PreCompact", Some("manual"), &record, None)["PreCompact"].clone();
+    let extra = json!({"approval": "full-auto", "hooks": settings});
+    let server = hooked_server(&ws, &fake, extra.clone(), Some(responder(&[]).0)).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Read big.rs and add new.rs").await;
+    let _ = updates_until_end(&server, &turn).await;
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    let turn = prompt(&server, &session, "Go on").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let reminder = updates
+        .iter()
+        .find(|u| u["kind"] == "reminder" && u["source"] == "compaction")
+        .expect("the after-compaction reminder");
+    assert!(
+        reminder["text"].as_str().unwrap().contains("src/new.rs"),
+        "{reminder}"
+    );
+    let last = fake.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("Read a file again before you edit it"),
+        "{last}"
+    );
+    server.stop().await;
+
+    let server = hooked_server(&ws, &fake, extra, None).await;
+    server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let turn = prompt(&server, &session, "Again").await;
+    let _ = updates_until_end(&server, &turn).await;
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "SessionStart new\nPreCompact manual\nSessionStart compact\nSessionStart loaded\n"
+    );
+    server.stop().await;
+}

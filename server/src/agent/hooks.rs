@@ -143,7 +143,12 @@ fn read_file(path: &Path, source: HookSource) -> (Vec<Hook>, Vec<String>) {
 impl Agent {
     /// Every configured hook: settings, then the user file, then the workspace file (read
     /// each time, so an edit applies at once); problems are reported once.
-    fn configured_hooks(&self, session: &str, turn_id: &str) -> Hooks {
+    fn configured_hooks(
+        &self,
+        handle: &SessionHandle,
+        turn_id: &str,
+        cancel: &CancellationToken,
+    ) -> Hooks {
         let mut all = Hooks {
             hooks: self.host.config().hooks,
         };
@@ -161,9 +166,11 @@ impl Agent {
         for problem in problems {
             if self.hooks.with(|s| s.warned.insert(problem.clone())) {
                 tracing::warn!("hooks: {problem}");
-                self.update(
-                    session,
+                super::turn::say(
+                    self,
+                    handle,
                     turn_id,
+                    cancel,
                     json!({"kind": "warning", "message": format!("hooks: {problem}")}),
                 );
             }
@@ -293,7 +300,7 @@ impl Agent {
         fields: Value,
         cancel: &CancellationToken,
     ) -> Verdict {
-        let all = self.configured_hooks(&handle.id, turn_id);
+        let all = self.configured_hooks(handle, turn_id, cancel);
         let matching: Vec<Hook> = all.matching(event, target).into_iter().cloned().collect();
         if matching.is_empty() {
             return hooks::combine(&[]);
@@ -313,6 +320,7 @@ impl Agent {
                     "notApproved",
                     Duration::ZERO,
                     Some("the workspace hook was not approved: not run".into()),
+                    cancel,
                 )
                 .await;
                 continue;
@@ -355,12 +363,15 @@ impl Agent {
                 verdict.outcome,
                 elapsed,
                 verdict.message(),
+                cancel,
             )
             .await;
             if let Some(warning) = &verdict.warning {
-                self.update(
-                    &handle.id,
+                super::turn::say(
+                    self,
+                    handle,
                     turn_id,
+                    cancel,
                     json!({"kind": "warning", "message": format!("{} hook `{}`: {warning}", event.name(), hook.command)}),
                 );
             }
@@ -375,7 +386,8 @@ impl Agent {
         hooks::combine(&verdicts)
     }
 
-    /// Records a run and tells the editor (`hook` update).
+    /// Records a run and tells the editor (`hook` update), unless the turn was cancelled.
+    #[allow(clippy::too_many_arguments)]
     async fn report(
         &self,
         handle: &SessionHandle,
@@ -384,6 +396,7 @@ impl Agent {
         outcome: &str,
         elapsed: Duration,
         message: Option<String>,
+        cancel: &CancellationToken,
     ) {
         let duration_ms = elapsed.as_millis() as u64;
         let event = Event::Hook {
@@ -410,7 +423,8 @@ impl Agent {
         if let Some(message) = message {
             update["message"] = json!(message);
         }
-        self.update(&handle.id, turn_id, update);
+        // After a cancel the turn's only updates are its calls' last ones and turnEnd.
+        super::turn::say(self, handle, turn_id, cancel, update);
     }
 }
 
