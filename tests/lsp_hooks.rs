@@ -642,3 +642,94 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn updated_input_replaces_the_arguments_and_post_tool_use_sees_failed_calls_too() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let redirect = script(
+        &ws,
+        "redirect.sh",
+        r#"path=$(jq -r '.tool_input.path')
+if [ "$path" = "src/old_name.rs" ]; then
+  jq -n '{hookSpecificOutput: {hookEventName: "PreToolUse", updatedInput: {path: "src/lib.rs"}}}'
+fi"#,
+    );
+    let log = ws.root.parent().unwrap().join("post.log");
+    let post = script(
+        &ws,
+        "post.sh",
+        &format!(
+            r#"jq -r '[.tool_input.path, (.tool_response.success | tostring), ((.tool_response.error // "") | length > 0 | tostring)] | join(" ")' >> {}"#,
+            log.display()
+        ),
+    );
+    let renamed = json!({"path": "src/old_name.rs"}).to_string();
+    let missing = json!({"path": "src/missing.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("c1", "read_file", &[renamed.as_str()]),
+            ("c2", "read_file", &[missing.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Read one."], None));
+    let mut hooks = hooks_setting("PreToolUse", Some("read_file"), &redirect, None);
+    hooks["PostToolUse"] =
+        hooks_setting("PostToolUse", Some("read_file"), &post, None)["PostToolUse"].clone();
+    let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Read them").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done.len(), 1, "{updates:?}");
+    assert_eq!(done[0]["toolCallId"], "c1");
+    assert!(
+        done[0]["output"].as_str().unwrap().contains("41"),
+        "the rewritten path was read"
+    );
+    assert_eq!(tool_updates(&updates, "failed")[0]["toolCallId"], "c2");
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "src/lib.rs true false\nsrc/missing.rs false true\n"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_prompt_submit_block_keeps_the_prompt_from_the_model() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let guard = script(
+        &ws,
+        "no-secrets.sh",
+        r#"if jq -r '.prompt' | grep -q 'password'; then
+  echo '{"decision": "block", "reason": "prompts must not contain passwords"}'
+fi"#,
+    );
+    fake.push(FakeProvider::openai_text(&["Fine."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &guard, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "my password is hunter2").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error");
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    assert_eq!(error["code"], "blockedByHook");
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("prompts must not contain passwords"));
+    assert!(fake.requests().is_empty(), "nothing was sent");
+    // The next prompt goes through, and the blocked one is not in its history.
+    let turn = prompt(&server, &session, "hello").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(!body_text(&fake.requests()[0]).contains("hunter2"));
+    server.stop().await;
+}

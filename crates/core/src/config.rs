@@ -619,6 +619,25 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn hooks_and_reminder_switches_are_settings_and_a_bad_hooks_value_keeps_the_previous() {
+        let settings = json!({
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "check.sh"}]}]},
+            "reminders": {"riskyPatterns": false, "maxTokens": 80}
+        });
+        let (config, update) = Config::from_settings(&Config::default(), &settings);
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(config.hooks.len(), 1);
+        assert_eq!(config.hooks[0].command, "check.sh");
+        assert!(!config.reminders.risky && config.reminders.plan);
+        assert_eq!(config.reminders.max_tokens, 80);
+        let bad = json!({"hooks": {"Stop": "check.sh"}, "reminders": {"plan": "no"}});
+        let (next, update) = Config::from_settings(&config, &bad);
+        assert_eq!(next.hooks, config.hooks, "the previous hooks stay");
+        let keys: Vec<&str> = update.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["hooks", "reminders.plan"]);
+    }
+
+    #[test]
     fn defaults_for_empty_or_null_settings() {
         for settings in [json!(null), json!({})] {
             let (config, update) = Config::from_settings(&Config::default(), &settings);
