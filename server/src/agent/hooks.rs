@@ -206,7 +206,19 @@ impl Agent {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Err(err) = std::fs::write(&path, text) {
+        // The user's alone, like the session logs beside it.
+        let written = {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+        };
+        if let Err(err) = written {
             tracing::warn!(
                 "cannot remember the hook approval in {}: {err}",
                 path.display()
