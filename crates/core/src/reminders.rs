@@ -64,14 +64,15 @@ impl Default for ReminderSettings {
 }
 
 impl ReminderSettings {
-    /// Whether reminders of `source` are on.
+    /// Whether reminders of `source` are on. `hooks` is applied where a hook's context is
+    /// queued: a hook's block reason (Stop, PostToolUse) is not context but why the loop goes
+    /// on, and is always shown.
     pub fn allows(&self, source: &str) -> bool {
         match source {
             "agentsMd" => self.agents_md,
             "plan" => self.plan,
             "risky" => self.risky,
             "compaction" => self.compaction,
-            "hook" => self.hooks,
             _ => true,
         }
     }
@@ -344,10 +345,11 @@ mod tests {
         assert!(due(&shown, &settings, vec![a.clone()]).is_empty());
         assert_eq!(due(&shown, &settings, vec![b]).len(), 1);
         let off = ReminderSettings {
-            hooks: false,
+            risky: false,
             ..ReminderSettings::default()
         };
-        assert!(due(&BTreeMap::new(), &off, vec![a]).is_empty());
+        let risky = risky("+eval(x)\n", &texts);
+        assert!(due(&BTreeMap::new(), &off, risky).is_empty());
     }
 
     #[test]
