@@ -733,3 +733,48 @@ fi"#,
     assert!(!body_text(&fake.requests()[0]).contains("hunter2"));
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_cancel_kills_a_running_hook_and_ends_the_turn() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let pid_file = ws.root.parent().unwrap().join("slow.pid");
+    let slow = script(
+        &ws,
+        "slow.sh",
+        &format!(
+            "sleep 600 &\necho $! > {}.tmp\nmv {0}.tmp {0}\nwait",
+            pid_file.display()
+        ),
+    );
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &slow, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    // Wait until the hook runs (a condition, not a duration).
+    while !pid_file.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let cancelled = server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(cancelled["cancelled"], true);
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "cancelled");
+    assert!(fake.requests().is_empty(), "no model call after the cancel");
+    let pid = fs::read_to_string(&pid_file).unwrap();
+    let stat = fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+    assert!(
+        stat.is_empty() || state == Some('Z'),
+        "the hook's child still runs: {stat}"
+    );
+    server.stop().await;
+}
