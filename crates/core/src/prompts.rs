@@ -43,6 +43,29 @@ pub struct Prompts {
     pub ledger_header: String,
     /// The markers of an `@path` attachment block.
     pub attachments: AttachmentMarkers,
+    /// The texts of the runtime reminders (`reminders.json`).
+    pub reminders: ReminderTexts,
+}
+
+/// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
+/// around them are structure, written by `reminders`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReminderTexts {
+    /// Opens every reminder: who it is from.
+    pub intro: String,
+    /// `{changes}`: the lines added and removed.
+    pub agents_md_changed: String,
+    /// `{step}`, `{rounds}`.
+    pub plan_stale: String,
+    /// `{files}`.
+    pub after_compaction: String,
+    /// `{event}`, `{command}`, `{text}`.
+    pub hook: String,
+    /// `{reason}`.
+    pub stop_hook: String,
+    /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).
+    pub risky: std::collections::BTreeMap<String, String>,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -132,6 +155,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "attachments.json",
         include_str!("../../../prompts/attachments.json"),
     ),
+    (
+        "reminders.json",
+        include_str!("../../../prompts/reminders.json"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -211,6 +238,7 @@ impl Prompts {
         let tool_rejected = text("tool_rejected.md");
         let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
+        let reminders_json = text("reminders.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -223,6 +251,12 @@ impl Prompts {
             "attachments.json",
             "an object of the attachment markers",
             &attachments_json,
+        );
+        let reminders = parse_json(
+            &mut problems,
+            "reminders.json",
+            "an object of the reminder texts",
+            &reminders_json,
         );
         (
             Prompts {
@@ -241,6 +275,7 @@ impl Prompts {
                 tool_rejected,
                 ledger_header,
                 attachments,
+                reminders,
             },
             problems,
         )

@@ -89,6 +89,27 @@ pub enum Event {
         command: String,
         files: Vec<ChangedPath>,
     },
+    /// A runtime reminder entered the history (`entry`, an `Instructions` item of role
+    /// `reminder`); its key and version are remembered so it is not shown again.
+    Reminder {
+        turn_id: String,
+        key: String,
+        version: String,
+        source: String,
+        entry: Entry,
+    },
+    /// A hook ran (what the `hook` update told the editor).
+    Hook {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        /// The hook event (`PreToolUse`, …).
+        hook_event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
 }
 
 /// One file a command changed, as shown to the model (relative to its workspace root).
@@ -167,6 +188,8 @@ pub struct Session {
     pub context_window: Option<usize>,
     /// Bumped by every compaction: a summary prepared before it is stale.
     pub generation: u64,
+    /// Reminder key → the version shown (`reminders::due` skips what is here).
+    pub reminders_shown: std::collections::BTreeMap<String, String>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -193,6 +216,7 @@ impl Session {
             low_yield_compactions: 0,
             context_window: None,
             generation: 0,
+            reminders_shown: Default::default(),
         }
     }
 
@@ -314,6 +338,17 @@ impl Session {
             }
             // The ledger's alone (observed above).
             Event::FilesChanged { .. } => {}
+            Event::Reminder {
+                key,
+                version,
+                entry,
+                ..
+            } => {
+                self.reminders_shown.insert(key.clone(), version.clone());
+                self.history.push_recorded(entry.clone());
+                self.last_usage = None;
+            }
+            Event::Hook { .. } => {}
         }
     }
 }

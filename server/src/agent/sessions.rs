@@ -422,6 +422,8 @@ impl Agent {
             problems: Vec::new(),
             steps: 0,
             announced: Default::default(),
+            stop_hook_active: false,
+            halt: None,
         };
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;

@@ -234,7 +234,7 @@ fn user_shell() -> PathBuf {
 }
 
 /// Kills the command's process group when armed: on timeout, cancellation, or when dropped.
-struct GroupGuard(Option<u32>);
+pub(crate) struct GroupGuard(Option<u32>);
 
 /// Process groups of commands still running: killed by `kill_running_commands` when the
 /// process exits (a future is not dropped at exit, so `GroupGuard` alone would leave them).
@@ -249,7 +249,7 @@ pub fn kill_running_commands() {
 }
 
 impl GroupGuard {
-    fn new(pid: Option<u32>) -> GroupGuard {
+    pub(crate) fn new(pid: Option<u32>) -> GroupGuard {
         if let Some(pid) = pid {
             RUNNING_GROUPS
                 .lock()
@@ -268,7 +268,7 @@ impl GroupGuard {
         }
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
             // pid 0 or 1 would address our own group or every process: never those.
             if pgid > 1 {
@@ -280,7 +280,7 @@ impl GroupGuard {
         }
     }
 
-    fn disarm(&mut self) {
+    pub(crate) fn disarm(&mut self) {
         self.forget();
         self.0 = None;
     }

@@ -13,6 +13,7 @@ use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::{self, Gate};
 use agentls_core::history::Item;
+use agentls_core::hooks::Permission;
 use agentls_core::session::Event;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
@@ -63,9 +64,23 @@ impl Turn {
         recorded.map(|_| ())
     }
 
-    /// Runs one tool call, asking for approval when the policy says so. Returns the output
-    /// for the model and whether the call succeeded.
+    /// Runs one tool call, asking for approval when the policy says so, with its PreToolUse
+    /// and PostToolUse hooks. Returns the output for the model and whether the call
+    /// succeeded.
     pub(super) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
+        let mut post = None;
+        let (output, success) = self.run_tool_inner(call, &mut post).await;
+        // After a call that ran or failed; not after one a PreToolUse hook blocked.
+        if let Some(arguments) = post {
+            self.post_tool_hooks(call, &arguments, &output, success)
+                .await;
+        }
+        (output, success)
+    }
+
+    /// `run_tool` without PostToolUse; `post` gets the arguments once PreToolUse let the call
+    /// go on.
+    async fn run_tool_inner(&mut self, call: &Call, post: &mut Option<Value>) -> (String, bool) {
         let tools = Registry::builtin();
         let kind = tools.kind(&call.name);
         let arguments: Value = match serde_json::from_str(&call.arguments) {
@@ -107,6 +122,14 @@ impl Turn {
                 false,
             );
         }
+        let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
+            super::hooks::PreTool::Blocked(reason) => return (reason, false),
+            super::hooks::PreTool::Go {
+                arguments,
+                permission,
+            } => (arguments, permission),
+        };
+        *post = Some(arguments.clone());
         // Prepared first: the approval shows an edit's diff, and a bad call fails before
         // anyone is asked.
         let prepared = match tool.prepare(&cx, &arguments).await {
@@ -115,12 +138,21 @@ impl Turn {
         };
         let command = tool.command(&arguments);
         let approvals = self.handle.live.lock().await.session.approvals.clone();
-        match approval::gate(&config.approval, &call.name, kind, command, &approvals) {
+        // A PreToolUse hook's permissionDecision overrides the policy (deny never gets here).
+        let gate = match permission {
+            Some(Permission::Allow) => Gate::Run,
+            Some(Permission::Ask) => Gate::Ask,
+            _ => approval::gate(&config.approval, &call.name, kind, command, &approvals),
+        };
+        let diff = prepared.diff().map(str::to_string);
+        match gate {
             Gate::Run => {}
             Gate::Refuse(why) => return (format!("not run: {why}"), false),
             Gate::Ask => {
-                let diff = prepared.diff().map(str::to_string);
-                if let Err(message) = self.ask(call, kind, &arguments, command, diff).await {
+                if let Err(message) = self
+                    .ask(call, kind, &arguments, command, diff.clone())
+                    .await
+                {
                     return (message, false);
                 }
             }
@@ -129,6 +161,9 @@ impl Turn {
             json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
         );
         let outcome = tool.run(&cx, &arguments, prepared).await;
+        if let Some(diff) = diff.filter(|_| outcome.success) {
+            self.note_diff(&diff);
+        }
         match outcome.effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
             Some(Effect::Ran { evidence, changed }) => {
