@@ -27,7 +27,7 @@ end
 
 function M.new_session()
   leave_session()
-  agentls().state.session = nil
+  agentls().set_session(nil)
   agentls().session()
   chat().clear()
   chat().open()
@@ -52,7 +52,7 @@ function M.sessions()
       return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
     end
     leave_session(choice.sessionId)
-    agentls().state.session = choice.sessionId
+    agentls().set_session(choice.sessionId)
     chat().open()
     chat().render(loaded.items)
   end)

@@ -20,7 +20,7 @@ local function on_status(_, params)
   local state = agentls().state
   state.status = params
   vim.api.nvim_exec_autocmds("User", { pattern = "AgentlsStatus", data = params, modeline = false })
-  vim.cmd("redrawstatus")
+  agentls().redraw_status()
 end
 
 --- agent/session/requestPermission: the diff first (for edits), then the options. The
