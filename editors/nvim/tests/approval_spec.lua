@@ -103,3 +103,39 @@ test("with the stock select a write shows its content and a shell call its whole
   assert(h.transcript():find("Reject: Write src/new.rs", 1, true), h.transcript())
   assert(vim.fn.filereadable(ws .. "/src/new.rs") == 0, "the rejected write left no file")
 end)
+
+test("with a picker plugin the whole command is in a float beside it", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local command = "cargo test --workspace --all-features -- --nocapture the_test_whose_name_is_long_enough_to_be_cut_from_the_title"
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "s1", name = "shell", arguments = { command = command } } } },
+      { text = { "Rejected." } },
+    },
+  })
+  h.setup(ws, url)
+  local floats, prompt
+  -- A picker that is not Neovim's own: the float is open while it asks.
+  vim.ui.select = function(items, opts, on_choice)
+    prompt = opts.prompt
+    floats = {}
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(win).relative ~= "" then
+        table.insert(floats, vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false))
+      end
+    end
+    vim.schedule(function()
+      on_choice(items[3])
+    end)
+  end
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Test.")
+  h.wait_transcript("Rejected.")
+  h.assert_eq(floats, { { "$ " .. command } }, "the float shows the whole command")
+  assert(prompt:match("^agentls: Run `cargo test"), prompt)
+  assert(not prompt:find("\n", 1, true), "a one-line prompt for a picker: " .. prompt)
+  local left = vim.tbl_filter(function(win)
+    return vim.api.nvim_win_get_config(win).relative ~= ""
+  end, vim.api.nvim_list_wins())
+  h.assert_eq(#left, 0, "the float is closed once answered")
+end)

@@ -36,7 +36,7 @@ local function on_permission(_, params)
   local details = approval.details(call)
   local diff_win
   if not stock and #details > 0 then
-    diff_win = require("agentls.chat").show_details(call.title or call.name, details, call.diff and "diff" or "sh")
+    diff_win = require("agentls.chat").show_details(call.title or call.name, details, (call.diff and call.diff ~= "") and "diff" or "sh")
   end
   -- The server counts no answer within approvalTimeoutMs as a rejection: stop waiting a
   -- little before, so a late pick is not shown as allowed.
