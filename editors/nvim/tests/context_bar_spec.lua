@@ -8,6 +8,9 @@ local report = {
   totalTokens = 20000,
   fill = 20000 / 128000,
   estimated = true,
+  -- What the server sends for 0.85 × (128,000 − 4,096).
+  thresholdTokens = 105318,
+  autoCompact = true,
   sections = {
     { name = "tools", tokens = 3000, trust = "trusted" },
     { name = "system", tokens = 2000, trust = "trusted" },
@@ -42,15 +45,12 @@ test("context bar: the window as one bar by section, the threshold, the compacti
   })
 end)
 
-test("context bar: the threshold as the server computes it; past it; new sections; a full bar", function()
-  h.assert_eq(bar.threshold_tokens(128000, {}), math.floor(0.85 * (128000 - 4096)))
-  h.assert_eq(bar.threshold_tokens(8192, {}), math.floor(0.85 * (8192 - 2048)), "the reserve is at most a quarter")
-  h.assert_eq(bar.threshold_tokens(128000, { threshold = 0.5, maxOutputTokens = 16000 }), 56000)
-  h.assert_eq(bar.threshold_tokens(200000, { kind = "anthropic" }), math.floor(0.85 * (200000 - 8192)))
+test("context bar: past the threshold; new sections; a full bar", function()
   local full = {
     contextWindow = 1000,
     totalTokens = 1000,
     fill = 1,
+    thresholdTokens = 637,
     sections = {
       { name = "tools", tokens = 1, trust = "trusted" },
       { name = "conversation", tokens = 998, trust = "trusted" },
@@ -62,7 +62,7 @@ test("context bar: the threshold as the server computes it; past it; new section
   h.assert_eq(lines[2], "[THHHHHHHHR]", "every section keeps a cell, the bar keeps its width")
   h.assert_eq(lines[#lines - 1], "363 tokens past the threshold: the next call compacts first")
   h.assert_eq(lines[#lines], "No compaction so far.")
-  local odd = { contextWindow = 100, totalTokens = 2, fill = 0.02, sections = { { name = "tools", tokens = 1 }, { name = "tally", tokens = 1 } } }
+  local odd = { contextWindow = 100, totalTokens = 2, fill = 0.02, thresholdTokens = 64, sections = { { name = "tools", tokens = 1 }, { name = "tally", tokens = 1 } } }
   assert(bar.lines(odd, {}, { width = 10 })[2]:match("^%[TA"), "a new section gets the first free letter of its name")
   h.assert_eq(bar.compactions_of({ { kind = "user", text = "x" }, { kind = "compaction", tokensBefore = 9, tokensAfter = 3, strategy = "trim" } }), { { tokensBefore = 9, tokensAfter = 3, strategy = "trim" } })
   h.assert_eq(bar.thousands(1234567), "1,234,567")
@@ -89,7 +89,7 @@ test(":AgentContext draws the bar, the headroom and the compaction of the sessio
   assert(lines[1]:match("^[%d,]+ of 32,000 tokens %(%d+%%%), estimated$"), text)
   assert(lines[2]:match("^%[T+S+[A-Z]*H+[A-Z]*") and lines[2]:find("··%]$"), "a bar of tools, system, history, then free space: " .. text)
   h.assert_eq(vim.fn.strchars(lines[2]), 52, "the bar is 50 cells")
-  -- threshold 0.5 of (32,000 − 4,096)
+  -- the server's threshold: 0.5 of (32,000 − 4,096)
   assert(lines[3]:match("^ +%^ compaction at 13,952$"), text)
   assert(text:find("\nH history ", 1, true) and text:find("\nE editor ", 1, true), text)
   assert(text:find("untrusted", 1, true), text)

@@ -34,15 +34,6 @@ export interface Compaction {
   strategy: string;
 }
 
-export interface ThresholdSettings {
-  /** compaction.threshold (default 0.85). */
-  threshold?: number;
-  /** provider.maxOutputTokens, when set. */
-  maxOutputTokens?: number;
-  /** provider.kind: Anthropic reserves 8,192 output tokens by default. */
-  kind?: string;
-}
-
 export interface ContextLayout {
   window: number;
   total: number;
@@ -64,17 +55,6 @@ export function sectionLabel(name: string): string {
   return LABELS[name] ?? name;
 }
 
-/**
- * The compaction threshold as tokens, as the server computes it (docs/protocol.md,
- * "Triggers"): `threshold` of the usable window, the window less the output reserve
- * (maxOutputTokens, else 4,096 or Anthropic's 8,192, at most a quarter of the window).
- */
-export function thresholdTokens(window: number, settings: ThresholdSettings): number {
-  const threshold = settings.threshold !== undefined && settings.threshold > 0 && settings.threshold <= 1 ? settings.threshold : 0.85;
-  const reserve = Math.min(settings.maxOutputTokens ?? (settings.kind === 'anthropic' ? 8192 : 4096), Math.floor(window / 4));
-  return Math.floor(threshold * Math.max(window - reserve, 0));
-}
-
 /** The compactions recorded in a session's transcript, oldest first. */
 export function compactionsOf(items: TranscriptItem[] | undefined): Compaction[] {
   return (items ?? []).flatMap((item) =>
@@ -82,12 +62,13 @@ export function compactionsOf(items: TranscriptItem[] | undefined): Compaction[]
   );
 }
 
-export function contextLayout(report: ContextReport, compactions: Compaction[], settings: ThresholdSettings): ContextLayout {
+export function contextLayout(report: ContextReport, compactions: Compaction[]): ContextLayout {
   const window = Math.max(report.contextWindow, 1);
   const segments = report.sections
     .filter((s) => s.tokens > 0)
     .map((s) => ({ name: s.name, label: sectionLabel(s.name), tokens: s.tokens, trust: s.trust, share: s.tokens / window }));
-  const limit = thresholdTokens(report.contextWindow, settings);
+  // The server's figure: the turn compares the same request size with the same limit.
+  const limit = report.thresholdTokens;
   return {
     window: report.contextWindow,
     total: report.totalTokens,

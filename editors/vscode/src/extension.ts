@@ -401,16 +401,7 @@ class Agent implements vscode.Disposable {
     const items = sessionId
       ? (await this.request<{ items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId })).items
       : [];
-    const get = settingGetter();
-    const number = (key: string) => {
-      const value = get(key);
-      return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
-    };
-    const layout = contextLayout(report, compactionsOf(items), {
-      threshold: number('compaction.threshold'),
-      maxOutputTokens: number('provider.maxOutputTokens'),
-      kind: typeof get('provider.kind') === 'string' ? (get('provider.kind') as string) : undefined,
-    });
+    const layout = contextLayout(report, compactionsOf(items));
     if (!this.contextPanel) {
       this.contextPanel = vscode.window.createWebviewPanel('agentls.context', 'agentls context', vscode.ViewColumn.Active, {
         enableScripts: false,

@@ -99,16 +99,7 @@ function M.context()
     local loaded = agentls().request("agent/session/load", { sessionId = session })
     compactions = bar.compactions_of(loaded and loaded.items)
   end
-  local config = agentls().config
-  local settings = config.settings or {}
-  local provider = config.provider or settings.provider or {}
-  local compaction = config.compaction or settings.compaction or {}
-  local lines = bar.lines(result, compactions, {
-    width = 50,
-    threshold = compaction.threshold,
-    maxOutputTokens = provider.maxOutputTokens,
-    kind = provider.kind,
-  })
+  local lines = bar.lines(result, compactions, { width = 50 })
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = "wipe"
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)

@@ -31,20 +31,6 @@ function M.thousands(n)
   return sign .. digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
 end
 
---- The compaction threshold as tokens, as the server computes it (docs/protocol.md,
---- "Triggers"): `threshold` (0.85) of the window less the output reserve (maxOutputTokens,
---- else 4,096 or Anthropic's 8,192, at most a quarter of the window).
-function M.threshold_tokens(window, settings)
-  settings = settings or {}
-  local threshold = settings.threshold
-  if type(threshold) ~= "number" or threshold <= 0 or threshold > 1 then
-    threshold = 0.85
-  end
-  local reserve = settings.maxOutputTokens or (settings.kind == "anthropic" and 8192 or 4096)
-  reserve = math.min(reserve, math.floor(window / 4))
-  return math.floor(threshold * math.max(window - reserve, 0))
-end
-
 --- The compactions of a transcript (agent/session/load items), oldest first.
 function M.compactions_of(items)
   local out = {}
@@ -94,7 +80,7 @@ function M.layout(report, width)
   return segments
 end
 
---- The lines of the view; `opts`: { width = cells of the bar, threshold, maxOutputTokens, kind }.
+--- The lines of the view; `opts`: { width = cells of the bar }.
 function M.lines(report, compactions, opts)
   opts = opts or {}
   local width = opts.width or 50
@@ -114,7 +100,8 @@ function M.lines(report, compactions, opts)
     used = used + s.cells
   end
   table.insert(bar, string.rep(M.FREE, width - used))
-  local limit = M.threshold_tokens(report.contextWindow or 0, opts)
+  -- The server's figure: the turn compares the same request size with the same limit.
+  local limit = report.thresholdTokens or 0
   local at = math.min(math.floor(limit / window * width + 0.5), width)
   local lines = {
     string.format(

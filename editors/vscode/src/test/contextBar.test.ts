@@ -1,7 +1,7 @@
 // The context view's layout and HTML, from plain data.
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compactionsOf, contextHtml, contextLayout, headroomText, sectionLabel, thresholdTokens } from '../contextBar';
+import { compactionsOf, contextHtml, contextLayout, headroomText, sectionLabel } from '../contextBar';
 import type { ContextReport, TranscriptItem } from '../protocol';
 
 const report: ContextReport = {
@@ -9,6 +9,9 @@ const report: ContextReport = {
   totalTokens: 20_000,
   fill: 20_000 / 128_000,
   estimated: true,
+  // What the server sends for 0.85 × (128,000 − 4,096).
+  thresholdTokens: 105_318,
+  autoCompact: true,
   sections: [
     { name: 'tools', tokens: 3000, trust: 'trusted' },
     { name: 'system', tokens: 2000, trust: 'trusted' },
@@ -23,16 +26,8 @@ const report: ContextReport = {
 };
 
 describe('context bar', () => {
-  it('the threshold is threshold × (window − output reserve), as the server computes it', () => {
-    assert.equal(thresholdTokens(128_000, {}), Math.floor(0.85 * (128_000 - 4096)));
-    assert.equal(thresholdTokens(8192, {}), Math.floor(0.85 * (8192 - 2048)), 'the reserve is at most a quarter');
-    assert.equal(thresholdTokens(128_000, { threshold: 0.5, maxOutputTokens: 16_000 }), 56_000);
-    assert.equal(thresholdTokens(200_000, { kind: 'anthropic' }), Math.floor(0.85 * (200_000 - 8192)));
-    assert.equal(thresholdTokens(128_000, { threshold: 7 }), thresholdTokens(128_000, {}), 'a nonsense threshold is the default');
-  });
-
   it('lays the sections out in request order, by share of the window, empty ones left out', () => {
-    const layout = contextLayout(report, [], {});
+    const layout = contextLayout(report, []);
     assert.deepEqual(
       layout.segments.map((s) => [s.label, s.tokens, s.trust]),
       [
@@ -54,7 +49,7 @@ describe('context bar', () => {
 
   it('past the threshold the headroom is negative and says so; new sections keep their name', () => {
     const over = { ...report, totalTokens: 110_000, sections: [...report.sections, { name: 'reminders', tokens: 50, trust: 'trusted' as const }, { name: 'later', tokens: 1, trust: 'trusted' as const }] };
-    const layout = contextLayout(over, [], {});
+    const layout = contextLayout(over, []);
     assert.equal(layout.headroom, 105_318 - 110_000);
     assert.match(headroomText(layout), /^4,682 tokens past the threshold/);
     assert.equal(sectionLabel('reminders'), 'reminders');
@@ -76,7 +71,7 @@ describe('context bar', () => {
   });
 
   it('draws the bar, the table, the compactions and the threshold without inline styles or scripts', () => {
-    const layout = contextLayout(report, [{ tokensBefore: 90_000, tokensAfter: 30_000, strategy: 'summary' }], {});
+    const layout = contextLayout(report, [{ tokensBefore: 90_000, tokensAfter: 30_000, strategy: 'summary' }]);
     const html = contextHtml(layout, 'vscode-resource:', 'N0NCE');
     assert.equal((html.match(/class="segment /g) ?? []).length, 8);
     assert.match(html, /data-section="conversation" title="history: 9,000 tokens, trusted"/);
@@ -88,12 +83,12 @@ describe('context bar', () => {
     assert.doesNotMatch(html, /style="/);
     assert.doesNotMatch(html, /<script/);
     assert.match(html, /style-src vscode-resource: 'nonce-N0NCE'/);
-    assert.match(contextHtml(contextLayout(report, [], {}), 'x', 'n'), /No compaction so far\./);
+    assert.match(contextHtml(contextLayout(report, []), 'x', 'n'), /No compaction so far\./);
   });
 
   it('escapes what the server names', () => {
     const odd = { ...report, sections: [{ name: '<b>"x"', tokens: 5, trust: 'trusted' as const }] };
-    const html = contextHtml(contextLayout(odd, [], {}), 'x', 'n');
+    const html = contextHtml(contextLayout(odd, []), 'x', 'n');
     assert.doesNotMatch(html, /<b>"x"/);
     assert.match(html, /&lt;b&gt;&quot;x&quot;/);
   });
