@@ -2,6 +2,7 @@
 //! This crate holds the edges around the pure core (`agentls_core`); see ARCHITECTURE.md for
 //! the map.
 //!
+//! - `acp`: the Agent Client Protocol front door (`agentls acp`);
 //! - `lsp`: the tower-lsp adapter and the transport in front of it;
 //! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
 //!   recipe, and the `Host` trait every front end implements;
@@ -13,6 +14,7 @@
 //! - `dev`: what only tests and benchmarks use (fake provider, LSP test client, demo,
 //!   benchmarks, the compaction eval).
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod dev;

@@ -45,6 +45,23 @@ fn main() -> ExitCode {
                 Err(err) => fail(&err),
             }
         }
+        Some(Command::Acp(args)) => {
+            init_logging();
+            // Without a provider, initialize still answers; session/new says what is missing.
+            let config = agentls::cli::ask::config(&agentls::cli::ask::AskOptions {
+                config: args.config,
+                ..Default::default()
+            });
+            match runtime() {
+                Ok(rt) => {
+                    rt.block_on(agentls::acp::serve_stdio(config));
+                    agentls::tools::shell::kill_running_commands();
+                    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err.to_string()),
+            }
+        }
         Some(Command::Context(args)) => match agentls::cli::context::run(&args.into()) {
             Ok(output) => {
                 println!("{output}");

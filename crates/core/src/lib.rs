@@ -7,6 +7,7 @@
 //! HTTP client, no file walker, no libc and no LSP transport; the server crate (`agentls`)
 //! holds every edge and calls in here. See ARCHITECTURE.md.
 
+pub mod acp;
 pub mod agents_md;
 pub mod approval;
 pub mod attachments;

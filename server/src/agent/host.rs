@@ -67,6 +67,37 @@ pub enum FileChange {
     },
 }
 
+impl FileChange {
+    /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
+    pub fn as_diff(&self) -> Value {
+        match self {
+            FileChange::Edit {
+                path,
+                original,
+                range,
+                new_text,
+                ..
+            } => {
+                let mut new = original.clone();
+                if original.is_char_boundary(range.start)
+                    && original.is_char_boundary(range.end)
+                    && range.start <= range.end
+                    && range.end <= original.len()
+                {
+                    new.replace_range(range.clone(), new_text);
+                }
+                serde_json::json!({"path": path, "oldText": original, "newText": new})
+            }
+            FileChange::Write {
+                path,
+                original,
+                content,
+                ..
+            } => serde_json::json!({"path": path, "oldText": original, "newText": content}),
+        }
+    }
+}
+
 /// `agent/session/requestPermission` params, as sent.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

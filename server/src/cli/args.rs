@@ -52,6 +52,9 @@ pub enum Command {
     /// One agent turn without an editor: the answer on stdout, tool calls on stderr, the
     /// session persisted
     Ask(AskArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (Zed, JetBrains, CodeCompanion, avante,
+    /// any ACP client): newline-delimited JSON-RPC, the same agent as the LSP mode
+    Acp(AcpArgs),
     /// Show what the model would see for FILE at that position: sections, token counts,
     /// editor context
     Context(ContextArgs),
@@ -104,6 +107,13 @@ impl From<AskArgs> for AskOptions {
             config: args.config,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct AcpArgs {
+    /// Settings as JSON, or @FILE holding JSON (the keys of initializationOptions)
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub config: Option<String>,
 }
 
 #[derive(Args, Debug)]

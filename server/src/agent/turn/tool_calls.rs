@@ -145,21 +145,30 @@ impl Turn {
             _ => approval::gate(&config.approval, &call.name, kind, command, &approvals),
         };
         let diff = prepared.diff().map(str::to_string);
+        // The planned change as {path, oldText, newText}: ACP's diff content item, and the
+        // LSP panels' jump-to-change.
+        let edit = match &prepared {
+            crate::tools::registry::Prepared::Change { change, .. } => Some(change.as_diff()),
+            crate::tools::registry::Prepared::Nothing => None,
+        };
         match gate {
             Gate::Run => {}
             Gate::Refuse(why) => return (format!("not run: {why}"), false),
             Gate::Ask => {
                 if let Err(message) = self
-                    .ask(call, kind, &arguments, command, diff.clone())
+                    .ask(call, kind, &arguments, command, diff.clone(), edit.clone())
                     .await
                 {
                     return (message, false);
                 }
             }
         }
-        self.update(
-            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
-        );
+        let mut running =
+            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"});
+        if let Some(edit) = &edit {
+            running["diff"] = edit.clone();
+        }
+        self.update(running);
         let outcome = tool.run(&cx, &arguments, prepared).await;
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
@@ -225,6 +234,9 @@ impl Turn {
     }
 
     pub(super) fn announce(&mut self, call: &Call, kind: ToolKind, arguments: &Value) {
+        let boundary = PathBoundary {
+            roots: self.host().roots(),
+        };
         let told = self.update(json!({
             "kind": "toolCall",
             "toolCallId": call.id,
@@ -233,6 +245,7 @@ impl Turn {
             "toolKind": kind,
             "status": "pending",
             "input": arguments,
+            "locations": locations(&boundary, arguments),
         }));
         if told {
             self.announced.insert(call.id.clone());
@@ -247,6 +260,7 @@ impl Turn {
         arguments: &Value,
         command: Option<&str>,
         diff: Option<String>,
+        edit: Option<Value>,
     ) -> Result<(), String> {
         let always = match command {
             Some(command) => format!(
@@ -285,6 +299,15 @@ impl Turn {
         if let Some(diff) = diff {
             tool_call["diff"] = Value::String(diff);
         }
+        if let Some(edit) = edit {
+            tool_call["edit"] = edit;
+        }
+        tool_call["locations"] = locations(
+            &PathBoundary {
+                roots: self.host().roots(),
+            },
+            arguments,
+        );
         let request = PermissionRequest {
             session_id: self.handle.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -321,5 +344,23 @@ impl Turn {
             ));
             Err(self.host().prompts().tool_rejected.clone())
         }
+    }
+}
+
+/// Where a call works, for the editor to jump to: its `path` argument resolved in the
+/// workspace (absolute), with its 1-based `offset` line when it has one (`read_file`).
+fn locations(boundary: &PathBoundary, arguments: &Value) -> Value {
+    let Some(path) = arguments["path"].as_str() else {
+        return json!([]);
+    };
+    match boundary.resolve(path) {
+        Ok(resolved) => {
+            let mut location = json!({"path": resolved});
+            if let Some(line) = arguments["offset"].as_u64().filter(|&l| l > 0) {
+                location["line"] = json!(line);
+            }
+            json!([location])
+        }
+        Err(_) => json!([]),
     }
 }

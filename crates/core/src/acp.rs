@@ -1,0 +1,690 @@
+//! The Agent Client Protocol's view of the agent: pure mappings between what the agent loop
+//! says (the `agent/session/update` payloads of the LSP mode, the transcript of a session)
+//! and ACP's wire shapes (protocol version 1). `agentls acp` (server `acp/`) does the IO;
+//! every decision about what a client sees is here.
+//!
+//! The shapes are written as JSON here rather than taken from the
+//! `agent-client-protocol-schema` crate: that crate turns on serde_json's `preserve_order`,
+//! which Cargo unifies over the workspace and which reorders every JSON object agentls
+//! writes (see ARCHITECTURE.md). The end-to-end tests (`scripts/acp-test`) check every
+//! message against the official TypeScript library's schema validation.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::session::TranscriptItem;
+
+/// The approval policies, offered as ACP session modes: (id, name, description).
+pub const MODES: [(&str, &str, &str); 3] = [
+    (
+        "ask",
+        "Ask",
+        "Ask before every edit and command (reads run freely)",
+    ),
+    (
+        "auto-edit",
+        "Auto-edit",
+        "Edit files without asking; ask before commands",
+    ),
+    (
+        "full-auto",
+        "Full auto",
+        "Run edits and commands without asking",
+    ),
+];
+
+/// `SessionModeState`: the session modes announced in `session/new`, `current` selected.
+pub fn modes(current: &str) -> Value {
+    json!({
+        "currentModeId": current,
+        "availableModes": MODES
+            .iter()
+            .map(|(id, name, description)| json!({"id": id, "name": name, "description": description}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// Whether `id` names a mode (an approval policy).
+pub fn is_mode(id: &str) -> bool {
+    MODES.iter().any(|(mode, _, _)| *mode == id)
+}
+
+/// Models offered in the model picker for a provider kind (the configured one first).
+pub fn known_models(provider_kind: &str, configured: &str) -> Vec<String> {
+    let listed: &[&str] = match provider_kind {
+        "anthropic" => &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
+        _ => &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5"],
+    };
+    let mut models = vec![configured.to_string()];
+    models.extend(listed.iter().map(|m| m.to_string()));
+    models.retain(|m| !m.is_empty());
+    let mut seen = std::collections::HashSet::new();
+    models.retain(|m| seen.insert(m.clone()));
+    models
+}
+
+/// The session config options (`SessionConfigOption`s): the mode (approval policy) and the
+/// model.
+pub fn config_options(mode: &str, model: &str, models: &[String]) -> Value {
+    let modes: Vec<Value> = MODES
+        .iter()
+        .map(|(id, name, description)| json!({"value": id, "name": name, "description": description}))
+        .collect();
+    let models: Vec<Value> = models
+        .iter()
+        .map(|m| json!({"value": m, "name": m}))
+        .collect();
+    json!([
+        {"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": mode, "options": modes},
+        {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": model, "options": models},
+    ])
+}
+
+/// A time in milliseconds since the Unix epoch as RFC 3339 (UTC), as `SessionInfo.updatedAt`.
+pub fn rfc3339(ms: u64) -> String {
+    let seconds = ms / 1000;
+    let day = seconds % 86_400;
+    format!(
+        "{}T{:02}:{:02}:{:02}Z",
+        crate::environment::civil_date((seconds / 86_400) as i64),
+        day / 3600,
+        day % 3600 / 60,
+        day % 60
+    )
+}
+
+/// The slash commands the server understands (`AvailableCommand`s), as
+/// `available_commands_update` lists them (read from `prompt_text::COMMANDS`, the one list
+/// `/help` prints).
+pub fn available_commands() -> Vec<Value> {
+    crate::prompt_text::COMMANDS
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start().strip_prefix('/')?;
+            let (usage, description) = line.split_once("  ")?;
+            let mut words = usage.split_whitespace();
+            let name = words.next()?.to_string();
+            let hint: Vec<&str> = words.collect();
+            let mut command = json!({"name": name, "description": description.trim()});
+            if !hint.is_empty() {
+                command["input"] = json!({"hint": hint.join(" ")});
+            }
+            Some(command)
+        })
+        .collect()
+}
+
+/// The ACP kind of an agentls tool kind (`read`, `search`, `edit`, `execute`, `other`).
+pub fn tool_kind(kind: &str) -> &'static str {
+    match kind {
+        "read" => "read",
+        "search" => "search",
+        "edit" => "edit",
+        "execute" => "execute",
+        _ => "other",
+    }
+}
+
+fn tool_status(status: &str) -> &'static str {
+    match status {
+        "in_progress" => "in_progress",
+        "completed" => "completed",
+        "failed" => "failed",
+        _ => "pending",
+    }
+}
+
+/// `locations` as agentls sends them (`[{path, line?}]`, absolute paths, 1-based lines) in
+/// ACP's shape (0-based lines, as ACP clients jump to them).
+fn locations(value: &Value) -> Option<Value> {
+    let list = value.as_array()?;
+    Some(Value::Array(
+        list.iter()
+            .filter_map(|location| {
+                let path = location["path"].as_str()?;
+                let mut out = json!({"path": path});
+                if let Some(line) = location["line"].as_u64() {
+                    out["line"] = json!(line.saturating_sub(1));
+                }
+                Some(out)
+            })
+            .collect(),
+    ))
+}
+
+/// An edit's `diff` ({path, oldText, newText}) as a diff content item.
+fn diff_content(diff: &Value) -> Option<Value> {
+    let path = diff["path"].as_str()?;
+    let new_text = diff["newText"].as_str()?;
+    let mut item = json!({"type": "diff", "path": path, "newText": new_text});
+    if let Some(old) = diff["oldText"].as_str() {
+        item["oldText"] = json!(old);
+    }
+    Some(item)
+}
+
+fn text_block(text: &str) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": text_block(text)})
+}
+
+fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": text_block(text)})
+}
+
+/// The `session/update` an agentls update becomes; None for the ones ACP has no place for
+/// (`turnEnd` answers the prompt request instead; `queued`, `hook`, `reminder` are the
+/// LSP panels' own).
+pub fn session_update(update: &Value) -> Option<Value> {
+    let text = |key: &str| update[key].as_str().unwrap_or_default();
+    match text("kind") {
+        "agentMessageChunk" => Some(chunk("agent_message_chunk", text("text"))),
+        "agentThoughtChunk" => Some(chunk("agent_thought_chunk", text("text"))),
+        "toolCall" => {
+            let mut call = json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": text("toolCallId"),
+                "title": text("title"),
+                "kind": tool_kind(text("toolKind")),
+                "status": tool_status(text("status")),
+                "rawInput": update["input"],
+            });
+            if let Some(locations) = locations(&update["locations"]) {
+                call["locations"] = locations;
+            }
+            Some(call)
+        }
+        "toolCallUpdate" => {
+            let mut out = json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": text("toolCallId"),
+                "status": tool_status(text("status")),
+            });
+            let mut content = Vec::new();
+            if let Some(diff) = diff_content(&update["diff"]) {
+                content.push(diff);
+            }
+            // Streamed output chunks stay in the LSP mode's panels (an ACP content list
+            // replaces the previous one); the final output is sent whole.
+            let done = matches!(text("status"), "completed" | "failed");
+            if let Some(output) = update["output"].as_str().filter(|_| done) {
+                content.push(text_content(output));
+            }
+            if !content.is_empty() {
+                out["content"] = Value::Array(content);
+            }
+            if let Some(locations) = locations(&update["locations"]) {
+                out["locations"] = locations;
+            }
+            Some(out)
+        }
+        "plan" => Some(plan(&update["entries"])),
+        "warning" => Some(chunk(
+            "agent_message_chunk",
+            &format!("\n\n> agentls: {}\n\n", text("message")),
+        )),
+        "error" => Some(chunk(
+            "agent_message_chunk",
+            &format!("\n\n> agentls error: {}\n\n", text("message")),
+        )),
+        "compaction" => {
+            compaction_message(update).map(|message| chunk("agent_message_chunk", &message))
+        }
+        _ => None,
+    }
+}
+
+/// A compaction as a message (for clients without the `compaction_update` kind).
+fn compaction_message(update: &Value) -> Option<String> {
+    let before = update["tokensBefore"].as_u64().unwrap_or(0);
+    match update["phase"].as_str()? {
+        "started" => Some(format!(
+            "\n\n> agentls: compacting the conversation ({before} tokens)…\n\n"
+        )),
+        "completed" => Some(format!(
+            "\n\n> agentls: conversation compacted: {before} → {} tokens\n\n",
+            update["tokensAfter"].as_u64().unwrap_or(0)
+        )),
+        "failed" => Some(format!(
+            "\n\n> agentls: compaction failed: {}\n\n",
+            update["message"].as_str().unwrap_or("")
+        )),
+        _ => None,
+    }
+}
+
+fn plan(entries: &Value) -> Value {
+    let entries: Vec<Value> = entries
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|entry| {
+            let status = match entry["status"].as_str() {
+                Some("completed") => "completed",
+                Some("in_progress") => "in_progress",
+                _ => "pending",
+            };
+            json!({
+                "content": entry["content"].as_str().unwrap_or_default(),
+                "priority": "medium",
+                "status": status,
+            })
+        })
+        .collect();
+    json!({"sessionUpdate": "plan", "entries": entries})
+}
+
+/// `usage_update {used, size}` from an `agent/status` payload.
+pub fn usage_update(status: &Value) -> Option<Value> {
+    let used = status["usedTokens"].as_u64()?;
+    let size = status["contextWindow"].as_u64()?;
+    Some(json!({"sessionUpdate": "usage_update", "used": used, "size": size}))
+}
+
+/// `current_mode_update`.
+pub fn mode_update(mode: &str) -> Value {
+    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+}
+
+/// `available_commands_update` with every slash command.
+pub fn commands_update() -> Value {
+    json!({"sessionUpdate": "available_commands_update", "availableCommands": available_commands()})
+}
+
+/// How a turn ended, as the prompt's `stopReason`: Err(message) for a turn that failed (ACP
+/// has no stop reason for an error: the prompt request gets a JSON-RPC error).
+pub fn stop_reason(turn_end: &Value) -> Result<&'static str, String> {
+    match turn_end["stopReason"].as_str().unwrap_or_default() {
+        "endTurn" => Ok("end_turn"),
+        "cancelled" => Ok("cancelled"),
+        "maxSteps" => Ok("max_turn_requests"),
+        "maxTokens" => Ok("max_tokens"),
+        "refusal" => Ok("refusal"),
+        other => Err(turn_end["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("the turn ended with {other}"))),
+    }
+}
+
+/// The ACP kind of an agentls permission option kind (`allowOnce` → `allow_once`).
+pub fn acp_permission_kind(kind: &str) -> &'static str {
+    match kind {
+        "allowOnce" => "allow_once",
+        "allowAlways" => "allow_always",
+        "rejectOnce" => "reject_once",
+        _ => "reject_always",
+    }
+}
+
+/// `session/request_permission` params from the LSP mode's permission request: the tool
+/// call (`{toolCallId, title, kind, input, edit?, locations?}`) as a `ToolCallUpdate`, the
+/// options with ACP's kinds.
+pub fn permission_request(
+    session_id: &str,
+    tool_call: &Value,
+    options: &[(String, String, String)],
+) -> Value {
+    let text = |key: &str| tool_call[key].as_str().unwrap_or_default();
+    let mut call = json!({
+        "toolCallId": text("toolCallId"),
+        "title": text("title"),
+        "kind": tool_kind(text("kind")),
+        "status": "pending",
+        "rawInput": tool_call["input"],
+    });
+    if let Some(diff) = diff_content(&tool_call["edit"]) {
+        call["content"] = json!([diff]);
+    }
+    if let Some(locations) = locations(&tool_call["locations"]) {
+        call["locations"] = locations;
+    }
+    let options: Vec<Value> = options
+        .iter()
+        .map(|(id, kind, name)| json!({"optionId": id, "name": name, "kind": acp_permission_kind(kind)}))
+        .collect();
+    json!({"sessionId": session_id, "toolCall": call, "options": options})
+}
+
+/// The chosen option id of a `session/request_permission` answer; None when cancelled or
+/// not understood.
+pub fn permission_choice(answer: &Value) -> Option<&str> {
+    match answer["outcome"]["outcome"].as_str() {
+        Some("selected") => answer["outcome"]["optionId"].as_str(),
+        _ => None,
+    }
+}
+
+/// A prompt content block (`ContentBlock`), as far as agentls reads it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text { text: String },
+    ResourceLink { name: String, uri: String },
+    Resource { resource: EmbeddedResource },
+    Image {},
+    Audio {},
+}
+
+/// An embedded resource's contents: text, or a binary `blob`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EmbeddedResource {
+    pub uri: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// The text of a prompt's content blocks: text as it is; a `resource_link` to a file under
+/// `root` becomes an `@path` mention (attached by the turn as untrusted data, like the
+/// LSP mode's mentions); other links are named; an embedded text resource becomes an
+/// `<attached_resource>` block labelled untrusted, introduced by `data_boundary`. Blocks
+/// the agent cannot take (images, audio, binary resources) are listed in the Err.
+pub fn prompt_text(
+    blocks: &[ContentBlock],
+    root: &Path,
+    data_boundary: &str,
+) -> Result<String, String> {
+    let mut text = String::new();
+    let mut resources = String::new();
+    let mut refused = Vec::new();
+    let separate = |text: &mut String| {
+        if !text.is_empty() && !text.ends_with(char::is_whitespace) {
+            text.push(' ');
+        }
+    };
+    for block in blocks {
+        match block {
+            ContentBlock::Text { text: content } => {
+                separate(&mut text);
+                text.push_str(content);
+            }
+            ContentBlock::ResourceLink { name, uri } => {
+                let mention = file_path(uri)
+                    .and_then(|path| path.strip_prefix(root).ok().map(Path::to_path_buf))
+                    .map(|rel| format!("@{}", rel.display()));
+                separate(&mut text);
+                match mention {
+                    Some(mention) => text.push_str(&mention),
+                    None => text.push_str(&format!("[{name}]({uri})")),
+                }
+            }
+            ContentBlock::Resource { resource } => match &resource.text {
+                Some(contents) => resources.push_str(&format!(
+                    "<attached_resource uri=\"{}\" trust=\"untrusted\">\n{}\n</attached_resource>\n",
+                    resource.uri.replace('"', "&quot;"),
+                    contents
+                )),
+                None => refused.push("a binary resource"),
+            },
+            ContentBlock::Image {} => refused.push("an image"),
+            ContentBlock::Audio {} => refused.push("audio"),
+        }
+    }
+    if !refused.is_empty() {
+        return Err(format!(
+            "agentls cannot take {} in a prompt (text, resource links and embedded text resources only)",
+            refused.join(", ")
+        ));
+    }
+    if !resources.is_empty() {
+        text = format!(
+            "{text}\n\n<attached_resources>\n{data_boundary}\n{resources}</attached_resources>"
+        );
+    }
+    Ok(text)
+}
+
+/// The path of a `file://` URI.
+pub fn file_path(uri: &str) -> Option<PathBuf> {
+    let url = lsp_types::Url::parse(uri).ok()?;
+    url.to_file_path().ok()
+}
+
+/// A session's history replayed as `session/update`s (for `session/load`).
+pub fn replay(items: &[TranscriptItem]) -> Vec<Value> {
+    let mut updates = Vec::new();
+    for item in items {
+        match item {
+            TranscriptItem::User { text } => updates.push(chunk("user_message_chunk", text)),
+            TranscriptItem::Assistant { text } => {
+                updates.push(chunk("agent_message_chunk", text))
+            }
+            TranscriptItem::ToolCall {
+                tool_call_id,
+                title,
+                tool_kind: kind,
+                input,
+                status,
+                output,
+                ..
+            } => {
+                let kind = serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let mut call = json!({
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": tool_call_id,
+                    "title": title,
+                    "kind": tool_kind(&kind),
+                    "status": tool_status(status),
+                    "rawInput": input,
+                });
+                if let Some(output) = output {
+                    call["content"] = json!([text_content(output)]);
+                }
+                updates.push(call);
+            }
+            TranscriptItem::Plan { entries } => {
+                updates.push(plan(&serde_json::to_value(entries).unwrap_or_default()))
+            }
+            TranscriptItem::Compaction {
+                tokens_before,
+                tokens_after,
+                ..
+            } => updates.push(chunk(
+                "agent_message_chunk",
+                &format!(
+                    "\n\n> agentls: conversation compacted: {tokens_before} → {tokens_after} tokens\n\n"
+                ),
+            )),
+            TranscriptItem::Error { message } => updates.push(chunk(
+                "agent_message_chunk",
+                &format!("\n\n> agentls error: {message}\n\n"),
+            )),
+        }
+    }
+    updates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::expect;
+    use serde_json::json;
+
+    fn wire(update: Option<Value>) -> String {
+        serde_json::to_string(&update).unwrap()
+    }
+
+    #[test]
+    fn message_and_thought_chunks_are_text_blocks() {
+        expect![[
+            r#"{"content":{"text":"Hi","type":"text"},"sessionUpdate":"agent_message_chunk"}"#
+        ]]
+        .assert_eq(&wire(session_update(
+            &json!({"kind": "agentMessageChunk", "text": "Hi"}),
+        )));
+        expect![[
+            r#"{"content":{"text":"hmm","type":"text"},"sessionUpdate":"agent_thought_chunk"}"#
+        ]]
+        .assert_eq(&wire(session_update(
+            &json!({"kind": "agentThoughtChunk", "text": "hmm"}),
+        )));
+    }
+
+    #[test]
+    fn a_tool_call_carries_kind_status_and_locations() {
+        let update = json!({
+            "kind": "toolCall", "toolCallId": "c1", "name": "read_file", "title": "Read a.rs",
+            "toolKind": "read", "status": "pending", "input": {"path": "a.rs"},
+            "locations": [{"path": "/w/a.rs", "line": 3}],
+        });
+        expect![[r#"{"kind":"read","locations":[{"line":2,"path":"/w/a.rs"}],"rawInput":{"path":"a.rs"},"sessionUpdate":"tool_call","status":"pending","title":"Read a.rs","toolCallId":"c1"}"#]]
+            .assert_eq(&wire(session_update(&update)));
+    }
+
+    #[test]
+    fn an_edit_update_carries_its_diff_and_the_final_output() {
+        let update = json!({
+            "kind": "toolCallUpdate", "toolCallId": "c2", "status": "completed",
+            "output": "edited a.rs",
+            "diff": {"path": "/w/a.rs", "oldText": "a\n", "newText": "b\n"},
+        });
+        expect![[r#"{"content":[{"newText":"b\n","oldText":"a\n","path":"/w/a.rs","type":"diff"},{"content":{"text":"edited a.rs","type":"text"},"type":"content"}],"sessionUpdate":"tool_call_update","status":"completed","toolCallId":"c2"}"#]]
+            .assert_eq(&wire(session_update(&update)));
+        // A streamed chunk of output is not sent as the call's content.
+        let streaming = json!({"kind": "toolCallUpdate", "toolCallId": "c3", "status": "in_progress", "output": "part"});
+        expect![[
+            r#"{"sessionUpdate":"tool_call_update","status":"in_progress","toolCallId":"c3"}"#
+        ]]
+        .assert_eq(&wire(session_update(&streaming)));
+        // A new file has no old text.
+        let created = json!({"kind": "toolCallUpdate", "toolCallId": "c4", "status": "in_progress", "diff": {"path": "/w/n.rs", "oldText": null, "newText": "n"}});
+        expect![[r#"{"content":[{"newText":"n","path":"/w/n.rs","type":"diff"}],"sessionUpdate":"tool_call_update","status":"in_progress","toolCallId":"c4"}"#]]
+            .assert_eq(&wire(session_update(&created)));
+    }
+
+    #[test]
+    fn plans_usage_and_unmapped_kinds() {
+        let update = json!({"kind": "plan", "entries": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]});
+        expect![[r#"{"entries":[{"content":"a","priority":"medium","status":"in_progress"},{"content":"b","priority":"medium","status":"pending"}],"sessionUpdate":"plan"}"#]]
+            .assert_eq(&wire(session_update(&update)));
+        expect![[r#"{"sessionUpdate":"usage_update","size":128000,"used":1200}"#]].assert_eq(
+            &wire(usage_update(
+                &json!({"usedTokens": 1200, "contextWindow": 128000, "fill": 0.01}),
+            )),
+        );
+        assert!(session_update(&json!({"kind": "turnEnd", "stopReason": "endTurn"})).is_none());
+        assert!(session_update(&json!({"kind": "queued"})).is_none());
+        assert!(usage_update(&json!({"state": "idle"})).is_none());
+    }
+
+    #[test]
+    fn stop_reasons_map_and_errors_are_errors() {
+        let reason = |name: &str| stop_reason(&json!({"kind": "turnEnd", "stopReason": name}));
+        assert_eq!(reason("endTurn"), Ok("end_turn"));
+        assert_eq!(reason("cancelled"), Ok("cancelled"));
+        assert_eq!(reason("maxSteps"), Ok("max_turn_requests"));
+        assert_eq!(reason("maxTokens"), Ok("max_tokens"));
+        assert_eq!(reason("refusal"), Ok("refusal"));
+        assert_eq!(
+            reason("error"),
+            Err("the turn ended with error".to_string())
+        );
+    }
+
+    #[test]
+    fn permission_requests_carry_the_diff_and_acp_kinds() {
+        let options: Vec<(String, String, String)> =
+            ["allowOnce", "allowAlways", "rejectOnce", "rejectAlways"]
+                .iter()
+                .map(|k| (format!("id-{k}"), k.to_string(), format!("name {k}")))
+                .collect();
+        let request = permission_request(
+            "s1",
+            &json!({
+                "toolCallId": "c1", "title": "Edit a.rs", "kind": "edit", "input": {},
+                "edit": {"path": "/w/a.rs", "oldText": "a", "newText": "b"},
+                "locations": [{"path": "/w/a.rs"}],
+            }),
+            &options,
+        );
+        expect![[r#"{"options":[{"kind":"allow_once","name":"name allowOnce","optionId":"id-allowOnce"},{"kind":"allow_always","name":"name allowAlways","optionId":"id-allowAlways"},{"kind":"reject_once","name":"name rejectOnce","optionId":"id-rejectOnce"},{"kind":"reject_always","name":"name rejectAlways","optionId":"id-rejectAlways"}],"sessionId":"s1","toolCall":{"content":[{"newText":"b","oldText":"a","path":"/w/a.rs","type":"diff"}],"kind":"edit","locations":[{"path":"/w/a.rs"}],"rawInput":{},"status":"pending","title":"Edit a.rs","toolCallId":"c1"}}"#]]
+            .assert_eq(&request.to_string());
+        assert_eq!(
+            permission_choice(&json!({"outcome": {"outcome": "selected", "optionId": "x"}})),
+            Some("x")
+        );
+        assert_eq!(
+            permission_choice(&json!({"outcome": {"outcome": "cancelled"}})),
+            None
+        );
+        assert_eq!(permission_choice(&json!({"outcome": "cancelled"})), None);
+    }
+
+    #[test]
+    fn prompt_blocks_become_text_mentions_and_untrusted_resources() {
+        let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "text", "text": "Explain"},
+            {"type": "resource_link", "name": "a.rs", "uri": "file:///w/src/a.rs"},
+            {"type": "resource_link", "name": "doc", "uri": "https://example.com/doc"},
+            {"type": "resource", "resource": {"uri": "file:///w/b.rs", "text": "fn b() {}"}},
+        ]))
+        .unwrap();
+        expect![[r#"
+            Explain @src/a.rs [doc](https://example.com/doc)
+
+            <attached_resources>
+            BOUNDARY
+            <attached_resource uri="file:///w/b.rs" trust="untrusted">
+            fn b() {}
+            </attached_resource>
+            </attached_resources>"#]]
+        .assert_eq(&prompt_text(&blocks, Path::new("/w"), "BOUNDARY").unwrap());
+        let refused: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "image", "data": "", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///w/x.bin", "blob": "AAAA"}},
+        ]))
+        .unwrap();
+        expect!["agentls cannot take an image, a binary resource in a prompt (text, resource links and embedded text resources only)"]
+            .assert_eq(&prompt_text(&refused, Path::new("/w"), "").unwrap_err());
+    }
+
+    #[test]
+    fn times_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn commands_modes_and_config_options_are_listed() {
+        let commands = available_commands();
+        let names: Vec<&str> = commands
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["compact", "new", "context", "model", "help"]);
+        expect![[r#"{"description":"compact the conversation now (focus steers the summary)","input":{"hint":"[focus]"},"name":"compact"}"#]]
+            .assert_eq(&available_commands()[0].to_string());
+        let state = modes("auto-edit");
+        assert_eq!(state["currentModeId"], "auto-edit");
+        assert_eq!(state["availableModes"].as_array().unwrap().len(), 3);
+        assert!(is_mode("full-auto") && !is_mode("yolo"));
+        assert_eq!(
+            known_models("openai", "gpt-4o"),
+            ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5"]
+        );
+        let options = config_options("ask", "m", &known_models("anthropic", "m"));
+        assert_eq!(options[0]["currentValue"], "ask");
+        assert_eq!(options[1]["options"].as_array().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_transcript_replays_as_updates() {
+        let items = vec![
+            TranscriptItem::User { text: "hi".into() },
+            TranscriptItem::Assistant {
+                text: "hello".into(),
+            },
+        ];
+        expect![[r#"[{"content":{"text":"hi","type":"text"},"sessionUpdate":"user_message_chunk"},{"content":{"text":"hello","type":"text"},"sessionUpdate":"agent_message_chunk"}]"#]]
+            .assert_eq(&serde_json::to_string(&replay(&items)).unwrap());
+    }
+}

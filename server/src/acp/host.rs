@@ -1,0 +1,221 @@
+//! `AcpHost`: the agent loop's host for one ACP session. Its root is the session's `cwd`;
+//! updates go out as `session/update`; approvals through `session/request_permission`;
+//! reads through `fs/read_text_file` and writes through `fs/write_text_file` when the
+//! client offers them (so the agent sees unsaved buffers and the editor applies the
+//! change), the disk otherwise. Its approval policy is the session's mode.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::transport::Connection;
+use crate::agent::host::{FileChange, Host, Notice, PermissionOutcome, PermissionRequest};
+use agentls_core::acp as mapping;
+use agentls_core::config::Config;
+use agentls_core::prompts::Prompts;
+
+/// What the client said it can do in `initialize`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientFs {
+    pub read: bool,
+    pub write: bool,
+}
+
+pub struct AcpHost {
+    pub(super) connection: Arc<Connection>,
+    pub(super) config: Mutex<Config>,
+    pub(super) prompts: Arc<Prompts>,
+    pub(super) root: PathBuf,
+    pub(super) fs: ClientFs,
+    /// Set once the agent made (or loaded) the session.
+    pub(super) session_id: OnceLock<String>,
+    /// `turnEnd`s: (turn id, the update), for the prompt request waiting on it.
+    pub(super) ends: mpsc::UnboundedSender<(String, Value)>,
+}
+
+impl AcpHost {
+    fn session_id(&self) -> String {
+        self.session_id.get().cloned().unwrap_or_default()
+    }
+
+    pub fn set_mode(&self, mode: &str) {
+        self.config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .approval = mode.to_string();
+    }
+
+    pub fn mode(&self) -> String {
+        self.config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .approval
+            .clone()
+    }
+
+    pub fn set_model(&self, model: &str) {
+        self.config.lock().unwrap_or_else(|e| e.into_inner()).model = Some(model.to_string());
+    }
+
+    pub fn send_update(&self, session_id: &str, update: &Value) {
+        self.connection.notify(
+            "session/update",
+            json!({"sessionId": session_id, "update": update}),
+        );
+    }
+
+    /// The client's text of `path` (its buffer, unsaved changes included).
+    async fn client_read(&self, path: &Path) -> Result<String, String> {
+        let answer = self
+            .connection
+            .request(
+                "fs/read_text_file",
+                json!({"sessionId": self.session_id(), "path": path}),
+            )
+            .await
+            .map_err(|e| format!("fs/read_text_file failed: {}", e.message))?;
+        answer["content"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| "fs/read_text_file answered without content".to_string())
+    }
+}
+
+#[async_trait::async_trait]
+impl Host for AcpHost {
+    fn config(&self) -> Config {
+        self.config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn prompts(&self) -> Arc<Prompts> {
+        self.prompts.clone()
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        vec![self.root.clone()]
+    }
+
+    async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
+        if !self.fs.read || self.session_id.get().is_none() || !path.is_file() {
+            return None;
+        }
+        match self.client_read(path).await {
+            Ok(text) => Some((text, 0)),
+            Err(err) => {
+                tracing::warn!("{err}; reading {} from disk", path.display());
+                None
+            }
+        }
+    }
+
+    async fn apply(&self, change: FileChange) -> Result<(), String> {
+        if !self.fs.write {
+            return tokio::task::spawn_blocking(move || crate::store::files::write_change(change))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let diff = change.as_diff();
+        let path = PathBuf::from(diff["path"].as_str().unwrap_or_default());
+        let original = diff["oldText"].as_str().map(str::to_string);
+        let content = diff["newText"].as_str().unwrap_or_default().to_string();
+        // The change was planned against `original`: refused if the text moved since.
+        if let Some(original) = &original {
+            let current = if self.fs.read {
+                self.client_read(&path).await?
+            } else {
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            };
+            if &current != original {
+                return Err(format!(
+                    "{} changed since it was read; read it again",
+                    path.display()
+                ));
+            }
+        }
+        self.connection
+            .request(
+                "fs/write_text_file",
+                json!({"sessionId": self.session_id(), "path": path, "content": content}),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("fs/write_text_file failed: {}", e.message))
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
+        let options: Vec<(String, String, String)> = request
+            .options
+            .iter()
+            .map(|o| (o.option_id.clone(), o.kind.clone(), o.name.clone()))
+            .collect();
+        let params = mapping::permission_request(&request.session_id, &request.tool_call, &options);
+        let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
+        let answer = tokio::time::timeout(
+            timeout,
+            self.connection
+                .request("session/request_permission", params),
+        )
+        .await;
+        let kind = match answer {
+            Ok(Ok(answer)) => mapping::permission_choice(&answer)
+                .and_then(|id| request.options.iter().find(|o| o.option_id == id))
+                .map(|o| o.kind.clone()),
+            Ok(Err(err)) => {
+                tracing::warn!(
+                    "session/request_permission failed: {}; counted as a rejection",
+                    err.message
+                );
+                None
+            }
+            Err(_) => {
+                tracing::warn!("session/request_permission got no answer in {timeout:?}");
+                None
+            }
+        };
+        PermissionOutcome {
+            kind: kind.unwrap_or_else(|| "cancelled".into()),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        match notice {
+            Notice::Update {
+                session_id,
+                turn_id,
+                update,
+            } => {
+                if update["kind"] == "turnEnd" {
+                    let _ = self.ends.send((turn_id, update));
+                } else if let Some(update) = mapping::session_update(&update) {
+                    self.send_update(&session_id, &update);
+                }
+            }
+            Notice::Status(status) => {
+                if let (Some(session_id), Some(update)) =
+                    (status["sessionId"].as_str(), mapping::usage_update(&status))
+                {
+                    self.send_update(session_id, &update);
+                }
+            }
+        }
+    }
+
+    fn progress(&self, _id: &str, _title: &str, _end: Option<String>) {}
+
+    fn show_warning(&self, message: String) {
+        tracing::warn!("{message}");
+        if let Some(id) = self.session_id.get() {
+            if let Some(update) =
+                mapping::session_update(&json!({"kind": "warning", "message": message}))
+            {
+                self.send_update(id, &update);
+            }
+        }
+    }
+}

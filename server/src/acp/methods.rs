@@ -1,0 +1,468 @@
+//! The ACP methods: thin translations to the agent (`crate::agent`) and back. Requests are
+//! parsed with `agent-client-protocol-schema`'s types; a request that does not parse gets
+//! `invalid params`, an unknown method `method not found`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::host::{AcpHost, ClientFs};
+use super::transport::{Connection, Incoming, Reply, RpcError};
+use crate::agent::{Agent, AgentError};
+use agentls_core::acp as mapping;
+use agentls_core::config::Config;
+use agentls_core::prompts::Prompts;
+
+/// The params agentls reads of each request (ACP's names; unknown fields are ignored, as
+/// ACP's `_meta` and newer fields must be).
+mod params {
+    use super::*;
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Fs {
+        #[serde(default)]
+        pub read_text_file: bool,
+        #[serde(default)]
+        pub write_text_file: bool,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ClientCapabilities {
+        #[serde(default)]
+        pub fs: Fs,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Initialize {
+        pub protocol_version: u16,
+        #[serde(default)]
+        pub client_capabilities: ClientCapabilities,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct NewSession {
+        pub cwd: PathBuf,
+        pub mcp_servers: Vec<Value>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct LoadSession {
+        pub session_id: String,
+        pub cwd: PathBuf,
+        #[serde(default)]
+        pub mcp_servers: Vec<Value>,
+    }
+
+    #[derive(Debug, Default, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ListSessions {
+        #[serde(default)]
+        pub cwd: Option<PathBuf>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Prompt {
+        pub session_id: String,
+        pub prompt: Vec<agentls_core::acp::ContentBlock>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct SessionId {
+        pub session_id: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct SetMode {
+        pub session_id: String,
+        pub mode_id: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct SetConfigOption {
+        pub session_id: String,
+        pub config_id: String,
+        pub value: Value,
+    }
+}
+
+/// One ACP session: its agent, its host, and the `turnEnd`s its prompts wait for.
+struct AcpSession {
+    agent: Arc<Agent>,
+    host: Arc<AcpHost>,
+    ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>,
+}
+
+pub struct State {
+    connection: Arc<Connection>,
+    config: Result<Config, String>,
+    prompts: Arc<Prompts>,
+    fs: Mutex<ClientFs>,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params).map_err(RpcError::invalid_params)
+}
+
+fn agent_error(err: AgentError) -> RpcError {
+    if err.0.starts_with("unknown session") {
+        RpcError::new(RpcError::NOT_FOUND, err.0)
+    } else if err.0.starts_with("no model configured") || err.0.starts_with("invalid params") {
+        RpcError::new(RpcError::INVALID_PARAMS, err.0)
+    } else {
+        RpcError::new(RpcError::INTERNAL, err.0)
+    }
+}
+
+impl State {
+    pub fn new(
+        connection: Arc<Connection>,
+        config: Result<Config, String>,
+        prompts: Arc<Prompts>,
+    ) -> State {
+        State {
+            connection,
+            config,
+            prompts,
+            fs: Mutex::new(ClientFs::default()),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub async fn handle(self: Arc<Self>, incoming: Incoming) -> Result<Reply, RpcError> {
+        match incoming {
+            Incoming::Request { method, params } => match method.as_str() {
+                "initialize" => self.initialize(parse(params)?),
+                "authenticate" => Ok(Reply::new(json!({}))),
+                "session/new" => self.new_session(parse(params)?).await,
+                "session/load" => self.load_session(parse(params)?).await,
+                "session/resume" => self.resume_session(parse(params)?).await,
+                "session/list" => self.list_sessions(parse(params)?).await,
+                "session/prompt" => self.prompt(parse(params)?).await,
+                "session/set_mode" => self.set_mode(parse(params)?),
+                "session/set_config_option" => self.set_config_option(parse(params)?).await,
+                other => Err(RpcError::new(
+                    RpcError::METHOD_NOT_FOUND,
+                    format!("method not found: {other}"),
+                )),
+            },
+            Incoming::Notification { method, params } => match method.as_str() {
+                "session/cancel" => {
+                    let params: params::SessionId = parse(params)?;
+                    let session = self.session(&params.session_id)?;
+                    session
+                        .agent
+                        .cancel(&params.session_id)
+                        .await
+                        .map_err(agent_error)?;
+                    Ok(Reply::new(Value::Null))
+                }
+                other => {
+                    tracing::debug!("acp: notification {other} ignored");
+                    Ok(Reply::new(Value::Null))
+                }
+            },
+        }
+    }
+
+    fn initialize(&self, params: params::Initialize) -> Result<Reply, RpcError> {
+        *self.fs.lock().unwrap_or_else(|e| e.into_inner()) = ClientFs {
+            read: params.client_capabilities.fs.read_text_file,
+            write: params.client_capabilities.fs.write_text_file,
+        };
+        if params.protocol_version != 1 {
+            tracing::info!(
+                "acp: the client speaks protocol version {}; agentls answers with 1",
+                params.protocol_version
+            );
+        }
+        Ok(Reply::new(json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": true,
+                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                "mcpCapabilities": {"http": false, "sse": false},
+                "sessionCapabilities": {"list": {}, "resume": {}},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "agentls", "version": env!("CARGO_PKG_VERSION")},
+        })))
+    }
+
+    fn config(&self) -> Result<Config, RpcError> {
+        self.config
+            .clone()
+            .map_err(|why| RpcError::new(RpcError::AUTH_REQUIRED, why))
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<AcpSession>, RpcError> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RpcError::new(RpcError::NOT_FOUND, format!("unknown session {id}")))
+    }
+
+    /// A host and agent for a session in `cwd` (not yet registered).
+    fn open(&self, cwd: &std::path::Path) -> Result<AcpSession, RpcError> {
+        let config = self.config()?;
+        if !cwd.is_absolute() {
+            return Err(RpcError::invalid_params(format!(
+                "cwd must be an absolute path: {}",
+                cwd.display()
+            )));
+        }
+        let root = cwd.canonicalize().map_err(|e| {
+            RpcError::invalid_params(format!("cannot use cwd {}: {e}", cwd.display()))
+        })?;
+        let (ends_tx, ends) = mpsc::unbounded_channel();
+        let host = Arc::new(AcpHost {
+            connection: self.connection.clone(),
+            config: Mutex::new(config),
+            prompts: self.prompts.clone(),
+            root,
+            fs: *self.fs.lock().unwrap_or_else(|e| e.into_inner()),
+            session_id: OnceLock::new(),
+            ends: ends_tx,
+        });
+        Ok(AcpSession {
+            agent: Agent::new(host.clone()),
+            host,
+            ends: tokio::sync::Mutex::new(ends),
+        })
+    }
+
+    fn register(&self, id: &str, session: AcpSession) -> Arc<AcpSession> {
+        let _ = session.host.session_id.set(id.to_string());
+        let session = Arc::new(session);
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string(), session.clone());
+        session
+    }
+
+    fn config_options(host: &AcpHost) -> Value {
+        let config = host
+            .config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let model = config.model.clone().unwrap_or_default();
+        mapping::config_options(
+            &config.approval,
+            &model,
+            &mapping::known_models(&config.provider_kind, &model),
+        )
+    }
+
+    fn commands_update(id: &str) -> (String, Value) {
+        (
+            "session/update".into(),
+            json!({"sessionId": id, "update": mapping::commands_update()}),
+        )
+    }
+
+    /// `{modes, configOptions}` of a session (the answer of new, load and resume).
+    fn session_state(host: &AcpHost) -> Value {
+        json!({"modes": mapping::modes(&host.mode()), "configOptions": Self::config_options(host)})
+    }
+
+    async fn new_session(&self, params: params::NewSession) -> Result<Reply, RpcError> {
+        if !params.mcp_servers.is_empty() {
+            tracing::info!(
+                "acp: {} MCP server(s) offered by the client; agentls has no MCP client yet, so they are not used",
+                params.mcp_servers.len()
+            );
+        }
+        let session = self.open(&params.cwd)?;
+        let id = session.agent.new_session(None).await.map_err(agent_error)?;
+        let session = self.register(&id, session);
+        let mut state = Self::session_state(&session.host);
+        state["sessionId"] = json!(id);
+        let mut reply = Reply::new(state);
+        reply.then.push(Self::commands_update(&id));
+        Ok(reply)
+    }
+
+    /// A session of `cwd` known to this process, or loaded from its log.
+    async fn reopen(&self, id: &str, cwd: &std::path::Path) -> Result<Arc<AcpSession>, RpcError> {
+        if let Ok(session) = self.session(id) {
+            return Ok(session);
+        }
+        let session = self.open(cwd)?;
+        // Fails when the log does not exist in this cwd's store.
+        session.agent.history_of(id).await.map_err(agent_error)?;
+        Ok(self.register(id, session))
+    }
+
+    async fn load_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
+        if !params.mcp_servers.is_empty() {
+            tracing::info!(
+                "acp: MCP servers offered by the client are not used (no MCP client yet)"
+            );
+        }
+        let id = params.session_id;
+        let session = self.reopen(&id, &params.cwd).await?;
+        let items = session.agent.load(&id).await.map_err(agent_error)?;
+        // The history first, as updates; then the answer.
+        for update in mapping::replay(&items) {
+            session.host.send_update(&id, &update);
+        }
+        let mut reply = Reply::new(Self::session_state(&session.host));
+        reply.then.push(Self::commands_update(&id));
+        Ok(reply)
+    }
+
+    async fn resume_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        let session = self.reopen(&id, &params.cwd).await?;
+        let mut reply = Reply::new(Self::session_state(&session.host));
+        reply.then.push(Self::commands_update(&id));
+        Ok(reply)
+    }
+
+    async fn list_sessions(&self, params: params::ListSessions) -> Result<Reply, RpcError> {
+        // The stores are per workspace: with a cwd, that one; without, every cwd of this
+        // process's sessions and the current directory.
+        let mut cwds: Vec<PathBuf> = match &params.cwd {
+            Some(cwd) => vec![cwd.clone()],
+            None => {
+                let mut cwds: Vec<PathBuf> = self
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .map(|s| s.host.root.clone())
+                    .collect();
+                cwds.extend(std::env::current_dir().ok());
+                cwds
+            }
+        };
+        cwds.sort();
+        cwds.dedup();
+        let mut sessions = Vec::new();
+        for cwd in cwds {
+            let Ok(session) = self.open(&cwd) else {
+                continue;
+            };
+            for summary in session.agent.list().await.map_err(agent_error)? {
+                sessions.push((
+                    summary.updated_at,
+                    json!({
+                        "sessionId": summary.session_id,
+                        "cwd": session.host.root,
+                        "title": summary.title,
+                        "updatedAt": mapping::rfc3339(summary.updated_at),
+                    }),
+                ));
+            }
+        }
+        sessions.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let sessions: Vec<Value> = sessions.into_iter().map(|(_, info)| info).collect();
+        Ok(Reply::new(json!({ "sessions": sessions })))
+    }
+
+    async fn prompt(&self, params: params::Prompt) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        let session = self.session(&id)?;
+        let text = mapping::prompt_text(
+            &params.prompt,
+            &session.host.root,
+            &self.prompts.data_boundary,
+        )
+        .map_err(RpcError::invalid_params)?;
+        // One prompt waits at a time: the ends arrive in turn order.
+        let mut ends = session.ends.lock().await;
+        let turn = session
+            .agent
+            .prompt(&id, text, None)
+            .await
+            .map_err(agent_error)?;
+        loop {
+            match ends.recv().await {
+                Some((turn_id, end)) if turn_id == turn => {
+                    let reason = mapping::stop_reason(&end)
+                        .map_err(|message| RpcError::new(RpcError::INTERNAL, message))?;
+                    return Ok(Reply::new(json!({ "stopReason": reason })));
+                }
+                Some(_) => continue,
+                None => {
+                    return Err(RpcError::new(
+                        RpcError::INTERNAL,
+                        "the agent stopped unexpectedly",
+                    ))
+                }
+            }
+        }
+    }
+
+    fn set_mode(&self, params: params::SetMode) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        let mode = params.mode_id;
+        if !mapping::is_mode(&mode) {
+            return Err(RpcError::invalid_params(format!(
+                "unknown mode {mode}: the modes are ask, auto-edit, full-auto"
+            )));
+        }
+        let session = self.session(&id)?;
+        session.host.set_mode(&mode);
+        session.host.send_update(&id, &mapping::mode_update(&mode));
+        Ok(Reply::new(json!({})))
+    }
+
+    async fn set_config_option(&self, params: params::SetConfigOption) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        // A select's value: the id itself, or `{type, value}`.
+        let value = match &params.value {
+            Value::String(value) => value.clone(),
+            other => other["value"]
+                .as_str()
+                .ok_or_else(|| RpcError::invalid_params("value must be a string"))?
+                .to_string(),
+        };
+        let session = self.session(&id)?;
+        match params.config_id.as_str() {
+            "mode" => {
+                if !mapping::is_mode(&value) {
+                    return Err(RpcError::invalid_params(format!("unknown mode {value}")));
+                }
+                session.host.set_mode(&value);
+                session.host.send_update(&id, &mapping::mode_update(&value));
+            }
+            "model" => {
+                if value.trim().is_empty() {
+                    return Err(RpcError::invalid_params("the model name is empty"));
+                }
+                session
+                    .agent
+                    .set_model(&id, value.clone(), None)
+                    .await
+                    .map_err(agent_error)?;
+                session.host.set_model(&value);
+            }
+            other => {
+                return Err(RpcError::invalid_params(format!(
+                    "unknown config option {other}: the options are mode and model"
+                )))
+            }
+        }
+        Ok(Reply::new(
+            json!({ "configOptions": Self::config_options(&session.host) }),
+        ))
+    }
+}

@@ -1,0 +1,287 @@
+//! ACP's transport: newline-delimited JSON-RPC 2.0 over stdio. One task reads lines and
+//! dispatches them (each request handled in a task of its own, so a handler that waits for
+//! the client — a permission, a file — never blocks the read loop); one task writes, in the
+//! order messages were queued. Requests to the client get ids here and their answers are
+//! routed back to the waiter. A line that is not a JSON-RPC message gets an error answer and
+//! the loop goes on.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl RpcError {
+    pub const PARSE: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL: i64 = -32603;
+    /// ACP's `auth_required`: no provider key.
+    pub const AUTH_REQUIRED: i64 = -32000;
+    /// ACP's `resource_not_found`.
+    pub const NOT_FOUND: i64 = -32002;
+
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_params(message: impl std::fmt::Display) -> RpcError {
+        RpcError::new(
+            RpcError::INVALID_PARAMS,
+            format!("invalid params: {message}"),
+        )
+    }
+
+    fn to_value(&self) -> Value {
+        json!({"code": self.code, "message": self.message})
+    }
+}
+
+/// One side of the connection: sends notifications, answers and requests.
+pub struct Connection {
+    out: mpsc::UnboundedSender<String>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>,
+    next_id: AtomicU64,
+}
+
+impl Connection {
+    /// Queues a notification (sent in queue order).
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn respond(&self, id: Value, result: Result<Value, RpcError>) {
+        let message = match result {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}),
+        };
+        self.send(message);
+    }
+
+    fn send(&self, message: Value) {
+        let _ = self.out.send(message.to_string());
+    }
+
+    /// Sends a request to the client and waits for its answer (Err: the client's error, or
+    /// the connection closed).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        rx.await
+            .unwrap_or_else(|_| Err(RpcError::new(RpcError::INTERNAL, "the connection closed")))
+    }
+
+    fn route_answer(&self, message: &Value) {
+        let Some(id) = message["id"].as_u64() else {
+            tracing::warn!("acp: an answer with an id we never sent: {message}");
+            return;
+        };
+        let waiter = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        let Some(waiter) = waiter else {
+            tracing::warn!("acp: an answer to no pending request (id {id})");
+            return;
+        };
+        let answer = match message.get("error") {
+            Some(error) => Err(RpcError::new(
+                error["code"].as_i64().unwrap_or(RpcError::INTERNAL),
+                error["message"].as_str().unwrap_or("error").to_string(),
+            )),
+            None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+        };
+        let _ = waiter.send(answer);
+    }
+}
+
+/// A request's answer, and the notifications to send right after it (`session/new`'s
+/// `available_commands_update`: the client knows the session only once it has the answer).
+pub struct Reply {
+    pub result: Value,
+    pub then: Vec<(String, Value)>,
+}
+
+impl Reply {
+    pub fn new(result: impl serde::Serialize) -> Reply {
+        Reply {
+            result: serde_json::to_value(result).unwrap_or(Value::Null),
+            then: Vec::new(),
+        }
+    }
+}
+
+/// What the dispatcher gets: a request (answered with what the handler returns) or a
+/// notification.
+pub enum Incoming {
+    Request { method: String, params: Value },
+    Notification { method: String, params: Value },
+}
+
+/// Serves `input`/`output` until `input` ends: `handle` gets every request and
+/// notification, each in a task of its own; requests are answered with its result.
+pub async fn serve<R, W, H, F>(input: R, output: W, make_handler: impl FnOnce(Arc<Connection>) -> H)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+    H: Fn(Incoming) -> F + Send + Sync + 'static,
+    F: Future<Output = Result<Reply, RpcError>> + Send + 'static,
+{
+    let (out, mut queue) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(line) = queue.recv().await {
+            if output.write_all(line.as_bytes()).await.is_err()
+                || output.write_all(b"\n").await.is_err()
+                || output.flush().await.is_err()
+            {
+                break;
+            }
+        }
+    });
+    let connection = Arc::new(Connection {
+        out,
+        pending: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(0),
+    });
+    let handler = Arc::new(make_handler(connection.clone()));
+    let mut lines = BufReader::new(input).lines();
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                // Not UTF-8: answered like any unreadable line.
+                tracing::warn!("acp: unreadable input: {err}");
+                connection.respond(
+                    Value::Null,
+                    Err(RpcError::new(
+                        RpcError::PARSE,
+                        format!("parse error: {err}"),
+                    )),
+                );
+                continue;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(err) => {
+                connection.respond(
+                    Value::Null,
+                    Err(RpcError::new(
+                        RpcError::PARSE,
+                        format!("parse error: {err}"),
+                    )),
+                );
+                continue;
+            }
+        };
+        match classify(&message) {
+            Kind::Answer => connection.route_answer(&message),
+            Kind::Request(id, method) => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let future = handler(Incoming::Request { method, params });
+                let connection = connection.clone();
+                tokio::spawn(async move {
+                    match future.await {
+                        Ok(reply) => {
+                            connection.respond(id, Ok(reply.result));
+                            for (method, params) in reply.then {
+                                connection.notify(&method, params);
+                            }
+                        }
+                        Err(err) => connection.respond(id, Err(err)),
+                    }
+                });
+            }
+            Kind::Notification(method) => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                let future = handler(Incoming::Notification {
+                    method: method.clone(),
+                    params,
+                });
+                tokio::spawn(async move {
+                    if let Err(err) = future.await {
+                        tracing::warn!("acp: notification {method} failed: {}", err.message);
+                    }
+                });
+            }
+            Kind::Invalid(id, why) => {
+                connection.respond(id, Err(RpcError::new(RpcError::INVALID_REQUEST, why)))
+            }
+        }
+    }
+    // The client is gone: waiters get an error, the writer ends once the handlers drop
+    // their senders.
+    connection
+        .pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    drop(connection);
+    drop(handler);
+    // Queued messages are left: nobody reads them any more.
+    drop(writer);
+}
+
+enum Kind {
+    Answer,
+    Request(Value, String),
+    Notification(String),
+    Invalid(Value, String),
+}
+
+/// What a parsed JSON value is, as JSON-RPC 2.0 reads it.
+fn classify(message: &Value) -> Kind {
+    let Some(object) = message.as_object() else {
+        return Kind::Invalid(Value::Null, "invalid request: not a JSON-RPC object".into());
+    };
+    let id = object.get("id").cloned();
+    let valid_id = |id: &Value| id.is_string() || id.is_number();
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Kind::Invalid(
+            id.filter(valid_id).unwrap_or(Value::Null),
+            "invalid request: jsonrpc must be \"2.0\"".into(),
+        );
+    }
+    match (object.get("method"), id) {
+        (Some(Value::String(method)), Some(id)) if valid_id(&id) => {
+            Kind::Request(id, method.clone())
+        }
+        (Some(Value::String(method)), None) => Kind::Notification(method.clone()),
+        (Some(_), id) => Kind::Invalid(
+            id.filter(valid_id).unwrap_or(Value::Null),
+            "invalid request: method must be a string and id a string or number".into(),
+        ),
+        (None, Some(_)) if object.contains_key("result") || object.contains_key("error") => {
+            Kind::Answer
+        }
+        (None, id) => Kind::Invalid(
+            id.filter(valid_id).unwrap_or(Value::Null),
+            "invalid request: no method".into(),
+        ),
+    }
+}

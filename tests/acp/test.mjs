@@ -1,0 +1,362 @@
+// End-to-end tests of `agentls acp` driven by the official ACP TypeScript library's client
+// side (`ClientSideConnection` of @agentclientprotocol/sdk, which validates every message
+// it receives against the protocol's schema), against the real binary and its scripted
+// fake provider. Run by scripts/acp-test, which installs the library into a cache and sets
+// ACP_SDK (its entry point) and AGENTLS_BIN. Prints `acp: N passed, M failed`.
+//
+// No test waits on a clock: every wait is for a message (an update, an answer, a request).
+
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import { Readable, Writable } from "node:stream";
+import assert from "node:assert/strict";
+
+const acp = await import(process.env.ACP_SDK);
+const BIN = process.env.AGENTLS_BIN;
+const children = [];
+
+// ---- fixtures ----
+
+function workspace(files) {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "agentls-acp-")));
+  fs.mkdirSync(path.join(dir, ".git"));
+  for (const [name, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+/** `agentls fake-provider --script FILE`: resolves to its base URL. */
+async function fake(script) {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentls-acp-fake-")), "script.json");
+  fs.writeFileSync(file, JSON.stringify(script));
+  const child = spawn(BIN, ["fake-provider", "--script", file], { stdio: ["pipe", "pipe", "inherit"] });
+  children.push(child);
+  const lines = readline.createInterface({ input: child.stdout });
+  const url = await new Promise((resolve, reject) => {
+    lines.once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`fake-provider exited with ${code}`)));
+  });
+  return { url, child };
+}
+
+/** An OpenAI stream chunk carrying `text`. */
+const chunk = (text) => ({ data: JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: text } }] }) });
+
+function spawnAgent(url, ws, extra = {}) {
+  const config = { provider: { kind: "openai", baseUrl: url, model: "fake-model" }, stateDir: path.join(ws, ".state"), ...extra };
+  const child = spawn(BIN, ["acp", "--config", JSON.stringify(config)], {
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, AGENTLS_LOG: process.env.AGENTLS_LOG || "warn" },
+  });
+  children.push(child);
+  return child;
+}
+
+/** A client over the library's ClientSideConnection, recording what the agent sends. */
+function connect(child, behaviour = {}) {
+  const updates = [];
+  const waiters = [];
+  const permissions = [];
+  const reads = [];
+  const writes = [];
+  const client = {
+    async sessionUpdate(params) {
+      updates.push(params);
+      for (const waiter of [...waiters]) {
+        if (waiter.test(params)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(params);
+        }
+      }
+    },
+    async requestPermission(params) {
+      permissions.push(params);
+      const choose = behaviour.permission || ((p) => p.options.find((o) => o.kind === "allow_once"));
+      const option = choose(params);
+      return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
+    },
+    async readTextFile(params) {
+      reads.push(params);
+      const unsaved = (behaviour.buffers || {})[params.path];
+      return { content: unsaved ?? fs.readFileSync(params.path, "utf8") };
+    },
+    async writeTextFile(params) {
+      writes.push(params);
+      fs.writeFileSync(params.path, params.content);
+      return {};
+    },
+  };
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const connection = new acp.ClientSideConnection(() => client, stream);
+  /** Resolves with the first update (already received or to come) that passes `test`. */
+  const update = (test) => {
+    const seen = updates.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve) => waiters.push({ test, resolve }));
+  };
+  return { connection, updates, update, permissions, reads, writes };
+}
+
+const kind = (name) => (n) => n.update.sessionUpdate === name;
+const text = (updates, name) => updates.filter(kind(name)).map((n) => n.update.content.text).join("");
+
+async function start(script, ws, behaviour = {}, fsCapabilities = { readTextFile: true, writeTextFile: true }) {
+  const { url } = await fake(script);
+  const child = spawnAgent(url, ws);
+  const client = connect(child, behaviour);
+  const init = await client.connection.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: fsCapabilities } });
+  return { ...client, child, url, init };
+}
+
+// ---- the scenarios ----
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+test("initialize answers protocol version 1 with loadSession and embedded context", async () => {
+  const ws = workspace({});
+  const { init } = await start({ replies: [] }, ws);
+  assert.equal(init.protocolVersion, 1);
+  assert.equal(init.agentCapabilities.loadSession, true);
+  assert.equal(init.agentCapabilities.promptCapabilities.embeddedContext, true);
+  assert.deepEqual(init.authMethods, []);
+  assert.equal(init.agentInfo.name, "agentls");
+});
+
+test("session/new announces the modes, the config options and the slash commands", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [] }, ws);
+  const session = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  assert.match(session.sessionId, /.+/);
+  assert.equal(session.modes.currentModeId, "ask");
+  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["ask", "auto-edit", "full-auto"]);
+  assert.deepEqual(session.configOptions.map((o) => o.id), ["mode", "model"]);
+  assert.equal(session.configOptions[1].currentValue, "fake-model");
+  const commands = await c.update(kind("available_commands_update"));
+  assert.equal(commands.sessionId, session.sessionId);
+  assert.ok(commands.update.availableCommands.some((cmd) => cmd.name === "compact"));
+});
+
+test("a streamed answer arrives as agent_message_chunks, then end_turn and the usage", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ text: ["It ", "returns ", "41."], usage: [900, 5] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "What does it return?" }] });
+  assert.equal(answer.stopReason, "end_turn");
+  assert.equal(text(c.updates, "agent_message_chunk"), "It returns 41.");
+  assert.ok(c.updates.filter(kind("agent_message_chunk")).length >= 3, "streamed in chunks");
+  const usage = c.updates.filter(kind("usage_update")).at(-1);
+  assert.ok(usage && usage.update.used > 0 && usage.update.size > 0, JSON.stringify(usage));
+});
+
+test("a shell call asks through session/request_permission and runs once allowed", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "echo allowed-ran" } }] }, { text: ["Done."] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Run it." }] });
+  assert.equal(answer.stopReason, "end_turn");
+  assert.equal(c.permissions.length, 1);
+  assert.deepEqual(c.permissions[0].options.map((o) => o.kind), ["allow_once", "allow_always", "reject_once", "reject_always"]);
+  assert.equal(c.permissions[0].toolCall.toolCallId, "s1");
+  const call = c.updates.find((n) => kind("tool_call")(n) && n.update.toolCallId === "s1");
+  assert.equal(call.update.kind, "execute");
+  const done = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "completed");
+  assert.match(JSON.stringify(done.update.content), /allowed-ran/);
+});
+
+test("a rejected call does not run", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "touch rejected-ran" } }] }, { text: ["OK."] }] }, ws, {
+    permission: (p) => p.options.find((o) => o.kind === "reject_once"),
+  });
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Run it." }] });
+  assert.equal(fs.existsSync(path.join(ws, "rejected-ran")), false);
+  assert.ok(c.updates.some((n) => kind("tool_call_update")(n) && n.update.status === "failed"));
+});
+
+test("an edit arrives as fs/write_text_file, with a diff in tool_call_update and in the permission", async () => {
+  const ws = workspace({ "src/lib.rs": "pub fn answer() -> u32 {\n    41\n}\n" });
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "e1", name: "edit_file", arguments: { path: "src/lib.rs", old_text: "    41\n", new_text: "    42\n" } }] }, { text: ["Changed."] }] },
+    ws,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Make it 42." }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const file = path.join(ws, "src/lib.rs");
+  assert.deepEqual(c.writes, [{ sessionId, path: file, content: "pub fn answer() -> u32 {\n    42\n}\n" }]);
+  const diff = { type: "diff", path: file, oldText: "pub fn answer() -> u32 {\n    41\n}\n", newText: "pub fn answer() -> u32 {\n    42\n}\n" };
+  const withDiff = c.updates.find((n) => kind("tool_call_update")(n) && (n.update.content || []).some((x) => x.type === "diff"));
+  assert.ok(withDiff, JSON.stringify(c.updates));
+  assert.deepEqual(withDiff.update.content.find((x) => x.type === "diff"), diff);
+  assert.deepEqual(c.permissions[0].toolCall.content, [diff]);
+  const call = c.updates.find(kind("tool_call"));
+  assert.equal(call.update.kind, "edit");
+  assert.deepEqual(call.update.locations, [{ path: file }]);
+});
+
+test("a read is served by fs/read_text_file, unsaved text included", async () => {
+  const ws = workspace({ "a.txt": "on disk\n" });
+  const file = path.join(ws, "a.txt");
+  const c = await start({ replies: [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }] }, { text: ["Read."] }] }, ws, {
+    buffers: { [file]: "unsaved in the editor\n" },
+  });
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Read a.txt." }] });
+  assert.ok(c.reads.some((r) => r.path === file && r.sessionId === sessionId));
+  assert.equal(c.permissions.length, 0, "reads run without asking");
+  const done = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "completed");
+  assert.match(JSON.stringify(done.update.content), /unsaved in the editor/);
+  assert.doesNotMatch(JSON.stringify(done.update.content), /on disk/);
+});
+
+test("without the client's fs, edits go to the disk", async () => {
+  const ws = workspace({ "a.txt": "one\n" });
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "e1", name: "edit_file", arguments: { path: "a.txt", old_text: "one", new_text: "two" } }] }, { text: ["Ok."] }] },
+    ws,
+    {},
+    { readTextFile: false, writeTextFile: false },
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Edit." }] });
+  assert.equal(c.writes.length + c.reads.length, 0);
+  assert.equal(fs.readFileSync(path.join(ws, "a.txt"), "utf8"), "two\n");
+});
+
+test("session/cancel mid-stream ends the prompt with cancelled", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ steps: [chunk("Hel"), { hold: true }] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Talk." }] });
+  await c.update(kind("agent_message_chunk"));
+  await c.connection.cancel({ sessionId });
+  assert.equal((await answer).stopReason, "cancelled");
+});
+
+test("session/load replays the history, then answers; session/list finds it", async () => {
+  const ws = workspace({});
+  const script = { replies: [{ text: ["Forty-one."] }] };
+  const first = await start(script, ws);
+  const { sessionId } = await first.connection.newSession({ cwd: ws, mcpServers: [] });
+  await first.connection.prompt({ sessionId, prompt: [{ type: "text", text: "What is it?" }] });
+  first.child.stdin.end();
+  const second = await start({ replies: [] }, ws);
+  const listed = await second.connection.listSessions({ cwd: ws });
+  assert.ok(listed.sessions.some((s) => s.sessionId === sessionId && s.cwd === ws), JSON.stringify(listed));
+  const loaded = await second.connection.loadSession({ sessionId, cwd: ws, mcpServers: [] });
+  assert.equal(loaded.modes.currentModeId, "ask");
+  // Received before the answer: the library delivers messages in order.
+  assert.equal(text(second.updates, "user_message_chunk"), "What is it?");
+  assert.equal(text(second.updates, "agent_message_chunk"), "Forty-one.");
+});
+
+test("set_mode full-auto stops the permission requests", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "echo auto" } }] }, { text: ["Done."] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  const mode = await c.update(kind("current_mode_update"));
+  assert.equal(mode.update.currentModeId, "full-auto");
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Run it." }] });
+  assert.equal(c.permissions.length, 0);
+  const done = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "completed");
+  assert.match(JSON.stringify(done.update.content), /auto/);
+  await assert.rejects(c.connection.setSessionMode({ sessionId, modeId: "yolo" }), /unknown mode/);
+});
+
+test("a slash command from available_commands_update runs without the model", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const commands = await c.update(kind("available_commands_update"));
+  const help = commands.update.availableCommands.find((cmd) => cmd.name === "help");
+  assert.ok(help, JSON.stringify(commands));
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: `/${help.name}` }] });
+  assert.equal(answer.stopReason, "end_turn");
+  assert.match(text(c.updates, "agent_message_chunk"), /\/compact/);
+});
+
+test("resource links and embedded resources reach the model as attachments", async () => {
+  const ws = workspace({ "notes.md": "linked file text\n" });
+  const { url } = await fake({ replies: [{ text: ["Seen."] }] });
+  const c = connect(spawnAgent(url, ws));
+  await c.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({
+    sessionId,
+    prompt: [
+      { type: "text", text: "Compare" },
+      { type: "resource_link", name: "notes.md", uri: `file://${ws}/notes.md` },
+      { type: "resource", resource: { uri: "file:///elsewhere/x.rs", text: "embedded resource text" } },
+    ],
+  });
+  const requests = await (await fetch(url.replace(/\/v1$/, "") + "/__requests")).json();
+  const sent = JSON.stringify(requests);
+  assert.match(sent, /linked file text/);
+  assert.match(sent, /embedded resource text/);
+  assert.match(sent, /trust=\\+"untrusted/);
+});
+
+test("a malformed line or an unknown method gets a JSON-RPC error and the agent stays up", async () => {
+  const ws = workspace({});
+  const { url } = await fake({ replies: [] });
+  const child = spawnAgent(url, ws);
+  const lines = readline.createInterface({ input: child.stdout });
+  const answers = [];
+  const waiting = [];
+  lines.on("line", (line) => {
+    const message = JSON.parse(line);
+    answers.push(message);
+    while (waiting.length) waiting.shift()();
+  });
+  const next = async () => {
+    while (answers.length === 0) await new Promise((resolve) => waiting.push(resolve));
+    return answers.shift();
+  };
+  child.stdin.write("{not json\n");
+  assert.equal((await next()).error.code, -32700);
+  child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "no/such/method", params: {} }) + "\n");
+  const unknown = await next();
+  assert.equal(unknown.id, 1);
+  assert.equal(unknown.error.code, -32601);
+  child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: 7 } }) + "\n");
+  const bad = await next();
+  assert.equal(bad.id, 2);
+  assert.equal(bad.error.code, -32602);
+  child.stdin.write(JSON.stringify([1, 2]) + "\n");
+  assert.equal((await next()).error.code, -32600);
+  child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "initialize", params: { protocolVersion: 1 } }) + "\n");
+  const init = await next();
+  assert.equal(init.id, 3);
+  assert.equal(init.result.protocolVersion, 1);
+});
+
+// ---- the runner ----
+
+let passed = 0;
+let failed = 0;
+const only = process.argv[2];
+for (const { name, fn } of tests) {
+  if (only && !name.includes(only)) continue;
+  try {
+    await fn();
+    passed += 1;
+    console.log(`ok - ${name}`);
+  } catch (err) {
+    failed += 1;
+    console.log(`not ok - ${name}\n  ${String(err && err.stack ? err.stack : err).split("\n").join("\n  ")}`);
+  }
+}
+for (const child of children) {
+  child.stdin.end();
+  child.kill();
+}
+console.log(`acp: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
