@@ -2,7 +2,7 @@
 //! updates go out as `session/update`; approvals through `session/request_permission`;
 //! reads through `fs/read_text_file` and writes through `fs/write_text_file` when the
 //! client offers them (so the agent sees unsaved buffers and the editor applies the
-//! change), the disk otherwise. Its approval policy is the session's mode.
+//! change), the disk otherwise.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,21 +38,6 @@ pub struct AcpHost {
 impl AcpHost {
     fn session_id(&self) -> String {
         self.session_id.get().cloned().unwrap_or_default()
-    }
-
-    pub fn set_mode(&self, mode: &str) {
-        self.config
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .approval = mode.to_string();
-    }
-
-    pub fn mode(&self) -> String {
-        self.config
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .approval
-            .clone()
     }
 
     pub fn set_model(&self, model: &str) {

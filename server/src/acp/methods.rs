@@ -152,7 +152,7 @@ impl State {
                 "session/resume" => self.resume_session(parse(params)?).await,
                 "session/list" => self.list_sessions(parse(params)?).await,
                 "session/prompt" => self.prompt(parse(params)?).await,
-                "session/set_mode" => self.set_mode(parse(params)?),
+                "session/set_mode" => self.set_mode(parse(params)?).await,
                 "session/set_config_option" => self.set_config_option(parse(params)?).await,
                 other => Err(RpcError::new(
                     RpcError::METHOD_NOT_FOUND,
@@ -256,15 +256,16 @@ impl State {
         session
     }
 
-    fn config_options(host: &AcpHost) -> Value {
-        let config = host
+    fn config_options(session: &AcpSession, id: &str) -> Value {
+        let config = session
+            .host
             .config
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let model = config.model.clone().unwrap_or_default();
         mapping::config_options(
-            &config.approval,
+            &session.agent.mode_of(id),
             &model,
             &mapping::known_models(&config.provider_kind, &model),
         )
@@ -278,8 +279,11 @@ impl State {
     }
 
     /// `{modes, configOptions}` of a session (the answer of new, load and resume).
-    fn session_state(host: &AcpHost) -> Value {
-        json!({"modes": mapping::modes(&host.mode()), "configOptions": Self::config_options(host)})
+    fn session_state(session: &AcpSession, id: &str) -> Value {
+        json!({
+            "modes": mapping::modes(&session.agent.mode_of(id)),
+            "configOptions": Self::config_options(session, id),
+        })
     }
 
     async fn new_session(&self, params: params::NewSession) -> Result<Reply, RpcError> {
@@ -292,7 +296,7 @@ impl State {
         let session = self.open(&params.cwd)?;
         let id = session.agent.new_session(None).await.map_err(agent_error)?;
         let session = self.register(&id, session);
-        let mut state = Self::session_state(&session.host);
+        let mut state = Self::session_state(&session, &id);
         state["sessionId"] = json!(id);
         let mut reply = Reply::new(state);
         reply.then.push(Self::commands_update(&id));
@@ -323,7 +327,7 @@ impl State {
         for update in mapping::replay(&items) {
             session.host.send_update(&id, &update);
         }
-        let mut reply = Reply::new(Self::session_state(&session.host));
+        let mut reply = Reply::new(Self::session_state(&session, &id));
         reply.then.push(Self::commands_update(&id));
         Ok(reply)
     }
@@ -331,7 +335,7 @@ impl State {
     async fn resume_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
-        let mut reply = Reply::new(Self::session_state(&session.host));
+        let mut reply = Reply::new(Self::session_state(&session, &id));
         reply.then.push(Self::commands_update(&id));
         Ok(reply)
     }
@@ -411,16 +415,15 @@ impl State {
         }
     }
 
-    fn set_mode(&self, params: params::SetMode) -> Result<Reply, RpcError> {
+    async fn set_mode(&self, params: params::SetMode) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let mode = params.mode_id;
-        if !mapping::is_mode(&mode) {
-            return Err(RpcError::invalid_params(format!(
-                "unknown mode {mode}: the modes are ask, auto-edit, full-auto"
-            )));
-        }
         let session = self.session(&id)?;
-        session.host.set_mode(&mode);
+        session
+            .agent
+            .set_mode(&id, &mode)
+            .await
+            .map_err(agent_error)?;
         session.host.send_update(&id, &mapping::mode_update(&mode));
         Ok(Reply::new(json!({})))
     }
@@ -438,10 +441,11 @@ impl State {
         let session = self.session(&id)?;
         match params.config_id.as_str() {
             "mode" => {
-                if !mapping::is_mode(&value) {
-                    return Err(RpcError::invalid_params(format!("unknown mode {value}")));
-                }
-                session.host.set_mode(&value);
+                session
+                    .agent
+                    .set_mode(&id, &value)
+                    .await
+                    .map_err(agent_error)?;
                 session.host.send_update(&id, &mapping::mode_update(&value));
             }
             "model" => {
@@ -462,7 +466,7 @@ impl State {
             }
         }
         Ok(Reply::new(
-            json!({ "configOptions": Self::config_options(&session.host) }),
+            json!({ "configOptions": Self::config_options(&session, &id) }),
         ))
     }
 }

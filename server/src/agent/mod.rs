@@ -35,6 +35,7 @@ pub mod gather;
 mod hooks;
 pub mod host;
 mod live;
+mod modes;
 mod sessions;
 #[cfg(test)]
 mod tests;
@@ -63,6 +64,8 @@ pub struct Agent {
     provider: Mutex<Option<(String, Arc<Provider>)>>,
     /// Hook approvals of this server's life, SessionStart done, pending reminders.
     hooks: hooks::HookState,
+    /// Approval policies chosen per session (`modes`); the others follow `approval`.
+    modes: Mutex<HashMap<String, String>>,
 }
 
 impl Agent {
@@ -73,6 +76,7 @@ impl Agent {
             cache: Arc::new(Mutex::new(AssemblyCache::default())),
             provider: Mutex::new(None),
             hooks: hooks::HookState::default(),
+            modes: Mutex::new(HashMap::new()),
         })
     }
 

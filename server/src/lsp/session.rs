@@ -53,6 +53,13 @@ pub(super) struct SessionSetModelParams {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub(super) struct SessionSetModeParams {
+    pub(super) session_id: String,
+    pub(super) mode: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(super) struct SessionPromptParams {
     pub(super) session_id: String,
     pub(super) text: String,
@@ -145,6 +152,19 @@ impl Backend {
             .await
             .map_err(agent_error)?;
         Ok(json!({ "compacted": compacted }))
+    }
+
+    /// `agent/session/setMode`: the session's approval policy (`ask`, `auto-edit`,
+    /// `full-auto`), for this session only.
+    pub(super) async fn session_set_mode(
+        &self,
+        params: SessionSetModeParams,
+    ) -> jsonrpc::Result<Value> {
+        self.agent()
+            .set_mode(&params.session_id, &params.mode)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "mode": params.mode }))
     }
 
     /// `agent/session/context`: what the model would be sent next, section by section.

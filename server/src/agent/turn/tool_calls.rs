@@ -113,8 +113,6 @@ impl Turn {
                 false,
             );
         };
-        let host = self.host().clone();
-        let config = host.config();
         let cx = self.tool_context(call);
         if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
             return (
@@ -142,7 +140,13 @@ impl Turn {
         let gate = match permission {
             Some(Permission::Allow) => Gate::Run,
             Some(Permission::Ask) => Gate::Ask,
-            _ => approval::gate(&config.approval, &call.name, kind, command, &approvals),
+            _ => approval::gate(
+                &self.agent.mode_of(&self.handle.id),
+                &call.name,
+                kind,
+                command,
+                &approvals,
+            ),
         };
         let diff = prepared.diff().map(str::to_string);
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
