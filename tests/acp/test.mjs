@@ -47,11 +47,12 @@ async function fake(script) {
 /** An OpenAI stream chunk carrying `text`. */
 const chunk = (text) => ({ data: JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: text } }] }) });
 
-function spawnAgent(url, ws, extra = {}) {
+/** `agentls acp --config …` in `ws`, with an empty user config directory unless `configHome` names one. */
+function spawnAgent(url, ws, extra = {}, configHome = fs.mkdtempSync(path.join(os.tmpdir(), "agentls-acp-home-"))) {
   const config = { provider: { kind: "openai", baseUrl: url, model: "fake-model" }, stateDir: path.join(ws, ".state"), ...extra };
   const child = spawn(BIN, ["acp", "--config", JSON.stringify(config)], {
     stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, AGENTLS_LOG: process.env.AGENTLS_LOG || "warn" },
+    env: { ...process.env, AGENTLS_LOG: process.env.AGENTLS_LOG || "warn", XDG_CONFIG_HOME: configHome },
   });
   children.push(child);
   return child;
@@ -302,6 +303,24 @@ test("resource links and embedded resources reach the model as attachments", asy
   assert.match(sent, /linked file text/);
   assert.match(sent, /embedded resource text/);
   assert.match(sent, /trust=\\+"untrusted/);
+});
+
+test("the user settings file is read, and --config wins over it key by key", async () => {
+  const ws = workspace({});
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "agentls-acp-home-"));
+  fs.mkdirSync(path.join(home, "agentls"));
+  fs.writeFileSync(path.join(home, "agentls", "settings.json"), JSON.stringify({ approval: "full-auto", provider: { model: "file-model" } }));
+  const { url } = await fake({ replies: [] });
+  const c = connect(spawnAgent(url, ws, {}, home));
+  await c.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
+  const session = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  assert.equal(session.modes.currentModeId, "full-auto", "from the file");
+  assert.equal(session.configOptions.find((o) => o.id === "model").currentValue, "fake-model", "--config wins");
+  // A settings file that is not JSON: the agent answers initialize and says why it cannot start a session.
+  fs.writeFileSync(path.join(home, "agentls", "settings.json"), "{not json");
+  const bad = connect(spawnAgent(url, ws, {}, home));
+  await bad.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
+  await assert.rejects(bad.connection.newSession({ cwd: ws, mcpServers: [] }), /settings\.json is not JSON/);
 });
 
 test("a malformed line or an unknown method gets a JSON-RPC error and the agent stays up", async () => {

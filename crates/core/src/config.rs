@@ -613,8 +613,45 @@ fn flatten<'a>(prefix: &str, map: &'a Map<String, Value>, out: &mut Vec<(String,
     }
 }
 
+/// The settings in force when two sources give them: `over` (the editor's, `--config`) wins
+/// key by key over `base` (the user settings file); objects merge recursively, anything else
+/// in `over` replaces what `base` has. A null `over` is `base`.
+pub fn merge_settings(base: &Value, over: &Value) -> Value {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            let mut merged = base.clone();
+            for (key, value) in over {
+                let next = match merged.get(key) {
+                    Some(existing) => merge_settings(existing, value),
+                    None => value.clone(),
+                };
+                merged.insert(key.clone(), next);
+            }
+            Value::Object(merged)
+        }
+        (base, Value::Null) => base.clone(),
+        (_, over) => over.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn editor_settings_win_key_by_key_over_the_user_file() {
+        use serde_json::json;
+        let file = json!({"approval": "full-auto", "provider": {"kind": "openai", "model": "a"}, "maxSteps": 5});
+        let editor = json!({"provider": {"model": "b"}, "maxSteps": 9});
+        assert_eq!(
+            super::merge_settings(&file, &editor),
+            json!({"approval": "full-auto", "provider": {"kind": "openai", "model": "b"}, "maxSteps": 9})
+        );
+        assert_eq!(super::merge_settings(&file, &serde_json::Value::Null), file);
+        assert_eq!(
+            super::merge_settings(&serde_json::Value::Null, &editor),
+            editor
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -203,9 +203,14 @@ impl State {
     }
 
     fn config(&self) -> Result<Config, RpcError> {
-        self.config
-            .clone()
-            .map_err(|why| RpcError::new(RpcError::AUTH_REQUIRED, why))
+        self.config.clone().map_err(|why| {
+            let code = if why.starts_with("no provider configured") {
+                RpcError::AUTH_REQUIRED
+            } else {
+                RpcError::INTERNAL
+            };
+            RpcError::new(code, why)
+        })
     }
 
     fn session(&self, id: &str) -> Result<Arc<AcpSession>, RpcError> {

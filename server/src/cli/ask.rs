@@ -28,8 +28,9 @@ pub struct AskOptions {
     pub config: Option<String>,
 }
 
-/// The configuration of a run: `--config` (JSON, or `@file` holding JSON), else a provider
-/// found from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
+/// The configuration of a run: `--config` (JSON, or `@file` holding JSON) over the user
+/// settings file (`~/.config/agentls/settings.json`), else a provider found from the
+/// environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
 pub fn config(options: &AskOptions) -> Result<Config, String> {
     let settings: Value = match &options.config {
         Some(text) => {
@@ -43,6 +44,9 @@ pub fn config(options: &AskOptions) -> Result<Config, String> {
         }
         None => Value::Null,
     };
+    // The user settings file under the flag's (the flag wins key by key).
+    let file = crate::store::settings::read()?;
+    let settings = agentls_core::config::merge_settings(&file, &settings);
     let (mut config, update) = Config::from_settings(&Config::default(), &settings);
     if let Some(problem) = update.problems.first() {
         return Err(format!(

@@ -170,7 +170,14 @@ impl State {
     }
 
     /// Applies settings; returns the messages to show the user.
+    /// The user settings file (`~/.config/agentls/settings.json`) is read each time, under
+    /// the editor's settings (which win key by key).
     fn apply_settings(&self, settings: &Value) -> Vec<String> {
+        let (file, file_problem) = match crate::store::settings::read() {
+            Ok(file) => (file, None),
+            Err(why) => (Value::Null, Some(format!("agentls: {why}; it was ignored"))),
+        };
+        let settings = &agentls_core::config::merge_settings(&file, settings);
         let mut config = self.config.write().unwrap_or_else(|e| e.into_inner());
         let (next, update) = Config::from_settings(&config, settings);
         for key in &update.unknown_keys {
@@ -197,6 +204,7 @@ impl State {
                 )
             })
             .chain(prompt_problems.iter().map(|p| format!("agentls: {p}")))
+            .chain(file_problem)
             .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! The disk and the process environment, as thin adapters around the core's data: session
 //! logs, reading workspace files, the workspace's file index, prompt overrides, AGENTS.md
 //! files, skills, the environment block's facts (shell, date), and the secrets of the process
-//! environment (`secrets`).
+//! environment (`secrets`), the user settings file (`settings`).
 
 pub mod agents_md;
 pub mod environment;
@@ -10,4 +10,5 @@ pub mod files;
 pub mod prompts;
 pub mod secrets;
 pub mod session_log;
+pub mod settings;
 pub mod skills;
