@@ -65,7 +65,39 @@ function connect(child, behaviour = {}) {
   const permissions = [];
   const reads = [];
   const writes = [];
+  const terminals = [];
   const client = {
+    // terminal/*: a small terminal of the test's own, running the command with /bin/sh.
+    async createTerminal(params) {
+      const child = spawn(params.command, params.args || [], {
+        cwd: params.cwd,
+        env: { ...process.env, ...Object.fromEntries((params.env || []).map((e) => [e.name, e.value])) },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const terminal = { id: `term-${terminals.length + 1}`, params, output: "", killed: false, released: false, child };
+      terminal.exit = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ exitCode: code, signal })));
+      child.stdout.on("data", (d) => (terminal.output += d));
+      child.stderr.on("data", (d) => (terminal.output += d));
+      terminals.push(terminal);
+      return { terminalId: terminal.id };
+    },
+    async terminalOutput(params) {
+      const t = terminals.find((x) => x.id === params.terminalId);
+      return { output: t.output, truncated: false };
+    },
+    async waitForTerminalExit(params) {
+      return await terminals.find((x) => x.id === params.terminalId).exit;
+    },
+    async killTerminal(params) {
+      const t = terminals.find((x) => x.id === params.terminalId);
+      t.killed = true;
+      t.child.kill("SIGKILL");
+      return {};
+    },
+    async releaseTerminal(params) {
+      terminals.find((x) => x.id === params.terminalId).released = true;
+      return {};
+    },
     async sessionUpdate(params) {
       updates.push(params);
       for (const waiter of [...waiters]) {
@@ -100,17 +132,17 @@ function connect(child, behaviour = {}) {
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve) => waiters.push({ test, resolve }));
   };
-  return { connection, updates, update, permissions, reads, writes };
+  return { connection, updates, update, permissions, reads, writes, terminals };
 }
 
 const kind = (name) => (n) => n.update.sessionUpdate === name;
 const text = (updates, name) => updates.filter(kind(name)).map((n) => n.update.content.text).join("");
 
-async function start(script, ws, behaviour = {}, fsCapabilities = { readTextFile: true, writeTextFile: true }) {
+async function start(script, ws, behaviour = {}, fsCapabilities = { readTextFile: true, writeTextFile: true }, terminal = false) {
   const { url } = await fake(script);
   const child = spawnAgent(url, ws);
   const client = connect(child, behaviour);
-  const init = await client.connection.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: fsCapabilities } });
+  const init = await client.connection.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: fsCapabilities, terminal } });
   return { ...client, child, url, init };
 }
 
@@ -229,6 +261,32 @@ test("without the client's fs, edits go to the disk", async () => {
   await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Edit." }] });
   assert.equal(c.writes.length + c.reads.length, 0);
   assert.equal(fs.readFileSync(path.join(ws, "a.txt"), "utf8"), "two\n");
+});
+
+test("with client terminals, the shell tool runs in terminal/create and the call embeds the terminal", async () => {
+  const ws = workspace({});
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "echo in-the-terminal; exit 3" } }] }, { text: ["Seen."] }] },
+    ws,
+    {},
+    { readTextFile: true, writeTextFile: true },
+    true,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Run it." }] });
+  assert.equal(answer.stopReason, "end_turn");
+  assert.equal(c.terminals.length, 1);
+  const [terminal] = c.terminals;
+  assert.deepEqual(terminal.params.args, ["-c", "echo in-the-terminal; exit 3"]);
+  assert.equal(terminal.params.cwd, ws);
+  assert.ok(terminal.params.env.some((e) => e.name === "OPENAI_API_KEY" && e.value === ""), "the provider key is hidden");
+  assert.equal(terminal.released, true);
+  const embedded = c.updates.find((n) => kind("tool_call_update")(n) && (n.update.content || []).some((x) => x.type === "terminal"));
+  assert.ok(embedded, "a tool_call_update shows the terminal");
+  const failed = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "failed");
+  assert.equal(failed.update.content[0].terminalId, terminal.id);
+  assert.match(JSON.stringify(failed.update.content), /in-the-terminal[\s\S]*exit code 3/);
 });
 
 test("session/cancel mid-stream ends the prompt with cancelled", async () => {

@@ -297,6 +297,62 @@ pub fn commands_update() -> Value {
     json!({"sessionUpdate": "available_commands_update", "availableCommands": available_commands()})
 }
 
+/// `terminal/create` params for a `shell` command: the command through `sh -c` in `cwd`,
+/// the hidden variables set empty, the output kept to `max_output_bytes`.
+pub fn terminal_create(
+    session_id: &str,
+    command: &str,
+    cwd: &Path,
+    hidden_env: &[String],
+    max_output_bytes: usize,
+) -> Value {
+    let env: Vec<Value> = hidden_env
+        .iter()
+        .map(|name| json!({"name": name, "value": ""}))
+        .collect();
+    json!({
+        "sessionId": session_id,
+        "command": "sh",
+        "args": ["-c", command],
+        "cwd": cwd,
+        "env": env,
+        "outputByteLimit": max_output_bytes,
+    })
+}
+
+/// The `tool_call_update` that shows a call's terminal.
+pub fn terminal_update(tool_call_id: &str, terminal_id: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": tool_call_id,
+        "status": "in_progress",
+        "content": [{"type": "terminal", "terminalId": terminal_id}],
+    })
+}
+
+/// Keeps a call's terminal first in the content of its later updates (an ACP content list
+/// replaces the one before).
+pub fn embed_terminal(update: &mut Value, terminal_id: &str) {
+    if update["sessionUpdate"] != "tool_call_update" {
+        return;
+    }
+    let terminal = json!({"type": "terminal", "terminalId": terminal_id});
+    match update["content"].as_array_mut() {
+        Some(content) => content.insert(0, terminal),
+        None => update["content"] = json!([terminal]),
+    }
+}
+
+/// (exit code, signal) of a `TerminalExitStatus` (`{exitCode?, signal?}`).
+pub fn exit_status(status: &Value) -> (Option<i32>, Option<String>) {
+    (
+        status["exitCode"]
+            .as_u64()
+            .and_then(|c| i32::try_from(c).ok()),
+        status["signal"].as_str().map(str::to_string),
+    )
+}
+
 /// How a turn ended, as the prompt's `stopReason`: Err(message) for a turn that failed (ACP
 /// has no stop reason for an error: the prompt request gets a JSON-RPC error).
 pub fn stop_reason(turn_end: &Value) -> Result<&'static str, String> {
@@ -645,6 +701,30 @@ mod tests {
         .unwrap();
         expect!["agentls cannot take an image, a binary resource in a prompt (text, resource links and embedded text resources only)"]
             .assert_eq(&prompt_text(&refused, Path::new("/w"), "").unwrap_err());
+    }
+
+    #[test]
+    fn shell_commands_go_to_a_client_terminal_embedded_in_the_call() {
+        expect![[r#"{"args":["-c","cargo test"],"command":"sh","cwd":"/w","env":[{"name":"OPENAI_API_KEY","value":""}],"outputByteLimit":1000,"sessionId":"s"}"#]]
+            .assert_eq(&terminal_create("s", "cargo test", Path::new("/w"), &["OPENAI_API_KEY".into()], 1000).to_string());
+        let mut done = session_update(&json!({"kind": "toolCallUpdate", "toolCallId": "c", "status": "completed", "output": "ok"})).unwrap();
+        embed_terminal(&mut done, "t1");
+        expect![[r#"{"content":[{"terminalId":"t1","type":"terminal"},{"content":{"text":"ok","type":"text"},"type":"content"}],"sessionUpdate":"tool_call_update","status":"completed","toolCallId":"c"}"#]]
+            .assert_eq(&done.to_string());
+        let mut running = session_update(
+            &json!({"kind": "toolCallUpdate", "toolCallId": "c", "status": "in_progress"}),
+        )
+        .unwrap();
+        embed_terminal(&mut running, "t1");
+        assert_eq!(
+            running["content"],
+            json!([{"type": "terminal", "terminalId": "t1"}])
+        );
+        assert_eq!(exit_status(&json!({"exitCode": 2})), (Some(2), None));
+        assert_eq!(
+            exit_status(&json!({"exitCode": null, "signal": "SIGKILL"})),
+            (None, Some("SIGKILL".into()))
+        );
     }
 
     #[test]

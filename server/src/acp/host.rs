@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::transport::Connection;
-use crate::agent::host::{FileChange, Host, Notice, PermissionOutcome, PermissionRequest};
+use crate::agent::host::{
+    FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalOutcome, TerminalRun,
+};
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
 use agentls_core::prompts::Prompts;
@@ -21,6 +23,8 @@ use agentls_core::prompts::Prompts;
 pub struct ClientFs {
     pub read: bool,
     pub write: bool,
+    /// `terminal/*`: the shell tool runs in the client's terminals.
+    pub terminal: bool,
 }
 
 pub struct AcpHost {
@@ -33,6 +37,8 @@ pub struct AcpHost {
     pub(super) session_id: OnceLock<String>,
     /// `turnEnd`s: (turn id, the update), for the prompt request waiting on it.
     pub(super) ends: mpsc::UnboundedSender<(String, Value)>,
+    /// The client terminal of each tool call that ran in one: its updates embed it.
+    pub(super) terminals: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl AcpHost {
@@ -65,6 +71,81 @@ impl AcpHost {
             .as_str()
             .map(str::to_string)
             .ok_or_else(|| "fs/read_text_file answered without content".to_string())
+    }
+}
+
+impl AcpHost {
+    /// Runs a `shell` command in a client terminal (`terminal/create`), shown in the tool
+    /// call; waits for it, kills it on timeout or cancel, reads its output, releases it.
+    async fn terminal(
+        &self,
+        run: TerminalRun,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<TerminalOutcome, String> {
+        let request = |method: &'static str, params: Value| {
+            let connection = self.connection.clone();
+            async move {
+                connection
+                    .request(method, params)
+                    .await
+                    .map_err(|e| format!("{method} failed: {}", e.message))
+            }
+        };
+        let created = request(
+            "terminal/create",
+            mapping::terminal_create(
+                &run.session_id,
+                &run.command,
+                &run.cwd,
+                &run.hidden_env,
+                run.max_output_bytes,
+            ),
+        )
+        .await?;
+        let terminal = created["terminalId"]
+            .as_str()
+            .ok_or("terminal/create answered without a terminalId")?
+            .to_string();
+        self.terminals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(run.tool_call_id.clone(), terminal.clone());
+        self.send_update(
+            &run.session_id,
+            &mapping::terminal_update(&run.tool_call_id, &terminal),
+        );
+        let ids = json!({"sessionId": run.session_id, "terminalId": terminal});
+        let waited = tokio::select! {
+            exit = request("terminal/wait_for_exit", ids.clone()) => Some(exit),
+            () = tokio::time::sleep(run.timeout) => None,
+            () = cancel.cancelled() => None,
+        };
+        let (timed_out, cancelled) = match &waited {
+            Some(_) => (false, false),
+            None => (!cancel.is_cancelled(), cancel.is_cancelled()),
+        };
+        if waited.is_none() {
+            if let Err(err) = request("terminal/kill", ids.clone()).await {
+                tracing::warn!("{err}");
+            }
+        }
+        let output = request("terminal/output", ids.clone()).await;
+        if let Err(err) = request("terminal/release", ids).await {
+            tracing::warn!("{err}");
+        }
+        let output = output?;
+        let status = match waited {
+            Some(exit) => exit?,
+            None => output["exitStatus"].clone(),
+        };
+        let (exit_code, signal) = mapping::exit_status(&status);
+        Ok(TerminalOutcome {
+            output: output["output"].as_str().unwrap_or_default().to_string(),
+            exit_code,
+            signal,
+            timed_out,
+            cancelled,
+        })
     }
 }
 
@@ -133,6 +214,17 @@ impl Host for AcpHost {
             .map_err(|e| format!("fs/write_text_file failed: {}", e.message))
     }
 
+    async fn run_in_terminal(
+        &self,
+        run: TerminalRun,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<Result<TerminalOutcome, String>> {
+        if !self.fs.terminal {
+            return None;
+        }
+        Some(self.terminal(run, cancel).await)
+    }
+
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
         let options: Vec<(String, String, String)> = request
             .options
@@ -177,8 +269,18 @@ impl Host for AcpHost {
             } => {
                 if update["kind"] == "turnEnd" {
                     let _ = self.ends.send((turn_id, update));
-                } else if let Some(update) = mapping::session_update(&update) {
-                    self.send_update(&session_id, &update);
+                } else if let Some(mut mapped) = mapping::session_update(&update) {
+                    let terminal = update["toolCallId"].as_str().and_then(|id| {
+                        self.terminals
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get(id)
+                            .cloned()
+                    });
+                    if let Some(terminal) = terminal {
+                        mapping::embed_terminal(&mut mapped, &terminal);
+                    }
+                    self.send_update(&session_id, &mapped);
                 }
             }
             Notice::Status(status) => {

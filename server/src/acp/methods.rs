@@ -36,6 +36,8 @@ mod params {
     pub struct ClientCapabilities {
         #[serde(default)]
         pub fs: Fs,
+        #[serde(default)]
+        pub terminal: bool,
     }
 
     #[derive(Debug, Deserialize)]
@@ -182,6 +184,7 @@ impl State {
         *self.fs.lock().unwrap_or_else(|e| e.into_inner()) = ClientFs {
             read: params.client_capabilities.fs.read_text_file,
             write: params.client_capabilities.fs.write_text_file,
+            terminal: params.client_capabilities.terminal,
         };
         if params.protocol_version != 1 {
             tracing::info!(
@@ -243,6 +246,7 @@ impl State {
             fs: *self.fs.lock().unwrap_or_else(|e| e.into_inner()),
             session_id: OnceLock::new(),
             ends: ends_tx,
+            terminals: Mutex::new(HashMap::new()),
         });
         Ok(AcpSession {
             agent: Agent::new(host.clone()),

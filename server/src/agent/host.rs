@@ -98,6 +98,31 @@ impl FileChange {
     }
 }
 
+/// A shell command to run in the editor's terminal (`Host::run_in_terminal`).
+#[derive(Debug, Clone)]
+pub struct TerminalRun {
+    pub session_id: String,
+    pub tool_call_id: String,
+    pub command: String,
+    pub cwd: PathBuf,
+    pub timeout: std::time::Duration,
+    pub max_output_bytes: usize,
+    /// Variables the command must not see (set empty in the terminal).
+    pub hidden_env: Vec<String>,
+}
+
+/// How a command run in the editor's terminal ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalOutcome {
+    /// What the terminal printed (its own cut, if any).
+    pub output: String,
+    /// `None` when the command was killed or ended by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+}
+
 /// `agent/session/requestPermission` params, as sent.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -166,6 +191,16 @@ pub trait Host: Send + Sync + 'static {
         tokio::task::spawn_blocking(move || crate::store::files::write_change(change))
             .await
             .map_err(|e| e.to_string())?
+    }
+    /// Runs a `shell` command in the editor's terminal, so the user watches it there: None
+    /// when the host has no terminal (the command runs in this process). Err says why the
+    /// terminal could not run it.
+    async fn run_in_terminal(
+        &self,
+        _run: TerminalRun,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<Result<TerminalOutcome, String>> {
+        None
     }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.

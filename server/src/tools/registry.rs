@@ -22,6 +22,9 @@ use crate::tools::boundary::PathBoundary;
 
 /// What a tool call may use while it runs.
 pub struct ToolContext {
+    /// The session and the call this context is for.
+    pub session_id: String,
+    pub call_id: String,
     pub boundary: PathBoundary,
     pub host: Arc<dyn Host>,
     pub cancel: CancellationToken,

@@ -216,6 +216,37 @@ pub async fn run_shell(
     })
 }
 
+/// A command run in the editor's terminal, worded like one run here: its output cut head and
+/// tail, then the status line.
+fn terminal_outcome(ran: crate::agent::host::TerminalOutcome) -> ShellOutcome {
+    let mut output = truncate_middle(
+        &ran.output,
+        TruncationPolicy::Bytes(SHELL_OUTPUT_BYTES),
+        agentls_core::tokens::TokenizerKind::default(),
+    )
+    .text;
+    if !output.is_empty() && !output.ends_with('\n') {
+        output.push('\n');
+    }
+    output.push_str(&if ran.timed_out {
+        "[killed: timed out]".to_string()
+    } else if ran.cancelled {
+        "[killed: the turn was cancelled]".to_string()
+    } else {
+        match (ran.exit_code, &ran.signal) {
+            (Some(code), _) => format!("[exit code {code}]"),
+            (None, Some(signal)) => format!("[killed by signal {signal}]"),
+            (None, None) => "[exit status unknown]".to_string(),
+        }
+    });
+    ShellOutcome {
+        output,
+        exit_code: ran.exit_code.filter(|_| !ran.timed_out && !ran.cancelled),
+        timed_out: ran.timed_out,
+        cancelled: ran.cancelled,
+    }
+}
+
 /// `$SHELL` when it is a POSIX-like shell, which reads `-c` as expected; fish or nushell
 /// would not run the same command line, so they fall back to `/bin/sh`.
 fn user_shell() -> PathBuf {
@@ -456,17 +487,39 @@ impl Tool for Shell {
             .unwrap_or(&cx.boundary.roots[0])
             .clone();
         let snapshot = super::snapshot::before(&root).await;
-        let on_output = cx.on_output.clone();
-        let ran = run_shell(
-            command,
-            &cwd,
-            timeout,
-            SHELL_OUTPUT_BYTES,
-            move |chunk: &str| on_output(chunk),
-            &cx.cancel,
-            &cx.hidden_env,
-        )
-        .await;
+        // In the editor's terminal when the host has one (an ACP client that offers
+        // terminals), else here.
+        let in_terminal = cx
+            .host
+            .run_in_terminal(
+                crate::agent::host::TerminalRun {
+                    session_id: cx.session_id.clone(),
+                    tool_call_id: cx.call_id.clone(),
+                    command: command.to_string(),
+                    cwd: cwd.clone(),
+                    timeout,
+                    max_output_bytes: SHELL_OUTPUT_BYTES,
+                    hidden_env: cx.hidden_env.clone(),
+                },
+                &cx.cancel,
+            )
+            .await;
+        let ran = match in_terminal {
+            Some(result) => result.map(terminal_outcome).map_err(error),
+            None => {
+                let on_output = cx.on_output.clone();
+                run_shell(
+                    command,
+                    &cwd,
+                    timeout,
+                    SHELL_OUTPUT_BYTES,
+                    move |chunk: &str| on_output(chunk),
+                    &cx.cancel,
+                    &cx.hidden_env,
+                )
+                .await
+            }
+        };
         // Also after a failure, a timeout or a cancel: the files may have changed before.
         let changed = match snapshot {
             Some(before) => super::snapshot::changes_since(before, &cx.boundary.roots).await,

@@ -216,6 +216,8 @@ impl Turn {
         let cancel = self.cancel.clone();
         let call_id = call.id.clone();
         ToolContext {
+            session_id: self.handle.id.clone(),
+            call_id: call.id.clone(),
             boundary: PathBoundary {
                 roots: self.host().roots(),
             },
