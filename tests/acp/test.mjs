@@ -289,6 +289,33 @@ test("with client terminals, the shell tool runs in terminal/create and the call
   assert.match(JSON.stringify(failed.update.content), /in-the-terminal[\s\S]*exit code 3/);
 });
 
+test("a compaction is a compaction_update for a client that takes them, a message otherwise", async () => {
+  const big = Array.from({ length: 150 }, (_, i) => `let value_${i} = compute(&inputs[${i}], "alpha parser stage ${i}");\n`).join("");
+  const script = {
+    replies: [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "big.rs" } }] }, { text: ["Read it."] }],
+    routes: { "CONTEXT CHECKPOINT COMPACTION": [{ text: ["# Compaction Handoff\n[Done] read big.rs"] }] },
+  };
+  for (const takes of [true, false]) {
+    const ws = workspace({ "big.rs": big });
+    const { url } = await fake(script);
+    const c = connect(spawnAgent(url, ws));
+    await c.connection.initialize({ protocolVersion: 1, clientCapabilities: takes ? { session: { compaction: {} } } : {} });
+    const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+    await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Read big.rs." }] });
+    const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "/compact" }] });
+    assert.equal(answer.stopReason, "end_turn");
+    const compactions = c.updates.filter(kind("compaction_update")).map((n) => n.update);
+    if (takes) {
+      assert.deepEqual(compactions.map((u) => u.status), ["in_progress", "completed"], JSON.stringify(c.updates));
+      assert.equal(compactions[0].compactionId, compactions[1].compactionId);
+      assert.doesNotMatch(text(c.updates, "agent_message_chunk"), /conversation compacted/);
+    } else {
+      assert.equal(compactions.length, 0);
+      assert.match(text(c.updates, "agent_message_chunk"), /conversation compacted/);
+    }
+  }
+});
+
 test("session/cancel mid-stream ends the prompt with cancelled", async () => {
   const ws = workspace({});
   const c = await start({ replies: [{ steps: [chunk("Hel"), { hold: true }] }] }, ws);

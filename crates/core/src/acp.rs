@@ -239,6 +239,27 @@ pub fn session_update(update: &Value) -> Option<Value> {
     }
 }
 
+/// A compaction as `compaction_update` (for clients that advertise
+/// `clientCapabilities.session.compaction`): `compaction_id` names it from its start to its
+/// end. None for what is not a compaction's phase.
+pub fn compaction_update(update: &Value, compaction_id: &str) -> Option<Value> {
+    let status = match update["phase"].as_str()? {
+        "started" => "in_progress",
+        "completed" => "completed",
+        "failed" => "failed",
+        _ => return None,
+    };
+    let mut out = json!({
+        "sessionUpdate": "compaction_update",
+        "compactionId": compaction_id,
+        "status": status,
+    });
+    if let Some(message) = update["message"].as_str().filter(|_| status == "failed") {
+        out["error"] = json!(message);
+    }
+    Some(out)
+}
+
 /// A compaction as a message (for clients without the `compaction_update` kind).
 fn compaction_message(update: &Value) -> Option<String> {
     let before = update["tokensBefore"].as_u64().unwrap_or(0);
@@ -725,6 +746,26 @@ mod tests {
             exit_status(&json!({"exitCode": null, "signal": "SIGKILL"})),
             (None, Some("SIGKILL".into()))
         );
+    }
+
+    #[test]
+    fn compactions_become_compaction_updates_for_clients_that_take_them() {
+        let started = json!({"kind": "compaction", "phase": "started", "tokensBefore": 9000, "trigger": "manual"});
+        expect![[
+            r#"{"compactionId":"k1","sessionUpdate":"compaction_update","status":"in_progress"}"#
+        ]]
+        .assert_eq(&wire(compaction_update(&started, "k1")));
+        let failed = json!({"kind": "compaction", "phase": "failed", "tokensBefore": 9000, "message": "the summary call failed"});
+        expect![[r#"{"compactionId":"k1","error":"the summary call failed","sessionUpdate":"compaction_update","status":"failed"}"#]]
+            .assert_eq(&wire(compaction_update(&failed, "k1")));
+        let completed = json!({"kind": "compaction", "phase": "completed", "tokensBefore": 9000, "tokensAfter": 2000});
+        assert_eq!(
+            compaction_update(&completed, "k1").unwrap()["status"],
+            "completed"
+        );
+        // Without the capability: a message.
+        expect![[r#"{"content":{"text":"\n\n> agentls: conversation compacted: 9000 → 2000 tokens\n\n","type":"text"},"sessionUpdate":"agent_message_chunk"}"#]]
+        .assert_eq(&wire(session_update(&completed)));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct ClientFs {
     pub write: bool,
     /// `terminal/*`: the shell tool runs in the client's terminals.
     pub terminal: bool,
+    /// `session.compaction`: compactions as `compaction_update`, not as messages.
+    pub compaction: bool,
 }
 
 pub struct AcpHost {
@@ -39,6 +41,8 @@ pub struct AcpHost {
     pub(super) ends: mpsc::UnboundedSender<(String, Value)>,
     /// The client terminal of each tool call that ran in one: its updates embed it.
     pub(super) terminals: Mutex<std::collections::HashMap<String, String>>,
+    /// The id of the compaction under way and how many were started (`compaction_update`).
+    pub(super) compaction: Mutex<(Option<String>, u32)>,
 }
 
 impl AcpHost {
@@ -269,6 +273,22 @@ impl Host for AcpHost {
             } => {
                 if update["kind"] == "turnEnd" {
                     let _ = self.ends.send((turn_id, update));
+                } else if update["kind"] == "compaction" && self.fs.compaction {
+                    let id = {
+                        let mut current = self.compaction.lock().unwrap_or_else(|e| e.into_inner());
+                        if update["phase"] == "started" || current.0.is_none() {
+                            current.1 += 1;
+                            current.0 = Some(format!("compaction-{}", current.1));
+                        }
+                        let id = current.0.clone().unwrap_or_default();
+                        if update["phase"] != "started" {
+                            current.0 = None;
+                        }
+                        id
+                    };
+                    if let Some(mapped) = mapping::compaction_update(&update, &id) {
+                        self.send_update(&session_id, &mapped);
+                    }
                 } else if let Some(mut mapped) = mapping::session_update(&update) {
                     let terminal = update["toolCallId"].as_str().and_then(|id| {
                         self.terminals

@@ -38,6 +38,9 @@ mod params {
         pub fs: Fs,
         #[serde(default)]
         pub terminal: bool,
+        /// `{compaction?: {}}`: what the client takes of the session's updates.
+        #[serde(default)]
+        pub session: Value,
     }
 
     #[derive(Debug, Deserialize)]
@@ -185,6 +188,7 @@ impl State {
             read: params.client_capabilities.fs.read_text_file,
             write: params.client_capabilities.fs.write_text_file,
             terminal: params.client_capabilities.terminal,
+            compaction: !params.client_capabilities.session["compaction"].is_null(),
         };
         if params.protocol_version != 1 {
             tracing::info!(
@@ -247,6 +251,7 @@ impl State {
             session_id: OnceLock::new(),
             ends: ends_tx,
             terminals: Mutex::new(HashMap::new()),
+            compaction: Mutex::new((None, 0)),
         });
         Ok(AcpSession {
             agent: Agent::new(host.clone()),
