@@ -116,3 +116,47 @@ async fn tool_calls_carry_locations_and_edits_their_diff() {
     assert_eq!(asked["toolCall"]["edit"], diff);
     assert_eq!(asked["toolCall"]["locations"], json!([{"path": path}]));
 }
+
+#[tokio::test]
+async fn the_user_settings_file_lies_under_the_editors_settings() {
+    let ws = workspace();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("agentls")).unwrap();
+    std::fs::write(
+        home.path().join("agentls/settings.json"),
+        json!({"approval": "full-auto", "maxSteps": 1}).to_string(),
+    )
+    .unwrap();
+    let fake = FakeProvider::start().await;
+    let echo = json!({"command": "echo from-file-policy"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_s", "shell", &[echo.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (responder, seen) = responder(&[]);
+    // The editor's settings say nothing of `approval` and set `maxSteps` to 5: the file's
+    // `approval` holds, the editor's `maxSteps` wins (1 would stop before the answer).
+    let server = common::start(common::Options {
+        root: Some(&ws.root),
+        init_options: provider_options(&fake, &ws, json!({"maxSteps": 5})),
+        apply_edit: true,
+        responder: Some(responder),
+        env: vec![("XDG_CONFIG_HOME", home.path().display().to_string())],
+        ..common::Options::default()
+    })
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "run it").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    assert!(
+        !seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(method, _)| method == "agent/session/requestPermission"),
+        "full-auto from the file: nothing asked"
+    );
+}
