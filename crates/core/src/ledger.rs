@@ -108,6 +108,23 @@ impl Ledger {
             }
             Event::Plan { entries, .. } => self.plan = entries.clone(),
             Event::Error { message, .. } => self.push_error(message.clone()),
+            Event::SubagentChanged { agent, files, .. } => {
+                let tool = format!("task ({agent})");
+                for path in files {
+                    let order = self.changes_seen;
+                    let change = self
+                        .files_changed
+                        .entry(path.clone())
+                        .or_insert_with(|| ChangedFile {
+                            order,
+                            ..ChangedFile::default()
+                        });
+                    if change.tools.iter().all(|t| *t != tool) {
+                        change.tools.push(tool.clone());
+                    }
+                    self.changes_seen += 1;
+                }
+            }
             _ => {}
         }
     }

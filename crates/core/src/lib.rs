@@ -10,6 +10,7 @@
 pub mod agents_md;
 pub mod approval;
 pub mod attachments;
+pub mod commands;
 pub mod compaction;
 pub mod config;
 pub mod context;
@@ -29,6 +30,7 @@ pub mod prompts;
 pub mod redact;
 pub mod session;
 pub mod skills;
+pub mod subagents;
 pub mod syntax;
 pub mod tokens;
 pub mod tool_info;

@@ -43,6 +43,8 @@ pub struct Prompts {
     pub ledger_header: String,
     /// The markers of an `@path` attachment block.
     pub attachments: AttachmentMarkers,
+    /// The system prompt of the built-in `explore` subagent.
+    pub subagent_explore: String,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -132,6 +134,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "attachments.json",
         include_str!("../../../prompts/attachments.json"),
     ),
+    (
+        "subagent_explore.md",
+        include_str!("../../../prompts/subagent_explore.md"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -211,6 +217,7 @@ impl Prompts {
         let tool_rejected = text("tool_rejected.md");
         let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
+        let subagent_explore = text("subagent_explore.md");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -241,6 +248,7 @@ impl Prompts {
                 tool_rejected,
                 ledger_header,
                 attachments,
+                subagent_explore,
             },
             problems,
         )
@@ -311,7 +319,8 @@ mod tests {
                 "edit_file",
                 "write_file",
                 "shell",
-                "update_plan"
+                "update_plan",
+                "task"
             ]
         );
         for tool in &prompts.tools {

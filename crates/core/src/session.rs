@@ -24,6 +24,9 @@ pub enum Event {
         model: String,
         workspace: String,
         at: u64,
+        /// A subagent's session: the session and the `task` call that ran it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentLink>,
     },
     TurnStarted {
         turn_id: String,
@@ -80,6 +83,22 @@ pub enum Event {
         stop_reason: String,
         at: u64,
     },
+    /// Files a subagent (the `task` call `tool_call_id`) changed: they count as changed by
+    /// this session (the ledger keeps them through compactions).
+    SubagentChanged {
+        turn_id: String,
+        tool_call_id: String,
+        agent: String,
+        files: Vec<String>,
+    },
+}
+
+/// Where a subagent's session comes from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentLink {
+    pub parent_session_id: String,
+    pub parent_tool_call_id: String,
 }
 
 /// What a compaction did, recorded with its boundary and reported to the client.
@@ -151,6 +170,8 @@ pub struct Session {
     pub context_window: Option<usize>,
     /// Bumped by every compaction: a summary prepared before it is stale.
     pub generation: u64,
+    /// Set for a subagent's session.
+    pub parent: Option<ParentLink>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -177,6 +198,7 @@ impl Session {
             low_yield_compactions: 0,
             context_window: None,
             generation: 0,
+            parent: None,
         }
     }
 
@@ -203,7 +225,9 @@ impl Session {
                 model,
                 workspace,
                 at,
+                parent,
             } => {
+                self.parent = parent.clone();
                 // The id is the log's file name; one written inside the file is not trusted.
                 if self.id.is_empty() {
                     self.id = session_id.clone();
@@ -296,6 +320,7 @@ impl Session {
                 self.open_turn = None;
                 self.updated_at = *at;
             }
+            Event::SubagentChanged { .. } => {}
         }
     }
 }
@@ -445,6 +470,7 @@ mod tests {
                 model: "gpt-4o".into(),
                 workspace: "/w".into(),
                 at: 10,
+                parent: None,
             },
             Event::TurnStarted {
                 turn_id: "t1".into(),

@@ -123,6 +123,7 @@ impl Agent {
             model: model.clone(),
             workspace: workspace.clone(),
             at: session_log::now_millis(),
+            parent: None,
         };
         let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
         let mut live = Live { session, log };
