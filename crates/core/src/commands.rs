@@ -250,18 +250,18 @@ pub fn help(custom: &[Command]) -> String {
         };
         rows.push((usage, info));
     }
-    let width = rows.iter().map(|(u, _)| u.chars().count()).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(u, _)| u.chars().count())
+        .max()
+        .unwrap_or(0);
     let line = |(usage, info): &(String, &CommandInfo)| {
         let from = match info.source {
             Source::Builtin => String::new(),
             Source::Workspace => " (workspace)".into(),
             Source::User => " (user)".into(),
         };
-        format!(
-            "{usage:<width$}  {}{from}",
-            info.description,
-            width = width
-        )
+        format!("{usage:<width$}  {}{from}", info.description, width = width)
     };
     let builtin: Vec<String> = rows
         .iter()
@@ -417,7 +417,10 @@ mod tests {
     #[test]
     fn names_come_from_paths() {
         assert_eq!(name_from_path("review.md").as_deref(), Some("review"));
-        assert_eq!(name_from_path("git/commit.md").as_deref(), Some("git:commit"));
+        assert_eq!(
+            name_from_path("git/commit.md").as_deref(),
+            Some("git:commit")
+        );
         assert_eq!(name_from_path("a/b/c.md").as_deref(), Some("a:b:c"));
         assert_eq!(name_from_path("notes.txt"), None);
         assert_eq!(name_from_path("has space.md"), None);
@@ -454,7 +457,10 @@ mod tests {
         let plain = parse("y", Source::User, "Just a prompt");
         assert_eq!(plain.body, "Just a prompt");
         assert_eq!(plain.allowed_tools, None);
-        assert_eq!(list("read_file  grep,shell"), ["read_file", "grep", "shell"]);
+        assert_eq!(
+            list("read_file  grep,shell"),
+            ["read_file", "grep", "shell"]
+        );
     }
 
     #[test]
@@ -495,7 +501,10 @@ mod tests {
 
     #[test]
     fn arguments_fill_the_template() {
-        assert_eq!(invocation("/git:commit fix the bug "), Some(("git:commit", "fix the bug")));
+        assert_eq!(
+            invocation("/git:commit fix the bug "),
+            Some(("git:commit", "fix the bug"))
+        );
         assert_eq!(invocation("/usr/bin/env"), None);
         assert_eq!(invocation("hello /x"), None);
         assert_eq!(
@@ -503,14 +512,18 @@ mod tests {
             "Review a.rs against b c.rs (a.rs \"b c.rs\") .$"
         );
         assert_eq!(expand("Cost: $5 and $X", ""), "Cost:  and $X");
-        assert_eq!(expand("Explain this.\n", "in French"), "Explain this.\n\nin French");
+        assert_eq!(
+            expand("Explain this.\n", "in French"),
+            "Explain this.\n\nin French"
+        );
         assert_eq!(expand("Explain this.", ""), "Explain this.");
         assert_eq!(split_arguments(" a 'b c'  \"\" d"), ["a", "b c", "", "d"]);
     }
 
     #[test]
     fn shell_spans_are_planned_and_rendered_in_order() {
-        let segments = plan("Status:\n!`git status --short`\nLog: !`git log -1` and !`` and !`open");
+        let segments =
+            plan("Status:\n!`git status --short`\nLog: !`git log -1` and !`` and !`open");
         assert_eq!(
             segments,
             [

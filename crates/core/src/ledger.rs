@@ -112,13 +112,13 @@ impl Ledger {
                 let tool = format!("task ({agent})");
                 for path in files {
                     let order = self.changes_seen;
-                    let change = self
-                        .files_changed
-                        .entry(path.clone())
-                        .or_insert_with(|| ChangedFile {
-                            order,
-                            ..ChangedFile::default()
-                        });
+                    let change =
+                        self.files_changed
+                            .entry(path.clone())
+                            .or_insert_with(|| ChangedFile {
+                                order,
+                                ..ChangedFile::default()
+                            });
                     if change.tools.iter().all(|t| *t != tool) {
                         change.tools.push(tool.clone());
                     }

@@ -128,7 +128,11 @@ pub fn parse(
 
 /// The subagents of a session: the workspace's win over the user's, which win over the
 /// built-in; sorted by name.
-pub fn merge(builtin: Vec<Subagent>, workspace: Vec<Subagent>, user: Vec<Subagent>) -> Vec<Subagent> {
+pub fn merge(
+    builtin: Vec<Subagent>,
+    workspace: Vec<Subagent>,
+    user: Vec<Subagent>,
+) -> Vec<Subagent> {
     let mut merged: Vec<Subagent> = Vec::new();
     for agent in workspace.into_iter().chain(user).chain(builtin) {
         if !merged.iter().any(|a| a.name == agent.name) {
@@ -211,14 +215,18 @@ mod tests {
         assert_eq!(plain.tools, DEFAULT_TOOLS);
         assert_eq!(plain.description, "Finds things");
         assert!(parse("bad name", Source::User, "x", KNOWN).is_err());
-        assert!(parse("empty", Source::User, "---\nname: e\n---\n  \n", KNOWN)
-            .unwrap_err()
-            .contains("no body"));
+        assert!(
+            parse("empty", Source::User, "---\nname: e\n---\n  \n", KNOWN)
+                .unwrap_err()
+                .contains("no body")
+        );
     }
 
     #[test]
     fn merging_and_validating_task_calls() {
-        let ws = parse("explore", Source::Workspace, "Mine.", KNOWN).unwrap().0;
+        let ws = parse("explore", Source::Workspace, "Mine.", KNOWN)
+            .unwrap()
+            .0;
         let user = parse("b", Source::User, "B.", KNOWN).unwrap().0;
         let agents = merge(vec![explore("Built in.")], vec![ws], vec![user]);
         let shown: Vec<_> = agents.iter().map(|a| (a.name.as_str(), a.source)).collect();

@@ -4,6 +4,7 @@
 //! environment (`secrets`).
 
 pub mod agents_md;
+pub mod commands;
 pub mod environment;
 pub mod file_index;
 pub mod files;

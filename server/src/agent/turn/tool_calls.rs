@@ -88,16 +88,30 @@ impl Turn {
             }
         };
         self.announce(call, kind, &arguments);
+        let offered = || {
+            tools
+                .names()
+                .into_iter()
+                .filter(|name| self.scope.allows(name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let Some(tool) = tools.get(&call.name) else {
             return (
-                format!(
-                    "unknown tool {}; the tools are: {}",
-                    call.name,
-                    tools.names().join(", ")
-                ),
+                format!("unknown tool {}; the tools are: {}", call.name, offered()),
                 false,
             );
         };
+        if !self.scope.allows(&call.name) {
+            return (
+                format!(
+                    "not run: {} is not available in this turn; the tools are: {}",
+                    call.name,
+                    offered()
+                ),
+                false,
+            );
+        }
         let host = self.host().clone();
         let config = host.config();
         let cx = self.tool_context(call);
@@ -114,7 +128,7 @@ impl Turn {
             Err(message) => return (message, false),
         };
         let command = tool.command(&arguments);
-        let approvals = self.handle.live.lock().await.session.approvals.clone();
+        let approvals = self.approvals().await;
         match approval::gate(&config.approval, &call.name, kind, command, &approvals) {
             Gate::Run => {}
             Gate::Refuse(why) => return (format!("not run: {why}"), false),
@@ -129,7 +143,13 @@ impl Turn {
             json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
         );
         let outcome = tool.run(&cx, &arguments, prepared).await;
-        match outcome.effect {
+        self.apply_effect(call, outcome.effect).await;
+        (outcome.output, outcome.success)
+    }
+
+    /// What a call did beyond its output: kept for the progress log, recorded, told.
+    pub(super) async fn apply_effect(&mut self, call: &Call, effect: Option<Effect>) {
+        match effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
             Some(Effect::Evidence(evidence)) => self.evidence.push(evidence),
             Some(Effect::Plan(entries)) => {
@@ -141,14 +161,32 @@ impl Turn {
                     .await;
                 self.update(json!({"kind": "plan", "entries": entries}));
             }
+            Some(Effect::SubagentChanged { agent, files }) => {
+                self.changed.extend(files.iter().cloned());
+                let _ = self
+                    .record(Event::SubagentChanged {
+                        turn_id: self.turn_id.clone(),
+                        tool_call_id: call.id.clone(),
+                        agent,
+                        files,
+                    })
+                    .await;
+            }
             None => {}
         }
-        (outcome.output, outcome.success)
+    }
+
+    /// The approvals the gate reads: the session's, or for a subagent its parent's.
+    async fn approvals(&self) -> agentls_core::session::Approvals {
+        match &self.scope.child {
+            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
+            None => self.handle.live.lock().await.session.approvals.clone(),
+        }
     }
 
     /// What a call of this turn may use: the workspace boundary, the host, the turn's
     /// cancellation, and a way to stream its output to the editor.
-    fn tool_context(&self, call: &Call) -> ToolContext {
+    pub(super) fn tool_context(&self, call: &Call) -> ToolContext {
         let agent = self.agent.clone();
         let handle = self.handle.clone();
         let turn_id = self.turn_id.clone();
@@ -173,6 +211,7 @@ impl Turn {
                     json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress", "output": chunk}),
                 );
             }),
+            subagents: self.subagent_runner(call),
         }
     }
 
@@ -237,9 +276,24 @@ impl Turn {
         if let Some(diff) = diff {
             tool_call["diff"] = Value::String(diff);
         }
+        // A subagent's call is asked in its parent's session, labelled with its name.
+        let (session_id, turn_id) = match &self.scope.child {
+            Some(child) => {
+                tool_call["title"] = json!(format!(
+                    "{}: {}",
+                    child.agent,
+                    Registry::builtin().title(&call.name, arguments)
+                ));
+                tool_call["subagent"] = json!(child.agent);
+                tool_call["subagentSessionId"] = json!(self.handle.id);
+                tool_call["parentToolCallId"] = json!(child.parent_call_id);
+                (child.parent.id.clone(), child.parent_turn_id.clone())
+            }
+            None => (self.handle.id.clone(), self.turn_id.clone()),
+        };
         let request = PermissionRequest {
-            session_id: self.handle.id.clone(),
-            turn_id: self.turn_id.clone(),
+            session_id,
+            turn_id,
             tool_call,
             options,
         };
