@@ -37,6 +37,8 @@ USAGE:
                                       RSS idle and with open buffers and a long session
     agentls bench startup [--files N] initialize latency and index time on a generated
                                       workspace of N files (default 100000)
+    agentls bench subagent            Tokens an `explore` run over this repository keeps
+                                      out of the parent's history (run at the repo root)
     agentls eval-compaction [--sessions N] [--compactions N] [--turns N] [--window N]
                                       Recall of planted facts after 1..N compactions,
                                       poor and extractive summarizers (fake provider)
@@ -244,6 +246,18 @@ fn main() -> ExitCode {
             match result {
                 Ok(report) => {
                     agentls::dev::bench_memory::print(&options, &report);
+                    ExitCode::SUCCESS
+                }
+                Err(err) => fail(&err),
+            }
+        }
+        ["bench", "subagent"] => {
+            let result = runtime()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| rt.block_on(agentls::dev::bench_subagent::run()));
+            match result {
+                Ok(report) => {
+                    agentls::dev::bench_subagent::print(&report);
                     ExitCode::SUCCESS
                 }
                 Err(err) => fail(&err),
