@@ -107,6 +107,11 @@ impl Agent {
     }
 
     fn status(&self, session: &Session, state: &str, used: usize, estimated: bool) {
+        // The status is the chat's (its fill, its state): a subagent's session has none of
+        // its own to show.
+        if session.parent.is_some() {
+            return;
+        }
         let window = self.window_of(session).context_window;
         self.host.notify(Notice::Status(json!({
             "sessionId": session.id,
