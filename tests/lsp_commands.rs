@@ -517,6 +517,13 @@ async fn a_task_runs_a_child_with_its_own_context_tools_and_approvals() {
         "{}",
         parent_log.1
     );
+    // And the user's answer to the child's edit, so "always" answers hold for the parent.
+    assert!(
+        parent_log.1.contains("\"event\":\"permission\"")
+            && parent_log.1.contains("\"outcome\":\"allowOnce\""),
+        "{}",
+        parent_log.1
+    );
     assert_invariants(&fake.requests());
     server.stop().await;
 }

@@ -2,6 +2,7 @@
 //! when they say so), run through the tool registry, and recorded with their effects.
 
 use super::*;
+use crate::agent::live::Durability;
 use crate::tools::registry::{Effect, Registry, ToolContext};
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
@@ -304,15 +305,39 @@ impl Turn {
         let prefix = command
             .filter(|_| matches!(outcome.kind.as_str(), "allowAlways" | "rejectAlways"))
             .map(approval::command_prefix);
-        let _ = self
-            .record(Event::Permission {
-                turn_id: self.turn_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                outcome: outcome.kind.clone(),
+        let answer = Event::Permission {
+            turn_id: self.turn_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome: outcome.kind.clone(),
+            prefix,
+        };
+        // A subagent's approval was the parent's user's answer: the parent's session keeps
+        // it too (its "always" answers hold for the parent and its later subagents).
+        if let (
+            Some(child),
+            Event::Permission {
+                tool_call_id,
+                tool,
+                outcome,
                 prefix,
-            })
-            .await;
+                ..
+            },
+        ) = (&self.scope.child, &answer)
+        {
+            let event = Event::Permission {
+                turn_id: child.parent_turn_id.clone(),
+                tool_call_id: tool_call_id.clone(),
+                tool: tool.clone(),
+                outcome: outcome.clone(),
+                prefix: prefix.clone(),
+            };
+            let mut parent = child.parent.live.lock().await;
+            if let Err(err) = parent.record(&event, Durability::Buffered, Registry::builtin()) {
+                tracing::warn!("cannot record a subagent's approval in its parent's log: {err}");
+            }
+        }
+        let _ = self.record(answer).await;
         if outcome.allows() {
             Ok(())
         } else if self.cancel.is_cancelled() {
