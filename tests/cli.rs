@@ -23,27 +23,78 @@ fn version_and_help() {
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(
-        help.contains("agentls demo")
-            && help.contains("agentls context")
-            && help.contains("AGENTLS_LOG"),
+        help.contains("demo") && help.contains("context") && help.contains("AGENTLS_LOG"),
         "{help}"
     );
 }
 
+/// Every subcommand has its own --help, naming its flags and their defaults.
 #[test]
-fn unknown_arguments_fail_with_the_usage() {
-    let out = run(&["--frobnicate"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.contains("unknown arguments: --frobnicate") && err.contains("USAGE"),
-        "{err}"
-    );
-    let out = run(&["bench", "keystroke", "--lines", "many"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8(out.stderr)
-        .unwrap()
-        .contains("--lines needs a number"));
+fn every_subcommand_has_a_help() {
+    for (args, expected) in [
+        (&["ask", "--help"][..], "--approve"),
+        (&["context", "--help"], "--json"),
+        (&["demo", "--help"], "[DIR]"),
+        (&["eval-compaction", "--help"], "--window"),
+        (&["fake-provider", "--help"], "--script"),
+        (&["bench", "--help"], "keystroke"),
+        (&["bench", "keystroke", "--help"], "[default: 10000]"),
+        (&["bench", "context", "--help"], "--history-tokens"),
+        (&["bench", "stream", "--help"], "--first-token-ms"),
+        (&["bench", "ttft", "--help"], "--base-url"),
+        (&["bench", "compaction", "--help"], "--summary-ms"),
+        (&["bench", "memory", "--help"], "--buffers"),
+        (&["bench", "startup", "--help"], "--files"),
+    ] {
+        let out = run(args);
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(help.contains(expected), "{args:?}: {help}");
+    }
+}
+
+/// A bad value or an unknown flag is refused with a clear message and exit code 2, never
+/// replaced by a default (`--turns x` used to run with 10).
+#[test]
+fn bad_arguments_fail_with_exit_code_2_and_say_why() {
+    for (args, expected) in [
+        (&["--frobnicate"][..], "unexpected argument '--frobnicate'"),
+        (
+            &["bench", "keystroke", "--lines", "many"],
+            "invalid value 'many' for '--lines <LINES>'",
+        ),
+        (
+            &[
+                "bench",
+                "ttft",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--turns",
+                "x",
+            ],
+            "invalid value 'x' for '--turns <TURNS>'",
+        ),
+        (&["bench", "context", "--rounds", "0"], "must be at least 1"),
+        (&["bench", "ttft"], "--base-url <URL>"),
+        (
+            &["bench", "memory", "--lines"],
+            "a value is required for '--lines <LINES>'",
+        ),
+        (&["ask", "   "], "the question is empty"),
+        (&["ask", "one", "two"], "unexpected argument 'two'"),
+        (&["context"], "FILE[:LINE[:COL]]"),
+        (&["fake-provider", "--script"], "a value is required"),
+        (
+            &["bench", "frobnicate"],
+            "unrecognized subcommand 'frobnicate'",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }
 
 #[test]

@@ -512,7 +512,8 @@ async fn a_task_runs_a_child_with_its_own_context_tools_and_approvals() {
         .find(|(name, _)| name.contains(&session))
         .expect("the parent's log");
     assert!(
-        parent_log.1.contains("\"event\":\"subagentChanged\"")
+        parent_log.1.contains("\"event\":\"filesChanged\"")
+            && parent_log.1.contains("\"command\":\"task (fixer)\"")
             && parent_log.1.contains("src/lib.rs"),
         "{}",
         parent_log.1

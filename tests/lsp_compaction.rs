@@ -202,6 +202,68 @@ async fn at_the_threshold_a_poor_summary_still_leaves_the_ledger_intact() {
     server.stop().await;
 }
 
+/// Files a shell command changed (`rm`, a generator, `sed -i`), found by the workspace
+/// snapshots around it, are in the ledger after a compaction with a poor summary, like the
+/// file tools' edits; a read-only command adds nothing.
+#[tokio::test]
+async fn files_changed_by_shell_commands_are_kept_by_the_ledger_through_compaction() {
+    let ws = big_workspace();
+    // A real repository with its files committed (the shared workspace has an empty .git).
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    let git = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git init -q && git add -A && git commit -qm init")
+        .current_dir(&ws.root)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let fake = FakeProvider::start().await;
+    let change = json!({"command": "rm src/big2.rs && mkdir -p gen && echo 'pub fn g() {}' > gen/out.rs && sed -i s/41/42/ src/lib.rs"}).to_string();
+    let look = json!({"command": "cat src/lib.rs && git status --short"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("c1", "shell", &[change.as_str()]),
+            ("c2", "shell", &[look.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(text("Done."));
+    summary(&fake, text("I did some stuff."));
+    fake.push(text("Continuing."));
+    let init = options(&fake, &ws, json!({"provider": {"contextWindow": 128000}}));
+    let server = server(&ws, init, None).await;
+    let session = new_session(&server).await;
+    let updates = turn(&server, &session, "Regenerate the code.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert!(!ws.root.join("src/big2.rs").exists());
+
+    let outcome = compact(&server, &session, None).await;
+    assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    turn(&server, &session, "Go on.").await;
+    let after = all_content(&fake.requests().last().unwrap().body);
+    let modified: Vec<&str> = after
+        .split("\\n")
+        .skip_while(|l| *l != "## Files modified")
+        .skip(1)
+        .take_while(|l| !l.starts_with("##"))
+        .collect();
+    assert_eq!(
+        modified,
+        [
+            "- gen/out.rs (created, by `rm src/big2.rs && mkdir -p gen && echo 'pub fn g() {}' > gen/out.rs && sed -i s/…`)",
+            "- src/big2.rs (deleted, by `rm src/big2.rs && mkdir -p gen && echo 'pub fn g() {}' > gen/out.rs && sed -i s/…`)",
+            "- src/lib.rs (by `rm src/big2.rs && mkdir -p gen && echo 'pub fn g() {}' > gen/out.rs && sed -i s/…`)",
+        ],
+        "{after}"
+    );
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_restart() {
     let ws = big_workspace();

@@ -89,7 +89,9 @@ mod tests {
         let offenders: Vec<String> = non_test_code()
             .into_iter()
             .filter(|(name, code)| {
-                !(name.starts_with("dev/") || name == "main.rs") && code.contains("crate::dev")
+                // main.rs and its grammar (cli/args.rs) offer the dev commands, so they name them.
+                !(name.starts_with("dev/") || name == "main.rs" || name == "cli/args.rs")
+                    && code.contains("crate::dev")
             })
             .map(|(name, _)| name)
             .collect();

@@ -64,6 +64,10 @@ pub struct Config {
     /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
     pub approval_timeout_ms: u64,
     pub compaction: CompactionConfig,
+    /// `hooks`: the settings' hooks, in Claude Code's shape (`{Event: [{matcher, hooks}]}`).
+    pub hooks: Vec<crate::hooks::Hook>,
+    /// `reminders.*`.
+    pub reminders: crate::reminders::ReminderSettings,
 }
 
 /// `compaction.*`.
@@ -149,6 +153,8 @@ impl Default for Config {
             state_dir: None,
             approval_timeout_ms: 300_000,
             compaction: CompactionConfig::default(),
+            hooks: Vec::new(),
+            reminders: crate::reminders::ReminderSettings::default(),
         }
     }
 }
@@ -451,6 +457,74 @@ const KEYS: &[Key] = &[
         keep: |c, p| c.compaction.ledger_max_tokens = p.compaction.ledger_max_tokens,
     },
     Key {
+        path: "hooks",
+        set: |c, v| {
+            let (hooks, problems) = crate::hooks::parse(v, crate::hooks::HookSource::Settings);
+            if !problems.is_empty() {
+                return Err(problems.join("; "));
+            }
+            c.hooks = hooks;
+            Ok(())
+        },
+        keep: |c, p| c.hooks = p.hooks.clone(),
+    },
+    Key {
+        path: "reminders.agentsMd",
+        set: |c, v| {
+            c.reminders.agents_md = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.agents_md = p.reminders.agents_md,
+    },
+    Key {
+        path: "reminders.plan",
+        set: |c, v| {
+            c.reminders.plan = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.plan = p.reminders.plan,
+    },
+    Key {
+        path: "reminders.riskyPatterns",
+        set: |c, v| {
+            c.reminders.risky = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.risky = p.reminders.risky,
+    },
+    Key {
+        path: "reminders.afterCompaction",
+        set: |c, v| {
+            c.reminders.compaction = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.compaction = p.reminders.compaction,
+    },
+    Key {
+        path: "reminders.hooks",
+        set: |c, v| {
+            c.reminders.hooks = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.hooks = p.reminders.hooks,
+    },
+    Key {
+        path: "reminders.maxTokens",
+        set: |c, v| {
+            c.reminders.max_tokens = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.max_tokens = p.reminders.max_tokens,
+    },
+    Key {
+        path: "reminders.planRounds",
+        set: |c, v| {
+            c.reminders.plan_rounds = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.plan_rounds = p.reminders.plan_rounds,
+    },
+    Key {
         path: "prompts.dir",
         set: |c, v| {
             c.prompts_dir = Some(PathBuf::from(string(v)?));
@@ -465,6 +539,12 @@ fn string(value: &Value) -> Result<String, String> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| format!("must be a string, got {value}"))
+}
+
+fn boolean(value: &Value) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("must be true or false, got {value}"))
 }
 
 fn one_of(value: &Value, allowed: &[&str]) -> Result<String, String> {
@@ -559,6 +639,25 @@ fn flatten<'a>(prefix: &str, map: &'a Map<String, Value>, out: &mut Vec<(String,
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn hooks_and_reminder_switches_are_settings_and_a_bad_hooks_value_keeps_the_previous() {
+        let settings = json!({
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "check.sh"}]}]},
+            "reminders": {"riskyPatterns": false, "maxTokens": 80}
+        });
+        let (config, update) = Config::from_settings(&Config::default(), &settings);
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(config.hooks.len(), 1);
+        assert_eq!(config.hooks[0].command, "check.sh");
+        assert!(!config.reminders.risky && config.reminders.plan);
+        assert_eq!(config.reminders.max_tokens, 80);
+        let bad = json!({"hooks": {"Stop": "check.sh"}, "reminders": {"plan": "no"}});
+        let (next, update) = Config::from_settings(&config, &bad);
+        assert_eq!(next.hooks, config.hooks, "the previous hooks stay");
+        let keys: Vec<&str> = update.problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["hooks", "reminders.plan"]);
+    }
 
     #[test]
     fn defaults_for_empty_or_null_settings() {

@@ -126,7 +126,7 @@ pub struct Section {
 
 /// Section names in request order. Every request reports all of them (0 when absent), so
 /// that a breakdown view keeps its rows.
-pub const SECTIONS: [(&str, Trust); 9] = [
+pub const SECTIONS: [(&str, Trust); 10] = [
     ("tools", Trust::Trusted),
     ("system", Trust::Trusted),
     ("developerInstructions", Trust::Trusted),
@@ -136,6 +136,7 @@ pub const SECTIONS: [(&str, Trust); 9] = [
     ("toolOutputs", Trust::Untrusted),
     ("environment", Trust::Trusted),
     ("editor", Trust::Untrusted),
+    ("reminders", Trust::Trusted),
 ];
 
 /// A request in provider-neutral form; the provider adapters turn it into their wire format.
@@ -242,6 +243,14 @@ pub fn assemble<'a>(
     for entry in &items {
         let section = if entry.item.is_untrusted() {
             "toolOutputs"
+        } else if matches!(
+            entry.item,
+            Item::Instructions {
+                role: crate::history::InstructionRole::Reminder,
+                ..
+            }
+        ) {
+            "reminders"
         } else {
             "conversation"
         };

@@ -22,6 +22,8 @@ use crate::truncate::{truncate_middle, TruncationPolicy};
 pub enum InstructionRole {
     System,
     Developer,
+    /// A runtime reminder from agentls (`reminders`): its text is already wrapped.
+    Reminder,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -92,6 +94,8 @@ pub fn model_text<'a>(item: &'a Item, prompts: &Prompts) -> Cow<'a, str> {
     match item {
         Item::Instructions { role, text } => {
             let tag = match role {
+                // Wrapped by `reminders::render` already.
+                InstructionRole::Reminder => return Cow::Borrowed(text),
                 InstructionRole::System => "system_instructions",
                 InstructionRole::Developer => "developer_instructions",
             };

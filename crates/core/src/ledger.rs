@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::history::Item;
 use crate::prompts::Prompts;
 use crate::session::Event;
+use crate::snapshot::ChangeKind;
 use crate::tokens::TokenizerKind;
 use crate::tool_info::{LedgerRecord, PlanEntry, ToolCatalog};
 
@@ -26,6 +27,9 @@ const MAX_CONSTRAINTS: usize = 30;
 /// Shell commands remembered (the newest).
 const MAX_COMMANDS: usize = 40;
 const COMMAND_CHARS: usize = 200;
+/// Commands named per changed file (the newest), each cut shorter than in the command list.
+const COMMANDS_PER_FILE: usize = 3;
+const FILE_COMMAND_CHARS: usize = 80;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangedFile {
@@ -34,6 +38,11 @@ pub struct ChangedFile {
     pub added: usize,
     pub removed: usize,
     pub created: bool,
+    /// Gone from the disk after the last change seen (a command removed it).
+    pub deleted: bool,
+    /// Commands that changed it (the newest few), found by the workspace snapshots around
+    /// each command: their line counts are unknown.
+    pub commands: Vec<String>,
     /// Order of first change (for rendering oldest first).
     pub order: usize,
 }
@@ -108,25 +117,39 @@ impl Ledger {
             }
             Event::Plan { entries, .. } => self.plan = entries.clone(),
             Event::Error { message, .. } => self.push_error(message.clone()),
-            Event::SubagentChanged { agent, files, .. } => {
-                let tool = format!("task ({agent})");
-                for path in files {
-                    let order = self.changes_seen;
-                    let change =
-                        self.files_changed
-                            .entry(path.clone())
-                            .or_insert_with(|| ChangedFile {
-                                order,
-                                ..ChangedFile::default()
-                            });
-                    if change.tools.iter().all(|t| *t != tool) {
-                        change.tools.push(tool.clone());
+            Event::FilesChanged { command, files, .. } => {
+                let command = cut(command.trim(), FILE_COMMAND_CHARS);
+                for file in files {
+                    let change = self.change_of(&file.path);
+                    match file.change {
+                        ChangeKind::Created => {
+                            change.created = true;
+                            change.deleted = false;
+                        }
+                        ChangeKind::Deleted => change.deleted = true,
+                        ChangeKind::Modified => change.deleted = false,
                     }
-                    self.changes_seen += 1;
+                    change.commands.retain(|c| *c != command);
+                    change.commands.push(command.clone());
+                    if change.commands.len() > COMMANDS_PER_FILE {
+                        change.commands.remove(0);
+                    }
                 }
             }
             _ => {}
         }
+    }
+
+    /// The entry of a changed file, made (in the order of first change) if new.
+    fn change_of(&mut self, path: &str) -> &mut ChangedFile {
+        let order = self.changes_seen;
+        self.changes_seen += 1;
+        self.files_changed
+            .entry(path.to_string())
+            .or_insert_with(|| ChangedFile {
+                order,
+                ..ChangedFile::default()
+            })
     }
 
     fn observe_item(&mut self, item: &Item, tools: &dyn ToolCatalog) {
@@ -211,21 +234,14 @@ impl Ledger {
                         content.starts_with("Created "),
                     )
                 };
-                let order = self.changes_seen;
-                let change = self
-                    .files_changed
-                    .entry(path)
-                    .or_insert_with(|| ChangedFile {
-                        order,
-                        ..ChangedFile::default()
-                    });
+                let change = self.change_of(&path);
                 if change.tools.iter().all(|t| t != tool) {
                     change.tools.push(tool.to_string());
                 }
                 change.added += added;
                 change.removed += removed;
                 change.created |= created;
-                self.changes_seen += 1;
+                change.deleted = false;
             }
             (LedgerRecord::Command, _) => {
                 let command = cut(arguments["command"].as_str().unwrap_or(""), COMMAND_CHARS);
@@ -316,13 +332,19 @@ impl Ledger {
             changed
                 .into_iter()
                 .map(|(path, c)| {
-                    format!(
-                        "{path} ({}{}, +{} −{} lines)",
-                        if c.created { "created, " } else { "" },
-                        c.tools.join(", "),
-                        c.added,
-                        c.removed
-                    )
+                    let mut parts: Vec<String> = Vec::new();
+                    if c.created {
+                        parts.push("created".into());
+                    }
+                    if c.deleted {
+                        parts.push("deleted".into());
+                    }
+                    if !c.tools.is_empty() {
+                        parts.push(c.tools.join(", "));
+                        parts.push(format!("+{} −{} lines", c.added, c.removed));
+                    }
+                    parts.extend(c.commands.iter().map(|command| format!("by `{command}`")));
+                    format!("{path} ({})", parts.join(", "))
                 })
                 .collect(),
             0,
@@ -634,6 +656,59 @@ mod tests {
         // Nothing left to drop: the block is written whole even over budget.
         let tiny = ledger.render(&Prompts::builtin(), 1, TokenizerKind::O200kBase);
         assert!(tiny.contains("tests/new.rs") && tiny.contains("always allowed"));
+    }
+
+    #[test]
+    fn files_a_command_changed_are_modified_files_that_never_drop() {
+        use crate::session::ChangedPath;
+        let changed = |command: &str, files: &[(&str, ChangeKind)]| Event::FilesChanged {
+            turn_id: "t".into(),
+            tool_call_id: "c".into(),
+            command: command.into(),
+            files: files
+                .iter()
+                .map(|(path, change)| ChangedPath {
+                    path: path.to_string(),
+                    change: *change,
+                })
+                .collect(),
+        };
+        let mut ledger = Ledger::default();
+        for event in session_events() {
+            ledger.observe(&event, &TestTools);
+        }
+        for event in [
+            changed(
+                "sed -i 's/a/b/' src/parser.rs",
+                &[("src/parser.rs", ChangeKind::Modified)],
+            ),
+            changed(
+                "python gen.py",
+                &[
+                    ("gen/out.rs", ChangeKind::Created),
+                    ("gen/old.rs", ChangeKind::Deleted),
+                ],
+            ),
+            changed("rm tests/new.rs", &[("tests/new.rs", ChangeKind::Deleted)]),
+        ] {
+            ledger.observe(&event, &TestTools);
+        }
+        let text = ledger.render(&Prompts::builtin(), 1, TokenizerKind::O200kBase);
+        let modified: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "## Files modified")
+            .skip(1)
+            .take_while(|l| !l.starts_with("##"))
+            .collect();
+        expect_test::expect![[r#"
+            [
+                "- src/parser.rs (edit_file, +1 −2 lines, by `sed -i 's/a/b/' src/parser.rs`)",
+                "- tests/new.rs (created, deleted, write_file, +3 −0 lines, by `rm tests/new.rs`)",
+                "- gen/out.rs (created, by `python gen.py`)",
+                "- gen/old.rs (deleted, by `python gen.py`)",
+            ]
+        "#]]
+        .assert_debug_eq(&modified);
     }
 
     #[test]

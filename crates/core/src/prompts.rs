@@ -43,8 +43,31 @@ pub struct Prompts {
     pub ledger_header: String,
     /// The markers of an `@path` attachment block.
     pub attachments: AttachmentMarkers,
+    /// The texts of the runtime reminders (`reminders.json`).
+    pub reminders: ReminderTexts,
     /// The system prompt of the built-in `explore` subagent.
     pub subagent_explore: String,
+}
+
+/// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
+/// around them are structure, written by `reminders`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReminderTexts {
+    /// Opens every reminder: who it is from.
+    pub intro: String,
+    /// `{changes}`: the lines added and removed.
+    pub agents_md_changed: String,
+    /// `{step}`, `{rounds}`.
+    pub plan_stale: String,
+    /// `{files}`.
+    pub after_compaction: String,
+    /// `{event}`, `{command}`, `{text}`.
+    pub hook: String,
+    /// `{reason}`.
+    pub stop_hook: String,
+    /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).
+    pub risky: std::collections::BTreeMap<String, String>,
 }
 
 /// `tool_aborted.json`: one template (`{reason}` is filled) and the reasons.
@@ -135,6 +158,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../prompts/attachments.json"),
     ),
     (
+        "reminders.json",
+        include_str!("../../../prompts/reminders.json"),
+    ),
+    (
         "subagent_explore.md",
         include_str!("../../../prompts/subagent_explore.md"),
     ),
@@ -218,6 +245,7 @@ impl Prompts {
         let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
         let subagent_explore = text("subagent_explore.md");
+        let reminders_json = text("reminders.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -230,6 +258,12 @@ impl Prompts {
             "attachments.json",
             "an object of the attachment markers",
             &attachments_json,
+        );
+        let reminders = parse_json(
+            &mut problems,
+            "reminders.json",
+            "an object of the reminder texts",
+            &reminders_json,
         );
         (
             Prompts {
@@ -249,6 +283,7 @@ impl Prompts {
                 ledger_header,
                 attachments,
                 subagent_explore,
+                reminders,
             },
             problems,
         )

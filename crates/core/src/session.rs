@@ -83,14 +83,43 @@ pub enum Event {
         stop_reason: String,
         at: u64,
     },
-    /// Files a subagent (the `task` call `tool_call_id`) changed: they count as changed by
-    /// this session (the ledger keeps them through compactions).
-    SubagentChanged {
+    /// Files a command changed in the workspace (found by comparing snapshots taken before
+    /// and after it), for the ledger: the file tools' changes are read from their calls.
+    FilesChanged {
         turn_id: String,
         tool_call_id: String,
-        agent: String,
-        files: Vec<String>,
+        /// The command, as run.
+        command: String,
+        files: Vec<ChangedPath>,
     },
+    /// A runtime reminder entered the history (`entry`, an `Instructions` item of role
+    /// `reminder`); its key and version are remembered so it is not shown again.
+    Reminder {
+        turn_id: String,
+        key: String,
+        version: String,
+        source: String,
+        entry: Entry,
+    },
+    /// A hook ran (what the `hook` update told the editor).
+    Hook {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<String>,
+        /// The hook event (`PreToolUse`, …).
+        hook_event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+/// One file a command changed, as shown to the model (relative to its workspace root).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChangedPath {
+    pub path: String,
+    pub change: crate::snapshot::ChangeKind,
 }
 
 /// Where a subagent's session comes from.
@@ -172,6 +201,8 @@ pub struct Session {
     pub generation: u64,
     /// Set for a subagent's session.
     pub parent: Option<ParentLink>,
+    /// Reminder key → the version shown (`reminders::due` skips what is here).
+    pub reminders_shown: std::collections::BTreeMap<String, String>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -199,6 +230,7 @@ impl Session {
             context_window: None,
             generation: 0,
             parent: None,
+            reminders_shown: Default::default(),
         }
     }
 
@@ -320,7 +352,19 @@ impl Session {
                 self.open_turn = None;
                 self.updated_at = *at;
             }
-            Event::SubagentChanged { .. } => {}
+            // The ledger's alone (observed above).
+            Event::FilesChanged { .. } => {}
+            Event::Reminder {
+                key,
+                version,
+                entry,
+                ..
+            } => {
+                self.reminders_shown.insert(key.clone(), version.clone());
+                self.history.push_recorded(entry.clone());
+                self.last_usage = None;
+            }
+            Event::Hook { .. } => {}
         }
     }
 }

@@ -275,4 +275,34 @@ test("a slash in the input completes the built-in and custom commands", function
   vim.api.nvim_win_set_cursor(chat.ui.input_win, { 1, 3 })
   h.assert_eq(chat.omnifunc(1, ""), 0)
   h.assert_eq(#chat.omnifunc(0, "/gi"), 1)
+
+test("hook runs and reminders are one line each in the chat", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = { { text = { "Noted." } } } })
+  h.setup(ws, url, {
+    settings = {
+      hooks = {
+        UserPromptSubmit = {
+          { hooks = { { type = "command", command = "echo 'Sprint rule: every change needs a test.'" } } },
+        },
+      },
+    },
+  })
+  open_lib(ws)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Plan the work.")
+  h.wait_transcript("Noted.")
+  local text = h.transcript()
+  assert(text:find("> ⚓ UserPromptSubmit hook `echo 'Sprint rule: every change needs a test.'`: ok (", 1, true), text)
+  assert(
+    text:find("> 🔔 reminder (hook): The UserPromptSubmit hook `echo 'Sprint rule: every change needs a test.'` says: Sprint rule: every change needs a test.", 1, true),
+    text
+  )
+  -- The model got the hook's output.
+  local request = h.requests(url)[1].body
+  local last = request.messages[#request.messages].content
+  assert(last:find("Sprint rule: every change needs a test.", 1, true), last)
+  -- A multi-line message stays one line.
+  local line = require("agentls.chat").hook_line({ event = "Stop", command = "a\nb", outcome = "blocked", durationMs = 3, message = "x\ny" })
+  h.assert_eq(line, "> ⚓ Stop hook `a b`: blocked (3 ms) — x y")
 end)

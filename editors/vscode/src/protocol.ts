@@ -52,6 +52,8 @@ export type SessionUpdate =
   | { kind: 'plan'; entries: PlanEntry[] }
   | { kind: 'queued' }
   | { kind: 'warning'; message: string }
+  | { kind: 'hook'; event: string; command: string; outcome: string; durationMs: number; message?: string }
+  | { kind: 'reminder'; key: string; source: string; text: string }
   | { kind: 'error'; message: string; retryable?: boolean; code?: string }
   | {
       kind: 'compaction';

@@ -19,7 +19,7 @@ export type Block =
       children?: ChildCall[];
     }
   | { type: 'plan'; entries: PlanEntry[] }
-  | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string };
+  | { type: 'notice'; level: 'info' | 'warning' | 'error' | 'hook' | 'reminder'; text: string };
 
 /** A tool call of a subagent (its session is the child's). */
 export interface ChildCall {
@@ -161,6 +161,10 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
       return [push(model, { type: 'notice', level: 'info', text: 'queued behind the running turn' })];
     case 'warning':
       return [push(model, { type: 'notice', level: 'warning', text: u.message ?? '' })];
+    case 'hook':
+      return [push(model, { type: 'notice', level: 'hook', text: hookText(u) })];
+    case 'reminder':
+      return [push(model, { type: 'notice', level: 'reminder', text: `reminder (${u.source}): ${oneLine(u.text, 120)}` })];
     case 'error':
       return [push(model, { type: 'notice', level: 'error', text: u.message ?? '' })];
     case 'compaction':
@@ -182,6 +186,18 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
     default:
       return [];
   }
+}
+
+/** A text as one line: newlines become spaces, long texts are cut. */
+export function oneLine(text: string | undefined, max: number): string {
+  const flat = (text ?? '').replace(/\s*\n\s*/g, ' ');
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A hook run as one line: event, command, outcome, duration, message. */
+export function hookText(u: { event: string; command: string; outcome: string; durationMs: number; message?: string }): string {
+  const line = `${u.event} hook \`${oneLine(u.command, 60)}\`: ${u.outcome} (${u.durationMs} ms)`;
+  return u.message ? `${line} — ${oneLine(u.message, 120)}` : line;
 }
 
 function compactionText(before?: number, after?: number, strategy?: string): string {
@@ -228,6 +244,7 @@ export function fromItems(sessionId: string, items: TranscriptItem[]): ChatModel
 /** The transcript as plain text (tests, and "copy transcript"). */
 export function toText(model: ChatModel): string {
   const marks: Record<ToolStatus, string> = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+  const noticeMarks = { error: '✗', warning: '⚠', info: 'ℹ', hook: '⚓', reminder: '🔔' };
   return model.blocks
     .map((b) => {
       switch (b.type) {
@@ -242,7 +259,7 @@ export function toText(model: ChatModel): string {
         case 'plan':
           return b.entries.map((e) => `- [${e.status === 'completed' ? 'x' : e.status === 'in_progress' ? '~' : ' '}] ${e.content}`).join('\n');
         case 'notice':
-          return `> ${b.level === 'error' ? '✗' : b.level === 'warning' ? '⚠' : 'ℹ'} ${b.text}`;
+          return `> ${noticeMarks[b.level]} ${b.text}`;
       }
     })
     .join('\n');

@@ -32,6 +32,7 @@ use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind,
 
 mod compact;
 pub mod gather;
+mod hooks;
 pub mod host;
 mod live;
 mod sessions;
@@ -60,6 +61,8 @@ pub struct Agent {
     sessions: Mutex<HashMap<String, Arc<SessionHandle>>>,
     cache: Arc<Mutex<AssemblyCache>>,
     provider: Mutex<Option<(String, Arc<Provider>)>>,
+    /// Hook approvals of this server's life, SessionStart done, pending reminders.
+    hooks: hooks::HookState,
 }
 
 impl Agent {
@@ -69,6 +72,7 @@ impl Agent {
             sessions: Mutex::new(HashMap::new()),
             cache: Arc::new(Mutex::new(AssemblyCache::default())),
             provider: Mutex::new(None),
+            hooks: hooks::HookState::default(),
         })
     }
 

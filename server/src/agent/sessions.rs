@@ -461,6 +461,8 @@ impl Agent {
             steps: 0,
             announced: Default::default(),
             scope: Default::default(),
+            stop_hook_active: false,
+            halt: None,
         };
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;

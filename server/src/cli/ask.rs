@@ -18,8 +18,6 @@ use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
 
-pub const USAGE: &str = "agentls ask \"<question>\" [--file PATH[:LINE[:COL]]] [--session ID] [--approve] [--workspace DIR] [--config JSON|@FILE]";
-
 #[derive(Debug, Default)]
 pub struct AskOptions {
     pub question: String,
@@ -28,39 +26,6 @@ pub struct AskOptions {
     pub approve: bool,
     pub workspace: Option<PathBuf>,
     pub config: Option<String>,
-}
-
-pub fn parse_args(args: &[&str]) -> Result<AskOptions, String> {
-    let mut options = AskOptions::default();
-    let mut question = None;
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .map(|v| v.to_string())
-                .ok_or_else(|| format!("{name} needs a value\nusage: {USAGE}"))
-        };
-        match arg {
-            "--file" => options.file = Some(value("--file")?),
-            "--session" => options.session = Some(value("--session")?),
-            "--workspace" => options.workspace = Some(PathBuf::from(value("--workspace")?)),
-            "--config" => options.config = Some(value("--config")?),
-            "--approve" => options.approve = true,
-            flag if flag.starts_with("--") => {
-                return Err(format!("unknown option {flag}\nusage: {USAGE}"))
-            }
-            text if question.is_none() => question = Some(text.to_string()),
-            extra => {
-                return Err(format!(
-                    "unexpected argument {extra:?} (quote the question)\nusage: {USAGE}"
-                ))
-            }
-        }
-    }
-    options.question = question
-        .filter(|q| !q.trim().is_empty())
-        .ok_or_else(|| format!("no question given\nusage: {USAGE}"))?;
-    Ok(options)
 }
 
 /// The configuration of a run: `--config` (JSON, or `@file` holding JSON), else a provider
@@ -349,23 +314,6 @@ impl Host for CliHost {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arguments_are_checked() {
-        assert!(parse_args(&[]).unwrap_err().contains("no question"));
-        assert!(parse_args(&["q", "--bogus"])
-            .unwrap_err()
-            .contains("--bogus"));
-        assert!(parse_args(&["q", "more"])
-            .unwrap_err()
-            .contains("quote the question"));
-        let options =
-            parse_args(&["why?", "--file", "a.rs:3", "--approve", "--session", "s1"]).unwrap();
-        assert_eq!(options.question, "why?");
-        assert_eq!(options.file.as_deref(), Some("a.rs:3"));
-        assert!(options.approve);
-        assert_eq!(options.session.as_deref(), Some("s1"));
-    }
 
     #[test]
     fn config_comes_from_the_flag_and_is_validated() {

@@ -14,8 +14,6 @@ use agentls_core::history::History;
 use agentls_core::inspect::{self, ContextReport};
 use agentls_core::tokens::Calibration;
 
-pub const USAGE: &str = "agentls context <file>[:line[:col]] [--workspace DIR] [--json]";
-
 #[derive(Debug)]
 pub struct Options {
     pub file: PathBuf,
@@ -27,32 +25,17 @@ pub struct Options {
     pub json: bool,
 }
 
-pub fn parse_args(args: &[&str]) -> Result<Options, String> {
-    let mut target = None;
-    let mut workspace = None;
-    let mut json = false;
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        match arg {
-            "--workspace" => {
-                let dir = args.next().ok_or("--workspace needs a directory")?;
-                workspace = Some(PathBuf::from(dir));
-            }
-            "--json" => json = true,
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
-            spec if target.is_none() => target = Some(spec),
-            extra => return Err(format!("unexpected argument {extra}")),
+impl From<crate::cli::args::ContextArgs> for Options {
+    fn from(args: crate::cli::args::ContextArgs) -> Self {
+        let (file, line, column) = parse_location(&args.location);
+        Options {
+            file,
+            line,
+            column,
+            workspace: args.workspace,
+            json: args.json,
         }
     }
-    let spec = target.ok_or_else(|| format!("no file given\nusage: {USAGE}"))?;
-    let (file, line, column) = parse_location(spec);
-    Ok(Options {
-        file,
-        line,
-        column,
-        workspace,
-        json,
-    })
 }
 
 /// `path[:line[:col]]`, read from the right so that a path holding `:` still works; a path
@@ -207,17 +190,5 @@ mod tests {
             (PathBuf::from("c:/x/a.rs"), 3, 1)
         );
         assert_eq!(parse_location("a.rs:0"), (PathBuf::from("a.rs:0"), 1, 1));
-    }
-
-    #[test]
-    fn arguments_are_checked() {
-        assert!(parse_args(&[]).unwrap_err().contains("usage"));
-        assert!(parse_args(&["a.rs", "--bogus"])
-            .unwrap_err()
-            .contains("--bogus"));
-        assert!(parse_args(&["a.rs", "--workspace"]).is_err());
-        let options = parse_args(&["a.rs:2", "--json", "--workspace", "/w"]).unwrap();
-        assert_eq!((options.line, options.column, options.json), (2, 1, true));
-        assert_eq!(options.workspace, Some(PathBuf::from("/w")));
     }
 }

@@ -28,6 +28,11 @@ impl Default for MemoryOptions {
 pub struct MemoryReport {
     /// (VmRSS, VmHWM) in KiB.
     pub idle: (u64, u64),
+    /// After the buffers were opened (and their text read back: parsed).
+    pub buffers: (u64, u64),
+    /// After the session was loaded too.
+    pub session: (u64, u64),
+    /// After the session's context was assembled too.
     pub loaded: (u64, u64),
     pub buffer_bytes: usize,
     pub history_items: usize,
@@ -88,13 +93,14 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     )
     .await?;
     let pid = client.child_id().ok_or("no child pid")?;
-    // Idle: the index built, nothing open.
+    // Idle as a user's editor sees it: initialized, the index built and the model's
+    // vocabulary built (its warm-up at `initialized`), nothing open.
     loop {
         let ws = client
             .request("agentls/debug/workspace", json!({}))
             .await
             .map_err(|e| e.to_string())?;
-        if ws["status"] == "ready" {
+        if ws["status"] == "ready" && ws["tokenizer"]["built"] == true {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -117,6 +123,20 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
             .await
             .map_err(|e| e.to_string())?;
     }
+    // What the server holds for a buffer once something read it (the syntax tree is built
+    // lazily, at the first read).
+    for b in 0..options.buffers {
+        let uri = tower_lsp::lsp_types::Url::from_file_path(root.join(format!("src/m{b}.rs")))
+            .map_err(|()| "not absolute".to_string())?;
+        client
+            .request(
+                "agentls/debug/syntax",
+                json!({"uri": uri, "position": {"line": 1, "character": 3}}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let buffers_rss = rss(pid)?;
     let loaded = client
         .request("agent/session/load", json!({"sessionId": id}))
         .await
@@ -124,6 +144,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     if loaded["items"].as_array().map_or(0, Vec::len) == 0 {
         return Err("the session did not load".into());
     }
+    let session_rss = rss(pid)?;
     // What the model would be sent: the whole history assembled once.
     client
         .request("agent/session/context", json!({"sessionId": id}))
@@ -133,6 +154,8 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     let _ = client.shutdown().await;
     Ok(MemoryReport {
         idle,
+        buffers: buffers_rss,
+        session: session_rss,
         loaded: loaded_rss,
         buffer_bytes,
         history_items: entries.len(),
@@ -143,17 +166,27 @@ pub fn print(options: &MemoryOptions, report: &MemoryReport) {
     let mb = |kib: u64| kib as f64 / 1024.0;
     println!("memory of agentls (VmRSS now / VmHWM peak):");
     println!(
-        "  idle, after initialize and indexing  {:>7.1} MB / {:>7.1} MB",
+        "  idle: initialized, indexed, vocabulary built  {:>7.1} MB / {:>7.1} MB",
         mb(report.idle.0),
         mb(report.idle.1)
     );
     println!(
-        "  loaded: {} buffers × {} lines ({:.1} MB of text) and a session of {} items / {} tokens  {:>7.1} MB / {:>7.1} MB",
+        "  + {} buffers × {} lines ({:.1} MB of text), parsed  {:>7.1} MB / {:>7.1} MB",
         options.buffers,
         options.lines,
         report.buffer_bytes as f64 / 1_048_576.0,
+        mb(report.buffers.0),
+        mb(report.buffers.1)
+    );
+    println!(
+        "  + a session of {} items / {} tokens, loaded  {:>7.1} MB / {:>7.1} MB",
         report.history_items,
         options.history_tokens,
+        mb(report.session.0),
+        mb(report.session.1)
+    );
+    println!(
+        "  + its context assembled (all of the above: loaded)  {:>7.1} MB / {:>7.1} MB",
         mb(report.loaded.0),
         mb(report.loaded.1)
     );

@@ -164,6 +164,8 @@ impl Backend {
             "indexMillis": index.elapsed_ms,
             "positionEncoding": self.state.encoding().kind(),
             "agentsMdCached": self.state.support.read().unwrap_or_else(|e| e.into_inner()).watched_files_registration,
+            // Whether the model's vocabulary is built (at `initialized`, in the background).
+            "tokenizer": { "name": config.tokenizer().name(), "built": config.tokenizer().is_built() },
             "config": {
                 "agentsMd": { "maxBytes": config.agents_md_max_bytes },
                 "syntax": { "maxDocumentBytes": config.syntax_max_document_bytes },

@@ -135,7 +135,7 @@ impl LanguageServer for Backend {
         // never answer, and nothing waits for it (a handler left waiting would hold one of
         // tower-lsp's few request slots, and indexing must not depend on the client).
         self.register_agents_md_watchers().await;
-        // The first count would otherwise pay for building the encoder (≈100 ms).
+        // The first count would otherwise pay for building the encoder (≈10 ms).
         let tokenizer = self.state.config().tokenizer();
         tokio::task::spawn_blocking(move || tokenizer.warm());
         let roots = self.state.index.roots();

@@ -17,6 +17,7 @@ pub mod list_dir;
 pub mod read_file;
 pub mod registry;
 pub mod shell;
+pub mod snapshot;
 pub mod task;
 #[cfg(test)]
 mod test_support;

@@ -61,8 +61,12 @@ impl Prepared {
 pub enum Effect {
     /// A file was changed (the path as shown to the model), for the progress log.
     Changed(String),
-    /// Something learned by running a command, for the progress log.
-    Evidence(String),
+    /// A command ran: what was learned (for the progress log) and the files it changed in the
+    /// workspace (for the ledger, through a `FilesChanged` event).
+    Ran {
+        evidence: String,
+        changed: Vec<agentls_core::session::ChangedPath>,
+    },
     /// The model's plan: recorded as an event and sent to the editor.
     Plan(Vec<PlanEntry>),
     /// Files a subagent changed: recorded for the session's ledger.

@@ -234,7 +234,7 @@ fn user_shell() -> PathBuf {
 }
 
 /// Kills the command's process group when armed: on timeout, cancellation, or when dropped.
-struct GroupGuard(Option<u32>);
+pub(crate) struct GroupGuard(Option<u32>);
 
 /// Process groups of commands still running: killed by `kill_running_commands` when the
 /// process exits (a future is not dropped at exit, so `GroupGuard` alone would leave them).
@@ -249,7 +249,7 @@ pub fn kill_running_commands() {
 }
 
 impl GroupGuard {
-    fn new(pid: Option<u32>) -> GroupGuard {
+    pub(crate) fn new(pid: Option<u32>) -> GroupGuard {
         if let Some(pid) = pid {
             RUNNING_GROUPS
                 .lock()
@@ -268,7 +268,7 @@ impl GroupGuard {
         }
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
             // pid 0 or 1 would address our own group or every process: never those.
             if pgid > 1 {
@@ -280,7 +280,7 @@ impl GroupGuard {
         }
     }
 
-    fn disarm(&mut self) {
+    pub(crate) fn disarm(&mut self) {
         self.forget();
         self.0 = None;
     }
@@ -445,8 +445,19 @@ impl Tool for Shell {
             .as_u64()
             .map(Duration::from_millis)
             .unwrap_or(SHELL_DEFAULT_TIMEOUT);
+        // The workspace root the command runs in, snapshotted around it: what it changes on
+        // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
+        let root = cx
+            .boundary
+            .roots
+            .iter()
+            .filter(|root| cwd.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .unwrap_or(&cx.boundary.roots[0])
+            .clone();
+        let snapshot = super::snapshot::before(&root).await;
         let on_output = cx.on_output.clone();
-        match run_shell(
+        let ran = run_shell(
             command,
             &cwd,
             timeout,
@@ -455,8 +466,13 @@ impl Tool for Shell {
             &cx.cancel,
             &cx.hidden_env,
         )
-        .await
-        {
+        .await;
+        // Also after a failure, a timeout or a cancel: the files may have changed before.
+        let changed = match snapshot {
+            Some(before) => super::snapshot::changes_since(before, &cx.boundary.roots).await,
+            None => Vec::new(),
+        };
+        match ran {
             Ok(outcome) => {
                 let success =
                     outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
@@ -468,7 +484,7 @@ impl Tool for Shell {
                 ToolOutcome {
                     output: outcome.output,
                     success,
-                    effect: Some(Effect::Evidence(evidence)),
+                    effect: Some(Effect::Ran { evidence, changed }),
                 }
             }
             Err(err) => ToolOutcome::failed(err.0),

@@ -216,6 +216,35 @@ local function on_child_update(params)
   end
 end
 
+--- A text as one line: newlines become spaces, long texts are cut.
+local function one_line(text, max)
+  text = tostring(text or ""):gsub("%s*\n%s*", " ")
+  if vim.fn.strchars(text) > max then
+    text = vim.fn.strcharpart(text, 0, max - 1) .. "…"
+  end
+  return text
+end
+
+--- A hook run (`hook` update) as one line: event, command, outcome, duration, message.
+function M.hook_line(update)
+  local line = string.format(
+    "> ⚓ %s hook `%s`: %s (%d ms)",
+    update.event or "?",
+    one_line(update.command, 60),
+    update.outcome or "?",
+    update.durationMs or 0
+  )
+  if update.message and update.message ~= "" then
+    line = line .. " — " .. one_line(update.message, 120)
+  end
+  return line
+end
+
+--- A reminder the model got (`reminder` update) as one line.
+function M.reminder_line(update)
+  return string.format("> 🔔 reminder (%s): %s", update.source or "?", one_line(update.text, 120))
+end
+
 --- One agent/session/update.
 function M.on_update(params)
   ensure_buffers()
@@ -260,6 +289,10 @@ function M.on_update(params)
     elseif update.phase == "failed" then
       append_lines({ "> ⟳ compaction failed: " .. (update.message or "") })
     end
+  elseif kind == "hook" then
+    append_lines({ M.hook_line(update) })
+  elseif kind == "reminder" then
+    append_lines({ M.reminder_line(update) })
   elseif kind == "queued" then
     append_lines({ "> queued behind the running turn" })
   elseif kind == "turnEnd" then

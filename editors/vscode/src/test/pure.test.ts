@@ -58,6 +58,17 @@ describe('transcript', () => {
     assert.equal(isRunning(m), false);
     assert.equal(toText(m), '## You\nhi\nHello\n- ✓ Read src/lib.rs\n- [x] a\n- [ ] b\n> ⚠ retrying\n> ℹ turn ended: cancelled');
   });
+  it('shows hook runs and reminders as one line each', () => {
+    const m = emptyModel('s');
+    applyUpdate(m, up({ kind: 'hook', event: 'PreToolUse', command: 'sh guard.sh', outcome: 'blocked', durationMs: 12, message: 'no rm\nhere' }));
+    applyUpdate(m, up({ kind: 'hook', event: 'Stop', command: 'check.sh', outcome: 'ok', durationMs: 3 }));
+    applyUpdate(m, up({ kind: 'reminder', key: 'risky:eval', source: 'risky', text: 'Security: eval()\nruns code' }));
+    assert.equal(
+      toText(m),
+      '> ⚓ PreToolUse hook `sh guard.sh`: blocked (12 ms) — no rm here\n> ⚓ Stop hook `check.sh`: ok (3 ms)\n> 🔔 reminder (risky): Security: eval() runs code',
+    );
+    assert.equal(m.blocks.length, 3);
+  });
   it('ignores other sessions and unknown tool calls', () => {
     const m = emptyModel('s');
     assert.deepEqual(applyUpdate(m, { sessionId: 'other', turnId: 't', update: { kind: 'agentMessageChunk', text: 'x' } }), []);

@@ -28,6 +28,8 @@ impl Agent {
         window: Window,
         cancel: &CancellationToken,
     ) -> Result<CompactionOutcome, AgentError> {
+        self.pre_compact_hooks(handle, turn_id, trigger, instructions.as_deref(), cancel)
+            .await;
         let started = Instant::now();
         let config = self.host.config();
         let prompts = self.host.prompts();
@@ -178,6 +180,7 @@ impl Agent {
             metrics.tokens_after,
             metrics.duration_ms
         );
+        self.after_compaction(handle, turn_id, cancel).await;
         Ok(outcome)
     }
 

@@ -187,7 +187,7 @@ impl Turn {
         for (call, outcome) in calls.iter().zip(outcomes) {
             match outcome {
                 Ok(outcome) => {
-                    self.apply_effect(call, outcome.effect).await;
+                    self.apply_effect(call, None, outcome.effect).await;
                     results.push((outcome.output, outcome.success));
                 }
                 Err(failed) => results.push(failed),
@@ -311,6 +311,8 @@ async fn run_child(
         problems: Vec::new(),
         steps: 0,
         announced: Default::default(),
+        stop_hook_active: false,
+        halt: None,
         scope: Scope {
             allowed_tools: Some(agent.tools.clone()),
             model: Some(model),

@@ -6,6 +6,7 @@
 mod attachments;
 mod child;
 mod commands;
+mod hooks;
 mod slash;
 mod tool_calls;
 
@@ -89,6 +90,10 @@ pub(super) struct Turn {
     /// The calls whose `toolCall` the client got: each gets its final `toolCallUpdate`,
     /// even after a cancel.
     pub(super) announced: std::collections::HashSet<String>,
+    /// A Stop hook already made this turn go on once.
+    pub(super) stop_hook_active: bool,
+    /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
+    pub(super) halt: Option<String>,
     /// What this turn may use beyond the session's defaults: a custom command's tools and
     /// model, or a subagent's.
     pub(super) scope: Scope,
@@ -266,6 +271,7 @@ impl Turn {
             Some(model) => model.clone(),
             None => self.handle.live.lock().await.session.model.clone(),
         };
+        self.note_agents_md(gathered.agents.as_ref().map_or("", |a| a.text.as_str()));
         // The turn block and the static context do not read the history: no copy of it.
         let no_history = agentls_core::history::History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
@@ -291,6 +297,21 @@ impl Turn {
                 at: session_log::now_millis(),
             })
             .await;
+        let started = match started {
+            Ok(()) => match self.prompt_hooks(&prompt.text).await {
+                Ok(()) => Ok(()),
+                Err(reason) => {
+                    self.fail(
+                        format!("a UserPromptSubmit hook blocked the prompt: {reason}"),
+                        false,
+                        Some("blockedByHook"),
+                    )
+                    .await;
+                    return Err(Stop::Error);
+                }
+            },
+            Err(message) => Err(message),
+        };
         let recorded = match started {
             Ok(()) => self
                 .record_item(Item::User {
@@ -326,6 +347,11 @@ impl Turn {
     /// One model call and the tool calls it asked for: assemble the request, compact first
     /// when the window is full, stream the answer, record it, run the calls.
     async fn step(&mut self, opened: &Opened, compacted_for_this_call: &mut bool) -> Flow {
+        // Reminders go at the very end of the request: after everything recorded so far.
+        if let Err(message) = self.flush_reminders().await {
+            self.fail(message, false, None).await;
+            return Flow::Done(Stop::Error);
+        }
         let (history, calibration, window) = {
             let live = self.handle.live.lock().await;
             (
@@ -428,11 +454,20 @@ impl Turn {
             self.record_usage(usage, estimated).await;
         }
         if reply.calls.is_empty() {
+            if self.stop_hooks().await {
+                return Flow::Next;
+            }
             return Flow::Done(Stop::EndTurn);
         }
         match self.run_calls(&reply.calls).await {
             Some(stop) => Flow::Done(stop),
-            None => Flow::Next,
+            None => match self.halt.take() {
+                Some(reason) => {
+                    self.warn(format!("a hook stopped the turn: {reason}"));
+                    Flow::Done(Stop::EndTurn)
+                }
+                None => Flow::Next,
+            },
         }
     }
 

@@ -14,6 +14,7 @@ use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::{self, Gate};
 use agentls_core::history::Item;
+use agentls_core::hooks::Permission;
 use agentls_core::session::Event;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
@@ -64,9 +65,23 @@ impl Turn {
         recorded.map(|_| ())
     }
 
-    /// Runs one tool call, asking for approval when the policy says so. Returns the output
-    /// for the model and whether the call succeeded.
+    /// Runs one tool call, asking for approval when the policy says so, with its PreToolUse
+    /// and PostToolUse hooks. Returns the output for the model and whether the call
+    /// succeeded.
     pub(super) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
+        let mut post = None;
+        let (output, success) = self.run_tool_inner(call, &mut post).await;
+        // After a call that ran or failed; not after one a PreToolUse hook blocked.
+        if let Some(arguments) = post {
+            self.post_tool_hooks(call, &arguments, &output, success)
+                .await;
+        }
+        (output, success)
+    }
+
+    /// `run_tool` without PostToolUse; `post` gets the arguments once PreToolUse let the call
+    /// go on.
+    async fn run_tool_inner(&mut self, call: &Call, post: &mut Option<Value>) -> (String, bool) {
         let tools = Registry::builtin();
         let kind = tools.kind(&call.name);
         let arguments: Value = match serde_json::from_str(&call.arguments) {
@@ -122,6 +137,14 @@ impl Turn {
                 false,
             );
         }
+        let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
+            super::hooks::PreTool::Blocked(reason) => return (reason, false),
+            super::hooks::PreTool::Go {
+                arguments,
+                permission,
+            } => (arguments, permission),
+        };
+        *post = Some(arguments.clone());
         // Prepared first: the approval shows an edit's diff, and a bad call fails before
         // anyone is asked.
         let prepared = match tool.prepare(&cx, &arguments).await {
@@ -130,12 +153,21 @@ impl Turn {
         };
         let command = tool.command(&arguments);
         let approvals = self.approvals().await;
-        match approval::gate(&config.approval, &call.name, kind, command, &approvals) {
+        // A PreToolUse hook's permissionDecision overrides the policy (deny never gets here).
+        let gate = match permission {
+            Some(Permission::Allow) => Gate::Run,
+            Some(Permission::Ask) => Gate::Ask,
+            _ => approval::gate(&config.approval, &call.name, kind, command, &approvals),
+        };
+        let diff = prepared.diff().map(str::to_string);
+        match gate {
             Gate::Run => {}
             Gate::Refuse(why) => return (format!("not run: {why}"), false),
             Gate::Ask => {
-                let diff = prepared.diff().map(str::to_string);
-                if let Err(message) = self.ask(call, kind, &arguments, command, diff).await {
+                if let Err(message) = self
+                    .ask(call, kind, &arguments, command, diff.clone())
+                    .await
+                {
                     return (message, false);
                 }
             }
@@ -144,15 +176,36 @@ impl Turn {
             json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
         );
         let outcome = tool.run(&cx, &arguments, prepared).await;
-        self.apply_effect(call, outcome.effect).await;
+        if let Some(diff) = diff.filter(|_| outcome.success) {
+            self.note_diff(&diff);
+        }
+        self.apply_effect(call, command, outcome.effect).await;
         (outcome.output, outcome.success)
     }
 
     /// What a call did beyond its output: kept for the progress log, recorded, told.
-    pub(super) async fn apply_effect(&mut self, call: &Call, effect: Option<Effect>) {
+    pub(super) async fn apply_effect(
+        &mut self,
+        call: &Call,
+        command: Option<&str>,
+        effect: Option<Effect>,
+    ) {
         match effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
-            Some(Effect::Evidence(evidence)) => self.evidence.push(evidence),
+            Some(Effect::Ran { evidence, changed }) => {
+                self.evidence.push(evidence);
+                if !changed.is_empty() {
+                    self.changed.extend(changed.iter().map(|c| c.path.clone()));
+                    let _ = self
+                        .record(Event::FilesChanged {
+                            turn_id: self.turn_id.clone(),
+                            tool_call_id: call.id.clone(),
+                            command: command.unwrap_or_default().to_string(),
+                            files: changed,
+                        })
+                        .await;
+                }
+            }
             Some(Effect::Plan(entries)) => {
                 let _ = self
                     .record(Event::Plan {
@@ -162,14 +215,21 @@ impl Turn {
                     .await;
                 self.update(json!({"kind": "plan", "entries": entries}));
             }
+            // What a subagent changed counts as this session's change (the ledger keeps it).
             Some(Effect::SubagentChanged { agent, files }) => {
                 self.changed.extend(files.iter().cloned());
                 let _ = self
-                    .record(Event::SubagentChanged {
+                    .record(Event::FilesChanged {
                         turn_id: self.turn_id.clone(),
                         tool_call_id: call.id.clone(),
-                        agent,
-                        files,
+                        command: format!("task ({agent})"),
+                        files: files
+                            .into_iter()
+                            .map(|path| agentls_core::session::ChangedPath {
+                                path,
+                                change: agentls_core::snapshot::ChangeKind::Modified,
+                            })
+                            .collect(),
                     })
                     .await;
             }

@@ -1,0 +1,780 @@
+//! Hooks and reminders through the real server and the fake provider. The hook scripts are
+//! written as for Claude Code: they read the event's JSON on stdin with `jq` (e.g.
+//! `.tool_input.command`) and answer with exit codes or JSON on stdout, so a user's existing
+//! scripts work unchanged.
+
+mod common;
+
+use agentls::dev::fake_provider::{FakeProvider, RecordedRequest};
+use agentls::dev::lsp_client::Responder;
+use common::agent::*;
+use common::{start, Options, Server};
+use serde_json::{json, Value};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The scripts and the user's config home live beside the workspace, not in it.
+fn scripts_dir(ws: &Workspace) -> PathBuf {
+    let dir = ws.root.parent().unwrap().join("hook-scripts");
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `body` as a POSIX shell script and returns the command that runs it.
+fn script(ws: &Workspace, name: &str, body: &str) -> String {
+    let path = scripts_dir(ws).join(name);
+    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    format!("sh {}", path.display())
+}
+
+fn jq_present() {
+    assert!(
+        std::process::Command::new("jq")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "these tests run Claude Code-style hook scripts that need jq"
+    );
+}
+
+/// A server whose user config home is an empty directory beside the workspace (no hooks
+/// file of the real user is read).
+async fn hooked_server(
+    ws: &Workspace,
+    fake: &FakeProvider,
+    extra: Value,
+    responder: Option<Responder>,
+) -> Server {
+    jq_present();
+    let config_home = ws.root.parent().unwrap().join("config-home");
+    fs::create_dir_all(&config_home).unwrap();
+    start(Options {
+        root: Some(&ws.root),
+        init_options: provider_options(fake, ws, extra),
+        apply_edit: true,
+        responder,
+        env: vec![("XDG_CONFIG_HOME", config_home.display().to_string())],
+        ..Options::default()
+    })
+    .await
+}
+
+fn hooks_setting(event: &str, matcher: Option<&str>, command: &str, timeout: Option<u64>) -> Value {
+    let mut hook = json!({"type": "command", "command": command});
+    if let Some(timeout) = timeout {
+        hook["timeout"] = json!(timeout);
+    }
+    let mut group = json!({"hooks": [hook]});
+    if let Some(matcher) = matcher {
+        group["matcher"] = json!(matcher);
+    }
+    json!({ event: [group] })
+}
+
+fn hook_updates<'a>(updates: &'a [Value], event: &str) -> Vec<&'a Value> {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "hook" && u["event"] == event)
+        .collect()
+}
+
+/// The request's messages as text, one string.
+fn body_text(request: &RecordedRequest) -> String {
+    request.body["messages"].to_string()
+}
+
+fn permission_requests(seen: &Seen) -> Vec<Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .map(|(_, p)| p.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_exiting_2_blocks_rm_and_the_model_sees_why() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let guard = script(
+        &ws,
+        "no-rm.sh",
+        r#"cmd=$(jq -r '.tool_input.command')
+case "$cmd" in
+  rm*) echo "Blocked: rm is not allowed in this project ($cmd)" >&2; exit 2 ;;
+esac
+exit 0"#,
+    );
+    let rm = json!({"command": "rm -f src/lib.rs"}).to_string();
+    let ls = json!({"command": "ls src"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_rm", "shell", &[rm.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_ls", "shell", &[ls.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["I left the file alone."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto", "hooks": hooks_setting("PreToolUse", Some("shell"), &guard, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Clean up").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(ws.root.join("src/lib.rs").exists(), "nothing is removed");
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed.len(), 1, "{updates:?}");
+    assert_eq!(failed[0]["toolCallId"], "call_rm");
+    let output = failed[0]["output"].as_str().unwrap();
+    assert!(
+        output.contains("Blocked: rm is not allowed in this project (rm -f src/lib.rs)"),
+        "{output}"
+    );
+    // The other command is not blocked.
+    let done = tool_updates(&updates, "completed");
+    assert!(
+        done[0]["output"].as_str().unwrap().contains("lib.rs"),
+        "{done:?}"
+    );
+    let hooks = hook_updates(&updates, "PreToolUse");
+    assert_eq!(hooks.len(), 2, "{updates:?}");
+    assert_eq!(hooks[0]["outcome"], "blocked");
+    assert_eq!(hooks[0]["command"], guard);
+    assert!(hooks[0]["durationMs"].is_u64());
+    assert_eq!(hooks[1]["outcome"], "ok");
+    // The model got the reason as the failed call's output.
+    let requests = fake.requests();
+    assert!(body_text(&requests[1]).contains("Blocked: rm is not allowed"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_permission_decision_allow_runs_read_file_without_asking_under_approval_ask() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let allow = script(
+        &ws,
+        "allow-reads.sh",
+        r#"tool=$(jq -r '.tool_name')
+if [ "$tool" = "read_file" ]; then
+  jq -n '{hookSpecificOutput: {hookEventName: "PreToolUse", permissionDecision: "allow", permissionDecisionReason: "reads are fine here"}}'
+fi"#,
+    );
+    let read = json!({"path": "src/lib.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_r", "read_file", &[read.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["It returns 41."], None));
+    // Asked, the client would refuse: the read only runs because the hook allowed it.
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "ask", "hooks": hooks_setting("PreToolUse", Some(".*"), &allow, None)}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "What does answer() return?").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(permission_requests(&seen).is_empty(), "not asked");
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done.len(), 1, "{updates:?}");
+    assert!(done[0]["output"].as_str().unwrap().contains("41"));
+    let hooks = hook_updates(&updates, "PreToolUse");
+    assert_eq!(hooks[0]["outcome"], "ok");
+    assert_eq!(hooks[0]["message"], "allow: reads are fine here");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_post_tool_use_hook_formats_the_file_edit_file_changed() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // A "formatter": strips trailing whitespace from the edited file, as a user's
+    // `rustfmt "$file"` hook would reformat it.
+    let formatter = script(
+        &ws,
+        "format.sh",
+        r#"input=$(cat)
+file=$(printf '%s' "$input" | jq -r '.tool_input.path')
+ok=$(printf '%s' "$input" | jq -r '.tool_response.success')
+cd "$CLAUDE_PROJECT_DIR" || exit 1
+sed -i 's/[[:space:]]*$//' "$file"
+echo "$file $ok" >> "$AGENTLS_PROJECT_DIR/../formatted.log""#,
+    );
+    fs::write(
+        ws.root.join("src/lib.rs"),
+        "pub fn answer() -> u32 {   \n    41\n}  \n",
+    )
+    .unwrap();
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_e", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto", "hooks": hooks_setting("PostToolUse", Some("edit_file|write_file"), &formatter, None)}),
+        Some(responder(&[]).0),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Make it 42").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let hooks = hook_updates(&updates, "PostToolUse");
+    assert_eq!(hooks.len(), 1, "{updates:?}");
+    assert_eq!(hooks[0]["outcome"], "ok", "{hooks:?}");
+    // The hook ran after the edit, on the edited file.
+    let log = fs::read_to_string(ws.root.parent().unwrap().join("formatted.log")).unwrap();
+    assert_eq!(log, "src/lib.rs true\n");
+    let text = fs::read_to_string(ws.root.join("src/lib.rs")).unwrap();
+    assert!(!text.lines().any(|l| l.ends_with(' ')), "{text:?}");
+    // The edit's toolCallUpdate came before the hook ran.
+    let edited = updates
+        .iter()
+        .position(|u| u["kind"] == "toolCallUpdate" && u["status"] == "in_progress")
+        .unwrap();
+    let hooked = updates.iter().position(|u| u["kind"] == "hook").unwrap();
+    assert!(edited < hooked);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_prompt_submit_hooks_stdout_reaches_the_model_as_a_reminder() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let context = script(
+        &ws,
+        "context.sh",
+        r#"prompt=$(jq -r '.prompt')
+echo "Sprint rule: every change needs a test. (prompt was: $prompt)""#,
+    );
+    fake.push(FakeProvider::openai_text(&["Noted."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &context, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Plan the work").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let reminder = updates
+        .iter()
+        .find(|u| u["kind"] == "reminder")
+        .expect("a reminder update");
+    assert_eq!(reminder["source"], "hook");
+    let requests = fake.requests();
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    let text =
+        last["content"].as_str().unwrap_or_default().to_string() + &last["content"].to_string();
+    assert!(
+        text.contains("Sprint rule: every change needs a test. (prompt was: Plan the work)"),
+        "{last}"
+    );
+    assert!(text.contains("<agentls_reminder"), "wrapped: {last}");
+    assert!(text.contains("not from the user"), "{last}");
+    // The typed prompt comes before the reminder: the reminder is at the very end.
+    let body = body_text(&requests[0]);
+    assert!(body.find("Plan the work").unwrap() < body.find("Sprint rule").unwrap());
+    // agent/session/context shows the reminders as their own trusted section.
+    let report = server
+        .client
+        .request("agent/session/context", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let section = report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "reminders")
+        .expect("a reminders section");
+    assert_eq!(section["trust"], "trusted");
+    assert!(section["tokens"].as_u64().unwrap() > 0, "{section}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_stop_hook_makes_the_turn_go_on_once_and_not_twice() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let log = ws.root.parent().unwrap().join("stop.log");
+    let stop = script(
+        &ws,
+        "stop.sh",
+        &format!(
+            r#"jq -r '.stop_hook_active' >> {}
+echo "Run the tests before you finish." >&2
+exit 2"#,
+            log.display()
+        ),
+    );
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push(FakeProvider::openai_text(&["Tests pass; done."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("Stop", None, &stop, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Fix it").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(answer_text(&updates), "Done.Tests pass; done.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "one more model call, not two");
+    assert!(body_text(&requests[1]).contains("Run the tests before you finish."));
+    assert!(!body_text(&requests[0]).contains("Run the tests"));
+    // The hook saw stop_hook_active false, then true.
+    assert_eq!(fs::read_to_string(&log).unwrap(), "false\ntrue\n");
+    let hooks = hook_updates(&updates, "Stop");
+    assert_eq!(hooks.len(), 2);
+    assert!(hooks.iter().all(|h| h["outcome"] == "blocked"));
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["kind"] == "warning" && u["message"].as_str().unwrap().contains("once")),
+        "{updates:?}"
+    );
+    server.stop().await;
+}
+
+fn write_workspace_hooks(root: &Path, command: &str) {
+    fs::create_dir_all(root.join(".agents")).unwrap();
+    fs::write(
+        root.join(".agents/hooks.json"),
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, command, None)}).to_string(),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_workspace_hook_asks_first_and_is_not_run_when_refused() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let marker = ws.root.parent().unwrap().join("workspace-hook-ran");
+    let command = format!("touch {} && echo 'from the repository'", marker.display());
+    write_workspace_hooks(&ws.root, &command);
+    fake.push(FakeProvider::openai_text(&["Hello."], None));
+    fake.push(FakeProvider::openai_text(&["Hello again."], None));
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let server = hooked_server(&ws, &fake, json!({}), Some(responder)).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["toolCall"]["kind"], "execute");
+    assert_eq!(asked[0]["toolCall"]["input"]["command"], command);
+    assert!(!marker.exists(), "a refused hook does not run");
+    let hooks = hook_updates(&updates, "UserPromptSubmit");
+    assert_eq!(hooks[0]["outcome"], "notApproved");
+    assert!(!body_text(&fake.requests()[0]).contains("from the repository"));
+    // The refusal holds for this server: not asked again, still not run.
+    let turn = prompt(&server, &session, "hi again").await;
+    let _ = updates_until_end(&server, &turn).await;
+    assert_eq!(permission_requests(&seen).len(), 1);
+    assert!(!marker.exists());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_approved_workspace_hook_is_remembered_until_it_changes() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let marker = ws.root.parent().unwrap().join("approved-hook-ran");
+    let command = format!("echo run >> {}", marker.display());
+    write_workspace_hooks(&ws.root, &command);
+    for _ in 0..3 {
+        fake.push(FakeProvider::openai_text(&["ok"], None));
+    }
+    let (responder_a, seen_a) = responder(&["allowAlways"]);
+    let server_a = hooked_server(&ws, &fake, json!({}), Some(responder_a)).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "one").await;
+    let _ = updates_until_end(&server_a, &turn).await;
+    assert_eq!(permission_requests(&seen_a).len(), 1);
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "run\n");
+    server_a.stop().await;
+
+    // Another server: remembered on disk for this workspace and this hook.
+    let (responder_b, seen_b) = responder(&["rejectOnce"]);
+    let server_b = hooked_server(&ws, &fake, json!({}), Some(responder_b)).await;
+    let session = new_session(&server_b).await;
+    let turn = prompt(&server_b, &session, "two").await;
+    let _ = updates_until_end(&server_b, &turn).await;
+    assert!(permission_requests(&seen_b).is_empty());
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "run\nrun\n");
+
+    // A changed hook is another hook: asked again (and refused here).
+    write_workspace_hooks(&ws.root, &format!("{command}; echo changed"));
+    let turn = prompt(&server_b, &session, "three").await;
+    let _ = updates_until_end(&server_b, &turn).await;
+    assert_eq!(permission_requests(&seen_b).len(), 1);
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "run\nrun\n");
+    server_b.stop().await;
+}
+
+#[tokio::test]
+async fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_goes_on() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let pid_file = ws.root.parent().unwrap().join("hang.pid");
+    let hang = script(
+        &ws,
+        "hang.sh",
+        &format!("sleep 600 &\necho $! > {}\nwait", pid_file.display()),
+    );
+    fake.push(FakeProvider::openai_text(&["Still here."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &hang, Some(1))}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(answer_text(&updates), "Still here.");
+    let hooks = hook_updates(&updates, "UserPromptSubmit");
+    assert_eq!(hooks[0]["outcome"], "timeout", "{hooks:?}");
+    assert!(updates
+        .iter()
+        .any(|u| u["kind"] == "warning" && u["message"].as_str().unwrap().contains("timed out")));
+    // The hook's whole process group was killed: its `sleep` is gone (or a zombie).
+    let pid = fs::read_to_string(&pid_file).unwrap();
+    let stat = fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+    assert!(
+        stat.is_empty() || state == Some('Z'),
+        "the hook's child still runs: {stat}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let context = script(
+        &ws,
+        "house-style.sh",
+        "echo 'House style: tabs, not spaces.'",
+    );
+    fake.push(FakeProvider::openai_text(&["ok"], None));
+    fake.push(FakeProvider::openai_text(&["ok again"], None));
+    let settings = json!({"hooks": hooks_setting("UserPromptSubmit", None, &context, None)});
+    let server_a = hooked_server(&ws, &fake, settings.clone(), None).await;
+    let session = new_session(&server_a).await;
+    let turn = prompt(&server_a, &session, "first").await;
+    let (updates, _) = updates_until_end(&server_a, &turn).await;
+    assert_eq!(
+        updates.iter().filter(|u| u["kind"] == "reminder").count(),
+        1
+    );
+    server_a.stop().await;
+
+    let server_b = hooked_server(&ws, &fake, settings, None).await;
+    server_b
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let turn = prompt(&server_b, &session, "second").await;
+    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    // The hook ran again and said the same: the reminder is not repeated.
+    assert_eq!(
+        hook_updates(&updates, "UserPromptSubmit")[0]["outcome"],
+        "ok"
+    );
+    assert_eq!(
+        updates.iter().filter(|u| u["kind"] == "reminder").count(),
+        0
+    );
+    let requests = fake.requests();
+    let body = body_text(&requests[1]);
+    assert_eq!(
+        body.matches("House style: tabs, not spaces.").count(),
+        1,
+        "{body}"
+    );
+    server_b.stop().await;
+}
+
+#[tokio::test]
+async fn a_risky_pattern_is_warned_about_once_per_session() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let write = |path: &str, content: &str| json!({"path": path, "content": content}).to_string();
+    let first = write("src/a.py", "x = eval(input())\n");
+    let second = write("src/b.py", "y = eval(data)\n");
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_a", "write_file", &[first.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_b", "write_file", &[second.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Written."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto"}),
+        Some(responder(&[]).0),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "write them").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let reminders: Vec<&Value> = updates.iter().filter(|u| u["kind"] == "reminder").collect();
+    assert_eq!(reminders.len(), 1, "{updates:?}");
+    assert_eq!(reminders[0]["key"], "risky:eval");
+    let requests = fake.requests();
+    assert!(!body_text(&requests[0]).contains("calls eval()"));
+    assert_eq!(body_text(&requests[2]).matches("calls eval()").count(), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_changed_files() {
+    let ws = workspace();
+    let big: String = (0..150)
+        .map(|i| format!("let value_{i} = compute(&inputs[{i}], \"parser stage {i}\");\n"))
+        .collect();
+    fs::write(ws.root.join("src/big.rs"), big).unwrap();
+    let fake = FakeProvider::start().await;
+    let log = ws.root.parent().unwrap().join("events.log");
+    let record = script(
+        &ws,
+        "record.sh",
+        &format!(
+            r#"jq -r '[.hook_event_name, (.source // .trigger)] | join(" ")' >> {}"#,
+            log.display()
+        ),
+    );
+    let write = json!({"path": "src/new.rs", "content": "pub fn added() {}\n"}).to_string();
+    let read = json!({"path": "src/big.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("w1", "write_file", &[write.as_str()]),
+            ("r1", "read_file", &[read.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Read and written."], None));
+    fake.push_for(
+        "CONTEXT CHECKPOINT COMPACTION",
+        FakeProvider::openai_text(
+            &["# Compaction Handoff\n[Done] wrote src/new.rs\n[Next] go on"],
+            None,
+        ),
+    );
+    fake.push(FakeProvider::openai_text(&["Going on."], None));
+    fake.push(FakeProvider::openai_text(&["Back again."], None));
+    let mut settings = hooks_setting("SessionStart", None, &record, None);
+    settings["PreCompact"] =
+        hooks_setting("PreCompact", Some("manual"), &record, None)["PreCompact"].clone();
+    let extra = json!({"approval": "full-auto", "hooks": settings});
+    let server = hooked_server(&ws, &fake, extra.clone(), Some(responder(&[]).0)).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Read big.rs and add new.rs").await;
+    let _ = updates_until_end(&server, &turn).await;
+    let outcome = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    let turn = prompt(&server, &session, "Go on").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let reminder = updates
+        .iter()
+        .find(|u| u["kind"] == "reminder" && u["source"] == "compaction")
+        .expect("the after-compaction reminder");
+    assert!(
+        reminder["text"].as_str().unwrap().contains("src/new.rs"),
+        "{reminder}"
+    );
+    let last = fake.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        last.contains("Read a file again before you edit it"),
+        "{last}"
+    );
+    server.stop().await;
+
+    let server = hooked_server(&ws, &fake, extra, None).await;
+    server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let turn = prompt(&server, &session, "Again").await;
+    let _ = updates_until_end(&server, &turn).await;
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "SessionStart new\nPreCompact manual\nSessionStart compact\nSessionStart loaded\n"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn updated_input_replaces_the_arguments_and_post_tool_use_sees_failed_calls_too() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let redirect = script(
+        &ws,
+        "redirect.sh",
+        r#"path=$(jq -r '.tool_input.path')
+if [ "$path" = "src/old_name.rs" ]; then
+  jq -n '{hookSpecificOutput: {hookEventName: "PreToolUse", updatedInput: {path: "src/lib.rs"}}}'
+fi"#,
+    );
+    let log = ws.root.parent().unwrap().join("post.log");
+    let post = script(
+        &ws,
+        "post.sh",
+        &format!(
+            r#"jq -r '[.tool_input.path, (.tool_response.success | tostring), ((.tool_response.error // "") | length > 0 | tostring)] | join(" ")' >> {}"#,
+            log.display()
+        ),
+    );
+    let renamed = json!({"path": "src/old_name.rs"}).to_string();
+    let missing = json!({"path": "src/missing.rs"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("c1", "read_file", &[renamed.as_str()]),
+            ("c2", "read_file", &[missing.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Read one."], None));
+    let mut hooks = hooks_setting("PreToolUse", Some("read_file"), &redirect, None);
+    hooks["PostToolUse"] =
+        hooks_setting("PostToolUse", Some("read_file"), &post, None)["PostToolUse"].clone();
+    let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "Read them").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done.len(), 1, "{updates:?}");
+    assert_eq!(done[0]["toolCallId"], "c1");
+    assert!(
+        done[0]["output"].as_str().unwrap().contains("41"),
+        "the rewritten path was read"
+    );
+    assert_eq!(tool_updates(&updates, "failed")[0]["toolCallId"], "c2");
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        "src/lib.rs true false\nsrc/missing.rs false true\n"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_prompt_submit_block_keeps_the_prompt_from_the_model() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let guard = script(
+        &ws,
+        "no-secrets.sh",
+        r#"if jq -r '.prompt' | grep -q 'password'; then
+  echo '{"decision": "block", "reason": "prompts must not contain passwords"}'
+fi"#,
+    );
+    fake.push(FakeProvider::openai_text(&["Fine."], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &guard, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "my password is hunter2").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "error");
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    assert_eq!(error["code"], "blockedByHook");
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("prompts must not contain passwords"));
+    assert!(fake.requests().is_empty(), "nothing was sent");
+    // The next prompt goes through, and the blocked one is not in its history.
+    let turn = prompt(&server, &session, "hello").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(!body_text(&fake.requests()[0]).contains("hunter2"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancel_kills_a_running_hook_and_ends_the_turn() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let pid_file = ws.root.parent().unwrap().join("slow.pid");
+    let slow = script(
+        &ws,
+        "slow.sh",
+        &format!(
+            "sleep 600 &\necho $! > {}.tmp\nmv {0}.tmp {0}\nwait",
+            pid_file.display()
+        ),
+    );
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("UserPromptSubmit", None, &slow, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "hi").await;
+    // Wait until the hook runs (a condition, not a duration).
+    while !pid_file.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let cancelled = server
+        .client
+        .request("agent/session/cancel", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(cancelled["cancelled"], true);
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "cancelled");
+    assert!(fake.requests().is_empty(), "no model call after the cancel");
+    let pid = fs::read_to_string(&pid_file).unwrap();
+    let stat = fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim().chars().next();
+    assert!(
+        stat.is_empty() || state == Some('Z'),
+        "the hook's child still runs: {stat}"
+    );
+    server.stop().await;
+}
