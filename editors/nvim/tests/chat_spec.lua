@@ -275,6 +275,7 @@ test("a slash in the input completes the built-in and custom commands", function
   vim.api.nvim_win_set_cursor(chat.ui.input_win, { 1, 3 })
   h.assert_eq(chat.omnifunc(1, ""), 0)
   h.assert_eq(#chat.omnifunc(0, "/gi"), 1)
+end)
 
 test("hook runs and reminders are one line each in the chat", function()
   local ws = h.workspace({ ["src/lib.rs"] = lib })
