@@ -240,16 +240,17 @@ pub fn infos(custom: &[Command]) -> Vec<CommandInfo> {
 
 /// The `/help` text: one line per command.
 pub fn help(custom: &[Command]) -> String {
-    let rows: Vec<(String, &CommandInfo)> = Vec::new();
     let infos = infos(custom);
-    let mut rows = rows;
-    for info in &infos {
-        let usage = match &info.argument_hint {
-            Some(hint) => format!("/{} {hint}", info.name),
-            None => format!("/{}", info.name),
-        };
-        rows.push((usage, info));
-    }
+    let rows: Vec<(String, &CommandInfo)> = infos
+        .iter()
+        .map(|info| {
+            let usage = match &info.argument_hint {
+                Some(hint) => format!("/{} {hint}", info.name),
+                None => format!("/{}", info.name),
+            };
+            (usage, info)
+        })
+        .collect();
     let width = rows
         .iter()
         .map(|(u, _)| u.chars().count())
