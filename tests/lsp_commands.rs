@@ -686,3 +686,52 @@ async fn cancelling_the_parent_cancels_the_child() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_child_that_stops_at_its_step_limit_is_a_failed_task_and_the_parent_goes_on() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let task = json!({"agent": "explore", "prompt": "find DELTATASK"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_d", "task", &[task.as_str()])],
+        None,
+    ));
+    let read = json!({"path": "src/lib.rs"}).to_string();
+    fake.push_for(
+        "DELTATASK",
+        FakeProvider::openai_tool_calls(&[("r1", "read_file", &[read.as_str()])], None),
+    );
+    fake.push(FakeProvider::openai_text(
+        &["The search failed; I will read it myself."],
+        None,
+    ));
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"subagents": {"maxSteps": 1}})),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "search").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed.len(), 1, "{updates:?}");
+    assert_eq!(failed[0]["toolCallId"], "call_d");
+    assert!(
+        failed[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("the subagent explore stopped at its step limit"),
+        "{}",
+        failed[0]
+    );
+    assert_eq!(
+        answer_text(&updates),
+        "The search failed; I will read it myself."
+    );
+    // One child call (its limit), then the parent's: three requests in all.
+    assert_eq!(fake.requests().len(), 3);
+    assert_invariants(&fake.requests());
+    server.stop().await;
+}
