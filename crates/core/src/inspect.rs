@@ -53,6 +53,11 @@ pub struct ContextReport {
     pub total_tokens: usize,
     pub fill: f64,
     pub estimated: bool,
+    /// The request size at which a model call waits for a compaction: `compaction.threshold`
+    /// of the usable window (the window less the output reserve), as the turn computes it.
+    pub threshold_tokens: usize,
+    /// Whether compaction runs by itself at that threshold (`compaction.auto`).
+    pub auto_compact: bool,
     pub sections: Vec<Section>,
     /// Exactly the `messages` the configured provider would be sent next.
     pub messages: Vec<Value>,
@@ -167,6 +172,12 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> Context
         total_tokens: request.total_tokens,
         fill: request.fill(),
         estimated: request.estimated,
+        threshold_tokens: (inputs.config.compaction.threshold
+            * crate::compaction::usable_window(
+                request.context_window,
+                inputs.config.max_output_tokens,
+            ) as f64) as usize,
+        auto_compact: inputs.config.compaction.auto,
         sections: request.sections.clone(),
         // Exactly what the configured provider would be sent.
         messages: wire::messages(

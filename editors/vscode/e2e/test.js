@@ -181,6 +181,55 @@ step('the status bar shows the compacting state during Agent: Compact', async ()
   await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ hasText: /\d+%/ }).first().waitFor();
 });
 
+/** The frame of the context view (a webview): the one holding `#bar`. */
+async function contextFrame(timeout = LONG) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    for (const frame of page.frames()) {
+      if (frame.isDetached()) continue;
+      const n = await frame.locator('#bar').count().catch(() => 0);
+      if (n > 0) return frame;
+    }
+    await sleep(250);
+  }
+  throw new Error('the context view (a frame with #bar) did not appear');
+}
+
+step('the status bar item opens the context view: the bar, the headroom, the compaction', async () => {
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).first().click();
+  await page.locator('.tab', { hasText: 'agentls context' }).first().waitFor();
+  const view = await contextFrame();
+  // One stacked bar of the window: a segment per section with tokens, in request order.
+  const sections = await view.locator('#bar .segment').evaluateAll((nodes) =>
+    nodes.map((n) => ({ name: n.dataset.section, width: n.getBoundingClientRect().width, title: n.title })),
+  );
+  const names = sections.map((s) => s.name);
+  for (const name of ['tools', 'system', 'conversation', 'editor']) {
+    assert.ok(names.includes(name), `a ${name} segment in ${JSON.stringify(names)}`);
+  }
+  assert.ok(names.indexOf('tools') < names.indexOf('system') && names.indexOf('system') < names.indexOf('conversation'), JSON.stringify(names));
+  for (const s of sections) {
+    assert.ok(s.width > 0, `the ${s.name} segment is drawn: ${JSON.stringify(s)}`);
+    assert.match(s.title, /: [\d,]+ tokens, (trusted|untrusted)$/);
+  }
+  const barWidth = await view.locator('#bar').evaluate((n) => n.getBoundingClientRect().width);
+  const history = sections.find((s) => s.name === 'conversation');
+  const tools = sections.find((s) => s.name === 'tools');
+  assert.ok(history.width < barWidth && tools.width < barWidth, 'segments are shares of the whole window');
+  // The legend: tokens and trust per section.
+  assert.match(await view.locator('#sections tr[data-section="editor"]').innerText(), /editor\s+[\d,]+\s+[\d.]+%\s+untrusted/);
+  assert.match(await view.locator('#sections tr[data-section="conversation"]').innerText(), /history\s+[\d,]+\s+[\d.]+%\s+trusted/);
+  assert.match(await view.locator('#total').innerText(), /^[\d,]+ of [\d,]+ tokens \(\d+%\)/);
+  assert.match(await view.locator('#headroom').innerText(), /tokens (of headroom before|past the threshold).*compaction at [\d,]+ tokens/);
+  const threshold = await view.locator('#bar .threshold').evaluate((n) => n.getBoundingClientRect().width);
+  assert.ok(threshold >= 0);
+  // The compaction of the previous step, before → after and its strategy.
+  const compactions = await view.locator('#compactions li').allInnerTexts();
+  assert.equal(compactions.length, 1, JSON.stringify(compactions));
+  assert.match(compactions[0], /^[\d,]+ → [\d,]+ tokens \(\w+\)$/);
+  console.log(`context view: ${JSON.stringify(names)}; ${compactions[0]}`);
+});
+
 step('typing / suggests the slash commands, built-in and custom', async () => {
   const chat = await chatFrame();
   const input = chat.locator('#input');

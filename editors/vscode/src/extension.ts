@@ -5,10 +5,12 @@
 import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, type LanguageClient } from 'vscode-languageclient/node';
 import { ChatViewProvider } from './chat/chatView';
+import { makeNonce } from './chat/html';
 import type { FromWebview } from './chat/messages';
 import { createClient } from './client';
 import { onPath, serverCommand, serverSettings } from './config';
 import { applyUnifiedDiff } from './diff';
+import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { editorState } from './editorState';
 import {
   type AgentStatus,
@@ -72,6 +74,7 @@ class Agent implements vscode.Disposable {
   private readonly statusItem: vscode.StatusBarItem;
   private readonly output: vscode.OutputChannel;
   private readonly docs = new VirtualDocuments();
+  private contextPanel: vscode.WebviewPanel | undefined;
   private readonly chat: ChatViewProvider;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -395,27 +398,27 @@ class Agent implements vscode.Disposable {
     );
   }
 
+  /** The status bar item's view: the window as one stacked bar by section, the
+   *  compactions so far and the headroom to the threshold (contextBar.ts draws it). */
   async showContext(): Promise<void> {
+    const sessionId = this.model.sessionId;
     const report = await this.request<ContextReport>(Methods.sessionContext, {
-      sessionId: this.model.sessionId,
+      sessionId,
       editor: this.currentEditorState(),
     });
-    const rows = report.sections.map((s) => `| ${s.name} | ${thousands(s.tokens)} | ${s.trust} |`);
-    const text = [
-      `# agentls context`,
-      '',
-      `${thousands(report.totalTokens)} of ${thousands(report.contextWindow)} tokens (${Math.round(report.fill * 100)}%${
-        report.estimated ? ', estimated' : ''
-      })${report.tokenizer ? `, tokenizer ${report.tokenizer}` : ''}`,
-      this.status ? `\nLast status: ${thousands(this.status.usedTokens)} tokens, ${this.status.compactions} compaction(s).` : '',
-      '',
-      '| section | tokens | trust |',
-      '|---|---:|---|',
-      ...rows,
-      '',
-    ].join('\n');
-    const uri = this.docs.add('context.md', text);
-    await vscode.window.showTextDocument(uri, { preview: true });
+    const items = sessionId
+      ? (await this.request<{ items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId })).items
+      : [];
+    const layout = contextLayout(report, compactionsOf(items));
+    if (!this.contextPanel) {
+      this.contextPanel = vscode.window.createWebviewPanel('agentls.context', 'agentls context', vscode.ViewColumn.Active, {
+        enableScripts: false,
+      });
+      this.contextPanel.onDidDispose(() => (this.contextPanel = undefined), undefined, this.disposables);
+    } else {
+      this.contextPanel.reveal();
+    }
+    this.contextPanel.webview.html = contextHtml(layout, this.contextPanel.webview.cspSource, makeNonce());
   }
 
   // ---- code actions and "ask about selection" ----

@@ -157,6 +157,10 @@ export interface ContextReport {
   totalTokens: number;
   fill: number;
   estimated: boolean;
+  /** The request size at which a model call waits for a compaction (the server's figure). */
+  thresholdTokens: number;
+  /** Whether compaction runs by itself at that threshold. */
+  autoCompact: boolean;
   sections: ContextSection[];
   tokenizer?: string;
   calibration?: { ratio: number; samples: number };

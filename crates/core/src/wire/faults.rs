@@ -100,6 +100,8 @@ pub fn context_figures(message: &str) -> (Option<usize>, Option<usize>) {
         [
             // llama-cpp-python
             (r"(?i)requested tokens \((\d+)\) exceed context window of (\d+)", true),
+            // llama.cpp's own server (llama-server, xllamacpp)
+            (r"(?i)request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)", true),
             // Anthropic
             (r"(?i)prompt is too long: (\d+) tokens > (\d+) maximum", true),
             // OpenAI, vLLM
@@ -204,6 +206,10 @@ mod tests {
         assert_eq!(
             context_figures("prompt is too long: 210000 tokens > 200000 maximum"),
             (Some(210000), Some(200000))
+        );
+        assert_eq!(
+            context_figures("request (3031 tokens) exceeds the available context size (1024 tokens), try increasing it"),
+            (Some(3031), Some(1024))
         );
         assert_eq!(context_figures("context_length_exceeded"), (None, None));
     }

@@ -312,12 +312,12 @@ function M.on_permission(call, choice, timed_out)
   append_lines({ string.format("> %s: %s", answer, call.title or call.name or "tool call") })
 end
 
---- Shows a unified diff in a scratch window; returns the window.
-function M.show_diff(title, diff)
+--- Shows what an approval is about (a diff, a command) in a float; returns the window.
+function M.show_details(title, lines, filetype)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = "wipe"
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(diff, "\n", { plain = true }))
-  vim.bo[buf].filetype = "diff"
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = filetype or "diff"
   vim.bo[buf].modifiable = false
   local width = math.floor(vim.o.columns * 0.7)
   local height = math.min(#vim.api.nvim_buf_get_lines(buf, 0, -1, false) + 1, math.floor(vim.o.lines * 0.6))

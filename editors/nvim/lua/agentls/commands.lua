@@ -27,7 +27,7 @@ end
 
 function M.new_session()
   leave_session()
-  agentls().state.session = nil
+  agentls().set_session(nil)
   agentls().session()
   chat().clear()
   chat().open()
@@ -52,7 +52,7 @@ function M.sessions()
       return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
     end
     leave_session(choice.sessionId)
-    agentls().state.session = choice.sessionId
+    agentls().set_session(choice.sessionId)
     chat().open()
     chat().render(loaded.items)
   end)
@@ -76,9 +76,11 @@ function M.compact(instructions)
   end)
 end
 
---- The context breakdown (what the model would be sent next) in a float.
+--- The context window in a float: one stacked bar by section with tokens and trust, the
+--- headroom to the compaction threshold and the compactions so far (context_bar.lua).
 function M.context()
-  local params = { sessionId = agentls().state.session }
+  local session = agentls().state.session
+  local params = { sessionId = session }
   local win = chat().ui.origin_win
   if not (win and vim.api.nvim_win_is_valid(win)) then
     win = vim.api.nvim_get_current_win()
@@ -91,25 +93,29 @@ function M.context()
   if err or not result then
     return vim.notify("agentls: " .. (err and err.message or "no context"), vim.log.levels.ERROR)
   end
-  local lines = {
-    string.format("%d of %d tokens (%.0f%%)%s", result.totalTokens, result.contextWindow, result.fill * 100, result.estimated and ", estimated" or ""),
-    "",
-  }
-  for _, section in ipairs(result.sections or {}) do
-    table.insert(lines, string.format("%-24s %8d  %s", section.name, section.tokens, section.trust))
+  local compactions = {}
+  local bar = require("agentls.context_bar")
+  if session then
+    local loaded = agentls().request("agent/session/load", { sessionId = session })
+    compactions = bar.compactions_of(loaded and loaded.items)
   end
+  local lines = bar.lines(result, compactions, { width = 50 })
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = "wipe"
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
-  local width = 50
+  local width = 0
+  for _, line in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(line))
+  end
+  width = math.min(width + 1, vim.o.columns - 4)
   vim.api.nvim_open_win(buf, true, {
     relative = "editor",
     width = width,
-    height = #lines,
+    height = math.min(#lines, vim.o.lines - 4),
     row = 2,
-    col = math.floor((vim.o.columns - width) / 2),
+    col = math.max(math.floor((vim.o.columns - width) / 2), 0),
     border = "rounded",
     title = " agentls context ",
   })

@@ -22,16 +22,23 @@ local function on_status(_, params)
   local state = agentls().state
   state.status = params
   vim.api.nvim_exec_autocmds("User", { pattern = "AgentlsStatus", data = params, modeline = false })
-  vim.cmd("redrawstatus")
+  agentls().redraw_status()
 end
 
---- agent/session/requestPermission: the diff first (for edits), then the options. The
---- answer is the response; the editor keeps running while the user decides.
+--- agent/session/requestPermission: what the call would do (the diff of an edit or a
+--- write, the whole command of a shell call) stays in view while the options are offered:
+--- in the prompt of Neovim's own vim.ui.select (its input list covers every window), else
+--- in a float beside the picker. The answer is the response; the editor keeps running
+--- while the user decides.
 local function on_permission(_, params)
   local call = params.toolCall or {}
+  local approval = require("agentls.approval")
+  local other = params.sessionId and params.sessionId ~= agentls().state.session and params.sessionId or nil
+  local stock = approval.is_stock_select()
+  local details = approval.details(call)
   local diff_win
-  if call.diff and call.diff ~= "" then
-    diff_win = require("agentls.chat").show_diff(call.title or call.name, call.diff)
+  if not stock and #details > 0 then
+    diff_win = require("agentls.chat").show_details(call.title or call.name, details, (call.diff and call.diff ~= "") and "diff" or "sh")
   end
   -- The server counts no answer within approvalTimeoutMs as a rejection: stop waiting a
   -- little before, so a late pick is not shown as allowed.
@@ -47,9 +54,8 @@ local function on_permission(_, params)
       coroutine.resume(co)
     end
   end
-  local session = params.sessionId and params.sessionId ~= agentls().state.session and (" [session " .. params.sessionId .. "]") or ""
   vim.ui.select(params.options or {}, {
-    prompt = "agentls: " .. (call.title or call.name or "tool call") .. session .. "?",
+    prompt = stock and approval.inline_prompt(call, other) or approval.question(call, other),
     format_item = function(option)
       return option.name
     end,

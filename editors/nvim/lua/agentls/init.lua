@@ -157,7 +157,7 @@ function M.session()
     vim.notify("agentls: " .. (err and err.message or "no session"), vim.log.levels.ERROR)
     return nil
   end
-  M.state.session = result.sessionId
+  M.set_session(result.sessionId)
   return M.state.session
 end
 
@@ -176,6 +176,19 @@ function M.statusline()
     text = text .. " …"
   end
   return text
+end
+
+--- Redraws every statusline and winbar (and the tabline) that may show the figure: the
+--- file windows too, not only the current one, which is usually the chat.
+function M.redraw_status()
+  vim.cmd("redrawstatus!")
+  vim.cmd("redrawtabline")
+end
+
+--- The current session changes (nil: none yet); the figure follows.
+function M.set_session(id)
+  M.state.session = id
+  M.redraw_status()
 end
 
 function M.setup(opts)
