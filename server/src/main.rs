@@ -181,6 +181,12 @@ fn run_bench(which: Bench) -> ExitCode {
                 .and_then(|rt| rt.block_on(bench::startup(args.files))),
             bench::print_startup,
         ),
+        Bench::Subagent => report(
+            runtime()
+                .map_err(|e| e.to_string())
+                .and_then(|rt| rt.block_on(agentls::dev::bench_subagent::run())),
+            agentls::dev::bench_subagent::print,
+        ),
     }
 }
 

@@ -369,6 +369,21 @@ test("a slash command from available_commands_update runs without the model", as
   assert.match(text(c.updates, "agent_message_chunk"), /\/compact/);
 });
 
+test("a custom command of the workspace is in available_commands_update and runs", async () => {
+  const ws = workspace({ ".agents/commands/review.md": "---\ndescription: Review a path\nargument-hint: PATH\n---\nReview $ARGUMENTS with care, please.\n" });
+  const { url } = await fake({ replies: [{ text: ["Reviewed."] }] });
+  const c = connect(spawnAgent(url, ws));
+  await c.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const commands = await c.update(kind("available_commands_update"));
+  const review = commands.update.availableCommands.find((cmd) => cmd.name === "review");
+  assert.deepEqual(review, { name: "review", description: "Review a path", input: { hint: "PATH" } });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "/review src/lib.rs" }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const requests = await (await fetch(url.replace(/\/v1$/, "") + "/__requests")).json();
+  assert.match(JSON.stringify(requests), /Review src\/lib.rs with care, please/);
+});
+
 test("resource links and embedded resources reach the model as attachments", async () => {
   const ws = workspace({ "notes.md": "linked file text\n" });
   const { url } = await fake({ replies: [{ text: ["Seen."] }] });

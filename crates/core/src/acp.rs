@@ -95,23 +95,17 @@ pub fn rfc3339(ms: u64) -> String {
     )
 }
 
-/// The slash commands the server understands (`AvailableCommand`s), as
-/// `available_commands_update` lists them (read from `prompt_text::COMMANDS`, the one list
-/// `/help` prints).
-pub fn available_commands() -> Vec<Value> {
-    crate::prompt_text::COMMANDS
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim_start().strip_prefix('/')?;
-            let (usage, description) = line.split_once("  ")?;
-            let mut words = usage.split_whitespace();
-            let name = words.next()?.to_string();
-            let hint: Vec<&str> = words.collect();
-            let mut command = json!({"name": name, "description": description.trim()});
-            if !hint.is_empty() {
-                command["input"] = json!({"hint": hint.join(" ")});
+/// The slash commands of a session (`commands::infos`: the built-in ones, then the custom
+/// ones) as `AvailableCommand`s.
+pub fn available_commands(commands: &[crate::commands::CommandInfo]) -> Vec<Value> {
+    commands
+        .iter()
+        .map(|info| {
+            let mut command = json!({"name": info.name, "description": info.description});
+            if let Some(hint) = &info.argument_hint {
+                command["input"] = json!({"hint": hint});
             }
-            Some(command)
+            command
         })
         .collect()
 }
@@ -313,9 +307,9 @@ pub fn mode_update(mode: &str) -> Value {
     json!({"sessionUpdate": "current_mode_update", "currentModeId": mode})
 }
 
-/// `available_commands_update` with every slash command.
-pub fn commands_update() -> Value {
-    json!({"sessionUpdate": "available_commands_update", "availableCommands": available_commands()})
+/// `available_commands_update` with the session's slash commands.
+pub fn commands_update(commands: &[crate::commands::CommandInfo]) -> Value {
+    json!({"sessionUpdate": "available_commands_update", "availableCommands": available_commands(commands)})
 }
 
 /// `terminal/create` params for a `shell` command: the command through `sh -c` in `cwd`,
@@ -776,14 +770,22 @@ mod tests {
 
     #[test]
     fn commands_modes_and_config_options_are_listed() {
-        let commands = available_commands();
-        let names: Vec<&str> = commands
+        let builtin = available_commands(&crate::commands::infos(&[]));
+        let names: Vec<&str> = builtin
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["compact", "new", "context", "model", "help"]);
         expect![[r#"{"description":"compact the conversation now (focus steers the summary)","input":{"hint":"[focus]"},"name":"compact"}"#]]
-            .assert_eq(&available_commands()[0].to_string());
+            .assert_eq(&builtin[0].to_string());
+        let custom = crate::commands::parse(
+            "review",
+            crate::commands::Source::Workspace,
+            "---\ndescription: Review the diff\nargument-hint: PATH\n---\nReview $ARGUMENTS",
+        );
+        let all = available_commands(&crate::commands::infos(&[custom]));
+        expect![[r#"{"description":"Review the diff","input":{"hint":"PATH"},"name":"review"}"#]]
+            .assert_eq(&all[5].to_string());
         let state = modes("auto-edit");
         assert_eq!(state["currentModeId"], "auto-edit");
         assert_eq!(state["availableModes"].as_array().unwrap().len(), 3);

@@ -55,6 +55,10 @@ pub struct Config {
     pub temperature: Option<f64>,
     /// `maxSteps`: model calls per turn.
     pub max_steps: usize,
+    /// `subagents.maxSteps`: model calls of a subagent's turn.
+    pub subagent_max_steps: usize,
+    /// `subagents.maxConcurrent`: `task` calls of one response that run at the same time.
+    pub subagent_max_concurrent: usize,
     /// `stateDir`: where session logs live.
     pub state_dir: Option<PathBuf>,
     /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
@@ -144,6 +148,8 @@ impl Default for Config {
             max_retries: 4,
             temperature: None,
             max_steps: 50,
+            subagent_max_steps: 25,
+            subagent_max_concurrent: 3,
             state_dir: None,
             approval_timeout_ms: 300_000,
             compaction: CompactionConfig::default(),
@@ -333,6 +339,22 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.max_steps = p.max_steps,
+    },
+    Key {
+        path: "subagents.maxSteps",
+        set: |c, v| {
+            c.subagent_max_steps = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.subagent_max_steps = p.subagent_max_steps,
+    },
+    Key {
+        path: "subagents.maxConcurrent",
+        set: |c, v| {
+            c.subagent_max_concurrent = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.subagent_max_concurrent = p.subagent_max_concurrent,
     },
     Key {
         path: "stateDir",

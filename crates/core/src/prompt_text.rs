@@ -17,12 +17,8 @@ pub enum SlashCommand {
     Invalid(String),
 }
 
-pub const COMMANDS: &str = "\
-/compact [focus]  compact the conversation now (focus steers the summary)
-/new              start a new session
-/context          show what the model sees, section by section
-/model NAME       switch the model of this session
-/help             this list";
+// The list of built-in commands (for `/help` and `agent/session/commands`) is
+// `commands::BUILTIN`.
 
 /// The slash command `text` starts with, if any. Only the start of the prompt counts, so a
 /// path like `/usr/bin` later in a sentence is text.

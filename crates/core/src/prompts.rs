@@ -45,6 +45,8 @@ pub struct Prompts {
     pub attachments: AttachmentMarkers,
     /// The texts of the runtime reminders (`reminders.json`).
     pub reminders: ReminderTexts,
+    /// The system prompt of the built-in `explore` subagent.
+    pub subagent_explore: String,
 }
 
 /// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
@@ -159,6 +161,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "reminders.json",
         include_str!("../../../prompts/reminders.json"),
     ),
+    (
+        "subagent_explore.md",
+        include_str!("../../../prompts/subagent_explore.md"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -238,6 +244,7 @@ impl Prompts {
         let tool_rejected = text("tool_rejected.md");
         let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
+        let subagent_explore = text("subagent_explore.md");
         let reminders_json = text("reminders.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
@@ -275,6 +282,7 @@ impl Prompts {
                 tool_rejected,
                 ledger_header,
                 attachments,
+                subagent_explore,
                 reminders,
             },
             problems,
@@ -346,7 +354,8 @@ mod tests {
                 "edit_file",
                 "write_file",
                 "shell",
-                "update_plan"
+                "update_plan",
+                "task"
             ]
         );
         for tool in &prompts.tools {

@@ -24,6 +24,9 @@ pub enum Event {
         model: String,
         workspace: String,
         at: u64,
+        /// A subagent's session: the session and the `task` call that ran it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<ParentLink>,
     },
     TurnStarted {
         turn_id: String,
@@ -119,6 +122,14 @@ pub struct ChangedPath {
     pub change: crate::snapshot::ChangeKind,
 }
 
+/// Where a subagent's session comes from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentLink {
+    pub parent_session_id: String,
+    pub parent_tool_call_id: String,
+}
+
 /// What a compaction did, recorded with its boundary and reported to the client.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -188,6 +199,8 @@ pub struct Session {
     pub context_window: Option<usize>,
     /// Bumped by every compaction: a summary prepared before it is stale.
     pub generation: u64,
+    /// Set for a subagent's session.
+    pub parent: Option<ParentLink>,
     /// Reminder key → the version shown (`reminders::due` skips what is here).
     pub reminders_shown: std::collections::BTreeMap<String, String>,
 }
@@ -216,6 +229,7 @@ impl Session {
             low_yield_compactions: 0,
             context_window: None,
             generation: 0,
+            parent: None,
             reminders_shown: Default::default(),
         }
     }
@@ -243,7 +257,9 @@ impl Session {
                 model,
                 workspace,
                 at,
+                parent,
             } => {
+                self.parent = parent.clone();
                 // The id is the log's file name; one written inside the file is not trusted.
                 if self.id.is_empty() {
                     self.id = session_id.clone();
@@ -498,6 +514,7 @@ mod tests {
                 model: "gpt-4o".into(),
                 workspace: "/w".into(),
                 at: 10,
+                parent: None,
             },
             Event::TurnStarted {
                 turn_id: "t1".into(),

@@ -223,6 +223,60 @@ test("the fix-diagnostic command and the context float", function()
   assert(text:find("tokens", 1, true) and text:find("system", 1, true) and text:find("editor", 1, true), text)
 end)
 
+test("a subagent's tool calls are an indented block under its task call", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "t1", name = "task", arguments = { agent = "explore", prompt = "find answer" } } } },
+      { text = { "The explorer found it." } },
+    },
+    routes = {
+      ["read-only search subagent of agentls"] = {
+        { toolCalls = { { id = "r1", name = "read_file", arguments = { path = "src/lib.rs" } } } },
+        { text = { "CHILDTEXT answer() is in src/lib.rs:1" } },
+      },
+    },
+  })
+  h.setup(ws, url)
+  open_lib(ws)
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Where is answer()?")
+  h.wait_transcript("The explorer found it.")
+  local text = h.transcript()
+  assert(text:find("- ✓ explore: find answer\n    - ✓ Read src/lib.rs", 1, true), text)
+  assert(not text:find("CHILDTEXT", 1, true), "the child's text is its task's output, not chat text: " .. text)
+  assert(not text:find("turn ended", 1, true), text)
+end)
+
+test("a slash in the input completes the built-in and custom commands", function()
+  local ws = h.workspace({
+    ["src/lib.rs"] = lib,
+    [".agents/commands/git/commit.md"] = "---\ndescription: Commit the work\nargument-hint: MESSAGE\n---\nCommit: $ARGUMENTS\n",
+  })
+  local url = h.fake({ replies = {} })
+  h.setup(ws, url)
+  open_lib(ws)
+  vim.cmd("AgentChat")
+  local chat = require("agentls.chat")
+  local words = vim.tbl_map(function(item)
+    return item.word
+  end, chat.command_items(""))
+  assert(vim.tbl_contains(words, "/compact "), vim.inspect(words))
+  assert(vim.tbl_contains(words, "/help"), vim.inspect(words))
+  assert(vim.tbl_contains(words, "/git:commit "), vim.inspect(words))
+  local git = chat.command_items("gi")
+  h.assert_eq(#git, 1)
+  h.assert_eq(git[1].abbr, "/git:commit MESSAGE")
+  h.assert_eq(git[1].menu, "workspace")
+  h.assert_eq(git[1].info, "Commit the work")
+  h.assert_eq(vim.bo[chat.ui.input].omnifunc, "v:lua.require'agentls.chat'.omnifunc")
+  vim.api.nvim_set_current_win(chat.ui.input_win)
+  vim.api.nvim_buf_set_lines(chat.ui.input, 0, -1, false, { "/gi" })
+  vim.api.nvim_win_set_cursor(chat.ui.input_win, { 1, 3 })
+  h.assert_eq(chat.omnifunc(1, ""), 0)
+  h.assert_eq(#chat.omnifunc(0, "/gi"), 1)
+end)
+
 test("hook runs and reminders are one line each in the chat", function()
   local ws = h.workspace({ ["src/lib.rs"] = lib })
   local url = h.fake({ replies = { { text = { "Noted." } } } })

@@ -229,3 +229,34 @@ step('the status bar item opens the context view: the bar, the headroom, the com
   assert.match(compactions[0], /^[\d,]+ → [\d,]+ tokens \(\w+\)$/);
   console.log(`context view: ${JSON.stringify(names)}; ${compactions[0]}`);
 });
+
+step('typing / suggests the slash commands, built-in and custom', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('');
+  await input.pressSequentially('/');
+  const custom = chat.locator('#suggestions .suggestion', { hasText: '/git:commit' });
+  await custom.waitFor({ state: 'visible' });
+  assert.match(await custom.innerText(), /MESSAGE[\s\S]*Commit the work[\s\S]*workspace/);
+  await chat.locator('#suggestions .suggestion', { hasText: '/compact' }).waitFor();
+  await input.pressSequentially('gi');
+  assert.equal(await chat.locator('#suggestions .suggestion').count(), 1);
+  await input.press('Tab');
+  assert.equal(await input.inputValue(), '/git:commit ');
+  await chat.locator('#suggestions').waitFor({ state: 'hidden' });
+  await input.fill('');
+});
+
+step("a subagent's calls show as a collapsible group under its task", async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Where is answer()?');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Found by the explorer.' }).waitFor();
+  const task = chat.locator('.block.tool', { hasText: 'explore: find answer' });
+  const group = task.locator('details.subagent');
+  await group.waitFor({ state: 'visible' });
+  assert.match(await group.innerText(), /1 call by the subagent[\s\S]*✓ Read src\/lib\.rs/);
+  await group.locator('summary').click();
+  assert.equal(await group.evaluate((d) => d.open), false);
+});

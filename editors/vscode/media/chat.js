@@ -10,6 +10,7 @@
   const stop = /** @type {HTMLButtonElement} */ (document.getElementById('stop'));
   const context = /** @type {HTMLElement} */ (document.getElementById('context'));
   const contextLabel = /** @type {HTMLElement} */ (document.getElementById('context-label'));
+  const suggestions = /** @type {HTMLElement} */ (document.getElementById('suggestions'));
 
   const marks = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
 
@@ -113,15 +114,40 @@
       case 'tool': {
         const details = /** @type {HTMLDetailsElement} */ (el('details', 'block tool ' + block.status));
         details.dataset.id = block.id;
-        details.open = openTools.has(block.id);
+        // A task with subagent calls starts open (its group is what it shows); others closed.
+        const hasChildren = !!(block.children && block.children.length);
+        details.open = hasChildren ? !openTools.has(block.id + ':closed') : openTools.has(block.id);
         details.addEventListener('toggle', () => {
-          if (details.open) openTools.add(block.id);
-          else openTools.delete(block.id);
+          if (details.open) {
+            openTools.add(block.id);
+            openTools.delete(block.id + ':closed');
+          } else {
+            openTools.delete(block.id);
+            openTools.add(block.id + ':closed');
+          }
         });
         const summary = el('summary');
         summary.appendChild(el('span', 'status', marks[block.status] || marks.pending));
         summary.appendChild(document.createTextNode(' ' + block.title));
         details.appendChild(summary);
+        if (block.children && block.children.length) {
+          // A subagent's calls: a collapsible group under its task call.
+          const group = /** @type {HTMLDetailsElement} */ (el('details', 'subagent'));
+          const key = 'sub:' + block.id;
+          group.open = !openTools.has(key + ':closed');
+          group.addEventListener('toggle', () => {
+            if (group.open) openTools.delete(key + ':closed');
+            else openTools.add(key + ':closed');
+          });
+          const n = block.children.length;
+          group.appendChild(el('summary', undefined, n + (n === 1 ? ' call' : ' calls') + ' by the subagent'));
+          const ul = el('ul');
+          for (const child of block.children) {
+            ul.appendChild(el('li', child.status, (marks[child.status] || marks.pending) + ' ' + child.title));
+          }
+          group.appendChild(ul);
+          details.appendChild(group);
+        }
         if (block.output) details.appendChild(el('pre', undefined, block.output));
         return details;
       }
@@ -175,6 +201,10 @@
       case 'running':
         setRunning(msg.running);
         break;
+      case 'commands':
+        commands = msg.commands;
+        suggest();
+        break;
       case 'prefill':
         input.value = msg.text;
         context.hidden = !msg.context;
@@ -186,7 +216,97 @@
     if (follow) transcript.scrollTop = transcript.scrollHeight;
   });
 
+  // ---- `/` suggestions: the server's slash commands (agent/session/commands) ----
+  /** @type {{name: string, description: string, argumentHint: string | null, source: string}[] | undefined} */
+  let commands;
+  let selected = 0;
+  /** @type {typeof commands} */
+  let shown = [];
+
+  /** The name typed so far when the input is `/name` (no space yet), else undefined. */
+  function typedCommand() {
+    const m = /^\/(\S*)$/.exec(input.value);
+    return m ? m[1] : undefined;
+  }
+
+  function hideSuggestions() {
+    suggestions.hidden = true;
+    suggestions.replaceChildren();
+    shown = [];
+  }
+
+  function suggest() {
+    const typed = typedCommand();
+    if (typed === undefined || !commands) {
+      hideSuggestions();
+      return;
+    }
+    shown = commands.filter((c) => c.name.startsWith(typed));
+    if (!shown.length) {
+      hideSuggestions();
+      return;
+    }
+    selected = Math.min(selected, shown.length - 1);
+    suggestions.replaceChildren();
+    shown.forEach((command, i) => {
+      const row = el('div', 'suggestion' + (i === selected ? ' selected' : ''));
+      row.setAttribute('role', 'option');
+      row.dataset.name = command.name;
+      row.appendChild(el('span', 'name', '/' + command.name));
+      if (command.argumentHint) row.appendChild(el('span', 'hint', command.argumentHint));
+      row.appendChild(el('span', 'description', command.description));
+      row.appendChild(el('span', 'source', command.source));
+      row.addEventListener('mousedown', (event) => {
+        event.preventDefault();
+        accept(i);
+      });
+      suggestions.appendChild(row);
+    });
+    suggestions.hidden = false;
+  }
+
+  /** @param {number} i */
+  function accept(i) {
+    const command = shown[i];
+    if (!command) return;
+    input.value = '/' + command.name + ' ';
+    input.setSelectionRange(input.value.length, input.value.length);
+    hideSuggestions();
+    input.focus();
+  }
+
+  input.addEventListener('input', () => {
+    if (typedCommand() === undefined) {
+      hideSuggestions();
+      return;
+    }
+    if (input.value === '/') {
+      // Asked again at each new `/`, so an added command file shows.
+      selected = 0;
+      vscode.postMessage({ type: 'commands' });
+    }
+    suggest();
+  });
+
   input.addEventListener('keydown', (event) => {
+    if (!suggestions.hidden && shown.length) {
+      if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+        event.preventDefault();
+        selected = (selected + (event.key === 'ArrowDown' ? 1 : shown.length - 1)) % shown.length;
+        suggest();
+        return;
+      }
+      if (event.key === 'Tab' || (event.key === 'Enter' && !event.shiftKey && !event.isComposing)) {
+        event.preventDefault();
+        accept(selected);
+        return;
+      }
+      if (event.key === 'Escape') {
+        event.preventDefault();
+        hideSuggestions();
+        return;
+      }
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       const text = input.value.trim();

@@ -14,6 +14,7 @@ import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { editorState } from './editorState';
 import {
   type AgentStatus,
+  type CommandInfo,
   type ContextReport,
   type Diagnostic,
   type EditorState,
@@ -246,6 +247,13 @@ class Agent implements vscode.Disposable {
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
           break;
+        case 'commands': {
+          // For the `/` suggestion list: read each time, so a new command file shows.
+          const sessionId = await this.session();
+          const result = await this.request<{ commands: CommandInfo[] }>(Methods.sessionCommands, { sessionId });
+          this.chat.post({ type: 'commands', commands: result.commands });
+          break;
+        }
       }
     } catch (error) {
       this.post([addNotice(this.model, describe(error))]);

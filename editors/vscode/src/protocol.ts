@@ -71,11 +71,20 @@ export type SessionUpdate =
       usage?: { inputTokens: number; outputTokens: number };
     };
 
-/** agent/session/update params. */
+/** agent/session/update params. A subagent's session's updates carry the `task` call
+ *  (and session) they belong to. */
 export interface SessionUpdateParams {
   sessionId: string;
   turnId: string;
-  update: SessionUpdate;
+  update: SessionUpdate & { parentToolCallId?: string; parentSessionId?: string };
+}
+
+/** One row of agent/session/commands. */
+export interface CommandInfo {
+  name: string;
+  description: string;
+  argumentHint: string | null;
+  source: 'builtin' | 'workspace' | 'user';
 }
 
 /** agent/status params. */
@@ -164,6 +173,7 @@ export const Methods = {
   sessionLoad: 'agent/session/load',
   sessionPrompt: 'agent/session/prompt',
   sessionCancel: 'agent/session/cancel',
+  sessionCommands: 'agent/session/commands',
   sessionCompact: 'agent/session/compact',
   sessionSetModel: 'agent/session/setModel',
   sessionContext: 'agent/session/context',

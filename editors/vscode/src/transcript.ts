@@ -8,9 +8,25 @@ export type Block =
   | { type: 'user'; text: string }
   | { type: 'agent'; text: string }
   | { type: 'thought'; text: string }
-  | { type: 'tool'; id: string; title: string; toolKind: string; status: ToolStatus; output: string }
+  | {
+      type: 'tool';
+      id: string;
+      title: string;
+      toolKind: string;
+      status: ToolStatus;
+      output: string;
+      /** A `task` call's subagent calls, shown as a collapsible group under it. */
+      children?: ChildCall[];
+    }
   | { type: 'plan'; entries: PlanEntry[] }
   | { type: 'notice'; level: 'info' | 'warning' | 'error' | 'hook' | 'reminder'; text: string };
+
+/** A tool call of a subagent (its session is the child's). */
+export interface ChildCall {
+  id: string;
+  title: string;
+  status: ToolStatus;
+}
 
 export interface ChatModel {
   sessionId: string | undefined;
@@ -72,10 +88,39 @@ export function isRunning(model: ChatModel): boolean {
   return model.running.length > 0;
 }
 
+/** An update of a subagent's session: its tool calls join the `task` call's row; the rest
+ *  (its text, its turn's end) is the task's business, whose output is its final message. */
+function applyChildUpdate(model: ChatModel, params: SessionUpdateParams): BlockChange[] {
+  const u = params.update;
+  const index = u.parentToolCallId === undefined ? undefined : model.tools[u.parentToolCallId];
+  const block = index === undefined ? undefined : model.blocks[index];
+  if (index === undefined || !block || block.type !== 'tool') {
+    return [];
+  }
+  const children = (block.children ??= []);
+  if (u.kind === 'toolCall') {
+    children.push({ id: `${params.sessionId}/${u.toolCallId}`, title: u.title ?? u.name ?? 'tool', status: u.status ?? 'pending' });
+    return [{ index, block }];
+  }
+  if (u.kind === 'toolCallUpdate') {
+    const child = children.find((c) => c.id === `${params.sessionId}/${u.toolCallId}`);
+    if (!child) {
+      return [];
+    }
+    child.status = u.status;
+    return [{ index, block }];
+  }
+  return [];
+}
+
 /** One agent/session/update; returns the blocks that changed (for the view). */
 export function applyUpdate(model: ChatModel, params: SessionUpdateParams): BlockChange[] {
-  if (model.sessionId !== undefined && params.sessionId !== model.sessionId) {
+  const owner = params.update.parentSessionId ?? params.sessionId;
+  if (model.sessionId !== undefined && owner !== model.sessionId) {
     return []; // another session's turn (e.g. one left running before a switch)
+  }
+  if (params.update.parentToolCallId !== undefined) {
+    return applyChildUpdate(model, params);
   }
   const u = params.update;
   switch (u.kind) {
@@ -210,7 +255,7 @@ export function toText(model: ChatModel): string {
         case 'thought':
           return `> 💭 ${b.text}`;
         case 'tool':
-          return `- ${marks[b.status]} ${b.title}`;
+          return [`- ${marks[b.status]} ${b.title}`, ...(b.children ?? []).map((c) => `    - ${marks[c.status]} ${c.title}`)].join('\n');
         case 'plan':
           return b.entries.map((e) => `- [${e.status === 'completed' ? 'x' : e.status === 'in_progress' ? '~' : ' '}] ${e.content}`).join('\n');
         case 'notice':

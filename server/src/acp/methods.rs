@@ -285,10 +285,19 @@ impl State {
         )
     }
 
-    fn commands_update(id: &str) -> (String, Value) {
+    /// `available_commands_update` with the session's slash commands, built-in and custom
+    /// (read now); an error reading them is logged and the built-in ones are sent.
+    async fn commands_update(session: &AcpSession, id: &str) -> (String, Value) {
+        let commands = match session.agent.commands(id).await {
+            Ok(commands) => commands,
+            Err(err) => {
+                tracing::warn!("acp: the commands of {id}: {err}");
+                agentls_core::commands::infos(&[])
+            }
+        };
         (
             "session/update".into(),
-            json!({"sessionId": id, "update": mapping::commands_update()}),
+            json!({"sessionId": id, "update": mapping::commands_update(&commands)}),
         )
     }
 
@@ -313,7 +322,7 @@ impl State {
         let mut state = Self::session_state(&session, &id);
         state["sessionId"] = json!(id);
         let mut reply = Reply::new(state);
-        reply.then.push(Self::commands_update(&id));
+        reply.then.push(Self::commands_update(&session, &id).await);
         Ok(reply)
     }
 
@@ -342,7 +351,7 @@ impl State {
             session.host.send_update(&id, &update);
         }
         let mut reply = Reply::new(Self::session_state(&session, &id));
-        reply.then.push(Self::commands_update(&id));
+        reply.then.push(Self::commands_update(&session, &id).await);
         Ok(reply)
     }
 
@@ -350,7 +359,7 @@ impl State {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
         let mut reply = Reply::new(Self::session_state(&session, &id));
-        reply.then.push(Self::commands_update(&id));
+        reply.then.push(Self::commands_update(&session, &id).await);
         Ok(reply)
     }
 
@@ -378,7 +387,7 @@ impl State {
             let Ok(session) = self.open(&cwd) else {
                 continue;
             };
-            for summary in session.agent.list().await.map_err(agent_error)? {
+            for summary in session.agent.list(false).await.map_err(agent_error)? {
                 sessions.push((
                     summary.updated_at,
                     json!({

@@ -95,7 +95,18 @@ impl Agent {
         self.host.config().model.unwrap_or_default()
     }
 
-    fn update(&self, session_id: &str, turn_id: &str, update: Value) {
+    fn update(&self, session_id: &str, turn_id: &str, mut update: Value) {
+        // A subagent's updates say whose `task` call they belong to.
+        let parent = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .and_then(|handle| handle.parent.clone());
+        if let (Some(parent), Some(object)) = (parent, update.as_object_mut()) {
+            object.insert("parentSessionId".into(), json!(parent.parent_session_id));
+            object.insert("parentToolCallId".into(), json!(parent.parent_tool_call_id));
+        }
         self.host.notify(Notice::Update {
             session_id: session_id.to_string(),
             turn_id: turn_id.to_string(),
@@ -104,6 +115,11 @@ impl Agent {
     }
 
     fn status(&self, session: &Session, state: &str, used: usize, estimated: bool) {
+        // The status is the chat's (its fill, its state): a subagent's session has none of
+        // its own to show.
+        if session.parent.is_some() {
+            return;
+        }
         let window = self.window_of(session).context_window;
         self.host.notify(Notice::Status(json!({
             "sessionId": session.id,

@@ -62,6 +62,8 @@ pub(super) struct SessionHandle {
     /// Held while a turn sends an update and while a cancel takes effect: after a cancel
     /// no update of the cancelled turn can be on its way.
     pub(super) updates: Mutex<()>,
+    /// A subagent's session: its parent (its updates carry it).
+    pub(super) parent: Option<agentls_core::session::ParentLink>,
 }
 
 impl SessionHandle {
@@ -93,12 +95,26 @@ pub struct SessionSummary {
     pub title: String,
     pub updated_at: u64,
     pub turns: u32,
+    /// A subagent's session: the session whose `task` call ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
 }
 
 impl Agent {
     pub async fn new_session(
         self: &Arc<Self>,
         model: Option<String>,
+    ) -> Result<String, AgentError> {
+        self.create_session(model, None).await
+    }
+
+    /// A new session; a subagent's names its parent.
+    pub(super) async fn create_session(
+        self: &Arc<Self>,
+        model: Option<String>,
+        parent: Option<agentls_core::session::ParentLink>,
     ) -> Result<String, AgentError> {
         let store = self.store()?;
         let id = session_log::new_session_id();
@@ -123,6 +139,7 @@ impl Agent {
             model: model.clone(),
             workspace: workspace.clone(),
             at: session_log::now_millis(),
+            parent,
         };
         let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
         let mut live = Live { session, log };
@@ -235,6 +252,7 @@ impl Agent {
 
     pub(super) fn spawn_worker(self: &Arc<Self>, id: String, live: Live) -> Arc<SessionHandle> {
         let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
+        let parent = live.session.parent.clone();
         let handle = Arc::new(SessionHandle {
             id: id.clone(),
             live: tokio::sync::Mutex::new(live),
@@ -243,6 +261,7 @@ impl Agent {
             prepared: Mutex::new(Prepared::default()),
             prepared_done: tokio::sync::Notify::new(),
             updates: Mutex::new(()),
+            parent,
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = sessions.get(&id) {
@@ -278,8 +297,11 @@ impl Agent {
         handle
     }
 
-    /// `agent/session/list`: newest first.
-    pub async fn list(self: &Arc<Self>) -> Result<Vec<SessionSummary>, AgentError> {
+    /// `agent/session/list`: newest first; subagents' sessions only with `include_children`.
+    pub async fn list(
+        self: &Arc<Self>,
+        include_children: bool,
+    ) -> Result<Vec<SessionSummary>, AgentError> {
         let store = self.store()?;
         let mut summaries = Vec::new();
         for id in store.ids() {
@@ -310,10 +332,26 @@ impl Agent {
                     }
                 },
             };
-            summaries.push(summary);
+            if include_children || summary.parent_session_id.is_none() {
+                summaries.push(summary);
+            }
         }
         summaries.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
         Ok(summaries)
+    }
+
+    /// `agent/session/commands`: the built-in and custom slash commands (read now).
+    pub async fn commands(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<Vec<agentls_core::commands::CommandInfo>, AgentError> {
+        self.handle(id).await?;
+        let roots = self.host.roots();
+        let custom =
+            tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))
+                .await
+                .map_err(|e| AgentError(e.to_string()))?;
+        Ok(agentls_core::commands::infos(&custom))
     }
 
     /// The session's history, calibration and model (for `agent/session/context`).
@@ -422,6 +460,7 @@ impl Agent {
             problems: Vec::new(),
             steps: 0,
             announced: Default::default(),
+            scope: Default::default(),
             stop_hook_active: false,
             halt: None,
         };
@@ -440,6 +479,11 @@ pub(super) fn summary(session: &Session) -> SessionSummary {
         },
         updated_at: session.updated_at,
         turns: session.turns,
+        parent_session_id: session.parent.as_ref().map(|p| p.parent_session_id.clone()),
+        parent_tool_call_id: session
+            .parent
+            .as_ref()
+            .map(|p| p.parent_tool_call_id.clone()),
     }
 }
 

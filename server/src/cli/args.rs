@@ -152,6 +152,9 @@ pub enum Bench {
     Memory(MemoryArgs),
     /// initialize latency and index time on a generated workspace
     Startup(StartupArgs),
+    /// Tokens an `explore` subagent run over this repository keeps out of the parent's
+    /// history (run at the repository's root)
+    Subagent,
 }
 
 #[derive(Args, Debug)]

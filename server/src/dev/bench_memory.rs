@@ -74,6 +74,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
         model: "bench-model".into(),
         workspace: root.to_string_lossy().into_owned(),
         at: session_log::now_millis(),
+        parent: None,
     })
     .map_err(|e| e.to_string())?;
     for entry in &entries {

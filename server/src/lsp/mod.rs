@@ -58,6 +58,7 @@ pub async fn serve_stdio() -> SessionEnd {
     .custom_method("agent/session/context", Backend::session_context)
     .custom_method("agent/session/new", Backend::session_new)
     .custom_method("agent/session/list", Backend::session_list)
+    .custom_method("agent/session/commands", Backend::session_commands)
     .custom_method("agent/session/load", Backend::session_load)
     .custom_method("agent/session/prompt", Backend::session_prompt)
     .custom_method("agent/session/cancel", Backend::session_cancel)

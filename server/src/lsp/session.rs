@@ -28,6 +28,13 @@ pub(super) struct SessionNewParams {
     pub(super) model: Option<String>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct SessionListParams {
+    #[serde(default)]
+    pub(super) include_children: bool,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct SessionIdParams {
@@ -92,9 +99,27 @@ impl Backend {
         Ok(json!({ "sessionId": id }))
     }
 
-    pub(super) async fn session_list(&self, _: Option<Value>) -> jsonrpc::Result<Value> {
-        let sessions = self.agent().list().await.map_err(agent_error)?;
+    pub(super) async fn session_list(
+        &self,
+        params: Option<SessionListParams>,
+    ) -> jsonrpc::Result<Value> {
+        let include_children = params.is_some_and(|p| p.include_children);
+        let sessions = self
+            .agent()
+            .list(include_children)
+            .await
+            .map_err(agent_error)?;
         Ok(json!({ "sessions": sessions }))
+    }
+
+    /// `agent/session/commands`: the built-in and custom slash commands, for completion.
+    pub(super) async fn session_commands(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+        let commands = self
+            .agent()
+            .commands(&params.session_id)
+            .await
+            .map_err(agent_error)?;
+        Ok(json!({ "commands": commands }))
     }
 
     pub(super) async fn session_load(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {

@@ -4,6 +4,7 @@
 //! environment (`secrets`), the user settings file (`settings`).
 
 pub mod agents_md;
+pub mod commands;
 pub mod environment;
 pub mod file_index;
 pub mod files;

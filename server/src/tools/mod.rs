@@ -18,6 +18,7 @@ pub mod read_file;
 pub mod registry;
 pub mod shell;
 pub mod snapshot;
+pub mod task;
 #[cfg(test)]
 mod test_support;
 pub mod update_plan;

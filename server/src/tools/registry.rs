@@ -32,6 +32,8 @@ pub struct ToolContext {
     pub hidden_env: Vec<String>,
     /// Streams partial output to the editor as it comes (the shell's).
     pub on_output: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Runs subagents (`task`); None where no subagent may start (inside a subagent).
+    pub subagents: Option<Arc<dyn super::task::SubagentRunner>>,
 }
 
 /// The work a tool did before the approval, handed to its `run`.
@@ -70,6 +72,8 @@ pub enum Effect {
     },
     /// The model's plan: recorded as an event and sent to the editor.
     Plan(Vec<PlanEntry>),
+    /// Files a subagent changed: recorded for the session's ledger.
+    SubagentChanged { agent: String, files: Vec<String> },
 }
 
 /// A call's result: the output the model reads, whether it succeeded, and its effect.
@@ -151,6 +155,7 @@ impl Registry {
                 Box::new(super::write_file::WriteFile),
                 Box::new(super::shell::Shell),
                 Box::new(super::update_plan::UpdatePlan),
+                Box::new(super::task::Task),
             ],
         })
     }

@@ -56,7 +56,67 @@ local function ensure_buffers()
     for _, buf in ipairs({ ui.buf, ui.input }) do
       vim.keymap.set("n", keys.cancel, M.cancel, { buffer = buf, desc = "agentls: cancel" })
     end
+    -- `/` at the start of the input completes the slash commands (built-in and custom);
+    -- <C-x><C-o> completes them too.
+    vim.bo[ui.input].omnifunc = "v:lua.require'agentls.chat'.omnifunc"
+    vim.api.nvim_create_autocmd("TextChangedI", {
+      buffer = ui.input,
+      callback = function()
+        local cursor = vim.api.nvim_win_get_cursor(0)
+        local line = vim.api.nvim_get_current_line()
+        if cursor[1] == 1 and cursor[2] == 1 and line:sub(1, 1) == "/" then
+          M.complete_commands()
+        end
+      end,
+    })
   end
+end
+
+--- The completion items of the slash commands (`agent/session/commands`) matching `prefix`
+--- (without the slash).
+function M.command_items(prefix)
+  local session = agentls().session()
+  if not session then
+    return {}
+  end
+  local result = agentls().request("agent/session/commands", { sessionId = session }, 5000)
+  local items = {}
+  for _, command in ipairs(result and result.commands or {}) do
+    if vim.startswith(command.name, prefix or "") then
+      table.insert(items, {
+        word = "/" .. command.name .. (command.argumentHint and " " or ""),
+        abbr = "/" .. command.name .. (command.argumentHint and (" " .. command.argumentHint) or ""),
+        menu = command.source,
+        info = command.description or "",
+      })
+    end
+  end
+  return items
+end
+
+--- Opens the completion menu of slash commands at the start of the input line.
+function M.complete_commands()
+  local line = vim.api.nvim_get_current_line()
+  local prefix = line:match("^/(%S*)$")
+  if not prefix then
+    return
+  end
+  local items = M.command_items(prefix)
+  if #items > 0 and vim.fn.mode() == "i" then
+    vim.fn.complete(1, items)
+  end
+end
+
+--- 'omnifunc' of the input: slash commands at the start of the first line.
+function M.omnifunc(findstart, base)
+  if findstart == 1 then
+    local line = vim.api.nvim_get_current_line()
+    if vim.api.nvim_win_get_cursor(0)[1] == 1 and line:sub(1, 1) == "/" then
+      return 0
+    end
+    return -3
+  end
+  return M.command_items((base or ""):gsub("^/", ""))
 end
 
 --- Writes to the transcript (which the user cannot edit).
@@ -131,12 +191,29 @@ local function set_call_status(id, status)
     return
   end
   local line = vim.api.nvim_buf_get_lines(M.ui.buf, pos[1], pos[1] + 1, false)[1] or ""
-  local updated = line:gsub("^%- [^ ]+ ", "- " .. (markers[status] or markers.pending) .. " ", 1)
+  local updated = line:gsub("^(%s*)%- [^ ]+ ", "%1- " .. (markers[status] or markers.pending) .. " ", 1)
   with_transcript(function(buf)
     vim.api.nvim_buf_set_lines(buf, pos[1], pos[1] + 1, false, { updated })
   end)
   -- set_lines replaced the line: put the mark back on it.
   M.ui.calls[id] = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, pos[1], 0, { id = mark })
+end
+
+--- An update of a subagent's session (it carries the parent's `task` call): its tool calls
+--- are an indented block under that call; its text is not shown (its final message is the
+--- task's output).
+local function on_child_update(params)
+  local update = params.update
+  local key = (params.sessionId or "") .. "/" .. (update.toolCallId or "")
+  if update.kind == "toolCall" then
+    append_lines({ "    " .. tool_line(update) })
+    local last = vim.api.nvim_buf_line_count(M.ui.buf) - 1
+    M.ui.calls[key] = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, last, 0, {})
+  elseif update.kind == "toolCallUpdate" then
+    set_call_status(key, update.status)
+  elseif update.kind == "warning" or update.kind == "error" then
+    append_lines({ "    > " .. (update.kind == "error" and "✗ " or "⚠ ") .. (update.message or "") })
+  end
 end
 
 --- A text as one line: newlines become spaces, long texts are cut.
@@ -173,6 +250,9 @@ function M.on_update(params)
   ensure_buffers()
   local update = params.update or {}
   local kind = update.kind
+  if update.parentToolCallId then
+    return on_child_update(params)
+  end
   if kind == "agentMessageChunk" then
     append_text(update.text or "")
   elseif kind == "agentThoughtChunk" then

@@ -8,9 +8,11 @@ end
 
 local function on_update(_, params)
   -- Only the session shown in the chat: a turn of a session left behind must not write
-  -- into another's transcript.
+  -- into another's transcript. A subagent's session is shown under its parent's call.
   local current = agentls().state.session
-  if current and params.sessionId and params.sessionId ~= current then
+  local update = params.update or {}
+  local owner = update.parentSessionId or params.sessionId
+  if current and owner and owner ~= current then
     return
   end
   require("agentls.chat").on_update(params)

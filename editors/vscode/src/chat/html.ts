@@ -49,6 +49,7 @@ export function chatHtml(parts: HtmlParts): string {
 <div id="transcript" role="log" aria-live="polite"></div>
 <div id="composer">
   <div id="context" hidden><span id="context-label"></span><button id="context-clear" title="Do not attach">×</button></div>
+  <div id="suggestions" role="listbox" hidden></div>
   <textarea id="input" rows="3" placeholder="Ask the agent (Enter to send, Shift+Enter for a new line)"></textarea>
 </div>
 <script nonce="${nonce}" src="${attr(parts.scriptUri)}"></script>

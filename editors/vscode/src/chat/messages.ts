@@ -1,11 +1,13 @@
 // Messages between the extension host and the chat webview (media/chat.js).
+import type { CommandInfo } from '../protocol';
 import type { Block, BlockChange } from '../transcript';
 
 export type ToWebview =
   | { type: 'reset'; blocks: Block[]; running: boolean }
   | { type: 'blocks'; changes: BlockChange[]; running: boolean }
   | { type: 'prefill'; text: string; context: string | undefined }
-  | { type: 'running'; running: boolean };
+  | { type: 'running'; running: boolean }
+  | { type: 'commands'; commands: CommandInfo[] };
 
 export type FromWebview =
   | { type: 'ready' }
@@ -14,6 +16,7 @@ export type FromWebview =
   | { type: 'newSession' }
   | { type: 'sessions' }
   | { type: 'clearContext' }
+  | { type: 'commands' }
   | { type: 'copy'; text: string };
 
 export function isFromWebview(value: unknown): value is FromWebview {
@@ -30,6 +33,7 @@ export function isFromWebview(value: unknown): value is FromWebview {
     case 'newSession':
     case 'sessions':
     case 'clearContext':
+    case 'commands':
       return true;
     default:
       return false;

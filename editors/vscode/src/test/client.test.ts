@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { createClient } from '../client';
 import type { ServerSettings } from '../config';
-import type { AgentStatus, PermissionRequest, PermissionResponse, SessionUpdateParams, TranscriptItem } from '../protocol';
+import type { AgentStatus, CommandInfo, PermissionRequest, PermissionResponse, SessionUpdateParams, TranscriptItem } from '../protocol';
 import { addUser, applyUpdate, emptyModel, fromItems, toText } from '../transcript';
 import { BIN, type Fake, fakeProvider, waitFor, workspace } from './support/fixtures';
 import * as vscodeMock from './support/vscode-mock';
@@ -22,13 +22,24 @@ describe('language client against agentls', () => {
   let answer: (r: PermissionRequest) => PermissionResponse = () => ({ outcome: 'cancelled' });
 
   before(async () => {
-    root = workspace({ 'src/lib.rs': 'pub fn answer() -> u32 {\n    41\n}\n' });
+    root = workspace({
+      'src/lib.rs': 'pub fn answer() -> u32 {\n    41\n}\n',
+      '.agents/commands/git/commit.md': '---\ndescription: Commit the work\nargument-hint: MESSAGE\n---\nCommit: $ARGUMENTS\n',
+    });
     fake = await fakeProvider({
       replies: [
         { text: ['Hel', 'lo'], usage: [10, 2] },
         { toolCalls: [{ id: 'c1', name: 'edit_file', arguments: { path: 'src/lib.rs', old_text: '41', new_text: '42' } }] },
         { text: ['Rejected, ok.'] },
+        { toolCalls: [{ id: 't1', name: 'task', arguments: { agent: 'explore', prompt: 'find answer' } }] },
+        { text: ['Found by the explorer.'] },
       ],
+      routes: {
+        'read-only search subagent of agentls': [
+          { toolCalls: [{ id: 'r1', name: 'read_file', arguments: { path: 'src/lib.rs' } }] },
+          { text: ['answer() is in src/lib.rs:1'] },
+        ],
+      },
     });
     vscodeMock.mock.workspaceFolders = [{ uri: vscodeMock.Uri.file(root), name: path.basename(root), index: 0 }];
     const settings: ServerSettings & { stateDir: string } = {
@@ -105,5 +116,28 @@ describe('language client against agentls', () => {
     const list = await client.sendRequest<{ sessions: { sessionId: string; turns: number }[] }>('agent/session/list', {});
     assert.equal(list.sessions[0].sessionId, sessionId);
     assert.equal(list.sessions[0].turns, 2);
+  });
+
+  it('lists the slash commands for the `/` suggestions', async () => {
+    const { commands } = await client.sendRequest<{ commands: CommandInfo[] }>('agent/session/commands', { sessionId });
+    assert.deepEqual(
+      commands.map((c) => `${c.name}:${c.source}`),
+      ['compact:builtin', 'new:builtin', 'context:builtin', 'model:builtin', 'help:builtin', 'git:commit:workspace'],
+    );
+    const commit = commands.find((c) => c.name === 'git:commit');
+    assert.equal(commit?.argumentHint, 'MESSAGE');
+    assert.equal(commit?.description, 'Commit the work');
+  });
+
+  it("nests a subagent's tool calls under its task call", async () => {
+    const model = emptyModel(sessionId);
+    const seen = updates.length;
+    const { turnId } = await client.sendRequest<{ turnId: string }>('agent/session/prompt', { sessionId, text: 'where is answer?' });
+    await waitFor('turnEnd', () => updates.find((u) => u.turnId === turnId && u.update.kind === 'turnEnd'));
+    for (const u of updates.slice(seen)) {
+      applyUpdate(model, u);
+    }
+    assert.equal(toText(model), '- ✓ explore: find answer\n    - ✓ Read src/lib.rs\nFound by the explorer.');
+    assert.ok(updates.slice(seen).some((u) => u.sessionId !== sessionId && u.update.parentToolCallId === 't1'));
   });
 });

@@ -84,6 +84,29 @@ describe('transcript', () => {
     ]);
     assert.equal(toText(m), '## You\nq\na\n- ✗ Run `ls`\n> ℹ compacted: 100 → 30 tokens (summary)\n> ✗ boom');
   });
+  it("nests a subagent's calls under its task call and shows nothing else of it", () => {
+    const m = emptyModel('s');
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'task_1', name: 'task', title: 'explore: find x', status: 'pending' }));
+    const child = (update: SessionUpdate) => ({
+      sessionId: 'child',
+      turnId: 'ct',
+      update: { ...update, parentToolCallId: 'task_1', parentSessionId: 's' },
+    });
+    const [c] = applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'r1', name: 'read_file', title: 'Read a.rs', status: 'pending' }));
+    assert.equal(c.index, 0);
+    applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'r1', status: 'completed', output: 'text' }));
+    applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'g1', name: 'grep', title: 'Grep `x`', status: 'pending' }));
+    applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'g1', status: 'failed' }));
+    assert.deepEqual(applyUpdate(m, child({ kind: 'agentMessageChunk', text: 'child text' })), []);
+    assert.deepEqual(applyUpdate(m, child({ kind: 'turnEnd', stopReason: 'endTurn' })), []);
+    applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'task_1', status: 'completed', output: 'x is in a.rs:1' }));
+    assert.equal(toText(m), '- ✓ explore: find x\n    - ✓ Read a.rs\n    - ✗ Grep `x`');
+    // Another session's child is not ours.
+    assert.deepEqual(
+      applyUpdate(m, { sessionId: 'c2', turnId: 't', update: { kind: 'toolCall', toolCallId: 'z', name: 'grep', status: 'pending', parentToolCallId: 'task_1', parentSessionId: 'other' } }),
+      [],
+    );
+  });
   it('compaction phases', () => {
     const m = emptyModel('s');
     applyUpdate(m, up({ kind: 'compaction', phase: 'started', tokensBefore: 900 }));
@@ -170,6 +193,7 @@ describe('webview html', () => {
   it('validates messages from the webview', () => {
     assert.equal(isFromWebview({ type: 'send', text: 'x' }), true);
     assert.equal(isFromWebview({ type: 'send' }), false);
+    assert.equal(isFromWebview({ type: 'commands' }), true);
     assert.equal(isFromWebview({ type: 'eval' }), false);
     assert.equal(isFromWebview(null), false);
   });

@@ -4,9 +4,13 @@
 //! HTTP details are the host's and the provider's.
 
 mod attachments;
+mod child;
+mod commands;
 mod hooks;
 mod slash;
 mod tool_calls;
+
+pub(super) use child::Scope;
 
 use super::live::Durability;
 use super::*;
@@ -90,6 +94,9 @@ pub(super) struct Turn {
     pub(super) stop_hook_active: bool,
     /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
     pub(super) halt: Option<String>,
+    /// What this turn may use beyond the session's defaults: a custom command's tools and
+    /// model, or a subagent's.
+    pub(super) scope: Scope,
 }
 
 /// A tool call the model asked for.
@@ -204,14 +211,26 @@ impl Turn {
         self.update(json!({"kind": "warning", "message": message}));
     }
 
-    pub(super) async fn run(&mut self, prompt: Prompt) -> Stop {
-        if let Some(command) = prompt_text::slash_command(&prompt.text) {
-            return self.slash(command).await;
+    pub(super) async fn run(&mut self, mut prompt: Prompt) -> Stop {
+        // A custom command becomes its expanded prompt (a built-in name stays built-in).
+        if let Err(stop) = self.custom_command(&mut prompt).await {
+            return stop;
+        }
+        if self.scope.expanded.is_none() {
+            if let Some(command) = prompt_text::slash_command(&prompt.text) {
+                return self.slash(command).await;
+            }
         }
         let opened = match self.open(&prompt).await {
             Ok(opened) => opened,
             Err(stop) => return stop,
         };
+        self.drive(&opened).await
+    }
+
+    /// Model calls and tool calls until the model stops, the step limit, a cancel or an
+    /// error.
+    async fn drive(&mut self, opened: &Opened) -> Stop {
         // Compaction (at the threshold, or after a context-length answer) happens at most
         // once per model call, so a history that cannot shrink does not loop.
         let mut compacted_for_this_call = false;
@@ -222,7 +241,7 @@ impl Turn {
             if self.steps >= opened.config.max_steps {
                 return Stop::MaxSteps;
             }
-            match self.step(&opened, &mut compacted_for_this_call).await {
+            match self.step(opened, &mut compacted_for_this_call).await {
                 Flow::Next => {}
                 Flow::Done(stop) => return stop,
             }
@@ -248,7 +267,10 @@ impl Turn {
                 return Err(Stop::Error);
             }
         };
-        let model = self.handle.live.lock().await.session.model.clone();
+        let model = match &self.scope.model {
+            Some(model) => model.clone(),
+            None => self.handle.live.lock().await.session.model.clone(),
+        };
         self.note_agents_md(gathered.agents.as_ref().map_or("", |a| a.text.as_str()));
         // The turn block and the static context do not read the history: no copy of it.
         let no_history = agentls_core::history::History::new(config.tokenizer());
@@ -260,6 +282,7 @@ impl Turn {
                 inspect::static_context(&inputs),
             )
         };
+        let static_context = self.offer_tools(static_context, &prompts).await;
         // @mentions: attached as data, within what the editor block left of its budget.
         let attachments = self
             .attachments(&prompt.text, &block, &config, &prompts)
@@ -594,7 +617,8 @@ impl Turn {
                 return Some(Stop::Error);
             }
         }
-        for (index, call) in calls.iter().enumerate() {
+        let mut index = 0;
+        while index < calls.len() {
             if self.cancel.is_cancelled() {
                 for skipped in &calls[index..] {
                     let _ = self
@@ -609,11 +633,25 @@ impl Turn {
                 }
                 return Some(Stop::Cancelled);
             }
-            let (output, success) = self.run_tool(call).await;
-            if let Err(message) = self.finish_call(call, output, success).await {
-                self.fail(message, false, None).await;
-                return Some(Stop::Error);
+            // `task` calls next to each other run at the same time; their outputs are
+            // recorded in call order.
+            let tasks = calls[index..]
+                .iter()
+                .take_while(|c| c.name == agentls_core::subagents::TASK_TOOL)
+                .count();
+            let batch = &calls[index..index + tasks.max(1)];
+            let results = if tasks > 0 {
+                self.run_tasks(batch).await
+            } else {
+                vec![self.run_tool(&batch[0]).await]
+            };
+            for (call, (output, success)) in batch.iter().zip(results) {
+                if let Err(message) = self.finish_call(call, output, success).await {
+                    self.fail(message, false, None).await;
+                    return Some(Stop::Error);
+                }
             }
+            index += batch.len();
         }
         None
     }

@@ -5,13 +5,19 @@ use super::*;
 
 use serde_json::json;
 
-use agentls_core::prompt_text::{self, SlashCommand};
+use agentls_core::commands;
+use agentls_core::prompt_text::SlashCommand;
 
 impl Turn {
     pub(super) async fn slash(&mut self, command: SlashCommand) -> Stop {
+        let roots = self.host().roots();
+        let custom =
+            tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))
+                .await
+                .unwrap_or_default();
         let reply = match command {
-            SlashCommand::Help => format!("Commands:\n{}", prompt_text::COMMANDS),
-            SlashCommand::Invalid(why) => format!("{why}. Commands:\n{}", prompt_text::COMMANDS),
+            SlashCommand::Help => format!("Commands:\n{}", commands::help(&custom)),
+            SlashCommand::Invalid(why) => format!("{why}. Commands:\n{}", commands::help(&custom)),
             SlashCommand::Compact(focus) => {
                 let static_context = match self.agent.static_context_now().await {
                     Ok(context) => context,

@@ -2,6 +2,7 @@
 //! when they say so), run through the tool registry, and recorded with their effects.
 
 use super::*;
+use crate::agent::live::Durability;
 use crate::tools::registry::{Effect, Registry, ToolContext};
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
@@ -103,16 +104,30 @@ impl Turn {
             }
         };
         self.announce(call, kind, &arguments);
+        let offered = || {
+            tools
+                .names()
+                .into_iter()
+                .filter(|name| self.scope.allows(name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let Some(tool) = tools.get(&call.name) else {
             return (
-                format!(
-                    "unknown tool {}; the tools are: {}",
-                    call.name,
-                    tools.names().join(", ")
-                ),
+                format!("unknown tool {}; the tools are: {}", call.name, offered()),
                 false,
             );
         };
+        if !self.scope.allows(&call.name) {
+            return (
+                format!(
+                    "not run: {} is not available in this turn; the tools are: {}",
+                    call.name,
+                    offered()
+                ),
+                false,
+            );
+        }
         let cx = self.tool_context(call);
         if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
             return (
@@ -135,13 +150,19 @@ impl Turn {
             Err(message) => return (message, false),
         };
         let command = tool.command(&arguments);
-        let approvals = self.handle.live.lock().await.session.approvals.clone();
+        let approvals = self.approvals().await;
         // A PreToolUse hook's permissionDecision overrides the policy (deny never gets here).
         let gate = match permission {
             Some(Permission::Allow) => Gate::Run,
             Some(Permission::Ask) => Gate::Ask,
             _ => approval::gate(
-                &self.agent.mode_of(&self.handle.id),
+                // A subagent runs under its parent session's policy.
+                &self.agent.mode_of(
+                    self.scope
+                        .child
+                        .as_ref()
+                        .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str()),
+                ),
                 &call.name,
                 kind,
                 command,
@@ -177,7 +198,18 @@ impl Turn {
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
         }
-        match outcome.effect {
+        self.apply_effect(call, command, outcome.effect).await;
+        (outcome.output, outcome.success)
+    }
+
+    /// What a call did beyond its output: kept for the progress log, recorded, told.
+    pub(super) async fn apply_effect(
+        &mut self,
+        call: &Call,
+        command: Option<&str>,
+        effect: Option<Effect>,
+    ) {
+        match effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
             Some(Effect::Ran { evidence, changed }) => {
                 self.evidence.push(evidence);
@@ -202,14 +234,39 @@ impl Turn {
                     .await;
                 self.update(json!({"kind": "plan", "entries": entries}));
             }
+            // What a subagent changed counts as this session's change (the ledger keeps it).
+            Some(Effect::SubagentChanged { agent, files }) => {
+                self.changed.extend(files.iter().cloned());
+                let _ = self
+                    .record(Event::FilesChanged {
+                        turn_id: self.turn_id.clone(),
+                        tool_call_id: call.id.clone(),
+                        command: format!("task ({agent})"),
+                        files: files
+                            .into_iter()
+                            .map(|path| agentls_core::session::ChangedPath {
+                                path,
+                                change: agentls_core::snapshot::ChangeKind::Modified,
+                            })
+                            .collect(),
+                    })
+                    .await;
+            }
             None => {}
         }
-        (outcome.output, outcome.success)
+    }
+
+    /// The approvals the gate reads: the session's, or for a subagent its parent's.
+    async fn approvals(&self) -> agentls_core::session::Approvals {
+        match &self.scope.child {
+            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
+            None => self.handle.live.lock().await.session.approvals.clone(),
+        }
     }
 
     /// What a call of this turn may use: the workspace boundary, the host, the turn's
     /// cancellation, and a way to stream its output to the editor.
-    fn tool_context(&self, call: &Call) -> ToolContext {
+    pub(super) fn tool_context(&self, call: &Call) -> ToolContext {
         let agent = self.agent.clone();
         let handle = self.handle.clone();
         let turn_id = self.turn_id.clone();
@@ -236,6 +293,7 @@ impl Turn {
                     json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress", "output": chunk}),
                 );
             }),
+            subagents: self.subagent_runner(call),
         }
     }
 
@@ -314,9 +372,24 @@ impl Turn {
             },
             arguments,
         );
+        // A subagent's call is asked in its parent's session, labelled with its name.
+        let (session_id, turn_id) = match &self.scope.child {
+            Some(child) => {
+                tool_call["title"] = json!(format!(
+                    "{}: {}",
+                    child.agent,
+                    Registry::builtin().title(&call.name, arguments)
+                ));
+                tool_call["subagent"] = json!(child.agent);
+                tool_call["subagentSessionId"] = json!(self.handle.id);
+                tool_call["parentToolCallId"] = json!(child.parent_call_id);
+                (child.parent.id.clone(), child.parent_turn_id.clone())
+            }
+            None => (self.handle.id.clone(), self.turn_id.clone()),
+        };
         let request = PermissionRequest {
-            session_id: self.handle.id.clone(),
-            turn_id: self.turn_id.clone(),
+            session_id,
+            turn_id,
             tool_call,
             options,
         };
@@ -327,15 +400,39 @@ impl Turn {
         let prefix = command
             .filter(|_| matches!(outcome.kind.as_str(), "allowAlways" | "rejectAlways"))
             .map(approval::command_prefix);
-        let _ = self
-            .record(Event::Permission {
-                turn_id: self.turn_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                outcome: outcome.kind.clone(),
+        let answer = Event::Permission {
+            turn_id: self.turn_id.clone(),
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome: outcome.kind.clone(),
+            prefix,
+        };
+        // A subagent's approval was the parent's user's answer: the parent's session keeps
+        // it too (its "always" answers hold for the parent and its later subagents).
+        if let (
+            Some(child),
+            Event::Permission {
+                tool_call_id,
+                tool,
+                outcome,
                 prefix,
-            })
-            .await;
+                ..
+            },
+        ) = (&self.scope.child, &answer)
+        {
+            let event = Event::Permission {
+                turn_id: child.parent_turn_id.clone(),
+                tool_call_id: tool_call_id.clone(),
+                tool: tool.clone(),
+                outcome: outcome.clone(),
+                prefix: prefix.clone(),
+            };
+            let mut parent = child.parent.live.lock().await;
+            if let Err(err) = parent.record(&event, Durability::Buffered, Registry::builtin()) {
+                tracing::warn!("cannot record a subagent's approval in its parent's log: {err}");
+            }
+        }
+        let _ = self.record(answer).await;
         if outcome.allows() {
             Ok(())
         } else if self.cancel.is_cancelled() {

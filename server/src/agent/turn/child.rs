@@ -1,0 +1,362 @@
+//! What a turn may use (`Scope`: a custom command's tools and model, a subagent's limits)
+//! and subagents: the `task` calls of a response run concurrently (at most
+//! `subagents.maxConcurrent`), each as a child turn in a session of its own
+//! (`parentSessionId`, `parentToolCallId` in its log). A child starts from a fresh context
+//! (its system prompt with the data-boundary statement, its tools, AGENTS.md, the task), asks
+//! for approvals under the parent's policy in the parent's session (labelled with its name),
+//! stops at `subagents.maxSteps`, is cancelled with its parent, and gives back only its
+//! final message.
+
+use super::*;
+use crate::store;
+use crate::tools::registry::{Prepared, Registry, ToolOutcome};
+use crate::tools::task::{ChildOutcome, SubagentRunner};
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use agentls_core::context::StaticContext;
+use agentls_core::session::ParentLink;
+use agentls_core::subagents::{self, Subagent, TASK_TOOL};
+use agentls_core::tool_info::ToolKind;
+
+/// What a turn may use beyond the session's defaults.
+#[derive(Default)]
+pub(in crate::agent) struct Scope {
+    /// The tools the turn may call; None: every tool.
+    pub(in crate::agent) allowed_tools: Option<Vec<String>>,
+    /// The turn's model; None: the session's.
+    pub(in crate::agent) model: Option<String>,
+    /// Set when the turn is a subagent's.
+    pub(in crate::agent) child: Option<ChildOf>,
+    /// The custom command the prompt invoked.
+    pub(in crate::agent) expanded: Option<String>,
+    /// The subagents the turn offers (read when it opens).
+    pub(in crate::agent) subagents: Arc<Vec<Subagent>>,
+}
+
+/// A subagent's turn: whose it is and where it answers.
+pub(in crate::agent) struct ChildOf {
+    pub(in crate::agent) agent: String,
+    pub(in crate::agent) parent: Arc<SessionHandle>,
+    pub(in crate::agent) parent_turn_id: String,
+    pub(in crate::agent) parent_call_id: String,
+}
+
+impl Scope {
+    pub(in crate::agent) fn allows(&self, tool: &str) -> bool {
+        if tool == TASK_TOOL && (self.child.is_some() || self.subagents.is_empty()) {
+            return false;
+        }
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|tools| tools.iter().any(|t| t == tool))
+    }
+}
+
+/// Runs the subagents of one `task` call.
+struct Runner {
+    agent: Arc<Agent>,
+    parent: Arc<SessionHandle>,
+    parent_turn_id: String,
+    call_id: String,
+    cancel: CancellationToken,
+    agents: Arc<Vec<Subagent>>,
+}
+
+#[async_trait::async_trait]
+impl SubagentRunner for Runner {
+    fn agents(&self) -> &[Subagent] {
+        &self.agents
+    }
+
+    async fn run(&self, agent: &Subagent, prompt: &str) -> ChildOutcome {
+        let link = ChildOf {
+            agent: agent.name.clone(),
+            parent: self.parent.clone(),
+            parent_turn_id: self.parent_turn_id.clone(),
+            parent_call_id: self.call_id.clone(),
+        };
+        run_child(&self.agent, link, agent, prompt, self.cancel.child_token()).await
+    }
+}
+
+impl Turn {
+    /// The tools this turn offers the model: the turn's scope applied, and `task`
+    /// described with the subagents (read now, so an edited file counts at once).
+    pub(super) async fn offer_tools(
+        &mut self,
+        mut static_context: StaticContext,
+        prompts: &agentls_core::prompts::Prompts,
+    ) -> StaticContext {
+        if self.scope.child.is_none() {
+            let roots = self.host().roots();
+            let explore = prompts.subagent_explore.clone();
+            let loaded = tokio::task::spawn_blocking(move || {
+                store::commands::load_subagents(&roots, &explore, &Registry::builtin().names())
+            })
+            .await
+            .unwrap_or_default();
+            for problem in loaded.1 {
+                self.warn(format!("subagent: {problem}"));
+            }
+            self.scope.subagents = Arc::new(loaded.0);
+        }
+        let roster = subagents::roster(&self.scope.subagents);
+        static_context
+            .tools
+            .retain(|tool| self.scope.allows(&tool.name));
+        for tool in &mut static_context.tools {
+            if tool.name == TASK_TOOL {
+                tool.description =
+                    agentls_core::prompts::fill(&tool.description, &[("subagents", &roster)]);
+            }
+        }
+        static_context
+    }
+
+    /// The runner a `task` call uses, when this turn may start subagents.
+    pub(super) fn subagent_runner(&self, call: &Call) -> Option<Arc<dyn SubagentRunner>> {
+        if !self.scope.allows(TASK_TOOL) {
+            return None;
+        }
+        Some(Arc::new(Runner {
+            agent: self.agent.clone(),
+            parent: self.handle.clone(),
+            parent_turn_id: self.turn_id.clone(),
+            call_id: call.id.clone(),
+            cancel: self.cancel.clone(),
+            agents: self.scope.subagents.clone(),
+        }))
+    }
+
+    /// Runs `task` calls at the same time (at most `subagents.maxConcurrent`): announced and
+    /// checked in order, run together, their effects applied in order. Outputs in call
+    /// order.
+    pub(super) async fn run_tasks(&mut self, calls: &[Call]) -> Vec<(String, bool)> {
+        let registry = Registry::builtin();
+        let Some(task) = registry.get(TASK_TOOL) else {
+            return calls
+                .iter()
+                .map(|_| ("task is not a tool of this server".to_string(), false))
+                .collect();
+        };
+        let max = self.host().config().subagent_max_concurrent.max(1);
+        let mut jobs = Vec::new();
+        for call in calls {
+            let arguments: Value = match serde_json::from_str(&call.arguments) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => {
+                    self.announce(call, ToolKind::Other, &Value::Null);
+                    jobs.push(Err((
+                        format!(
+                            "the arguments of task are not a JSON object: {}",
+                            call.arguments
+                        ),
+                        false,
+                    )));
+                    continue;
+                }
+            };
+            self.announce(call, ToolKind::Other, &arguments);
+            if !self.scope.allows(TASK_TOOL) {
+                jobs.push(Err((
+                    "not run: task is not available in this turn".to_string(),
+                    false,
+                )));
+                continue;
+            }
+            let cx = self.tool_context(call);
+            match task.prepare(&cx, &arguments).await {
+                Ok(_) => {
+                    self.update(json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}));
+                    jobs.push(Ok((cx, arguments)));
+                }
+                Err(message) => jobs.push(Err((message, false))),
+            }
+        }
+        let outcomes: Vec<Result<ToolOutcome, (String, bool)>> =
+            futures::stream::iter(jobs.into_iter().map(|job| async move {
+                let (cx, arguments) = job?;
+                Ok(task.run(&cx, &arguments, Prepared::Nothing).await)
+            }))
+            .buffered(max)
+            .collect()
+            .await;
+        let mut results = Vec::new();
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            match outcome {
+                Ok(outcome) => {
+                    self.apply_effect(call, None, outcome.effect).await;
+                    results.push((outcome.output, outcome.success));
+                }
+                Err(failed) => results.push(failed),
+            }
+        }
+        results
+    }
+
+    /// A subagent's turn: its own context (system prompt, tools, AGENTS.md, the task), then
+    /// the loop.
+    async fn run_subagent(&mut self, agent: &Subagent, prompt: &str) -> Stop {
+        let host = self.host().clone();
+        let mut config = host.config();
+        config.max_steps = config.subagent_max_steps;
+        let prompts = host.prompts();
+        let started = self
+            .record(Event::TurnStarted {
+                turn_id: self.turn_id.clone(),
+                at: session_log::now_millis(),
+            })
+            .await;
+        if let Err(message) = started {
+            self.fail(message, false, None).await;
+            return Stop::Error;
+        }
+        let gathered = match host.gather(None).await {
+            Ok(gathered) => gathered,
+            Err(message) => {
+                self.fail(message, false, None).await;
+                return Stop::Error;
+            }
+        };
+        let no_history = agentls_core::history::History::new(config.tokenizer());
+        let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
+        let base = inspect::static_context(&inputs);
+        let static_context = StaticContext {
+            system_prompt: format!("{}\n\n{}", agent.prompt, prompts.data_boundary.trim()),
+            skills_index: String::new(),
+            ..base
+        };
+        let static_context = self.offer_tools(static_context, &prompts).await;
+        if let Err(message) = self
+            .record_item(Item::User {
+                text: prompt.to_string(),
+                context: None,
+            })
+            .await
+        {
+            self.fail(message, false, None).await;
+            return Stop::Error;
+        }
+        let model = self.scope.model.clone().unwrap_or_default();
+        let provider = match self.agent.provider(&model) {
+            Ok(provider) => provider,
+            Err(err) => {
+                self.fail(err.0, false, None).await;
+                return Stop::Error;
+            }
+        };
+        let tokenizer = tokenizer_for(&config, &model);
+        let opened = Opened {
+            config,
+            prompts,
+            model,
+            static_context,
+            provider,
+            tokenizer,
+        };
+        self.drive(&opened).await
+    }
+}
+
+/// Runs `agent` on `prompt` in a new child session of `link.parent`; its final message, or
+/// why there is none.
+async fn run_child(
+    owner: &Arc<Agent>,
+    link: ChildOf,
+    agent: &Subagent,
+    prompt: &str,
+    cancel: CancellationToken,
+) -> ChildOutcome {
+    let failed = |why: String| ChildOutcome {
+        answer: Err(why),
+        changed: Vec::new(),
+    };
+    let parent_model = link.parent.live.lock().await.session.model.clone();
+    let model = agent.model.clone().unwrap_or(parent_model);
+    let parent = ParentLink {
+        parent_session_id: link.parent.id.clone(),
+        parent_tool_call_id: link.parent_call_id.clone(),
+    };
+    let handle = match owner
+        .create_session(Some(model.clone()), Some(parent))
+        .await
+    {
+        Ok(id) => match owner.handle(&id).await {
+            Ok(handle) => handle,
+            Err(err) => {
+                return failed(format!(
+                    "the subagent {} could not start: {err}",
+                    agent.name
+                ))
+            }
+        },
+        Err(err) => {
+            return failed(format!(
+                "the subagent {} could not start: {err}",
+                agent.name
+            ))
+        }
+    };
+    let mut turn = Turn {
+        agent: owner.clone(),
+        handle: handle.clone(),
+        turn_id: format!("turn-{}", session_log::new_session_id()),
+        cancel,
+        usage: (0, 0),
+        last_estimate: None,
+        changed: Vec::new(),
+        evidence: Vec::new(),
+        problems: Vec::new(),
+        steps: 0,
+        announced: Default::default(),
+        stop_hook_active: false,
+        halt: None,
+        scope: Scope {
+            allowed_tools: Some(agent.tools.clone()),
+            model: Some(model),
+            child: Some(link),
+            expanded: None,
+            subagents: Arc::default(),
+        },
+    };
+    let stop = turn.run_subagent(agent, prompt).await;
+    let cancelled = turn.cancel.is_cancelled();
+    turn.finish(stop.clone()).await;
+    let (answer, errors) = {
+        let live = handle.live.lock().await;
+        let answer = live
+            .session
+            .history
+            .entries()
+            .iter()
+            .rev()
+            .take_while(|e| !matches!(e.item, Item::User { .. }))
+            .find_map(|e| match &e.item {
+                Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
+                _ => None,
+            });
+        (answer, live.session.errors.clone())
+    };
+    let changed = std::mem::take(&mut turn.changed);
+    let answer = match (stop, answer) {
+        (Stop::EndTurn, Some(answer)) if !cancelled => Ok(answer),
+        (Stop::EndTurn, None) if !cancelled => Err(format!(
+            "the subagent {} ended without an answer",
+            agent.name
+        )),
+        (_, _) if cancelled => Err(format!("the subagent {} was cancelled", agent.name)),
+        (Stop::MaxSteps, _) => Err(format!(
+            "the subagent {} stopped at its step limit (subagents.maxSteps) without a final answer",
+            agent.name
+        )),
+        (stop, _) => Err(format!(
+            "the subagent {} failed ({}): {}",
+            agent.name,
+            stop.name(),
+            errors.last().map_or("no error recorded", String::as_str)
+        )),
+    };
+    ChildOutcome { answer, changed }
+}
