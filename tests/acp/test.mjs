@@ -316,6 +316,43 @@ test("a compaction is a compaction_update for a client that takes them, a messag
   }
 });
 
+test("a cancel kills the command running in the client's terminal", async () => {
+  const ws = workspace({});
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "sleep 30" } }] }] },
+    ws,
+    {},
+    { readTextFile: true, writeTextFile: true },
+    true,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Wait." }] });
+  await c.update((n) => kind("tool_call_update")(n) && (n.update.content || []).some((x) => x.type === "terminal"));
+  await c.connection.cancel({ sessionId });
+  assert.equal((await answer).stopReason, "cancelled");
+  assert.equal(c.terminals[0].killed, true);
+  assert.equal(c.terminals[0].released, true);
+});
+
+test("session/set_config_option switches the model of the next call; session/resume does not replay", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ text: ["One."] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const set = await c.connection.setSessionConfigOption({ sessionId, configId: "model", value: "gpt-4o" });
+  assert.equal(set.configOptions.find((o) => o.id === "model").currentValue, "gpt-4o");
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Hi." }] });
+  const requests = await (await fetch(c.url.replace(/\/v1$/, "") + "/__requests")).json();
+  assert.equal(requests.at(-1).body.model, "gpt-4o");
+  await assert.rejects(c.connection.setSessionConfigOption({ sessionId, configId: "colour", value: "red" }), /unknown config option/);
+  c.child.stdin.end();
+  const again = await start({ replies: [] }, ws);
+  const resumed = await again.connection.resumeSession({ sessionId, cwd: ws });
+  assert.equal(resumed.modes.currentModeId, "ask");
+  await again.update(kind("available_commands_update"));
+  assert.equal(again.updates.filter(kind("user_message_chunk")).length, 0, "no replay");
+});
+
 test("session/cancel mid-stream ends the prompt with cancelled", async () => {
   const ws = workspace({});
   const c = await start({ replies: [{ steps: [chunk("Hel"), { hold: true }] }] }, ws);
