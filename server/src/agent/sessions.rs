@@ -448,22 +448,13 @@ impl Agent {
         let Some(cancel) = handle.start(&prompt.turn_id) else {
             return;
         };
-        let mut turn = Turn {
-            agent: self.clone(),
-            handle: handle.clone(),
-            turn_id: prompt.turn_id.clone(),
+        let mut turn = Turn::new(
+            self.clone(),
+            handle.clone(),
+            prompt.turn_id.clone(),
             cancel,
-            usage: (0, 0),
-            last_estimate: None,
-            changed: Vec::new(),
-            evidence: Vec::new(),
-            problems: Vec::new(),
-            steps: 0,
-            announced: Default::default(),
-            scope: Default::default(),
-            stop_hook_active: false,
-            halt: None,
-        };
+            Default::default(),
+        );
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;
     }
