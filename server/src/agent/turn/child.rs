@@ -331,6 +331,9 @@ async fn run_child(
         (answer, live.session.errors.clone())
     };
     let changed = std::mem::take(&mut turn.changed);
+    // The child's history stays in its log, not in memory for the rest of the server's life.
+    drop(turn);
+    owner.release(&handle.id);
     let answer = match (stop, answer) {
         (Stop::EndTurn, Some(answer)) if !cancelled => Ok(answer),
         (Stop::EndTurn, None) if !cancelled => Err(format!(
