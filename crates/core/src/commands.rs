@@ -11,6 +11,8 @@
 
 use serde::Serialize;
 
+use crate::front_matter::FrontMatter;
+
 /// Where a command (or a subagent) comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -83,86 +85,6 @@ pub fn name_from_path(relative: &str) -> Option<String> {
     parts.iter().all(valid).then(|| parts.join(":"))
 }
 
-/// A markdown file's front matter as (key, value) pairs, and its body. Values are plain,
-/// quoted, folded (`>`/`|`) or lists (`[a, b]`, or `- a` lines, joined with `, `).
-pub fn front_matter(text: &str) -> (Vec<(String, String)>, &str) {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return (Vec::new(), text);
-    };
-    let (front, body) = if let Some(body) = rest
-        .strip_prefix("---\n")
-        .or_else(|| rest.strip_prefix("---\r\n"))
-    {
-        ("", body)
-    } else {
-        match rest.find("\n---") {
-            Some(end) => {
-                let after = &rest[end + 4..];
-                let body = after
-                    .strip_prefix("\r\n")
-                    .or_else(|| after.strip_prefix('\n'))
-                    .unwrap_or(after);
-                (&rest[..end], body)
-            }
-            None => return (Vec::new(), text),
-        }
-    };
-    let lines: Vec<&str> = front.lines().collect();
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
-        if line.starts_with([' ', '\t', '#']) {
-            continue;
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        let mut value = value.trim().to_string();
-        if matches!(value.as_str(), ">" | "|" | ">-" | "|-" | "") {
-            let mut parts = Vec::new();
-            let mut items = Vec::new();
-            while i < lines.len() && (lines[i].starts_with([' ', '\t']) || lines[i].is_empty()) {
-                let part = lines[i].trim();
-                match part.strip_prefix("- ") {
-                    Some(item) if value.is_empty() => items.push(unquote(item)),
-                    _ if !part.is_empty() => parts.push(part),
-                    _ => {}
-                }
-                i += 1;
-            }
-            value = if items.is_empty() {
-                parts.join(" ")
-            } else {
-                items.join(", ")
-            };
-        } else if let Some(list) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-            value = list
-                .split(',')
-                .map(unquote)
-                .filter(|item| !item.is_empty())
-                .collect::<Vec<_>>()
-                .join(", ");
-        }
-        fields.push((key.trim().to_string(), unquote(&value)));
-    }
-    (fields, body)
-}
-
-fn unquote(value: &str) -> String {
-    let v = value.trim();
-    for quote in ['"', '\''] {
-        if v.len() >= 2 && v.starts_with(quote) && v.ends_with(quote) {
-            return v[1..v.len() - 1].to_string();
-        }
-    }
-    v.to_string()
-}
-
 /// A comma- or space-separated list of names (`read_file, grep`).
 pub fn list(value: &str) -> Vec<String> {
     value
@@ -176,14 +98,8 @@ pub fn list(value: &str) -> Vec<String> {
 /// A command from its file: `name` from [`name_from_path`]. Without a `description`, the
 /// body's first non-empty line stands for it.
 pub fn parse(name: &str, source: Source, text: &str) -> Command {
-    let (fields, body) = front_matter(text);
-    let field = |key: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
+    let front = FrontMatter::parse(text);
+    let (field, body) = (|key: &str| front.get(key), front.body);
     let description = field("description").unwrap_or_else(|| {
         body.lines()
             .map(|l| l.trim().trim_start_matches('#').trim())

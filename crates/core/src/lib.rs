@@ -20,6 +20,7 @@ pub mod document;
 pub mod editor_context;
 pub mod editor_state;
 pub mod environment;
+pub mod front_matter;
 pub mod history;
 pub mod hooks;
 pub mod inspect;

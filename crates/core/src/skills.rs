@@ -2,6 +2,8 @@
 //! description only. The model reads a skill's file itself (read_file) when a task matches,
 //! so skills cost a line each in the prompt, not their whole text.
 
+use crate::front_matter::FrontMatter;
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skill {
     pub name: String,
@@ -18,45 +20,10 @@ const MAX_DESCRIPTION_CHARS: usize = 300;
 /// plain, quoted or folded `>`/`|` scalars), falling back to the directory name and the
 /// first paragraph line.
 pub fn parse(dir_name: &str, path: &str, text: &str) -> Skill {
-    let mut name = None;
-    let mut description = None;
-    let mut body = text;
-    if let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    {
-        if let Some(end) = rest.find("\n---") {
-            let front = &rest[..end];
-            body = rest[end + 4..].trim_start_matches(['-', '\r', '\n']);
-            let lines: Vec<&str> = front.lines().collect();
-            let mut i = 0;
-            while i < lines.len() {
-                let line = lines[i];
-                i += 1;
-                let Some((key, value)) = line.split_once(':') else {
-                    continue;
-                };
-                if line.starts_with([' ', '\t']) {
-                    continue;
-                }
-                let mut value = value.trim().to_string();
-                if matches!(value.as_str(), ">" | "|" | ">-" | "|-") {
-                    let mut parts = Vec::new();
-                    while i < lines.len() && lines[i].starts_with([' ', '\t']) {
-                        parts.push(lines[i].trim());
-                        i += 1;
-                    }
-                    value = parts.join(" ");
-                }
-                let value = unquote(&value);
-                match key.trim() {
-                    "name" if !value.is_empty() => name = Some(value),
-                    "description" if !value.is_empty() => description = Some(value),
-                    _ => {}
-                }
-            }
-        }
-    }
+    let front = FrontMatter::parse(text);
+    let name = front.get("name");
+    let description = front.get("description");
+    let body = front.body;
     let description = description.unwrap_or_else(|| {
         body.lines()
             .map(|l| l.trim().trim_start_matches('#').trim())
@@ -69,16 +36,6 @@ pub fn parse(dir_name: &str, path: &str, text: &str) -> Skill {
         description: one_line(&description),
         path: path.to_string(),
     }
-}
-
-fn unquote(value: &str) -> String {
-    let v = value.trim();
-    for quote in ['"', '\''] {
-        if v.len() >= 2 && v.starts_with(quote) && v.ends_with(quote) {
-            return v[1..v.len() - 1].to_string();
-        }
-    }
-    v.to_string()
 }
 
 fn one_line(text: &str) -> String {

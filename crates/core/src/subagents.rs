@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use crate::commands::{front_matter, list, Source};
+use crate::commands::{list, Source};
+use crate::front_matter::FrontMatter;
 
 /// The tools of a subagent whose file names none: read-only.
 pub const DEFAULT_TOOLS: &[&str] = &["read_file", "list_dir", "grep"];
@@ -65,14 +66,8 @@ pub fn parse(
     text: &str,
     known_tools: &[&str],
 ) -> Result<(Subagent, Vec<String>), String> {
-    let (fields, body) = front_matter(text);
-    let field = |key: &str| {
-        fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
+    let front = FrontMatter::parse(text);
+    let (field, body) = (|key: &str| front.get(key), front.body);
     let name = field("name").unwrap_or_else(|| stem.to_string());
     if !valid_name(&name) {
         return Err(format!(

@@ -149,6 +149,15 @@ impl Agent {
         Ok(id)
     }
 
+    /// Forgets a session's in-memory state (its log stays): a finished subagent's session is
+    /// not used again unless loaded, which replays it.
+    pub(super) fn release(&self, id: &str) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
     /// The session, from memory or replayed from its log.
     pub(super) async fn handle(
         self: &Arc<Self>,
@@ -270,10 +279,15 @@ impl Agent {
         }
         sessions.insert(id, handle.clone());
         let agent = Arc::downgrade(self);
-        let worker = handle.clone();
+        // Weak: a session released from memory (a finished subagent's) drops its handle, and
+        // with it the queue's sender, which ends this worker.
+        let weak_worker = Arc::downgrade(&handle);
         tokio::spawn(async move {
             while let Some(job) = jobs.recv().await {
                 let Some(agent) = agent.upgrade() else { break };
+                let Some(worker) = weak_worker.upgrade() else {
+                    break;
+                };
                 match job {
                     Job::Prompt(prompt) => agent.run_turn(&worker, prompt).await,
                     Job::Compact {
@@ -448,22 +462,13 @@ impl Agent {
         let Some(cancel) = handle.start(&prompt.turn_id) else {
             return;
         };
-        let mut turn = Turn {
-            agent: self.clone(),
-            handle: handle.clone(),
-            turn_id: prompt.turn_id.clone(),
+        let mut turn = Turn::new(
+            self.clone(),
+            handle.clone(),
+            prompt.turn_id.clone(),
             cancel,
-            usage: (0, 0),
-            last_estimate: None,
-            changed: Vec::new(),
-            evidence: Vec::new(),
-            problems: Vec::new(),
-            steps: 0,
-            announced: Default::default(),
-            scope: Default::default(),
-            stop_hook_active: false,
-            halt: None,
-        };
+            Default::default(),
+        );
         let stop = turn.run(prompt).await;
         turn.finish(stop).await;
     }

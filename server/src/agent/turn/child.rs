@@ -299,28 +299,19 @@ async fn run_child(
             ))
         }
     };
-    let mut turn = Turn {
-        agent: owner.clone(),
-        handle: handle.clone(),
-        turn_id: format!("turn-{}", session_log::new_session_id()),
+    let mut turn = Turn::new(
+        owner.clone(),
+        handle.clone(),
+        format!("turn-{}", session_log::new_session_id()),
         cancel,
-        usage: (0, 0),
-        last_estimate: None,
-        changed: Vec::new(),
-        evidence: Vec::new(),
-        problems: Vec::new(),
-        steps: 0,
-        announced: Default::default(),
-        stop_hook_active: false,
-        halt: None,
-        scope: Scope {
+        Scope {
             allowed_tools: Some(agent.tools.clone()),
             model: Some(model),
             child: Some(link),
             expanded: None,
             subagents: Arc::default(),
         },
-    };
+    );
     let stop = turn.run_subagent(agent, prompt).await;
     let cancelled = turn.cancel.is_cancelled();
     turn.finish(stop.clone()).await;
@@ -340,6 +331,9 @@ async fn run_child(
         (answer, live.session.errors.clone())
     };
     let changed = std::mem::take(&mut turn.changed);
+    // The child's history stays in its log, not in memory for the rest of the server's life.
+    drop(turn);
+    owner.release(&handle.id);
     let answer = match (stop, answer) {
         (Stop::EndTurn, Some(answer)) if !cancelled => Ok(answer),
         (Stop::EndTurn, None) if !cancelled => Err(format!(

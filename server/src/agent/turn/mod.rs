@@ -107,6 +107,32 @@ pub(super) struct Call {
 }
 
 impl Turn {
+    /// A turn that has done nothing yet, within `scope`.
+    pub(in crate::agent) fn new(
+        agent: Arc<Agent>,
+        handle: Arc<SessionHandle>,
+        turn_id: String,
+        cancel: CancellationToken,
+        scope: Scope,
+    ) -> Turn {
+        Turn {
+            agent,
+            handle,
+            turn_id,
+            cancel,
+            usage: (0, 0),
+            last_estimate: None,
+            changed: Vec::new(),
+            evidence: Vec::new(),
+            problems: Vec::new(),
+            steps: 0,
+            announced: Default::default(),
+            stop_hook_active: false,
+            halt: None,
+            scope,
+        }
+    }
+
     pub(super) fn host(&self) -> &Arc<dyn Host> {
         &self.agent.host
     }
