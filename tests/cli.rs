@@ -6,6 +6,7 @@ use std::process::Command;
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(common::binary())
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
         .args(args)
         .output()
         .expect("run agentls")
@@ -110,6 +111,7 @@ fn demo_drives_a_real_session_and_prints_what_it_tracked() {
     )
     .unwrap();
     let out = Command::new(common::binary())
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
         .args(["demo", root.to_str().unwrap()])
         .env("AGENTLS_LOG", "error")
         .output()
@@ -255,6 +257,7 @@ async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
     .to_string();
     let ask = |args: Vec<String>| {
         tokio::process::Command::new(common::binary())
+            .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
             .args(args)
             .env("AGENTLS_LOG", "error")
             .stdin(std::process::Stdio::null())
@@ -321,6 +324,7 @@ async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
 #[test]
 fn ask_without_a_provider_says_how_to_configure_one() {
     let out = Command::new(common::binary())
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
         .args(["ask", "hello"])
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
@@ -348,6 +352,7 @@ async fn the_fake_provider_runs_as_a_process_for_other_test_suites() {
     )
     .unwrap();
     let mut child = tokio::process::Command::new(common::binary())
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
         .args(["fake-provider", "--script", script.to_str().unwrap()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

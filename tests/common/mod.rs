@@ -50,9 +50,17 @@ pub struct Server {
     pub init: Value,
 }
 
+/// A config home that does not exist: no user settings, hooks, commands or prompts.
+pub const NO_USER_CONFIG: &str = "/nonexistent/agentls-tests-config-home";
+
 /// Spawns agentls and completes initialize/initialized.
 pub async fn start(options: Options<'_>) -> Server {
     let mut env: Vec<(&str, &str)> = vec![("AGENTLS_LOG", "error")];
+    // The user's own configuration (settings, hooks, commands, prompts) must not leak into
+    // a test: unless a test gives one, the config home is a directory that does not exist.
+    if options.env.iter().all(|(k, _)| *k != "XDG_CONFIG_HOME") {
+        env.push(("XDG_CONFIG_HOME", NO_USER_CONFIG));
+    }
     env.extend(options.env.iter().map(|(k, v)| (*k, v.as_str())));
     let responder = options
         .responder

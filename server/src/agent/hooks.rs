@@ -102,11 +102,7 @@ struct Approvals {
 
 /// The user's hooks file: `$XDG_CONFIG_HOME/agentls/hooks.json` (`~/.config/...`).
 fn user_file() -> Option<PathBuf> {
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config_home.join("agentls").join("hooks.json"))
+    crate::store::user_config::path("hooks.json")
 }
 
 /// The hooks of a file, or the problem reading it; an absent file has none.

@@ -11,11 +11,7 @@ use agentls_core::subagents::{self, Subagent};
 
 /// `$XDG_CONFIG_HOME/agentls/<kind>` (`~/.config/agentls/<kind>`).
 pub fn user_dir(kind: &str) -> Option<PathBuf> {
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config_home.join("agentls").join(kind))
+    super::user_config::path(kind)
 }
 
 /// Every `*.md` under `dir` (recursively, sorted), as (path relative to `dir` with `/`,

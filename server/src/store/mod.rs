@@ -1,7 +1,8 @@
 //! The disk and the process environment, as thin adapters around the core's data: session
 //! logs, reading workspace files, the workspace's file index, prompt overrides, AGENTS.md
 //! files, skills, the environment block's facts (shell, date), and the secrets of the process
-//! environment (`secrets`), the user settings file (`settings`).
+//! environment (`secrets`), the user settings file (`settings`), and where the user's own
+//! configuration lives (`user_config`).
 
 pub mod agents_md;
 pub mod commands;
@@ -13,3 +14,4 @@ pub mod secrets;
 pub mod session_log;
 pub mod settings;
 pub mod skills;
+pub mod user_config;

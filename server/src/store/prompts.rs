@@ -43,11 +43,7 @@ pub fn override_dir(configured: Option<&Path>) -> Option<PathBuf> {
     if let Some(dir) = configured {
         return Some(dir.to_path_buf());
     }
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
-    Some(config_home.join("agentls").join("prompts"))
+    super::user_config::path("prompts")
 }
 
 #[cfg(test)]

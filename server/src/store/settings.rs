@@ -8,11 +8,7 @@ use serde_json::Value;
 
 /// Where the user settings file is, if there is a home to find it in.
 pub fn path() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".config"),
-    };
-    Some(base.join("agentls").join("settings.json"))
+    super::user_config::path("settings.json")
 }
 
 /// The user settings: Null when there is no file; Err naming the file when it cannot be
