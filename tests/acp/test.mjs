@@ -460,6 +460,27 @@ test("the user settings file is read, and --config wins over it key by key", asy
   await assert.rejects(bad.connection.newSession({ cwd: ws, mcpServers: [] }), /settings\.json is not JSON/);
 });
 
+test("a subagent's tool calls show in the client's session; its own text does not", async () => {
+  const ws = workspace({ "a.txt": "KAPPA is here\n" });
+  const c = await start(
+    {
+      replies: [{ toolCalls: [{ id: "t1", name: "task", arguments: { agent: "explore", prompt: "find KAPPA" } }] }, { text: ["Found it."] }],
+      // Only the child's requests hold explore's system prompt.
+      routes: { "read-only search subagent": [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }] }, { text: ["KAPPA is in a.txt:1"] }] },
+    },
+    ws,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Where is KAPPA?" }] });
+  assert.equal(answer.stopReason, "end_turn");
+  assert.ok(c.updates.every((n) => n.sessionId === sessionId), "every update is for the client's session");
+  const read = c.updates.find((n) => kind("tool_call")(n) && n.update.toolCallId === "r1");
+  assert.ok(read, "the child's read is shown");
+  const task = c.updates.find((n) => kind("tool_call_update")(n) && n.update.toolCallId === "t1" && n.update.status === "completed");
+  assert.match(JSON.stringify(task.update.content), /KAPPA is in a\.txt:1/);
+  assert.equal(text(c.updates, "agent_message_chunk"), "Found it.", "the child's own text stays inside its task call");
+});
+
 test("a malformed line or an unknown method gets a JSON-RPC error and the agent stays up", async () => {
   const ws = workspace({});
   const { url } = await fake({ replies: [] });

@@ -271,6 +271,18 @@ impl Host for AcpHost {
                 turn_id,
                 update,
             } => {
+                // A subagent's session is this agentls's, not the client's: its tool calls
+                // are shown in the ACP session that started it (ACP has no nesting); its
+                // text, plan and turn end stay inside (the `task` call's output carries its
+                // answer).
+                let own = self.session_id();
+                let session_id = if session_id == own || own.is_empty() {
+                    session_id
+                } else if matches!(update["kind"].as_str(), Some("toolCall" | "toolCallUpdate")) {
+                    own
+                } else {
+                    return;
+                };
                 if update["kind"] == "turnEnd" {
                     let _ = self.ends.send((turn_id, update));
                 } else if update["kind"] == "compaction" && self.fs.compaction {
