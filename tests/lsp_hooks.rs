@@ -499,11 +499,25 @@ async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
     server_a.stop().await;
 
     let server_b = hooked_server(&ws, &fake, settings, None).await;
-    server_b
+    let loaded = server_b
         .client
         .request("agent/session/load", json!({"sessionId": session}))
         .await
         .unwrap();
+    // The reopened chat shows the hook's run and the reminder, as the live one did.
+    let items = loaded["items"].as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().filter_map(|i| i["kind"].as_str()).collect();
+    assert_eq!(kinds, ["hook", "user", "reminder", "assistant"], "{loaded}");
+    assert_eq!(items[0]["event"], "UserPromptSubmit");
+    assert_eq!(items[0]["outcome"], "ok");
+    assert_eq!(items[2]["source"], "hook");
+    assert!(
+        items[2]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("House style: tabs, not spaces."),
+        "{loaded}"
+    );
     let turn = prompt(&server_b, &session, "second").await;
     let (updates, _) = updates_until_end(&server_b, &turn).await;
     // The hook ran again and said the same: the reminder is not repeated.

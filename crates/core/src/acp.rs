@@ -569,6 +569,8 @@ pub fn replay(items: &[TranscriptItem]) -> Vec<Value> {
                 "agent_message_chunk",
                 &format!("\n\n> agentls error: {message}\n\n"),
             )),
+            // Live, ACP has no update for these either.
+            TranscriptItem::Hook { .. } | TranscriptItem::Reminder { .. } => {}
         }
     }
     updates

@@ -100,6 +100,9 @@ pub enum Event {
         version: String,
         source: String,
         entry: Entry,
+        /// The reminder as the editor was shown it (unwrapped), for the transcript.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        text: String,
     },
     /// A hook ran (what the `hook` update told the editor).
     Hook {
@@ -419,6 +422,21 @@ pub enum TranscriptItem {
     Error {
         message: String,
     },
+    /// A hook ran: the same fields as the `hook` update.
+    Hook {
+        event: String,
+        command: String,
+        outcome: String,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A reminder reached the model: the same fields as the `reminder` update.
+    Reminder {
+        key: String,
+        source: String,
+        text: String,
+    },
 }
 
 /// The transcript of a session's events, in order.
@@ -488,6 +506,27 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
             }),
             Event::Error { message, .. } => items.push(TranscriptItem::Error {
                 message: message.clone(),
+            }),
+            Event::Hook {
+                hook_event,
+                command,
+                outcome,
+                duration_ms,
+                message,
+                ..
+            } => items.push(TranscriptItem::Hook {
+                event: hook_event.clone(),
+                command: command.clone(),
+                outcome: outcome.clone(),
+                duration_ms: *duration_ms,
+                message: message.clone(),
+            }),
+            Event::Reminder {
+                key, source, text, ..
+            } => items.push(TranscriptItem::Reminder {
+                key: key.clone(),
+                source: source.clone(),
+                text: text.clone(),
             }),
             _ => {}
         }

@@ -303,6 +303,13 @@ test("hook runs and reminders are one line each in the chat", function()
   local request = h.requests(url)[1].body
   local last = request.messages[#request.messages].content
   assert(last:find("Sprint rule: every change needs a test.", 1, true), last)
+  -- The session reopened from its log shows the same two lines.
+  local session = require("agentls").state.session
+  local loaded = require("agentls").request("agent/session/load", { sessionId = session })
+  require("agentls.chat").render(loaded.items)
+  local reopened = h.transcript()
+  assert(reopened:find("> ⚓ UserPromptSubmit hook `echo 'Sprint rule: every change needs a test.'`: ok (", 1, true), reopened)
+  assert(reopened:find("> 🔔 reminder (hook): The UserPromptSubmit hook", 1, true), reopened)
   -- A multi-line message stays one line.
   local line = require("agentls.chat").hook_line({ event = "Stop", command = "a\nb", outcome = "blocked", durationMs = 3, message = "x\ny" })
   h.assert_eq(line, "> ⚓ Stop hook `a b`: blocked (3 ms) — x y")

@@ -113,7 +113,9 @@ export type TranscriptItem =
     }
   | { kind: 'plan'; entries: PlanEntry[] }
   | { kind: 'compaction'; summary: string; tokensBefore: number; tokensAfter: number; strategy: string }
-  | { kind: 'error'; message: string };
+  | { kind: 'error'; message: string }
+  | { kind: 'hook'; event: string; command: string; outcome: string; durationMs: number; message?: string }
+  | { kind: 'reminder'; key: string; source: string; text: string };
 
 export interface SessionSummary {
   sessionId: string;

@@ -164,7 +164,7 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
     case 'hook':
       return [push(model, { type: 'notice', level: 'hook', text: hookText(u) })];
     case 'reminder':
-      return [push(model, { type: 'notice', level: 'reminder', text: `reminder (${u.source}): ${oneLine(u.text, 120)}` })];
+      return [push(model, { type: 'notice', level: 'reminder', text: reminderText(u) })];
     case 'error':
       return [push(model, { type: 'notice', level: 'error', text: u.message ?? '' })];
     case 'compaction':
@@ -198,6 +198,11 @@ export function oneLine(text: string | undefined, max: number): string {
 export function hookText(u: { event: string; command: string; outcome: string; durationMs: number; message?: string }): string {
   const line = `${u.event} hook \`${oneLine(u.command, 60)}\`: ${u.outcome} (${u.durationMs} ms)`;
   return u.message ? `${line} — ${oneLine(u.message, 120)}` : line;
+}
+
+/** A reminder as one line: its source and the start of its text. */
+export function reminderText(u: { source: string; text?: string }): string {
+  return `reminder (${u.source}): ${oneLine(u.text, 120)}`;
 }
 
 function compactionText(before?: number, after?: number, strategy?: string): string {
@@ -235,6 +240,12 @@ export function fromItems(sessionId: string, items: TranscriptItem[]): ChatModel
         break;
       case 'error':
         push(model, { type: 'notice', level: 'error', text: item.message });
+        break;
+      case 'hook':
+        push(model, { type: 'notice', level: 'hook', text: hookText(item) });
+        break;
+      case 'reminder':
+        push(model, { type: 'notice', level: 'reminder', text: reminderText(item) });
         break;
     }
   }

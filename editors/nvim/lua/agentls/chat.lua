@@ -462,6 +462,10 @@ function M.render(items)
       M.on_update({ update = { kind = "compaction", phase = "completed", tokensBefore = item.tokensBefore, tokensAfter = item.tokensAfter, strategy = item.strategy } })
     elseif item.kind == "error" then
       append_lines({ "> ✗ " .. (item.message or "") })
+    elseif item.kind == "hook" then
+      append_lines({ M.hook_line(item) })
+    elseif item.kind == "reminder" then
+      append_lines({ M.reminder_line(item) })
     end
   end
 end

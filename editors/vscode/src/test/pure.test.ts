@@ -81,8 +81,13 @@ describe('transcript', () => {
       { kind: 'toolCall', toolCallId: 'c', name: 'shell', title: 'Run `ls`', status: 'failed', output: 'x' },
       { kind: 'compaction', summary: '', tokensBefore: 100, tokensAfter: 30, strategy: 'summary' },
       { kind: 'error', message: 'boom' },
+      { kind: 'hook', event: 'Stop', command: 'check.sh', outcome: 'blocked', durationMs: 4, message: 'tests first' },
+      { kind: 'reminder', key: 'risky:eval', source: 'risky', text: 'eval( runs\ncode' },
     ]);
-    assert.equal(toText(m), '## You\nq\na\n- ✗ Run `ls`\n> ℹ compacted: 100 → 30 tokens (summary)\n> ✗ boom');
+    assert.equal(
+      toText(m),
+      '## You\nq\na\n- ✗ Run `ls`\n> ℹ compacted: 100 → 30 tokens (summary)\n> ✗ boom\n> ⚓ Stop hook `check.sh`: blocked (4 ms) — tests first\n> 🔔 reminder (risky): eval( runs code',
+    );
   });
   it("nests a subagent's calls under its task call and shows nothing else of it", () => {
     const m = emptyModel('s');

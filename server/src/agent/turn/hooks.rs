@@ -228,6 +228,7 @@ impl Turn {
                 version: reminder.version.clone(),
                 source: reminder.source.to_string(),
                 entry,
+                text: reminder.text.clone(),
             };
             {
                 let mut live = self.handle.live.lock().await;
