@@ -66,6 +66,8 @@ pub struct Agent {
     hooks: hooks::HookState,
     /// Approval policies chosen per session (`modes`); the others follow `approval`.
     modes: Mutex<HashMap<String, String>>,
+    /// The user's MCP servers (started by the first turn that offers tools).
+    mcp: Arc<crate::mcp::Manager>,
 }
 
 impl Agent {
@@ -77,6 +79,7 @@ impl Agent {
             provider: Mutex::new(None),
             hooks: hooks::HookState::default(),
             modes: Mutex::new(HashMap::new()),
+            mcp: Arc::new(crate::mcp::Manager::default()),
         })
     }
 

@@ -112,6 +112,11 @@ impl Backend {
         Ok(json!({ "sessions": sessions }))
     }
 
+    /// `agent/mcp/status`: the MCP servers, their state and tool count.
+    pub(super) async fn mcp_status(&self, _params: Option<Value>) -> jsonrpc::Result<Value> {
+        Ok(self.agent().mcp_status())
+    }
+
     /// `agent/session/commands`: the built-in and custom slash commands, for completion.
     pub(super) async fn session_commands(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
         let commands = self

@@ -5,4 +5,6 @@
 
 pub mod config;
 pub mod names;
+pub mod output;
 pub mod schema;
+pub mod tools;

@@ -112,6 +112,9 @@ impl Turn {
                     agentls_core::prompts::fill(&tool.description, &[("subagents", &roster)]);
             }
         }
+        // The MCP servers' tools after the built-in ones: the cached prefix changes only
+        // when their set does.
+        static_context.tools.extend(self.mcp_specs());
         static_context
     }
 

@@ -1,0 +1,119 @@
+//! A call of an MCP tool (`mcp__SERVER__TOOL`) through the turn's one tool path: announced
+//! with the kind from its annotations and a title naming the server, PreToolUse hooks, the
+//! approval gate (asks like `shell` unless the server is `trust: readOnly` and the tool
+//! read-only), then the call (a cancel of the turn cancels the MCP request). Its output is
+//! recorded by the caller like any tool's (redacted, truncated head-and-tail, untrusted).
+
+use super::*;
+use crate::mcp::manager::Launch;
+use agentls_core::approval::{self, Gate};
+use agentls_core::hooks::Permission;
+use agentls_core::mcp::tools::McpTool;
+use agentls_core::prompts::ToolSpec;
+use agentls_core::tool_info::ToolCatalog;
+use serde_json::{json, Value};
+
+impl Agent {
+    /// Starts (in the background) the configured MCP servers not running yet; stops those
+    /// no longer configured. Never waits for a server.
+    pub(crate) fn ensure_mcp(&self) {
+        let config = self.host.config();
+        let launch = Launch {
+            cwd: self.host.roots().first().cloned(),
+            hidden_env: self.hidden_env(),
+        };
+        self.mcp.ensure(&config.mcp_servers, &launch);
+    }
+
+    /// `agent/mcp/status`: every configured server, its state and tool count (servers not
+    /// started yet, before the first session, are not listed).
+    pub fn mcp_status(&self) -> Value {
+        self.mcp.status()
+    }
+}
+
+impl Turn {
+    /// The MCP tools this turn offers, after the built-in ones, in their stable order.
+    pub(super) fn mcp_specs(&self) -> Vec<ToolSpec> {
+        self.agent.ensure_mcp();
+        self.agent
+            .mcp
+            .tools()
+            .iter()
+            .filter(|tool| self.scope.allows(&tool.name))
+            .map(McpTool::spec)
+            .collect()
+    }
+
+    /// The MCP tool a call names, when it is one this turn offers.
+    pub(super) fn mcp_tool(&self, name: &str) -> Option<McpTool> {
+        if !name.starts_with(agentls_core::mcp::names::PREFIX) || !self.scope.allows(name) {
+            return None;
+        }
+        self.agent.mcp.tool(name)
+    }
+
+    /// The row title of a call: an MCP tool's names its server.
+    pub(super) fn title_of(&self, name: &str, arguments: &Value) -> String {
+        match self.agent.mcp.tool(name) {
+            Some(tool) => tool.title(),
+            None => Registry::builtin().title(name, arguments),
+        }
+    }
+
+    /// Runs an MCP tool call once announced; `post` gets the arguments once PreToolUse let
+    /// the call go on.
+    pub(super) async fn run_mcp_tool(
+        &mut self,
+        call: &Call,
+        tool: McpTool,
+        arguments: Value,
+        post: &mut Option<Value>,
+    ) -> (String, bool) {
+        let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
+            super::hooks::PreTool::Blocked(reason) => return (reason, false),
+            super::hooks::PreTool::Go {
+                arguments,
+                permission,
+            } => (arguments, permission),
+        };
+        *post = Some(arguments.clone());
+        let approvals = match &self.scope.child {
+            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
+            None => self.handle.live.lock().await.session.approvals.clone(),
+        };
+        let gate = match permission {
+            Some(Permission::Allow) => Gate::Run,
+            Some(Permission::Ask) => Gate::Ask,
+            _ => approval::gate(
+                &self.agent.mode_of(
+                    self.scope
+                        .child
+                        .as_ref()
+                        .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str()),
+                ),
+                &call.name,
+                tool.approval_kind(),
+                None,
+                &approvals,
+            ),
+        };
+        match gate {
+            Gate::Run => {}
+            Gate::Refuse(why) => return (format!("not run: {why}"), false),
+            Gate::Ask => {
+                if let Err(message) = self
+                    .ask(call, tool.kind(), &arguments, None, None, None)
+                    .await
+                {
+                    return (message, false);
+                }
+            }
+        }
+        self.update(
+            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
+        );
+        let cancel = self.cancel.clone();
+        self.agent.mcp.call(&tool, arguments, &cancel).await
+    }
+}
