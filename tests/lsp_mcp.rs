@@ -458,3 +458,70 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
     assert_invariants(&requests);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_h", "mcp__bad__huge", &["{}"]),
+            ("call_g", "mcp__bad__garbage", &["{}"]),
+            ("call_r", "mcp__bad__rejected_schema", &[r#"{"a": "x"}"#]),
+            ("call_n", "mcp__bad__not_a_tool", &["{}"]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Survived."], None));
+    fake.push(FakeProvider::openai_text(&["Still fine."], None));
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_bad_server.py");
+    let server = server_with(
+        &ws,
+        &fake,
+        json!({"bad": {"command": "python3", "args": [script]}}),
+        "full-auto",
+    )
+    .await;
+    let session = new_session(&server).await;
+    let entry = settled(&server, "bad").await;
+    assert_eq!(entry["state"], "ready", "{entry}");
+    assert_eq!(entry["tools"], 3, "{entry}");
+    let turn = prompt(&server, &session, "Misbehave.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let requests = fake.requests();
+    // The schema as sent: an object schema, without what providers reject.
+    let rejected = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "mcp__bad__rejected_schema")
+        .unwrap()["function"]["parameters"]
+        .clone();
+    assert_eq!(
+        rejected,
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]})
+    );
+    // 10 MB cut head and tail to the output limit.
+    let huge = tool_message(&requests[1].body, "call_h");
+    assert!(huge.len() < 200_000, "{} bytes", huge.len());
+    assert!(
+        huge.contains("start\nline 0: some output")
+            && huge.contains("line 419999: some output\nend\n</mcp_result>"),
+        "head and tail kept: {}[…]{}",
+        &huge[..600],
+        &huge[huge.len() - 150..]
+    );
+    let garbage = tool_message(&requests[1].body, "call_g");
+    assert!(garbage.contains("answered after garbage"), "{garbage}");
+    assert!(tool_message(&requests[1].body, "call_r").contains("called rejected_schema"));
+    let unknown = tool_message(&requests[1].body, "call_n");
+    assert!(unknown.contains("unknown tool"), "{unknown}");
+    assert_invariants(&requests);
+    // Still serving.
+    let turn = prompt(&server, &session, "Again.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(answer_text(&updates), "Still fine.");
+    server.stop().await;
+}

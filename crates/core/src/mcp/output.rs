@@ -4,6 +4,12 @@
 
 use serde_json::Value;
 
+use crate::truncate::{truncate_middle, TruncationPolicy};
+
+/// The most of a result's body kept (head and tail) before the turn's own truncation to
+/// `toolOutputLimit`: a server answering 10 MB costs a byte cut, not a tokenization of it.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
 /// The output and whether the call succeeded (`isError` is a failed call).
 pub fn render(server: &str, tool: &str, result: &Value) -> (String, bool) {
     let failed = result
@@ -31,6 +37,12 @@ pub fn render(server: &str, tool: &str, result: &Value) -> (String, bool) {
     } else {
         parts.join("\n")
     };
+    let body = truncate_middle(
+        &body,
+        TruncationPolicy::Bytes(MAX_BODY_BYTES),
+        Default::default(),
+    )
+    .text;
     (
         format!(
             "<mcp_result server=\"{}\" tool=\"{}\" trust=\"untrusted\">\n{body}\n</mcp_result>",
@@ -142,6 +154,14 @@ mod tests {
         let (text, ok) = render("s", "t", &json!({"structuredContent": {"sum": 3}}));
         assert!(ok);
         assert!(text.contains("\"sum\": 3"), "{text}");
+        let big = "y".repeat(3 * MAX_BODY_BYTES);
+        let (text, _) = render(
+            "s",
+            "t",
+            &json!({"content": [{"type": "text", "text": big}]}),
+        );
+        assert!(text.len() < MAX_BODY_BYTES + 200, "{}", text.len());
+        assert!(text.ends_with("</mcp_result>"));
         let (text, _) = render("s\"x", "t", &json!({}));
         assert!(text.contains("(no content)") && text.contains("s&quot;x"));
     }
