@@ -525,3 +525,76 @@ async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
     assert_eq!(answer_text(&updates), "Still fine.");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn workspace_mcp_json_servers_start_only_once_the_user_approved_them() {
+    let ws = workspace();
+    std::fs::write(
+        ws.root.join(".mcp.json"),
+        json!({"mcpServers": {
+            "a-refused": {"command": "sh", "args": ["-c", "touch refused-ran; sleep 600"]},
+            "everything": {"command": installed().everything, "args": ["stdio"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Hello."], None));
+    let echo = json!({"message": "from the workspace"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_w", "mcp__everything__echo", &[echo.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (responder, seen) = responder(&["rejectOnce", "allowOnce"]);
+    let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));
+    let server = server(&ws, options, Some(responder)).await;
+    let session = new_session(&server).await;
+    // Not approved yet: not started, not listed.
+    assert_eq!(status(&server).await["servers"], json!([]));
+    let turn = prompt(&server, &session, "Hi").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let asked: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .map(|(_, p)| p["toolCall"]["title"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[0].starts_with("Workspace MCP server a-refused: sh -c"),
+        "{asked:?}"
+    );
+    assert!(
+        asked[1].starts_with("Workspace MCP server everything: "),
+        "{asked:?}"
+    );
+    assert_eq!(settled(&server, "everything").await["state"], "ready");
+    let names: Vec<String> = status(&server).await["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["everything"], "the refused server is not started");
+    assert!(!ws.root.join("refused-ran").exists());
+    // The next turn offers and calls its tools, without asking again.
+    let turn = prompt(&server, &session, "Echo.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let requests = fake.requests();
+    let echoed = tool_message(&requests.last().unwrap().body, "call_w");
+    assert!(echoed.contains("Echo: from the workspace"), "{echoed}");
+    assert_eq!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "agent/session/requestPermission")
+            .count(),
+        2,
+        "asked once per entry"
+    );
+    server.stop().await;
+}

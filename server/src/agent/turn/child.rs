@@ -114,7 +114,8 @@ impl Turn {
         }
         // The MCP servers' tools after the built-in ones: the cached prefix changes only
         // when their set does.
-        static_context.tools.extend(self.mcp_specs());
+        let mcp = self.mcp_specs().await;
+        static_context.tools.extend(mcp);
         static_context
     }
 

@@ -8,21 +8,60 @@ use super::*;
 use crate::mcp::manager::Launch;
 use agentls_core::approval::{self, Gate};
 use agentls_core::hooks::Permission;
+use agentls_core::mcp::config::{overlay, parse, ServerConfig, ServerSource};
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
 use agentls_core::tool_info::ToolCatalog;
 use serde_json::{json, Value};
 
+/// The workspace's MCP file (Claude Code's project file).
+const WORKSPACE_FILE: &str = ".mcp.json";
+
+/// What a workspace server's approval is remembered by (beside the workspace hooks').
+fn approval_key(config: &ServerConfig) -> String {
+    format!("mcp:{}", config.fingerprint())
+}
+
 impl Agent {
-    /// Starts (in the background) the configured MCP servers not running yet; stops those
-    /// no longer configured. Never waits for a server.
+    /// The servers of the workspace's `.mcp.json` (none when it is absent; a bad entry is
+    /// logged and skipped).
+    fn workspace_mcp(&self) -> Vec<ServerConfig> {
+        let Some(root) = self.host.roots().first().cloned() else {
+            return Vec::new();
+        };
+        let Ok(text) = std::fs::read_to_string(root.join(WORKSPACE_FILE)) else {
+            return Vec::new();
+        };
+        let value = match serde_json::from_str::<Value>(&text) {
+            Ok(value) => value,
+            Err(err) => {
+                tracing::warn!("{WORKSPACE_FILE}: not JSON: {err}");
+                return Vec::new();
+            }
+        };
+        let (servers, problems) = parse(&value, ServerSource::Workspace);
+        for problem in problems {
+            tracing::warn!("{WORKSPACE_FILE}: {problem}");
+        }
+        servers
+    }
+
+    /// Starts (in the background) the configured MCP servers not running yet, and the
+    /// workspace's once approved; stops those no longer configured. Never waits for a
+    /// server. A settings entry wins over a workspace entry of the same name.
     pub(crate) fn ensure_mcp(&self) {
         let config = self.host.config();
+        let approved: Vec<ServerConfig> = self
+            .workspace_mcp()
+            .into_iter()
+            .filter(|c| self.workspace_entry_known(&approval_key(c)) == Some(true))
+            .collect();
         let launch = Launch {
             cwd: self.host.roots().first().cloned(),
             hidden_env: self.hidden_env(),
         };
-        self.mcp.ensure(&config.mcp_servers, &launch);
+        self.mcp
+            .ensure(&overlay(&approved, &config.mcp_servers), &launch);
     }
 
     /// `agent/mcp/status`: every configured server, its state and tool count (servers not
@@ -33,8 +72,38 @@ impl Agent {
 }
 
 impl Turn {
-    /// The MCP tools this turn offers, after the built-in ones, in their stable order.
-    pub(super) fn mcp_specs(&self) -> Vec<ToolSpec> {
+    /// The MCP tools this turn offers, after the built-in ones, in their stable order. A
+    /// workspace server not answered for yet is asked about first (a top-level turn only).
+    pub(super) async fn mcp_specs(&mut self) -> Vec<ToolSpec> {
+        if self.scope.child.is_none() {
+            let settings = self.host().config().mcp_servers;
+            for config in self.agent.workspace_mcp() {
+                let key = approval_key(&config);
+                if settings.iter().any(|s| s.name == config.name)
+                    || self.agent.workspace_entry_known(&key).is_some()
+                {
+                    continue;
+                }
+                let tool_call = json!({
+                    "toolCallId": format!("mcp-server-{}", agentls_core::reminders::version_of(&key)),
+                    "name": "mcpServer",
+                    "title": format!("Workspace MCP server {}: {}", config.name, config.describe()),
+                    "kind": "execute",
+                    "input": {"server": config.name, "command": config.describe(), "file": WORKSPACE_FILE},
+                });
+                let handle = self.handle.clone();
+                self.agent
+                    .workspace_entry_approved(
+                        &handle,
+                        &self.turn_id,
+                        &key,
+                        tool_call,
+                        "MCP server",
+                        &self.cancel,
+                    )
+                    .await;
+            }
+        }
         self.agent.ensure_mcp();
         self.agent
             .mcp
