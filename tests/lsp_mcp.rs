@@ -128,6 +128,24 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     let entry = settled(&server, "everything").await;
     assert_eq!(entry["state"], "ready", "{entry}");
     assert!(entry["tools"].as_u64().unwrap() >= 10, "{entry}");
+    // Their cost per request is a section of its own.
+    let report = server
+        .client
+        .request("agent/session/context", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let section = |name: &str| {
+        report["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {report}"))["tokens"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(section("mcpTools") > 500, "{report}");
+    assert!(section("tools") > 500, "{report}");
 
     let turn = prompt(&server, &session, "Echo and add.").await;
     let (updates, _) = updates_until_end(&server, &turn).await;

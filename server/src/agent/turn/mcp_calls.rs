@@ -64,6 +64,11 @@ impl Agent {
             .ensure(&overlay(&approved, &config.mcp_servers), &launch);
     }
 
+    /// The MCP tools offered now (for `agent/session/context`).
+    pub fn mcp_tool_specs(&self) -> Vec<ToolSpec> {
+        self.mcp.tools().iter().map(McpTool::spec).collect()
+    }
+
     /// `agent/mcp/status`: every configured server, its state and tool count (servers not
     /// started yet, before the first session, are not listed).
     pub fn mcp_status(&self) -> Value {
