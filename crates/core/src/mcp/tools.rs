@@ -120,8 +120,13 @@ impl McpTool {
     }
 
     pub fn spec(&self) -> ToolSpec {
+        // No sentence of ours (model-facing prose lives in prompts/): the server's title or
+        // name when it gave no description.
         let description = if self.tool.description.is_empty() {
-            format!("Tool {} of the MCP server {}.", self.tool.tool, self.server)
+            self.tool
+                .title
+                .clone()
+                .unwrap_or_else(|| self.tool.tool.clone())
         } else {
             self.tool.description.clone()
         };
@@ -203,9 +208,6 @@ mod tests {
         assert_eq!(tools[2].approval_kind(), ToolKind::Edit);
         assert_eq!(tools[2].title(), "Current time (time MCP)");
         assert_eq!(tools[1].spec().parameters["type"], "object");
-        assert_eq!(
-            tools[1].spec().description,
-            "Tool wipe of the MCP server every."
-        );
+        assert_eq!(tools[1].spec().description, "wipe");
     }
 }
