@@ -616,3 +616,69 @@ async fn workspace_mcp_json_servers_start_only_once_the_user_approved_them() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_read_only_server_tool_runs_without_asking_under_auto_edit_and_another_asks() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let echo = json!({"message": "trusted"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_e", "mcp__everything__echo", &[echo.as_str()]),
+            (
+                "call_t",
+                "mcp__everything__toggle-simulated-logging",
+                &["{}"],
+            ),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "auto-edit", "mcpServers": {
+            "everything": {"command": installed().everything, "args": ["stdio"], "trust": "readOnly"}
+        }}),
+    );
+    let server = server(&ws, options, Some(responder)).await;
+    let session = new_session(&server).await;
+    assert_eq!(settled(&server, "everything").await["state"], "ready");
+    let turn = prompt(&server, &session, "Echo and toggle.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let asked: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .map(|(_, p)| p["toolCall"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(asked, ["mcp__everything__toggle-simulated-logging"]);
+    let announced: Vec<(String, String)> = updates
+        .iter()
+        .filter(|u| u["kind"] == "toolCall")
+        .map(|u| {
+            (
+                u["name"].as_str().unwrap().to_string(),
+                u["toolKind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        announced,
+        [
+            ("mcp__everything__echo".to_string(), "read".to_string()),
+            (
+                "mcp__everything__toggle-simulated-logging".to_string(),
+                "other".to_string()
+            )
+        ]
+    );
+    let requests = fake.requests();
+    assert!(tool_message(&requests[1].body, "call_e").contains("Echo: trusted"));
+    assert!(!tool_message(&requests[1].body, "call_t").contains("mcp_result"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
