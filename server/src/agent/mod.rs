@@ -68,6 +68,8 @@ pub struct Agent {
     modes: Mutex<HashMap<String, String>>,
     /// The user's MCP servers (started by the first turn that offers tools).
     mcp: Arc<crate::mcp::Manager>,
+    /// The MCP servers an ACP client offered (they win over configured ones of their name).
+    client_mcp: Mutex<Vec<agentls_core::mcp::config::ServerConfig>>,
 }
 
 impl Agent {
@@ -80,6 +82,7 @@ impl Agent {
             hooks: hooks::HookState::default(),
             modes: Mutex::new(HashMap::new()),
             mcp: Arc::new(crate::mcp::Manager::default()),
+            client_mcp: Mutex::new(Vec::new()),
         })
     }
 

@@ -141,6 +141,50 @@ pub fn parse(value: &Value, source: ServerSource) -> (Vec<ServerConfig>, Vec<Str
     (servers, problems)
 }
 
+/// The servers an ACP client offers in `session/new`/`session/load` (`mcpServers`: an array
+/// of `{name, command, args, env: [{name, value}]}` or `{type: "http", name, url, headers:
+/// [{name, value}]}`), as `ServerSource::Client` entries.
+pub fn parse_acp(list: &Value) -> (Vec<ServerConfig>, Vec<String>) {
+    let Value::Array(items) = list else {
+        return (
+            Vec::new(),
+            vec![format!("mcpServers must be an array, got {}", kind(list))],
+        );
+    };
+    let mut map = Map::new();
+    let mut problems = Vec::new();
+    for item in items {
+        let Some(name) = item
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        else {
+            problems.push("an MCP server without a name skipped".to_string());
+            continue;
+        };
+        let mut entry = item.as_object().cloned().unwrap_or_default();
+        entry.remove("name");
+        for key in ["env", "headers"] {
+            if let Some(Value::Array(pairs)) = entry.get(key) {
+                let object: Map<String, Value> = pairs
+                    .iter()
+                    .filter_map(|p| {
+                        Some((
+                            p.get("name")?.as_str()?.to_string(),
+                            p.get("value")?.clone(),
+                        ))
+                    })
+                    .collect();
+                entry.insert(key.to_string(), Value::Object(object));
+            }
+        }
+        map.insert(name.to_string(), Value::Object(entry));
+    }
+    let (servers, more) = parse(&Value::Object(map), ServerSource::Client);
+    problems.extend(more);
+    (servers, problems)
+}
+
 /// `extra` added to `base`; an entry of `extra` replaces `base`'s entry of the same name
 /// (an ACP client's server wins over the settings' one).
 pub fn overlay(base: &[ServerConfig], extra: &[ServerConfig]) -> Vec<ServerConfig> {
@@ -418,6 +462,36 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(all[1].describe(), "three");
         assert_eq!(all[1].source, ServerSource::Client);
+    }
+
+    #[test]
+    fn an_acp_clients_servers_are_read_from_its_array_shape() {
+        let (servers, problems) = parse_acp(&json!([
+            {"name": "fs", "command": "/bin/mcp-fs", "args": ["--root", "/w"],
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "web", "url": "https://x/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer t"}]},
+            {"command": "nameless"}
+        ]));
+        assert_eq!(problems, ["an MCP server without a name skipped"]);
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[0].source, ServerSource::Client);
+        assert_eq!(
+            servers[0].transport,
+            Transport::Stdio {
+                command: "/bin/mcp-fs".into(),
+                args: vec!["--root".into(), "/w".into()],
+                env: vec![("TOKEN".into(), "t".into())],
+                cwd: None,
+            }
+        );
+        assert_eq!(
+            servers[1].transport,
+            Transport::Http {
+                url: "https://x/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer t".into())],
+            }
+        );
     }
 
     #[test]

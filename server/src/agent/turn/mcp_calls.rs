@@ -60,8 +60,23 @@ impl Agent {
             cwd: self.host.roots().first().cloned(),
             hidden_env: self.hidden_env(),
         };
-        self.mcp
-            .ensure(&overlay(&approved, &config.mcp_servers), &launch);
+        let client = self
+            .client_mcp
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let configured = overlay(&approved, &config.mcp_servers);
+        self.mcp.ensure(&overlay(&configured, &client), &launch);
+    }
+
+    /// The servers an ACP client offers for this agent's session (`mcpServers` of
+    /// `session/new` or `session/load`); a bad entry is logged and skipped.
+    pub fn set_client_mcp(&self, list: &Value) {
+        let (servers, problems) = agentls_core::mcp::config::parse_acp(list);
+        for problem in problems {
+            tracing::warn!("acp: {problem}");
+        }
+        *self.client_mcp.lock().unwrap_or_else(|e| e.into_inner()) = servers;
     }
 
     /// The MCP tools offered now (for `agent/session/context`).
