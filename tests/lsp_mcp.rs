@@ -421,8 +421,12 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Back."], None));
+    // A helper in the server's process group that would outlive it unless the group is
+    // killed (it does not read stdin, so closing the pipe does not end it).
+    let sleeper_file = ws.root.parent().unwrap().join("sleeper.pid");
     let wrapper = format!(
-        "echo $$ > {}; exec {} stdio",
+        "sleep 3600 & echo $! > {}; echo $$ > {}; exec {} stdio",
+        sleeper_file.display(),
         pid_file.display(),
         installed().everything
     );
@@ -436,6 +440,7 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
     let session = new_session(&server).await;
     assert_eq!(settled(&server, "everything").await["state"], "ready");
     let first_pid = std::fs::read_to_string(&pid_file).unwrap();
+    let first_sleeper = std::fs::read_to_string(&sleeper_file).unwrap();
     let turn = prompt(&server, &session, "Run the long operation.").await;
     loop {
         let message = server.client.next_message().await.expect("talking");
@@ -474,7 +479,33 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
     let echoed = tool_message(&requests.last().unwrap().body, "call_e");
     assert!(echoed.contains("Echo: after the crash"), "{echoed}");
     assert_invariants(&requests);
+    // No orphan: the crashed server's group was killed, and the restarted server's group
+    // dies with agentls.
+    wait_gone(first_sleeper.trim()).await;
+    let second_pid = std::fs::read_to_string(&pid_file).unwrap();
+    let second_sleeper = std::fs::read_to_string(&sleeper_file).unwrap();
+    assert_ne!(second_sleeper, first_sleeper);
     server.stop().await;
+    wait_gone(second_pid.trim()).await;
+    wait_gone(second_sleeper.trim()).await;
+}
+
+/// Returns once process `pid` is gone (or a zombie waiting to be reaped).
+async fn wait_gone(pid: &str) {
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
+            {
+                return
+            }
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
 }
 
 #[tokio::test]

@@ -43,6 +43,9 @@ pub struct Connection {
     pub(crate) group: Option<GroupGuard>,
     /// The last lines the server wrote to stderr (why it died, usually).
     pub stderr: Arc<Mutex<String>>,
+    /// The child's pid (stdio servers): its death is noticed even when something it started
+    /// keeps the pipes open.
+    pub pid: Option<u32>,
 }
 
 /// Connects (spawn or HTTP, then `initialize`). Err is a one-line reason for the user.
@@ -87,7 +90,8 @@ pub async fn connect(
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let group = GroupGuard::new(transport.id());
+            let pid = transport.id();
+            let group = GroupGuard::new(pid);
             if let Some(mut pipe) = child_stderr {
                 let tail = stderr.clone();
                 let name = config.name.clone();
@@ -122,6 +126,7 @@ pub async fn connect(
                 service,
                 group: Some(group),
                 stderr,
+                pid,
             })
         }
         Transport::Http { url, headers } => {
@@ -145,6 +150,7 @@ pub async fn connect(
                 service,
                 group: None,
                 stderr,
+                pid: None,
             })
         }
     }
@@ -154,4 +160,27 @@ pub async fn connect(
 pub fn last_line(text: &str) -> Option<String> {
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
     Some(agentls_core::tool_info::shorten(line))
+}
+
+/// Returns once process `pid` has exited (gone, or a zombie not reaped yet); never for None.
+/// Polled through /proc: the child is owned by the transport, which waits for it only when
+/// dropped.
+pub async fn exited(pid: Option<u32>) {
+    let Some(pid) = pid else {
+        return std::future::pending().await;
+    };
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
+            {
+                return
+            }
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        }
+    }
 }

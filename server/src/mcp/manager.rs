@@ -370,6 +370,7 @@ async fn supervise(
         let ended = connection.service.cancellation_token();
         let stderr = connection.stderr.clone();
         let group = connection.group;
+        let pid = connection.pid;
         tokio::select! {
             () = stop.cancelled() => {
                 ended.cancel();
@@ -377,6 +378,9 @@ async fn supervise(
                 return;
             }
             _ = connection.service.waiting() => {}
+            // The process died while something it started holds its stdout open: no EOF
+            // comes, so its death ends the connection (and fails the calls in flight).
+            () = super::connect::exited(pid) => ended.cancel(),
         }
         drop(group);
         let reason = match last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner())) {
