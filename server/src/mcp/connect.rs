@@ -139,13 +139,14 @@ pub async fn connect(
                     .map_err(|_| format!("header {name}: the value is not a valid header"))?;
                 custom.insert(name, value);
             }
-            let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.clone())
+            let http = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
                 .custom_headers(custom);
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(http);
             let service = handler
                 .serve(transport)
                 .await
-                .map_err(|e| format!("initialize failed at {url}: {e}"))?;
+                // The URL as written (`${VAR}` unexpanded): a key in it stays out of the message.
+                .map_err(|e| format!("initialize failed at {}: {e}", config.describe()))?;
             Ok(Connection {
                 service,
                 group: None,
