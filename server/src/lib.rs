@@ -19,6 +19,7 @@ pub mod agent;
 pub mod cli;
 pub mod dev;
 pub mod lsp;
+pub mod mcp;
 pub mod provider;
 pub mod store;
 pub mod tools;

@@ -26,6 +26,8 @@ fn main() -> ExitCode {
     // First, before any thread starts: the API keys are taken out of the initial environment
     // block, where tool processes could read them through /proc/$PPID/environ.
     agentls::store::secrets::take_from_environment();
+    // rustls's crypto provider (ring), before any HTTPS client exists.
+    agentls::provider::tls::install();
     // A usage error (unknown flag, bad value) exits with 2 and a message; --help and
     // --version exit with 0.
     let cli = Cli::parse();

@@ -66,6 +66,9 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// `hooks`: the settings' hooks, in Claude Code's shape (`{Event: [{matcher, hooks}]}`).
     pub hooks: Vec<crate::hooks::Hook>,
+    /// `mcpServers`: the settings' MCP servers, in Claude Code's shape (`{NAME: {command,
+    /// args, env} | {type: "http", url, headers}}`), sorted by name.
+    pub mcp_servers: Vec<crate::mcp::config::ServerConfig>,
     /// `reminders.*`.
     pub reminders: crate::reminders::ReminderSettings,
 }
@@ -154,6 +157,7 @@ impl Default for Config {
             approval_timeout_ms: 300_000,
             compaction: CompactionConfig::default(),
             hooks: Vec::new(),
+            mcp_servers: Vec::new(),
             reminders: crate::reminders::ReminderSettings::default(),
         }
     }
@@ -469,6 +473,19 @@ const KEYS: &[Key] = &[
         keep: |c, p| c.hooks = p.hooks.clone(),
     },
     Key {
+        path: "mcpServers",
+        set: |c, v| {
+            let (servers, problems) =
+                crate::mcp::config::parse(v, crate::mcp::config::ServerSource::Settings);
+            if !problems.is_empty() {
+                return Err(problems.join("; "));
+            }
+            c.mcp_servers = servers;
+            Ok(())
+        },
+        keep: |c, p| c.mcp_servers = p.mcp_servers.clone(),
+    },
+    Key {
         path: "reminders.agentsMd",
         set: |c, v| {
             c.reminders.agents_md = boolean(v)?;
@@ -676,6 +693,20 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn mcp_servers_are_a_setting_and_a_bad_entry_keeps_the_previous_servers() {
+        let settings = json!({"mcpServers": {"time": {"command": "mcp-server-time"}}});
+        let (config, update) = Config::from_settings(&Config::default(), &settings);
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(config.mcp_servers.len(), 1);
+        assert_eq!(config.mcp_servers[0].name, "time");
+        let bad = json!({"mcpServers": {"time": {"args": []}}});
+        let (next, update) = Config::from_settings(&config, &bad);
+        assert_eq!(next.mcp_servers, config.mcp_servers);
+        assert_eq!(update.problems[0].key, "mcpServers");
+        assert!(update.problems[0].message.contains("needs a command"));
+    }
 
     #[test]
     fn hooks_and_reminder_switches_are_settings_and_a_bad_hooks_value_keeps_the_previous() {

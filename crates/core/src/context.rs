@@ -126,8 +126,10 @@ pub struct Section {
 
 /// Section names in request order. Every request reports all of them (0 when absent), so
 /// that a breakdown view keeps its rows.
-pub const SECTIONS: [(&str, Trust); 10] = [
+pub const SECTIONS: [(&str, Trust); 11] = [
     ("tools", Trust::Trusted),
+    // The MCP servers' tools (`mcp__…`), apart: what the user's servers cost each request.
+    ("mcpTools", Trust::Trusted),
     ("system", Trust::Trusted),
     ("developerInstructions", Trust::Trusted),
     ("agentsMd", Trust::Trusted),
@@ -214,7 +216,12 @@ pub fn assemble<'a>(
 
     for tool in &static_context.tools {
         let json = serde_json::to_string(tool).unwrap_or_default();
-        raw[index("tools")] += cache.count(tokenizer, &json);
+        let section = if tool.name.starts_with(crate::mcp::names::PREFIX) {
+            "mcpTools"
+        } else {
+            "tools"
+        };
+        raw[index(section)] += cache.count(tokenizer, &json);
     }
 
     // The system message is counted whole (exact, joins included); its blocks are counted

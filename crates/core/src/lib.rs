@@ -26,6 +26,7 @@ pub mod hooks;
 pub mod inspect;
 pub mod language;
 pub mod ledger;
+pub mod mcp;
 pub mod models;
 pub mod paths;
 pub mod position;

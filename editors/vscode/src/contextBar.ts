@@ -8,6 +8,7 @@ import { thousands } from './status';
 /** How the sections are called where the user reads them. */
 const LABELS: Record<string, string> = {
   tools: 'tools',
+  mcpTools: 'MCP tools',
   system: 'system',
   developerInstructions: 'developer instructions',
   agentsMd: 'AGENTS.md',

@@ -310,13 +310,11 @@ impl State {
     }
 
     async fn new_session(&self, params: params::NewSession) -> Result<Reply, RpcError> {
-        if !params.mcp_servers.is_empty() {
-            tracing::info!(
-                "acp: {} MCP server(s) offered by the client; agentls has no MCP client yet, so they are not used",
-                params.mcp_servers.len()
-            );
-        }
         let session = self.open(&params.cwd)?;
+        // The client's MCP servers, beside the configured ones (the client's win a clash).
+        session
+            .agent
+            .set_client_mcp(&Value::Array(params.mcp_servers.clone()));
         let id = session.agent.new_session(None).await.map_err(agent_error)?;
         let session = self.register(&id, session);
         let mut state = Self::session_state(&session, &id);
@@ -338,13 +336,11 @@ impl State {
     }
 
     async fn load_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
-        if !params.mcp_servers.is_empty() {
-            tracing::info!(
-                "acp: MCP servers offered by the client are not used (no MCP client yet)"
-            );
-        }
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
+        session
+            .agent
+            .set_client_mcp(&Value::Array(params.mcp_servers.clone()));
         let items = session.agent.load(&id).await.map_err(agent_error)?;
         // The history first, as updates; then the answer.
         for update in mapping::replay(&items) {

@@ -232,53 +232,67 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> bool {
         let fingerprint = hook.fingerprint();
-        let approvals = self.read_approvals();
-        if approvals.allowed.contains(&fingerprint) {
-            return true;
-        }
-        if approvals.refused.contains(&fingerprint) {
-            return false;
-        }
-        if let Some(allowed) = self.hooks.with(|s| s.answered.get(&fingerprint).copied()) {
+        let matcher = hook.matcher.clone().unwrap_or_default();
+        let tool_call = json!({
+            "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
+            "name": "hook",
+            "title": format!("Workspace hook ({}): {}", hook.event.name(), hook.command),
+            "kind": "execute",
+            "input": {
+                "command": hook.command,
+                "event": hook.event.name(),
+                "matcher": matcher,
+                "file": ".agents/hooks.json",
+            },
+        });
+        self.workspace_entry_approved(handle, turn_id, &fingerprint, tool_call, "hook", cancel)
+            .await
+    }
+
+    /// Whether a workspace entry that runs commands (a hook, an MCP server of `.mcp.json`)
+    /// may run: remembered on disk ("always"), answered earlier in this server's life
+    /// ("once"), or asked now through `agent/session/requestPermission`.
+    pub(super) async fn workspace_entry_approved(
+        &self,
+        handle: &SessionHandle,
+        turn_id: &str,
+        fingerprint: &str,
+        tool_call: Value,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> bool {
+        if let Some(allowed) = self.workspace_entry_known(fingerprint) {
             return allowed;
         }
         let options = [
-            ("allow-once", "allowOnce", "Run this hook this time"),
+            (
+                "allow-once",
+                "allowOnce",
+                format!("Run this {what} this time"),
+            ),
             (
                 "allow-always",
                 "allowAlways",
-                "Always run this hook in this workspace",
+                format!("Always run this {what} in this workspace"),
             ),
-            ("reject-once", "rejectOnce", "Do not run it"),
+            ("reject-once", "rejectOnce", "Do not run it".to_string()),
             (
                 "reject-always",
                 "rejectAlways",
-                "Never run this hook in this workspace",
+                format!("Never run this {what} in this workspace"),
             ),
         ]
         .into_iter()
         .map(|(id, kind, name)| PermissionOption {
             option_id: id.into(),
             kind: kind.into(),
-            name: name.into(),
+            name,
         })
         .collect();
-        let matcher = hook.matcher.clone().unwrap_or_default();
         let request = PermissionRequest {
             session_id: handle.id.clone(),
             turn_id: turn_id.to_string(),
-            tool_call: json!({
-                "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
-                "name": "hook",
-                "title": format!("Workspace hook ({}): {}", hook.event.name(), hook.command),
-                "kind": "execute",
-                "input": {
-                    "command": hook.command,
-                    "event": hook.event.name(),
-                    "matcher": matcher,
-                    "file": ".agents/hooks.json",
-                },
-            }),
+            tool_call,
             options,
         };
         let outcome = tokio::select! {
@@ -287,13 +301,25 @@ impl Agent {
         };
         let allowed = outcome.allows();
         match outcome.kind.as_str() {
-            "allowAlways" | "rejectAlways" => self.remember(&fingerprint, allowed),
+            "allowAlways" | "rejectAlways" => self.remember(fingerprint, allowed),
             _ => {
                 self.hooks
-                    .with(|s| s.answered.insert(fingerprint.clone(), allowed));
+                    .with(|s| s.answered.insert(fingerprint.to_string(), allowed));
             }
         }
         allowed
+    }
+
+    /// The answer already given for a workspace entry, if any (without asking).
+    pub(super) fn workspace_entry_known(&self, fingerprint: &str) -> Option<bool> {
+        let approvals = self.read_approvals();
+        if approvals.allowed.contains(fingerprint) {
+            return Some(true);
+        }
+        if approvals.refused.contains(fingerprint) {
+            return Some(false);
+        }
+        self.hooks.with(|s| s.answered.get(fingerprint).copied())
     }
 
     /// Runs the hooks of `event` that match `target`, in parallel, and combines what they

@@ -66,6 +66,10 @@ pub struct Agent {
     hooks: hooks::HookState,
     /// Approval policies chosen per session (`modes`); the others follow `approval`.
     modes: Mutex<HashMap<String, String>>,
+    /// The user's MCP servers (started by the first turn that offers tools).
+    mcp: Arc<crate::mcp::Manager>,
+    /// The MCP servers an ACP client offered (they win over configured ones of their name).
+    client_mcp: Mutex<Vec<agentls_core::mcp::config::ServerConfig>>,
 }
 
 impl Agent {
@@ -77,6 +81,8 @@ impl Agent {
             provider: Mutex::new(None),
             hooks: hooks::HookState::default(),
             modes: Mutex::new(HashMap::new()),
+            mcp: Arc::new(crate::mcp::Manager::default()),
+            client_mcp: Mutex::new(Vec::new()),
         })
     }
 

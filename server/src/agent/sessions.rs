@@ -107,6 +107,8 @@ impl Agent {
         self: &Arc<Self>,
         model: Option<String>,
     ) -> Result<String, AgentError> {
+        // The first session is when the MCP servers are needed: they start in the background.
+        self.ensure_mcp();
         self.create_session(model, None).await
     }
 

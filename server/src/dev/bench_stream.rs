@@ -152,6 +152,7 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
     latencies.sort();
 
     // Time to first token, agentls and direct alternated.
+    crate::provider::tls::install();
     let http = reqwest::Client::new();
     let url = format!("{}/v1/chat/completions", fake.base_url());
     let mut through = Vec::new();
@@ -279,6 +280,7 @@ async fn ttft_real_in(
     .await?;
     let prompts = agentls_core::prompts::Prompts::builtin();
     let tools = agentls_core::wire::openai::tools(&prompts.tools);
+    crate::provider::tls::install();
     let http = reqwest::Client::new();
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut through = Vec::new();

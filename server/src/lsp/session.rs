@@ -112,6 +112,11 @@ impl Backend {
         Ok(json!({ "sessions": sessions }))
     }
 
+    /// `agent/mcp/status`: the MCP servers, their state and tool count.
+    pub(super) async fn mcp_status(&self, _params: Option<Value>) -> jsonrpc::Result<Value> {
+        Ok(self.agent().mcp_status())
+    }
+
     /// `agent/session/commands`: the built-in and custom slash commands, for completion.
     pub(super) async fn session_commands(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
         let commands = self
@@ -209,8 +214,11 @@ impl Backend {
             .await
             .map_err(invalid_params)?;
         let state = self.state.clone();
+        let mcp_tools = self.agent().mcp_tool_specs();
         let report = tokio::task::spawn_blocking(move || {
-            let prompts = state.prompts();
+            // The MCP servers' tools are offered after the built-in ones.
+            let mut prompts = (*state.prompts()).clone();
+            prompts.tools.extend(mcp_tools);
             let (history, calibration, config) = match session {
                 Some((history, calibration, model)) => {
                     let mut config = config;

@@ -9,6 +9,8 @@
 //! `store::secrets` (captured at start-up) or else the environment, and never logged or
 //! returned.
 
+pub mod tls;
+
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -62,6 +64,7 @@ impl Provider {
                 ),
             ));
         }
+        tls::install();
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeout)
             .build()
@@ -191,6 +194,7 @@ impl Provider {
             ProviderError::new(ErrorKind::Config, format!("cannot encode the request: {e}"))
         })?;
         // A fresh connection: the pooled one is what the server just dropped.
+        tls::install();
         let client = reqwest::Client::builder()
             .connect_timeout(self.config.timeout)
             .pool_max_idle_per_host(0)

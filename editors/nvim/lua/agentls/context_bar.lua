@@ -8,6 +8,7 @@ local M = {}
 --- Per known section: its key on the bar and how it is called.
 local known = {
   tools = { "T", "tools" },
+  mcpTools = { "M", "MCP tools" },
   system = { "S", "system" },
   developerInstructions = { "D", "developer instructions" },
   agentsMd = { "A", "AGENTS.md" },

@@ -112,6 +112,10 @@ impl Turn {
                     agentls_core::prompts::fill(&tool.description, &[("subagents", &roster)]);
             }
         }
+        // The MCP servers' tools after the built-in ones: the cached prefix changes only
+        // when their set does.
+        let mcp = self.mcp_specs().await;
+        static_context.tools.extend(mcp);
         static_context
     }
 

@@ -7,6 +7,7 @@ mod attachments;
 mod child;
 mod commands;
 mod hooks;
+mod mcp_calls;
 mod slash;
 mod tool_calls;
 

@@ -15,6 +15,7 @@ use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::{self, Gate};
 use agentls_core::history::Item;
 use agentls_core::hooks::Permission;
+use agentls_core::mcp::tools::McpTool;
 use agentls_core::session::Event;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
@@ -83,7 +84,10 @@ impl Turn {
     /// go on.
     async fn run_tool_inner(&mut self, call: &Call, post: &mut Option<Value>) -> (String, bool) {
         let tools = Registry::builtin();
-        let kind = tools.kind(&call.name);
+        let mcp = self.mcp_tool(&call.name);
+        let kind = mcp
+            .as_ref()
+            .map_or_else(|| tools.kind(&call.name), McpTool::kind);
         let arguments: Value = match serde_json::from_str(&call.arguments) {
             Ok(value @ Value::Object(_)) => value,
             Ok(_) | Err(_) => {
@@ -104,6 +108,9 @@ impl Turn {
             }
         };
         self.announce(call, kind, &arguments);
+        if let Some(tool) = mcp {
+            return self.run_mcp_tool(call, tool, arguments, post).await;
+        }
         let offered = || {
             tools
                 .names()
@@ -305,7 +312,7 @@ impl Turn {
             "kind": "toolCall",
             "toolCallId": call.id,
             "name": call.name,
-            "title": Registry::builtin().title(&call.name, arguments),
+            "title": self.title_of(&call.name, arguments),
             "toolKind": kind,
             "status": "pending",
             "input": arguments,
@@ -356,7 +363,7 @@ impl Turn {
         let mut tool_call = json!({
             "toolCallId": call.id,
             "name": call.name,
-            "title": Registry::builtin().title(&call.name, arguments),
+            "title": self.title_of(&call.name, arguments),
             "kind": kind,
             "input": arguments,
         });
@@ -378,7 +385,7 @@ impl Turn {
                 tool_call["title"] = json!(format!(
                     "{}: {}",
                     child.agent,
-                    Registry::builtin().title(&call.name, arguments)
+                    self.title_of(&call.name, arguments)
                 ));
                 tool_call["subagent"] = json!(child.agent);
                 tool_call["subagentSessionId"] = json!(self.handle.id);
@@ -443,7 +450,7 @@ impl Turn {
         } else {
             self.problems.push(format!(
                 "{} was rejected by the user",
-                Registry::builtin().title(&call.name, arguments)
+                self.title_of(&call.name, arguments)
             ));
             Err(self.host().prompts().tool_rejected.clone())
         }
