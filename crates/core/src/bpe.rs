@@ -15,6 +15,9 @@
 
 use fancy_regex::Regex;
 
+/// Pieces longer than this (bytes) are merged with a heap instead of a scan per merge.
+const LONG_PIECE: usize = 64;
+
 /// One vocabulary, built once per process (see `TokenizerKind::encoder`).
 pub struct Vocabulary {
     /// The embedded file: `len, bytes…` per token, in rank order.
@@ -141,6 +144,9 @@ impl Vocabulary {
     /// Byte-pair merging of a piece that is not itself a token: the boundaries between its
     /// final tokens go to `boundaries`.
     fn merge(&self, piece: &[u8], boundaries: &mut Vec<usize>, ranks: &mut Vec<u32>) {
+        if piece.len() > LONG_PIECE {
+            return self.merge_long(piece, boundaries);
+        }
         // boundaries[i] starts part i; ranks[i] is the rank of parts i and i+1 merged
         // (u32::MAX: not a token, or no next part).
         boundaries.extend(0..=piece.len());
@@ -159,6 +165,63 @@ impl Vocabulary {
                 ranks[at - 1] = self.pair_rank(piece, boundaries, at - 1);
             }
         }
+    }
+
+    /// The same merges as `merge`, for a long piece (a minified line, a run of one
+    /// character, a long identifier): a heap of the pairs' ranks and a linked list of the
+    /// parts instead of a scan per merge, O(n log n) instead of O(n²). A part is named by
+    /// the byte it starts at; ties go to the leftmost pair, as in the scan.
+    fn merge_long(&self, piece: &[u8], boundaries: &mut Vec<usize>) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let n = piece.len();
+        // next[i]: the part after part i (n: none); prev[i]: the one before (usize::MAX).
+        let mut next: Vec<usize> = (1..=n + 1).collect();
+        let mut prev: Vec<usize> = (0..=n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        let pair_rank = |next: &[usize], i: usize| -> u32 {
+            let j = next[i];
+            if j >= n {
+                return u32::MAX;
+            }
+            self.rank(&piece[i..next[j].min(n)]).unwrap_or(u32::MAX)
+        };
+        let mut rank: Vec<u32> = (0..n).map(|i| pair_rank(&next, i)).collect();
+        let mut heap: BinaryHeap<Reverse<(u32, usize)>> = rank
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r != u32::MAX)
+            .map(|(i, &r)| Reverse((r, i)))
+            .collect();
+        while let Some(Reverse((r, i))) = heap.pop() {
+            if !alive[i] || rank[i] != r {
+                continue; // stale: the part merged away, or its pair changed since
+            }
+            // Part i swallows the part after it.
+            let j = next[i];
+            alive[j] = false;
+            next[i] = next[j];
+            if next[j] < n {
+                prev[next[j]] = i;
+            }
+            rank[i] = pair_rank(&next, i);
+            if rank[i] != u32::MAX {
+                heap.push(Reverse((rank[i], i)));
+            }
+            let p = prev[i];
+            if p != usize::MAX {
+                rank[p] = pair_rank(&next, p);
+                if rank[p] != u32::MAX {
+                    heap.push(Reverse((rank[p], p)));
+                }
+            }
+        }
+        let mut at = 0;
+        while at < n {
+            boundaries.push(at);
+            at = next[at];
+        }
+        boundaries.push(n);
     }
 
     /// The rank of parts `i` and `i + 1` merged, u32::MAX when there is no part `i + 1` or

@@ -245,6 +245,11 @@ mod tests {
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".to_string(),
             "<|endoftext|> <|fim_prefix|> don't I'LL we've they'RE".to_string(),
             "SGVsbG8gd29ybGQhIFRoaXMgaXMgYmFzZTY0IGVuY29kZWQgdGV4dA==".repeat(5),
+            // Long pieces take the heap merge: one character repeated, a long word.
+            "x".repeat(3000),
+            " ".repeat(700) + "end",
+            "ab".repeat(900),
+            "Donaudampfschifffahrtsgesellschaftskapitänswitwe".repeat(30),
         ];
         // Every char of a few scripts, in a fixed pseudo-random order.
         let mut seed = 7u64;
