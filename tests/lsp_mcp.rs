@@ -182,7 +182,28 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     assert!(echoed.contains("trust=\"untrusted\""), "{echoed}");
     let summed = tool_message(&requests[1].body, "call_s");
     assert!(summed.contains("42"), "{summed}");
-    assert_invariants(&requests);
+
+    // After a compaction with a poor summary, the ledger still names both calls.
+    fake.push_for(
+        "CONTEXT CHECKPOINT COMPACTION",
+        FakeProvider::openai_text(&["I did some stuff."], None),
+    );
+    fake.push(FakeProvider::openai_text(&["Go on."], None));
+    server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let turn = prompt(&server, &session, "Next.").await;
+    updates_until_end(&server, &turn).await;
+    let after = fake.requests().last().unwrap().body.to_string();
+    assert!(
+        after.contains(
+            "## MCP calls\\n- `mcp__everything__echo` → ok\\n- `mcp__everything__get-sum` → ok"
+        ),
+        "{after}"
+    );
+    assert_invariants(&fake.requests());
     server.stop().await;
 }
 

@@ -60,6 +60,8 @@ pub struct Ledger {
     pub files_read: Vec<(String, Vec<String>)>,
     pub files_changed: BTreeMap<String, ChangedFile>,
     pub commands: Vec<CommandRun>,
+    /// Calls of MCP servers' tools (the newest): the tool's full name and how it ended.
+    pub external_calls: Vec<CommandRun>,
     pub errors: Vec<String>,
     /// Remembered approvals (`allowAlways`/`rejectAlways`) with their scope, and the last
     /// one-off decisions.
@@ -256,6 +258,23 @@ impl Ledger {
                     self.push_error(format!("{tool}: {content}"));
                 }
             }
+            (LedgerRecord::ExternalCall, _) => {
+                let outcome = if success {
+                    "ok".to_string()
+                } else {
+                    format!("failed: {}", cut(content.lines().next().unwrap_or(""), 120))
+                };
+                self.external_calls.push(CommandRun {
+                    command: tool.to_string(),
+                    outcome,
+                });
+                if self.external_calls.len() > MAX_COMMANDS {
+                    self.external_calls.remove(0);
+                }
+                if !success {
+                    self.push_error(format!("{tool}: {content}"));
+                }
+            }
             (_, false) => self.push_error(format!("{tool}: {content}")),
             _ => {}
         }
@@ -274,6 +293,7 @@ impl Ledger {
         self.files_read.is_empty()
             && self.files_changed.is_empty()
             && self.commands.is_empty()
+            && self.external_calls.is_empty()
             && self.errors.is_empty()
             && self.approvals.is_empty()
             && self.plan.is_empty()
@@ -281,14 +301,21 @@ impl Ledger {
     }
 
     /// The ledger block, within `max_tokens` when it can be: the oldest files read go
-    /// first, then the oldest commands, then the oldest errors. What never drops (files
+    /// first, then the oldest commands, the oldest MCP calls, then the oldest errors. What never drops (files
     /// changed, approvals, plan, constraints) is always written, even over budget.
     pub fn render(&self, prompts: &Prompts, max_tokens: usize, tokenizer: TokenizerKind) -> String {
         let mut read_from = 0;
         let mut commands_from = 0;
+        let mut external_from = 0;
         let mut errors_from = 0;
         loop {
-            let text = self.render_from(prompts, read_from, commands_from, errors_from);
+            let text = self.render_from(
+                prompts,
+                read_from,
+                commands_from,
+                external_from,
+                errors_from,
+            );
             if tokenizer.count(&text) <= max_tokens {
                 return text;
             }
@@ -296,6 +323,8 @@ impl Ledger {
                 read_from += 1;
             } else if commands_from < self.commands.len() {
                 commands_from += 1;
+            } else if external_from < self.external_calls.len() {
+                external_from += 1;
             } else if errors_from < self.errors.len() {
                 errors_from += 1;
             } else {
@@ -309,6 +338,7 @@ impl Ledger {
         prompts: &Prompts,
         read_from: usize,
         commands_from: usize,
+        external_from: usize,
         errors_from: usize,
     ) -> String {
         // The tag and the section titles are the block's structure; the sentence is a prompt.
@@ -364,6 +394,14 @@ impl Ledger {
                 .map(|c| format!("`{}` → {}", c.command, c.outcome))
                 .collect(),
             commands_from,
+        );
+        section(
+            "MCP calls",
+            self.external_calls[external_from..]
+                .iter()
+                .map(|c| format!("`{}` → {}", c.command, c.outcome))
+                .collect(),
+            external_from,
         );
         section(
             "Latest errors (verbatim)",
@@ -709,6 +747,46 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&modified);
+    }
+
+    #[test]
+    fn mcp_calls_are_kept_with_their_tool_and_outcome() {
+        use serde_json::json;
+        let mut ledger = Ledger::default();
+        for event in [
+            call(
+                "m1",
+                "mcp__time__get_current_time",
+                json!({"timezone": "UTC"}),
+            ),
+            output(
+                "m1",
+                "mcp__time__get_current_time",
+                "{\"datetime\": \"…\"}",
+                true,
+            ),
+            call("m2", "mcp__github__create_issue", json!({"title": "x"})),
+            output(
+                "m2",
+                "mcp__github__create_issue",
+                "401 Unauthorized\nmore",
+                false,
+            ),
+        ] {
+            ledger.observe(&event, &TestTools);
+        }
+        let text = ledger.render(&Prompts::builtin(), 10_000, TokenizerKind::O200kBase);
+        expect_test::expect![[r#"
+            <ledger>
+            Kept by agentls from the session's events (not from memory); it is exact.
+            ## MCP calls
+            - `mcp__time__get_current_time` → ok
+            - `mcp__github__create_issue` → failed: 401 Unauthorized
+            ## Latest errors (verbatim)
+            - mcp__github__create_issue: 401 Unauthorized
+              more
+            </ledger>"#]]
+        .assert_eq(&text);
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub enum LedgerRecord {
     FileWrite,
     /// A command run (`command`) and how it ended; a failed one is also an error.
     Command,
+    /// A call of another program's tool (an MCP server's `mcp__SERVER__TOOL`) and how it
+    /// ended; a failed one is also an error.
+    ExternalCall,
 }
 
 /// The tools as the core sees them, declared once by the server's tool registry: the
@@ -90,6 +93,7 @@ impl ToolCatalog for TestTools {
             "edit_file" => LedgerRecord::FileEdit,
             "write_file" => LedgerRecord::FileWrite,
             "shell" => LedgerRecord::Command,
+            name if name.starts_with(crate::mcp::names::PREFIX) => LedgerRecord::ExternalCall,
             _ => LedgerRecord::Nothing,
         }
     }

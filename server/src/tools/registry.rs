@@ -186,8 +186,14 @@ impl ToolCatalog for Registry {
     }
 
     fn ledger_record(&self, tool: &str) -> LedgerRecord {
-        self.get(tool)
-            .map_or(LedgerRecord::Nothing, |t| t.ledger_record())
+        match self.get(tool) {
+            Some(t) => t.ledger_record(),
+            // An MCP server's tool (see `mcp`): not in this list, named by its prefix.
+            None if tool.starts_with(agentls_core::mcp::names::PREFIX) => {
+                LedgerRecord::ExternalCall
+            }
+            None => LedgerRecord::Nothing,
+        }
     }
 }
 
