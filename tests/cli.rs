@@ -364,6 +364,8 @@ async fn the_fake_provider_runs_as_a_process_for_other_test_suites() {
         base.starts_with("http://127.0.0.1:") && base.ends_with("/v1"),
         "{base}"
     );
+    // reqwest is built without a crypto provider: the process installs ring first.
+    agentls::provider::tls::install();
     let http = reqwest::Client::new();
     let ask = || async {
         http.post(format!("{base}/chat/completions"))
