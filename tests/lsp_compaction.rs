@@ -295,14 +295,15 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
         "{prompt_text}"
     );
 
-    // The editor saw a work-done progress begin and end with the figures.
-    let mut progress = Vec::new();
-    while let Ok(Some(message)) = tokio::time::timeout(
-        std::time::Duration::from_millis(500),
-        server.client.next_message(),
-    )
-    .await
-    {
+    // The editor saw a work-done progress begin and end with the figures (read up to its
+    // end: no quiet period on the clock).
+    let mut progress: Vec<Value> = Vec::new();
+    while progress.last().is_none_or(|p| p["kind"] != "end") {
+        let message = server
+            .client
+            .next_message()
+            .await
+            .expect("the progress ends");
         if message.method == "$/progress" {
             progress.push(message.params["value"].clone());
         }
