@@ -6,8 +6,7 @@
 
 use super::*;
 use crate::mcp::manager::Launch;
-use agentls_core::approval::{self, Gate};
-use agentls_core::hooks::Permission;
+use agentls_core::approval::Gate;
 use agentls_core::mcp::config::{overlay, parse, ServerConfig, ServerSource};
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
@@ -167,26 +166,9 @@ impl Turn {
             } => (arguments, permission),
         };
         *post = Some(arguments.clone());
-        let approvals = match &self.scope.child {
-            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
-            None => self.handle.live.lock().await.session.approvals.clone(),
-        };
-        let gate = match permission {
-            Some(Permission::Allow) => Gate::Run,
-            Some(Permission::Ask) => Gate::Ask,
-            _ => approval::gate(
-                &self.agent.mode_of(
-                    self.scope
-                        .child
-                        .as_ref()
-                        .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str()),
-                ),
-                &call.name,
-                tool.approval_kind(),
-                None,
-                &approvals,
-            ),
-        };
+        let gate = self
+            .gate(&call.name, tool.approval_kind(), None, permission)
+            .await;
         match gate {
             Gate::Run => {}
             Gate::Refuse(why) => return (format!("not run: {why}"), false),

@@ -157,25 +157,7 @@ impl Turn {
             Err(message) => return (message, false),
         };
         let command = tool.command(&arguments);
-        let approvals = self.approvals().await;
-        // A PreToolUse hook's permissionDecision overrides the policy (deny never gets here).
-        let gate = match permission {
-            Some(Permission::Allow) => Gate::Run,
-            Some(Permission::Ask) => Gate::Ask,
-            _ => approval::gate(
-                // A subagent runs under its parent session's policy.
-                &self.agent.mode_of(
-                    self.scope
-                        .child
-                        .as_ref()
-                        .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str()),
-                ),
-                &call.name,
-                kind,
-                command,
-                &approvals,
-            ),
-        };
+        let gate = self.gate(&call.name, kind, command, permission).await;
         let diff = prepared.diff().map(str::to_string);
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
         // LSP panels' jump-to-change.
@@ -264,6 +246,38 @@ impl Turn {
     }
 
     /// The approvals the gate reads: the session's, or for a subagent its parent's.
+    /// Whether a call runs, asks or is refused: a PreToolUse hook's `permissionDecision`
+    /// first (deny never gets here), else the approval rules under the session's policy (a
+    /// subagent runs under its parent's, with its parent's remembered answers). The one gate
+    /// of built-in and MCP calls.
+    pub(super) async fn gate(
+        &self,
+        tool: &str,
+        kind: ToolKind,
+        command: Option<&str>,
+        permission: Option<Permission>,
+    ) -> Gate {
+        match permission {
+            Some(Permission::Allow) => Gate::Run,
+            Some(Permission::Ask) => Gate::Ask,
+            _ => {
+                let approvals = self.approvals().await;
+                let session = self
+                    .scope
+                    .child
+                    .as_ref()
+                    .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str());
+                approval::gate(
+                    &self.agent.mode_of(session),
+                    tool,
+                    kind,
+                    command,
+                    &approvals,
+                )
+            }
+        }
+    }
+
     async fn approvals(&self) -> agentls_core::session::Approvals {
         match &self.scope.child {
             Some(child) => child.parent.live.lock().await.session.approvals.clone(),
