@@ -264,31 +264,12 @@ impl Agent {
         if let Some(allowed) = self.workspace_entry_known(fingerprint) {
             return allowed;
         }
-        let options = [
-            (
-                "allow-once",
-                "allowOnce",
-                format!("Run this {what} this time"),
-            ),
-            (
-                "allow-always",
-                "allowAlways",
-                format!("Always run this {what} in this workspace"),
-            ),
-            ("reject-once", "rejectOnce", "Do not run it".to_string()),
-            (
-                "reject-always",
-                "rejectAlways",
-                format!("Never run this {what} in this workspace"),
-            ),
-        ]
-        .into_iter()
-        .map(|(id, kind, name)| PermissionOption {
-            option_id: id.into(),
-            kind: kind.into(),
-            name,
-        })
-        .collect();
+        let options = PermissionOption::four(
+            format!("Run this {what} this time"),
+            format!("Always run this {what} in this workspace"),
+            "Do not run it".to_string(),
+            format!("Never run this {what} in this workspace"),
+        );
         let request = PermissionRequest {
             session_id: handle.id.clone(),
             turn_id: turn_id.to_string(),

@@ -141,6 +141,30 @@ pub struct PermissionOption {
     pub name: String,
 }
 
+impl PermissionOption {
+    /// The four answers every request offers (allow/reject, once/always), with their labels.
+    pub fn four(
+        allow_once: String,
+        allow_always: String,
+        reject_once: String,
+        reject_always: String,
+    ) -> Vec<PermissionOption> {
+        [
+            ("allow-once", "allowOnce", allow_once),
+            ("allow-always", "allowAlways", allow_always),
+            ("reject-once", "rejectOnce", reject_once),
+            ("reject-always", "rejectAlways", reject_always),
+        ]
+        .into_iter()
+        .map(|(id, kind, name)| PermissionOption {
+            option_id: id.into(),
+            kind: kind.into(),
+            name,
+        })
+        .collect()
+    }
+}
+
 /// The user's answer: the chosen option's kind (`allowOnce`, `allowAlways`, `rejectOnce`,
 /// `rejectAlways`), or `cancelled` (no answer, an error, a timeout).
 #[derive(Debug, Clone, PartialEq, Eq)]

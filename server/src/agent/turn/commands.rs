@@ -51,18 +51,7 @@ impl Turn {
                 || output == prompts.tool_rejected
                 || output.starts_with("not run:");
             let shown = truncate_middle(&output, config.tool_output_limit, Default::default()).text;
-            if self.announced.contains(&call.id) {
-                self.agent.update(
-                    &self.handle.id,
-                    &self.turn_id,
-                    json!({
-                        "kind": "toolCallUpdate",
-                        "toolCallId": call.id,
-                        "status": if success && !refused { "completed" } else { "failed" },
-                        "output": shown,
-                    }),
-                );
-            }
+            self.tell_call_ended(&call.id, success && !refused, shown.clone());
             if refused {
                 if self.cancel.is_cancelled() {
                     return Err(Stop::Cancelled);

@@ -16,16 +16,9 @@ use agentls_core::session::Event;
 /// The plan tool, named here: the core matches no tool name.
 const PLAN_TOOL: &str = "update_plan";
 
-/// What PreToolUse decided for a call.
-pub(super) enum PreTool {
-    /// Go on with these arguments; `permission` overrides the approval policy.
-    Go {
-        arguments: Value,
-        permission: Option<Permission>,
-    },
-    /// Not run: the reason, for the model.
-    Blocked(String),
-}
+/// What PreToolUse decided for a call: go on with these arguments (the permission, if any,
+/// overrides the approval policy), or Err: not run, the reason for the model.
+pub(super) type PreTool = Result<(Value, Option<Permission>), String>;
 
 impl Turn {
     /// SessionStart (the session's first turn in this server), then UserPromptSubmit. Err
@@ -87,15 +80,15 @@ impl Turn {
                 .clone()
                 .or(verdict.block.clone())
                 .unwrap_or_else(|| "denied".into());
-            return PreTool::Blocked(format!("blocked by a PreToolUse hook: {reason}"));
+            return Err(format!("blocked by a PreToolUse hook: {reason}"));
         }
         if let Some(reason) = verdict.block.or(verdict.stop) {
-            return PreTool::Blocked(format!("blocked by a PreToolUse hook: {reason}"));
+            return Err(format!("blocked by a PreToolUse hook: {reason}"));
         }
-        PreTool::Go {
-            arguments: verdict.updated_input.unwrap_or_else(|| arguments.clone()),
-            permission: verdict.permission.map(|(p, _)| p),
-        }
+        Ok((
+            verdict.updated_input.unwrap_or_else(|| arguments.clone()),
+            verdict.permission.map(|(p, _)| p),
+        ))
     }
 
     /// PostToolUse, after a call ran or failed; a block's reason reaches the model as a

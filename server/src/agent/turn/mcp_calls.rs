@@ -159,11 +159,8 @@ impl Turn {
         post: &mut Option<Value>,
     ) -> (String, bool) {
         let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
-            super::hooks::PreTool::Blocked(reason) => return (reason, false),
-            super::hooks::PreTool::Go {
-                arguments,
-                permission,
-            } => (arguments, permission),
+            Ok(go) => go,
+            Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
         let gate = self

@@ -51,19 +51,25 @@ impl Turn {
             },
             Err(message) => (false, message.clone()),
         };
-        if self.announced.contains(&call.id) {
+        self.tell_call_ended(&call.id, status, shown);
+        recorded.map(|_| ())
+    }
+
+    /// The final `toolCallUpdate` of a call the client was told of (even after a cancel:
+    /// its row must not stay `in_progress`).
+    pub(super) fn tell_call_ended(&self, call_id: &str, success: bool, output: String) {
+        if self.announced.contains(call_id) {
             self.agent.update(
                 &self.handle.id,
                 &self.turn_id,
                 json!({
                     "kind": "toolCallUpdate",
-                    "toolCallId": call.id,
-                    "status": if status { "completed" } else { "failed" },
-                    "output": shown,
+                    "toolCallId": call_id,
+                    "status": if success { "completed" } else { "failed" },
+                    "output": output,
                 }),
             );
         }
-        recorded.map(|_| ())
     }
 
     /// Runs one tool call, asking for approval when the policy says so, with its PreToolUse
@@ -143,11 +149,8 @@ impl Turn {
             );
         }
         let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
-            super::hooks::PreTool::Blocked(reason) => return (reason, false),
-            super::hooks::PreTool::Go {
-                arguments,
-                permission,
-            } => (arguments, permission),
+            Ok(go) => go,
+            Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
         // Prepared first: the approval shows an edit's diff, and a bad call fails before
@@ -361,19 +364,8 @@ impl Turn {
             ),
             None => format!("Never allow {} in this session", call.name),
         };
-        let options = [
-            ("allow-once", "allowOnce", "Allow".to_string()),
-            ("allow-always", "allowAlways", always),
-            ("reject-once", "rejectOnce", "Reject".to_string()),
-            ("reject-always", "rejectAlways", never),
-        ]
-        .into_iter()
-        .map(|(id, kind, name)| PermissionOption {
-            option_id: id.into(),
-            kind: kind.into(),
-            name,
-        })
-        .collect();
+        let options =
+            PermissionOption::four("Allow".to_string(), always, "Reject".to_string(), never);
         let mut tool_call = json!({
             "toolCallId": call.id,
             "name": call.name,
