@@ -68,11 +68,11 @@ pub enum FileChange {
 }
 
 impl FileChange {
-    /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
-    pub fn as_diff(&self) -> Value {
+    /// The file's whole text once the change is made. An edit's range comes from `prepare`
+    /// over the same `original`; one that does not fit it leaves the text as it was.
+    pub fn new_text(&self) -> String {
         match self {
             FileChange::Edit {
-                path,
                 original,
                 range,
                 new_text,
@@ -86,15 +86,19 @@ impl FileChange {
                 {
                     new.replace_range(range.clone(), new_text);
                 }
-                serde_json::json!({"path": path, "oldText": original, "newText": new})
+                new
             }
-            FileChange::Write {
-                path,
-                original,
-                content,
-                ..
-            } => serde_json::json!({"path": path, "oldText": original, "newText": content}),
+            FileChange::Write { content, .. } => content.clone(),
         }
+    }
+
+    /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
+    pub fn as_diff(&self) -> Value {
+        let (path, original) = match self {
+            FileChange::Edit { path, original, .. } => (path, Some(original)),
+            FileChange::Write { path, original, .. } => (path, original.as_ref()),
+        };
+        serde_json::json!({"path": path, "oldText": original, "newText": self.new_text()})
     }
 }
 

@@ -65,14 +65,9 @@ pub fn read_document(
 /// still holds the text the model saw.
 pub fn write_change(change: crate::agent::host::FileChange) -> Result<(), String> {
     use crate::agent::host::FileChange;
+    let updated = change.new_text();
     match change {
-        FileChange::Edit {
-            path,
-            original,
-            range,
-            new_text,
-            ..
-        } => {
+        FileChange::Edit { path, original, .. } => {
             let current = read_text(&path).map_err(|r| r.0)?;
             if current != original {
                 return Err(format!(
@@ -80,17 +75,15 @@ pub fn write_change(change: crate::agent::host::FileChange) -> Result<(), String
                     path.display()
                 ));
             }
-            let mut updated = original;
-            updated.replace_range(range, &new_text);
             std::fs::write(&path, updated)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))
         }
-        FileChange::Write { path, content, .. } => {
+        FileChange::Write { path, .. } => {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
-            std::fs::write(&path, content)
+            std::fs::write(&path, updated)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))
         }
     }
