@@ -648,7 +648,11 @@ async fn a_missing_key_or_an_unreachable_server_names_the_setting_to_fix() {
 async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
-    let sleep = json!({"command": "sleep 60"}).to_string();
+    // The command's shell writes its pid, then becomes the sleep: after agentls's SIGKILL
+    // it must not outlive it (its warden kills it; a regression hangs this test for an hour).
+    let pid_file = ws.root.parent().unwrap().join("command.pid");
+    let sleep = json!({"command": format!("echo $$ > {}; exec sleep 3600", pid_file.display())})
+        .to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[("call_long", "shell", &[sleep.as_str()])],
         None,
@@ -666,10 +670,14 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
             break;
         }
     }
-    let pid = server_a.client.child().id().unwrap() as i32;
-    // SAFETY: a signal to the child process this test started.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    let _ = server_a.client.child().wait().await;
+    let command_pid = loop {
+        match std::fs::read_to_string(&pid_file) {
+            Ok(pid) if pid.ends_with('\n') => break pid,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    kill9(&mut server_a).await;
+    wait_gone(command_pid.trim()).await;
 
     let server_b = server(&ws, options, None).await;
     let loaded = server_b

@@ -511,22 +511,35 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
     wait_gone(second_sleeper.trim()).await;
 }
 
-/// Returns once process `pid` is gone (or a zombie waiting to be reaped).
-async fn wait_gone(pid: &str) {
-    loop {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
-            {
-                return
-            }
-            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-        }
-    }
+#[tokio::test]
+async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let pid_file = ws.root.parent().unwrap().join("everything.pid");
+    // A helper in the server's group that ignores its stdin closing: only a kill of the
+    // group ends it. agentls is killed with SIGKILL, so none of its own code runs.
+    let sleeper_file = ws.root.parent().unwrap().join("sleeper.pid");
+    let wrapper = format!(
+        "sleep 3600 & echo $! > {}; echo $$ > {}; exec {} stdio",
+        sleeper_file.display(),
+        pid_file.display(),
+        installed().everything
+    );
+    let mut server = server_with(
+        &ws,
+        &fake,
+        json!({"everything": {"command": "sh", "args": ["-c", wrapper]}}),
+        "full-auto",
+    )
+    .await;
+    let _session = new_session(&server).await;
+    assert_eq!(settled(&server, "everything").await["state"], "ready");
+    let server_pid = std::fs::read_to_string(&pid_file).unwrap();
+    let sleeper_pid = std::fs::read_to_string(&sleeper_file).unwrap();
+    kill9(&mut server).await;
+    // A regression leaves the sleeper for an hour: this test then hangs instead of passing.
+    wait_gone(sleeper_pid.trim()).await;
+    wait_gone(server_pid.trim()).await;
 }
 
 #[tokio::test]

@@ -7,6 +7,9 @@
 //! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
 //!   recipe, and the `Host` trait every front end implements;
 //! - `tools`: the model's tools, one file each, and their registry;
+//! - `mcp`: the MCP client (servers' connections and their supervisor);
+//! - `process_groups`: every child's process group, and the warden that kills them after a
+//!   crash of agentls;
 //! - `provider`: the HTTP exchange with model providers;
 //! - `store`: the disk (session logs, files, the workspace's file index, prompt overrides,
 //!   AGENTS.md, skills) and the process environment;
@@ -20,6 +23,7 @@ pub mod cli;
 pub mod dev;
 pub mod lsp;
 pub mod mcp;
+pub mod process_groups;
 pub mod provider;
 pub mod store;
 pub mod tools;

@@ -23,6 +23,16 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn main() -> ExitCode {
+    // The warden (see `process_groups`) is agentls's own executable; it needs nothing else,
+    // so it is dispatched before the command line is parsed and before any setup.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            agentls::process_groups::WARDEN_SUBCOMMAND,
+        ))
+    {
+        return agentls::process_groups::run_warden();
+    }
+    agentls::process_groups::enable_warden();
     // First, before any thread starts: the API keys are taken out of the initial environment
     // block, where tool processes could read them through /proc/$PPID/environ.
     agentls::store::secrets::take_from_environment();
@@ -57,7 +67,7 @@ fn main() -> ExitCode {
             match runtime() {
                 Ok(rt) => {
                     rt.block_on(agentls::acp::serve_stdio(config));
-                    agentls::tools::shell::kill_running_commands();
+                    agentls::process_groups::kill_all();
                     rt.shutdown_timeout(std::time::Duration::from_millis(100));
                     ExitCode::SUCCESS
                 }
@@ -94,7 +104,7 @@ fn serve_stdio() -> ExitCode {
             let end = rt.block_on(agentls::lsp::serve_stdio());
             // Shell commands the agent started run in their own process groups: they must not
             // outlive the editor's session.
-            agentls::tools::shell::kill_running_commands();
+            agentls::process_groups::kill_all();
             // A blocking read of stdin may still be parked in tokio's pool: don't wait for it.
             rt.shutdown_timeout(std::time::Duration::from_millis(100));
             match end {

@@ -237,3 +237,30 @@ pub fn responder(kinds: &[&'static str]) -> (Responder, Seen) {
     });
     (responder, seen)
 }
+
+/// Returns once process `pid` is gone (or a zombie waiting to be reaped).
+pub async fn wait_gone(pid: &str) {
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
+            {
+                return
+            }
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Kills the agentls process with SIGKILL (no code of it runs: what it started is left to its
+/// warden) and reaps it.
+pub async fn kill9(server: &mut Server) {
+    let pid = server.client.child().id().expect("running") as i32;
+    // SAFETY: a signal to the child process this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = server.client.child().wait().await;
+}

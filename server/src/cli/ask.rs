@@ -121,7 +121,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
             // one gives up at once.
             _ = tokio::signal::ctrl_c() => {
                 if interrupted {
-                    crate::tools::shell::kill_running_commands();
+                    crate::process_groups::kill_all();
                     return Ok(130);
                 }
                 interrupted = true;

@@ -12,7 +12,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::tools::shell::GroupGuard;
+use crate::process_groups::GroupGuard;
 use agentls_core::mcp::config::{expand_transport, ServerConfig, Transport};
 
 /// The most of a server's stderr kept for the `failed` message.

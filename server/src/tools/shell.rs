@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::process_groups::GroupGuard;
 use agentls_core::position::{ceil_char_boundary, floor_char_boundary};
 use agentls_core::tool_info::{error, ToolError};
 use agentls_core::truncate::truncate_middle;
@@ -262,66 +263,6 @@ fn user_shell() -> PathBuf {
                 && shell.is_file()
         })
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-/// Kills the command's process group when armed: on timeout, cancellation, or when dropped.
-pub(crate) struct GroupGuard(Option<u32>);
-
-/// Process groups of commands still running: killed by `kill_running_commands` when the
-/// process exits (a future is not dropped at exit, so `GroupGuard` alone would leave them).
-static RUNNING_GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
-
-/// Kills every command still running (on exit, on Ctrl-C).
-pub fn kill_running_commands() {
-    let groups = std::mem::take(&mut *RUNNING_GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
-    for pid in groups {
-        GroupGuard(Some(pid)).kill();
-    }
-}
-
-impl GroupGuard {
-    pub(crate) fn new(pid: Option<u32>) -> GroupGuard {
-        if let Some(pid) = pid {
-            RUNNING_GROUPS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(pid);
-        }
-        GroupGuard(pid)
-    }
-
-    fn forget(&self) {
-        if let Some(pid) = self.0 {
-            RUNNING_GROUPS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|p| *p != pid);
-        }
-    }
-
-    pub(crate) fn kill(&mut self) {
-        if let Some(pgid) = self.0.and_then(|pid| libc::pid_t::try_from(pid).ok()) {
-            // pid 0 or 1 would address our own group or every process: never those.
-            if pgid > 1 {
-                // SAFETY: kill(2) has no memory effects; a negative pid names a process group.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
-        }
-    }
-
-    pub(crate) fn disarm(&mut self) {
-        self.forget();
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-        self.forget();
-    }
 }
 
 /// Reads a pipe to its end, sending text chunks. A multi-byte character split between two
