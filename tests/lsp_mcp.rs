@@ -512,6 +512,69 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
 }
 
 #[tokio::test]
+async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let grow = json!({"name": "sprout"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_g", "mcp__growing__grow", &[grow.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Grown."], None));
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_s", "mcp__growing__sprout", &["{}"])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    // The official Python SDK's server, from the virtualenv scripts/mcp-servers made.
+    let python = PathBuf::from(&installed().time).with_file_name("python");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/growing_server.py");
+    let server = server_with(
+        &ws,
+        &fake,
+        json!({"growing": {"command": python, "args": [script]}}),
+        "full-auto",
+    )
+    .await;
+    let session = new_session(&server).await;
+    let entry = settled(&server, "growing").await;
+    assert_eq!(
+        (&entry["state"], &entry["tools"]),
+        (&json!("ready"), &json!(1)),
+        "{entry}"
+    );
+    let turn = prompt(&server, &session, "Grow a sprout.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    // notifications/tools/list_changed made agentls list the tools again.
+    while status(&server).await["servers"][0]["tools"] != 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let turn = prompt(&server, &session, "Use it.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let requests = fake.requests();
+    let before = tool_names(&requests[0].body);
+    assert!(
+        before.contains(&"mcp__growing__grow".to_string()),
+        "{before:?}"
+    );
+    assert!(
+        !before.contains(&"mcp__growing__sprout".to_string()),
+        "{before:?}"
+    );
+    let after = tool_names(&requests[2].body);
+    assert_eq!(
+        &after[after.len() - 2..],
+        ["mcp__growing__grow", "mcp__growing__sprout"],
+        "after the built-in tools, in a stable order: {after:?}"
+    );
+    assert!(tool_message(&requests[3].body, "call_s").contains("sprout was grown"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
