@@ -6,7 +6,7 @@
 //
 // No test waits on a clock: every wait is for a message (an update, an answer, a request).
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -481,6 +481,62 @@ test("a subagent's tool calls show in the client's session; its own text does no
   assert.equal(text(c.updates, "agent_message_chunk"), "Found it.", "the child's own text stays inside its task call");
 });
 
+/** The everything MCP server installed by scripts/mcp-servers (./test exports its path). */
+function everythingServer() {
+  if (process.env.AGENTLS_MCP_EVERYTHING) return process.env.AGENTLS_MCP_EVERYTHING;
+  const script = path.join(path.dirname(new URL(import.meta.url).pathname), "../../scripts/mcp-servers");
+  const out = execFileSync(script, { encoding: "utf8" });
+  return out.match(/^export AGENTLS_MCP_EVERYTHING=(.*)$/m)[1];
+}
+
+test("the client's MCP servers (stdio and http) give tools to the session's first prompt", async () => {
+  const ws = workspace({});
+  const everything = everythingServer();
+  // The HTTP server: a free port, then wait until it accepts (a connection, not a clock).
+  const net = await import("node:net");
+  const port = await new Promise((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+  const http = spawn(everything, ["streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: "ignore" });
+  children.push(http);
+  while (!(await new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1", () => { socket.end(); resolve(true); });
+    socket.on("error", () => resolve(false));
+  }))) await new Promise((resolve) => setImmediate(resolve));
+  const c = await start({
+    replies: [
+      { toolCalls: [
+        { id: "m1", name: "mcp__local__echo", arguments: { message: "from the acp client" } },
+        { id: "m2", name: "mcp__web__get-sum", arguments: { a: 20, b: 22 } },
+      ] },
+      { text: ["Both answered."] },
+    ],
+  }, ws);
+  assert.equal(c.init.agentCapabilities.mcpCapabilities.http, true);
+  const { sessionId } = await c.connection.newSession({
+    cwd: ws,
+    mcpServers: [
+      { name: "local", command: everything, args: ["stdio"], env: [] },
+      { type: "http", name: "web", url: `http://127.0.0.1:${port}/mcp`, headers: [{ name: "X-Test", value: "1" }] },
+    ],
+  });
+  // Sent at once: the first request waits for the servers' first start.
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Use both servers." }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const requests = await (await fetch(c.url.replace(/\/v1$/, "") + "/__requests")).json();
+  const names = requests[0].body.tools.map((t) => t.function.name);
+  assert.ok(names.includes("mcp__local__echo") && names.includes("mcp__web__get-sum"), names.join(","));
+  const permitted = c.permissions.map((p) => p.toolCall.toolCallId).sort();
+  assert.deepEqual(permitted, ["m1", "m2"]);
+  const done = c.updates.filter((n) => kind("tool_call_update")(n) && n.update.status === "completed");
+  const shown = JSON.stringify(done.map((n) => n.update.content));
+  assert.match(shown, /Echo: from the acp client/);
+  assert.match(shown, /42/);
+});
+
 test("a malformed line or an unknown method gets a JSON-RPC error and the agent stays up", async () => {
   const ws = workspace({});
   const { url } = await fake({ replies: [] });
@@ -532,7 +588,7 @@ for (const { name, fn } of tests) {
   }
 }
 for (const child of children) {
-  child.stdin.end();
+  child.stdin?.end();
   child.kill();
 }
 console.log(`acp: ${passed} passed, ${failed} failed`);

@@ -69,6 +69,8 @@ struct Inner {
 pub struct Manager {
     inner: Mutex<Inner>,
     changed: OnceLock<UnboundedSender<String>>,
+    /// Woken at every state change (for `first_starts`).
+    state_changed: tokio::sync::Notify,
 }
 
 /// Where and how servers start (the workspace root, variables they must not see).
@@ -83,6 +85,7 @@ impl Default for Manager {
         Manager {
             inner: Mutex::new(Inner::default()),
             changed: OnceLock::new(),
+            state_changed: tokio::sync::Notify::new(),
         }
     }
 }
@@ -140,6 +143,7 @@ impl Manager {
             }
             recompute(inner);
         });
+        self.state_changed.notify_waiters();
         for (config, stop, generation) in starts {
             tracing::info!(server = %config.name, "starting MCP server: {}", config.describe());
             tokio::spawn(supervise(
@@ -150,6 +154,26 @@ impl Manager {
                 launch.clone(),
                 changed.clone(),
             ));
+        }
+    }
+
+    /// Returns once no server is in its first start: each is ready, failed (its
+    /// `startupTimeoutMs` bounds the wait) or disabled. A restart does not count: a server
+    /// that crashed mid-session does not hold up turns.
+    pub async fn first_starts(&self) {
+        loop {
+            // Created before the check, so a change between the two is not missed.
+            let changed = self.state_changed.notified();
+            let starting = self.with(|inner| {
+                inner
+                    .servers
+                    .values()
+                    .any(|slot| slot.state == State::Starting(None))
+            });
+            if !starting {
+                return;
+            }
+            changed.await;
         }
     }
 
@@ -274,6 +298,7 @@ impl Manager {
                 recompute(inner);
             }
         });
+        self.state_changed.notify_waiters();
     }
 }
 

@@ -124,6 +124,12 @@ impl Turn {
             }
         }
         self.agent.ensure_mcp();
+        // The first request waits for the servers' first start (as Claude Code and Codex do),
+        // so a prompt sent right after the session opens sees their tools.
+        tokio::select! {
+            () = self.agent.mcp.first_starts() => {}
+            () = self.cancel.cancelled() => {}
+        }
         self.agent
             .mcp
             .tools()
