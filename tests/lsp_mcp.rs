@@ -575,6 +575,30 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
 }
 
 #[tokio::test]
+async fn a_key_the_server_echoes_on_stderr_never_reaches_its_failed_message() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let server = server_with(
+        &ws,
+        &fake,
+        json!({"leaky": {
+            "command": "sh",
+            "args": ["-c", "echo \"rejected key $SERVICE_TOKEN\" >&2; exit 1"],
+            "env": {"SERVICE_TOKEN": "tok-4f9a8c7e6d5b"}
+        }}),
+        "full-auto",
+    )
+    .await;
+    let _session = new_session(&server).await;
+    let entry = settled(&server, "leaky").await;
+    assert_eq!(entry["state"], "failed", "{entry}");
+    let message = entry["message"].as_str().unwrap();
+    assert!(message.contains("rejected key [redacted]"), "{message}");
+    assert!(!message.contains("tok-4f9a8c7e6d5b"), "{message}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
     let ws = workspace();
     let fake = FakeProvider::start().await;

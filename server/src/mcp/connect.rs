@@ -17,6 +17,8 @@ use agentls_core::mcp::config::{expand_transport, ServerConfig, Transport};
 
 /// The most of a server's stderr kept for the `failed` message.
 const STDERR_TAIL: usize = 2048;
+/// How long a failed start waits for the rest of the server's stderr.
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What the connection tells the manager without being asked.
 pub struct Handler {
@@ -57,6 +59,13 @@ pub async fn connect(
 ) -> Result<Connection, String> {
     let lookup = |name: &str| std::env::var(name).ok();
     let transport = expand_transport(&config.transport, &lookup)?;
+    // What the server writes on stderr may carry the keys it was given: cut before it is
+    // logged or kept for the `failed` message.
+    let secrets = transport.secret_values();
+    let clean = move |text: &str| -> String {
+        let text = agentls_core::redact::redact(text, &secrets);
+        crate::store::secrets::redact(&text).into_owned()
+    };
     let handler = Handler {
         info: ClientConfig::new(
             ClientCapabilities::default(),
@@ -92,19 +101,23 @@ pub async fn connect(
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let pid = transport.id();
             let group = GroupGuard::new(pid);
+            let mut pump = None;
             if let Some(mut pipe) = child_stderr {
                 let tail = stderr.clone();
                 let name = config.name.clone();
-                tokio::spawn(async move {
+                let clean = clean.clone();
+                pump = Some(tokio::spawn(async move {
                     let mut buf = vec![0u8; 4096];
                     while let Ok(n) = pipe.read(&mut buf).await {
                         if n == 0 {
                             break;
                         }
                         let text = String::from_utf8_lossy(&buf[..n]);
-                        tracing::debug!(server = %name, "MCP stderr: {}", text.trim_end());
+                        tracing::debug!(server = %name, "MCP stderr: {}", clean(&text).trim_end());
                         let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
                         tail.push_str(&text);
+                        // Whole again: a key split between two reads is cut too.
+                        *tail = clean(&tail);
                         if tail.len() > STDERR_TAIL {
                             let mut cut = tail.len() - STDERR_TAIL;
                             while !tail.is_char_boundary(cut) {
@@ -113,15 +126,24 @@ pub async fn connect(
                             tail.drain(..cut);
                         }
                     }
-                });
+                }));
             }
-            let service = handler.serve(transport).await.map_err(|e| {
-                let tail = last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner()));
-                match tail {
-                    Some(line) => format!("initialize failed: {e} (stderr: {line})"),
-                    None => format!("initialize failed: {e}"),
+            let service = match handler.serve(transport).await {
+                Ok(service) => service,
+                Err(e) => {
+                    // A server that dies at start says why on stderr: read it to its end
+                    // (the process is gone, so it ends at once; a child it left holding the
+                    // pipe gets half a second).
+                    if let Some(pump) = pump {
+                        let _ = tokio::time::timeout(STDERR_GRACE, pump).await;
+                    }
+                    let tail = last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner()));
+                    return Err(match tail {
+                        Some(line) => format!("initialize failed: {e} (stderr: {line})"),
+                        None => format!("initialize failed: {e}"),
+                    });
                 }
-            })?;
+            };
             Ok(Connection {
                 service,
                 group: Some(group),
@@ -146,7 +168,7 @@ pub async fn connect(
                 .serve(transport)
                 .await
                 // The URL as written (`${VAR}` unexpanded): a key in it stays out of the message.
-                .map_err(|e| format!("initialize failed at {}: {e}", config.describe()))?;
+                .map_err(|e| clean(&format!("initialize failed at {}: {e}", config.describe())))?;
             Ok(Connection {
                 service,
                 group: None,

@@ -49,6 +49,18 @@ pub enum Transport {
     },
 }
 
+impl Transport {
+    /// The values that may be keys (every `env` and header value, once expanded): cut from
+    /// whatever the server says before agentls shows or logs it.
+    pub fn secret_values(&self) -> Vec<String> {
+        let pairs = match self {
+            Transport::Stdio { env, .. } => env,
+            Transport::Http { headers, .. } => headers,
+        };
+        pairs.iter().map(|(_, value)| value.clone()).collect()
+    }
+}
+
 /// `trust`: whether the server's read-only tools may skip approval under `auto-edit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trust {
@@ -523,5 +535,21 @@ mod tests {
         let (servers, problems) = parse(&json!([1]), ServerSource::Settings);
         assert!(servers.is_empty());
         assert_eq!(problems, ["mcpServers must be an object, got an array"]);
+    }
+
+    #[test]
+    fn env_and_header_values_are_the_secrets_to_cut() {
+        let stdio = Transport::Stdio {
+            command: "srv".into(),
+            args: vec!["--flag".into()],
+            env: vec![("TOKEN".into(), "t-123456789".into())],
+            cwd: None,
+        };
+        assert_eq!(stdio.secret_values(), ["t-123456789"]);
+        let http = Transport::Http {
+            url: "https://x".into(),
+            headers: vec![("Authorization".into(), "Bearer abcdefgh".into())],
+        };
+        assert_eq!(http.secret_values(), ["Bearer abcdefgh"]);
     }
 }
