@@ -244,23 +244,10 @@ impl Turn {
             return Stop::Error;
         }
         let model = self.scope.model.clone().unwrap_or_default();
-        let provider = match self.agent.provider(&model) {
-            Ok(provider) => provider,
-            Err(err) => {
-                self.fail(err.0, false, None).await;
-                return Stop::Error;
-            }
-        };
-        let tokenizer = tokenizer_for(&config, &model);
-        let opened = Opened {
-            config,
-            prompts,
-            model,
-            static_context,
-            provider,
-            tokenizer,
-        };
-        self.drive(&opened).await
+        match self.opened(config, prompts, model, static_context).await {
+            Ok(opened) => self.drive(&opened).await,
+            Err(stop) => stop,
+        }
     }
 }
 

@@ -353,6 +353,18 @@ impl Turn {
             self.fail(message, false, None).await;
             return Err(Stop::Error);
         }
+        self.opened(config, prompts, model, static_context).await
+    }
+
+    /// The turn's provider and tokenizer for `model`, with the rest of what it works with
+    /// (a top-level turn's `open` and a subagent's turn end here).
+    async fn opened(
+        &mut self,
+        config: agentls_core::config::Config,
+        prompts: Arc<agentls_core::prompts::Prompts>,
+        model: String,
+        static_context: agentls_core::context::StaticContext,
+    ) -> Result<Opened, Stop> {
         let provider = match self.agent.provider(&model) {
             Ok(provider) => provider,
             Err(err) => {
