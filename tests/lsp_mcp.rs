@@ -528,7 +528,8 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
     fake.push(FakeProvider::openai_text(&["Done."], None));
     // The official Python SDK's server, from the virtualenv scripts/mcp-servers made.
     let python = PathBuf::from(&installed().time).with_file_name("python");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/growing_server.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_growing_server.py");
     let server = server_with(
         &ws,
         &fake,
