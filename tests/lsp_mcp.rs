@@ -207,6 +207,22 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     server.stop().await;
 }
 
+/// `mcpServers` with the everything server started through a shell that writes its pid to
+/// `pid_file`, plus a helper in the server's process group that outlives the server unless
+/// the group is killed (it does not read stdin, so the pipe's end does not end it); the
+/// helper's pid goes to the returned file.
+fn everything_with_a_sleeper(ws: &Workspace, pid_file: &std::path::Path) -> (Value, PathBuf) {
+    let sleeper_file = ws.root.parent().unwrap().join("sleeper.pid");
+    let wrapper = format!(
+        "sleep 3600 & echo $! > {}; echo $$ > {}; exec {} stdio",
+        sleeper_file.display(),
+        pid_file.display(),
+        installed().everything
+    );
+    let servers = json!({"everything": {"command": "sh", "args": ["-c", wrapper]}});
+    (servers, sleeper_file)
+}
+
 /// A server with the everything server over stdio, and the fake provider.
 async fn server_with(
     ws: &Workspace,
@@ -442,22 +458,8 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Back."], None));
-    // A helper in the server's process group that would outlive it unless the group is
-    // killed (it does not read stdin, so closing the pipe does not end it).
-    let sleeper_file = ws.root.parent().unwrap().join("sleeper.pid");
-    let wrapper = format!(
-        "sleep 3600 & echo $! > {}; echo $$ > {}; exec {} stdio",
-        sleeper_file.display(),
-        pid_file.display(),
-        installed().everything
-    );
-    let server = server_with(
-        &ws,
-        &fake,
-        json!({"everything": {"command": "sh", "args": ["-c", wrapper]}}),
-        "full-auto",
-    )
-    .await;
+    let (everything, sleeper_file) = everything_with_a_sleeper(&ws, &pid_file);
+    let server = server_with(&ws, &fake, everything, "full-auto").await;
     let session = new_session(&server).await;
     assert_eq!(settled(&server, "everything").await["state"], "ready");
     let first_pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -604,22 +606,9 @@ async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let pid_file = ws.root.parent().unwrap().join("everything.pid");
-    // A helper in the server's group that ignores its stdin closing: only a kill of the
-    // group ends it. agentls is killed with SIGKILL, so none of its own code runs.
-    let sleeper_file = ws.root.parent().unwrap().join("sleeper.pid");
-    let wrapper = format!(
-        "sleep 3600 & echo $! > {}; echo $$ > {}; exec {} stdio",
-        sleeper_file.display(),
-        pid_file.display(),
-        installed().everything
-    );
-    let mut server = server_with(
-        &ws,
-        &fake,
-        json!({"everything": {"command": "sh", "args": ["-c", wrapper]}}),
-        "full-auto",
-    )
-    .await;
+    // agentls is killed with SIGKILL, so none of its own code runs.
+    let (everything, sleeper_file) = everything_with_a_sleeper(&ws, &pid_file);
+    let mut server = server_with(&ws, &fake, everything, "full-auto").await;
     let _session = new_session(&server).await;
     assert_eq!(settled(&server, "everything").await["state"], "ready");
     let server_pid = std::fs::read_to_string(&pid_file).unwrap();

@@ -184,6 +184,18 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Whether process `pid` has exited: gone, or a zombie its parent has not reaped yet.
+pub fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the command name, which may itself hold `)`.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
 /// The warden's whole life: read `+PGID`/`-PGID` lines until agentls's end of the pipe
 /// closes, then kill what is still listed. Hang-ups and interrupts are ignored: only the
 /// pipe's end means agentls is gone.

@@ -240,19 +240,9 @@ pub fn responder(kinds: &[&'static str]) -> (Responder, Seen) {
 
 /// Returns once process `pid` is gone (or a zombie waiting to be reaped).
 pub async fn wait_gone(pid: &str) {
-    loop {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
-            {
-                return
-            }
-            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-        }
+    let pid: u32 = pid.trim().parse().expect("a pid");
+    while !agentls::process_groups::gone(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

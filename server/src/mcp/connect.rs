@@ -192,18 +192,7 @@ pub async fn exited(pid: Option<u32>) {
     let Some(pid) = pid else {
         return std::future::pending().await;
     };
-    loop {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z')) =>
-            {
-                return
-            }
-            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
-        }
+    while !crate::process_groups::gone(pid) {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
 }
