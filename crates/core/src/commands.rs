@@ -20,6 +20,8 @@ pub enum Source {
     Builtin,
     Workspace,
     User,
+    /// An MCP server's prompt (`mcp__SERVER__PROMPT`, `mcp::prompts`).
+    Mcp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +179,7 @@ pub fn help(custom: &[Command]) -> String {
             Source::Builtin => String::new(),
             Source::Workspace => " (workspace)".into(),
             Source::User => " (user)".into(),
+            Source::Mcp => String::new(),
         };
         format!("{usage:<width$}  {}{from}", info.description, width = width)
     };
