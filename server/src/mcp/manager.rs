@@ -20,7 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::connect::{connect, last_line};
 use agentls_core::mcp::config::ServerConfig;
+use agentls_core::mcp::prompts::{McpPrompt, ServerPrompt};
 use agentls_core::mcp::tools::{offer, parse_list, McpTool, ServerTool};
+
+mod prompts;
 
 /// Restarts in a row (each after a short life) before a server is left `failed`.
 const MAX_RESTARTS: u32 = 5;
@@ -51,6 +54,8 @@ struct Slot {
     config: ServerConfig,
     state: State,
     tools: Vec<ServerTool>,
+    /// Its prompts (`prompts/list`; empty when it offers none).
+    prompts: Vec<ServerPrompt>,
     peer: Option<Peer<RoleClient>>,
     stop: CancellationToken,
     /// Which supervisor owns the slot (a changed entry gets a new one).
@@ -62,6 +67,8 @@ struct Inner {
     servers: BTreeMap<String, Slot>,
     /// The offered tools, named, recomputed whenever a server's set changes.
     offered: Vec<McpTool>,
+    /// The ready servers' prompts as slash commands, named, recomputed with `offered`.
+    offered_prompts: Vec<McpPrompt>,
     generations: u64,
 }
 
@@ -69,6 +76,8 @@ struct Inner {
 pub struct Manager {
     inner: Mutex<Inner>,
     changed: OnceLock<UnboundedSender<String>>,
+    /// Woken whenever a server's state changes (for those waiting on a first start).
+    settled: tokio::sync::Notify,
 }
 
 /// Where and how servers start (the workspace root, variables they must not see).
@@ -83,6 +92,7 @@ impl Default for Manager {
         Manager {
             inner: Mutex::new(Inner::default()),
             changed: OnceLock::new(),
+            settled: tokio::sync::Notify::new(),
         }
     }
 }
@@ -132,6 +142,7 @@ impl Manager {
                         config: config.clone(),
                         state,
                         tools: Vec::new(),
+                        prompts: Vec::new(),
                         peer: None,
                         stop,
                         generation,
@@ -274,6 +285,7 @@ impl Manager {
                 recompute(inner);
             }
         });
+        self.settled.notify_waiters();
     }
 }
 
@@ -289,6 +301,17 @@ fn recompute(inner: &mut Inner) {
         tracing::info!("{note}");
     }
     inner.offered = offered;
+    let ready: Vec<(&str, &[ServerPrompt])> = inner
+        .servers
+        .values()
+        .filter(|slot| slot.state == State::Ready)
+        .map(|slot| (slot.config.name.as_str(), slot.prompts.as_slice()))
+        .collect();
+    let (prompts, notes) = agentls_core::mcp::prompts::offer(&ready);
+    for note in notes {
+        tracing::info!("{note}");
+    }
+    inner.offered_prompts = prompts;
 }
 
 /// Lists a server's tools (every page).
@@ -326,7 +349,8 @@ async fn supervise(
             )
             .await?;
             let tools = list_tools(connection.service.peer(), &name).await?;
-            Ok::<_, String>((connection, tools))
+            let prompts = prompts::list_prompts(connection.service.peer(), &name).await;
+            Ok::<_, String>((connection, tools, prompts))
         };
         let result = tokio::select! {
             () = stop.cancelled() => return,
@@ -339,7 +363,7 @@ async fn supervise(
         let Some(this) = manager.upgrade() else {
             return;
         };
-        let (connection, tools) = match result {
+        let (connection, tools, prompts) = match result {
             Ok(ok) => ok,
             Err(reason) => {
                 tracing::warn!(server = %name, "MCP server failed: {reason}");
@@ -363,6 +387,7 @@ async fn supervise(
         this.set(&name, generation, |slot| {
             slot.state = State::Ready;
             slot.tools = tools;
+            slot.prompts = prompts;
             slot.peer = Some(peer);
         });
         drop(this);
@@ -408,6 +433,7 @@ async fn supervise(
             slot.state = State::Starting(Some(reason.clone()));
             slot.peer = None;
             slot.tools.clear();
+            slot.prompts.clear();
         });
         drop(this);
         if backoff(&stop, restarts).await {
@@ -426,8 +452,9 @@ async fn backoff(stop: &CancellationToken, n: u32) -> bool {
     }
 }
 
-/// Re-lists the tools of a server that sent `notifications/tools/list_changed`: the new set
-/// is offered from the next model request.
+/// Re-lists the tools and prompts of a server that sent `notifications/tools/list_changed`
+/// or `notifications/prompts/list_changed`: the new set is offered from the next model
+/// request (the prompts from the next `agent/session/commands` and prompt).
 async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<String>) {
     while let Some(name) = names.recv().await {
         let Some(this) = manager.upgrade() else {
@@ -436,6 +463,7 @@ async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<
         let peer = this.with(|inner| inner.servers.get(&name).and_then(|s| s.peer.clone()));
         drop(this);
         let Some(peer) = peer else { continue };
+        let prompts = prompts::list_prompts(&peer, &name).await;
         match list_tools(&peer, &name).await {
             Ok(tools) => {
                 let Some(this) = manager.upgrade() else {
@@ -444,6 +472,7 @@ async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<
                 this.with(|inner| {
                     if let Some(slot) = inner.servers.get_mut(&name) {
                         slot.tools = tools;
+                        slot.prompts = prompts;
                     }
                     recompute(inner);
                 });

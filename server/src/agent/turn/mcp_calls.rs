@@ -88,6 +88,12 @@ impl Agent {
     pub fn mcp_status(&self) -> Value {
         self.mcp.status()
     }
+
+    /// `agent/mcp/resources`: what the ready servers list, for an editor's `@SERVER:URI`
+    /// completion.
+    pub async fn mcp_resources(&self) -> Value {
+        self.mcp.resources().await
+    }
 }
 
 impl Turn {
