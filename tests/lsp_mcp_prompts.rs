@@ -146,6 +146,19 @@ async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reac
     );
     // The built-ins are still first.
     assert_eq!(commands[0]["source"], "builtin");
+    // And /help lists them after the others.
+    let turn = prompt(&server, &session, "/help").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    let help = answer_text(&updates);
+    let section = help
+        .split("MCP prompts:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{help}"));
+    assert!(
+        section.contains("/mcp__everything__args-prompt <city> [state]")
+            && section.contains("(everything MCP)"),
+        "{help}"
+    );
 
     // Quotes group words; the arguments go to the server in order.
     let turn = prompt(
@@ -331,5 +344,24 @@ async fn a_resource_mention_attaches_the_servers_document_and_an_unknown_one_is_
         "the file mention beside it: {attached}"
     );
     assert!(!attached.contains("nope.md\">"), "{attached}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_prompt_typed_before_the_server_is_ready_waits_for_its_first_start() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let server = server(&ws, options(&fake, &ws), None).await;
+    let session = new_session(&server).await;
+    // No wait for `ready`: the server is still starting (node takes a while).
+    let turn = prompt(&server, &session, "/mcp__everything__simple-prompt").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let sent = last_user_content(&fake.requests()[0].body);
+    assert!(
+        sent.contains("This is a simple prompt without arguments."),
+        "{sent}"
+    );
     server.stop().await;
 }

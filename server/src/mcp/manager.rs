@@ -151,6 +151,8 @@ impl Manager {
             }
             recompute(inner);
         });
+        // A server removed while on its first start is no longer waited for.
+        self.settled.notify_waiters();
         for (config, stop, generation) in starts {
             tracing::info!(server = %config.name, "starting MCP server: {}", config.describe());
             tokio::spawn(supervise(

@@ -247,6 +247,13 @@ pub fn render(
     } else {
         parts.join("\n\n")
     };
+    // A byte cut first: a server answering megabytes costs no tokenization of them.
+    let body = truncate_middle(
+        &body,
+        TruncationPolicy::Bytes(super::output::MAX_BODY_BYTES),
+        tokenizer,
+    )
+    .text;
     let body = truncate_middle(&body, budget, tokenizer).text;
     format!(
         "{}\n\n<mcp_prompt server=\"{}\" prompt=\"{}\" trust=\"untrusted\">\n{}\n</mcp_prompt>",

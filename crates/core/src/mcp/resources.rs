@@ -19,7 +19,9 @@ pub fn resource_mention<'a>(mention: &'a Mention, servers: &[&str]) -> Option<(&
 }
 
 /// A `resources/read` result's text: each content's text, a binary one described (its bytes
-/// are not sent), several joined with their URIs. Err when it holds nothing.
+/// are not sent), several joined with their URIs, cut head-and-tail to
+/// `output::MAX_BODY_BYTES` (the attachment block then fits it to its token budget). Err
+/// when it holds nothing.
 pub fn contents_text(uri: &str, result: &Value) -> Result<String, String> {
     let contents = result
         .get("contents")
@@ -49,7 +51,13 @@ pub fn contents_text(uri: &str, result: &Value) -> Result<String, String> {
             }
         })
         .collect();
-    Ok(parts.join("\n\n"))
+    let text = parts.join("\n\n");
+    Ok(crate::truncate::truncate_middle(
+        &text,
+        crate::truncate::TruncationPolicy::Bytes(super::output::MAX_BODY_BYTES),
+        Default::default(),
+    )
+    .text)
 }
 
 /// The rows of `agent/mcp/resources` for one server's `resources/list` answer (the array, or
@@ -128,6 +136,13 @@ mod tests {
             [resource demo://b]
             [6 bytes of image/png, not shown]"#]]
         .assert_eq(&contents_text("demo://a", &two).unwrap());
+        let big = "z".repeat(3 * super::super::output::MAX_BODY_BYTES);
+        let cut = contents_text("demo://big", &json!({"contents": [{"text": big}]})).unwrap();
+        assert!(
+            cut.len() < super::super::output::MAX_BODY_BYTES + 200 && cut.contains("truncated"),
+            "{}",
+            cut.len()
+        );
         assert_eq!(
             contents_text("demo://x", &json!({"contents": []})).unwrap_err(),
             "the server returned no content for demo://x"
