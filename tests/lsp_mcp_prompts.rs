@@ -365,3 +365,28 @@ async fn a_prompt_typed_before_the_server_is_ready_waits_for_its_first_start() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_resource_named_before_the_server_is_ready_is_read_once_it_is() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let server = server(&ws, options(&fake, &ws), None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(
+        &server,
+        &session,
+        "Read @everything:demo://resource/static/document/architecture.md",
+    )
+    .await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(warnings(&updates), Vec::<String>::new());
+    let sent = last_user_content(&fake.requests()[0].body);
+    assert!(
+        sent.contains(
+            "<resource server=\"everything\" uri=\"demo://resource/static/document/architecture.md\">"
+        ),
+        "{sent}"
+    );
+    server.stop().await;
+}

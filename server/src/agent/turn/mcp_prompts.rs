@@ -29,7 +29,7 @@ impl Turn {
         let mut found = find(&self.agent);
         if found.is_none() {
             // A server on its first start may still bring it.
-            self.agent.mcp.first_starts(&self.cancel).await;
+            self.agent.mcp.first_starts(None, &self.cancel).await;
             found = find(&self.agent);
         }
         let Some(mcp) = found else {

@@ -44,9 +44,9 @@ impl Manager {
         self.with(|inner| inner.servers.keys().cloned().collect())
     }
 
-    /// Waits until no server is on its first start (each is bounded by its
-    /// `startupTimeoutMs`), or the cancel.
-    pub async fn first_starts(&self, cancel: &CancellationToken) {
+    /// Waits until no server (`only` that one, when named) is on its first start (each is
+    /// bounded by its `startupTimeoutMs`), or the cancel.
+    pub async fn first_starts(&self, only: Option<&str>, cancel: &CancellationToken) {
         loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
@@ -55,6 +55,7 @@ impl Manager {
                 inner
                     .servers
                     .values()
+                    .filter(|slot| only.is_none_or(|name| slot.config.name == name))
                     .any(|slot| slot.state == State::Starting(None))
             });
             if !starting {
@@ -74,7 +75,7 @@ impl Manager {
         server: &str,
         cancel: &CancellationToken,
     ) -> Result<(Peer<RoleClient>, Duration), String> {
-        self.first_starts(cancel).await;
+        self.first_starts(Some(server), cancel).await;
         let found = self.with(|inner| {
             inner.servers.get(server).map(|slot| {
                 (
