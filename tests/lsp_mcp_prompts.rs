@@ -390,3 +390,97 @@ async fn a_resource_named_before_the_server_is_ready_is_read_once_it_is() {
     );
     server.stop().await;
 }
+
+/// The names of the `mcp` commands `agent/session/commands` lists.
+async fn mcp_commands(server: &Server, session: &str) -> Vec<String> {
+    let listed = server
+        .client
+        .request("agent/session/commands", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    listed["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["source"] == "mcp")
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_changed_prompt_list_is_listed_again_and_a_huge_prompt_is_cut_to_the_budget() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_prompts_server.py");
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "mcpServers": {
+            "fixture": {"command": "python3", "args": [fixture]}
+        }}),
+    );
+    let server = server(&ws, options, None).await;
+    let session = new_session(&server).await;
+    assert_eq!(settled(&server, "fixture").await["state"], "ready");
+    assert_eq!(
+        mcp_commands(&server, &session).await,
+        ["mcp__fixture__greet", "mcp__fixture__huge"]
+    );
+
+    // A tool call makes the server add a prompt and say so.
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_a", "mcp__fixture__add_prompt", &["{}"])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Added."], None));
+    let turn = prompt(&server, &session, "Add a prompt.").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    loop {
+        let names = mcp_commands(&server, &session).await;
+        if names.len() == 3 {
+            assert_eq!(
+                names,
+                [
+                    "mcp__fixture__farewell",
+                    "mcp__fixture__greet",
+                    "mcp__fixture__huge"
+                ]
+            );
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    fake.push(FakeProvider::openai_text(&["Bye."], None));
+    let turn = prompt(&server, &session, "/mcp__fixture__farewell Bob").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let sent = last_user_content(&fake.requests()[2].body);
+    assert!(sent.contains("Say goodbye to Bob."), "{sent}");
+
+    // 10 MB from the server: cut head and tail to toolOutputLimit, the cut marked.
+    fake.push(FakeProvider::openai_text(&["Long."], None));
+    let turn = prompt(&server, &session, "/mcp__fixture__huge").await;
+    let (updates, _) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let sent = last_user_content(&fake.requests()[3].body);
+    let body = sent
+        .split("trust=\"untrusted\">\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", &sent[..sent.len().min(2000)]));
+    assert!(
+        body.starts_with("Total output lines: 500002\n\nstart\nline 0: some text"),
+        "{}",
+        &body[..200]
+    );
+    assert!(
+        body.ends_with("end\n</mcp_prompt>"),
+        "{}",
+        &body[body.len() - 200..]
+    );
+    assert!(body.contains("tokens truncated"));
+    assert!(body.len() < 60_000, "{}", body.len());
+    eprintln!("a 10 MB prompt was sent as {} bytes", body.len());
+    server.stop().await;
+}

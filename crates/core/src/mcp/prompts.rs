@@ -247,13 +247,7 @@ pub fn render(
     } else {
         parts.join("\n\n")
     };
-    // A byte cut first: a server answering megabytes costs no tokenization of them.
-    let body = truncate_middle(
-        &body,
-        TruncationPolicy::Bytes(super::output::MAX_BODY_BYTES),
-        tokenizer,
-    )
-    .text;
+    // One cut (it tokenizes only the kept head and tail of a long text).
     let body = truncate_middle(&body, budget, tokenizer).text;
     format!(
         "{}\n\n<mcp_prompt server=\"{}\" prompt=\"{}\" trust=\"untrusted\">\n{}\n</mcp_prompt>",
