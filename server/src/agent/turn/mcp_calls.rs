@@ -89,6 +89,15 @@ impl Agent {
         self.mcp.status()
     }
 
+    /// Returns once no MCP server is on its first start; whether any prompt is offered then
+    /// (ACP sends its command list again: the prompts are commands).
+    pub async fn mcp_prompts_after_first_starts(&self) -> bool {
+        self.mcp
+            .first_starts(None, &tokio_util::sync::CancellationToken::new())
+            .await;
+        !self.mcp.prompts().is_empty()
+    }
+
     /// `agent/mcp/resources`: what the ready servers list, for an editor's `@SERVER:URI`
     /// completion.
     pub async fn mcp_resources(&self) -> Value {
