@@ -571,6 +571,27 @@ test("a malformed line or an unknown method gets a JSON-RPC error and the agent 
   assert.equal(init.result.protocolVersion, 1);
 });
 
+test("an MCP server's prompts join available_commands_update once it started, and run", async () => {
+  const ws = workspace({});
+  const { url } = await fake({ replies: [{ text: ["Hello sent."] }] });
+  const c = connect(spawnAgent(url, ws));
+  await c.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
+  const fixture = new URL("../fixtures/mcp_prompts_server.py", import.meta.url).pathname;
+  const { sessionId } = await c.connection.newSession({
+    cwd: ws,
+    mcpServers: [{ name: "fixture", command: "python3", args: [fixture], env: [] }],
+  });
+  const commands = await c.update(
+    (n) => kind("available_commands_update")(n) && n.update.availableCommands.some((cmd) => cmd.name === "mcp__fixture__greet"),
+  );
+  const greet = commands.update.availableCommands.find((cmd) => cmd.name === "mcp__fixture__greet");
+  assert.deepEqual(greet, { name: "mcp__fixture__greet", description: "Greets someone. (fixture MCP)", input: { hint: "<name>" } });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "/mcp__fixture__greet Ann" }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const requests = await (await fetch(url.replace(/\/v1$/, "") + "/__requests")).json();
+  assert.match(JSON.stringify(requests), /<mcp_prompt server=\\"fixture\\" prompt=\\"greet\\" trust=\\"untrusted\\">\\nSay hello to Ann\./);
+});
+
 // ---- the runner ----
 
 let passed = 0;

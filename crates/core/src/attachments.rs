@@ -20,6 +20,8 @@ pub struct MentionedFile<'a> {
     pub lines: Option<(usize, usize)>,
     /// The file's text as read (the read_file tool's output for that range).
     pub text: &'a str,
+    /// An MCP resource's (`@SERVER:URI`): its server; `display` is then its URI.
+    pub server: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -59,7 +61,20 @@ pub fn attachment_block(
             .lines
             .map(|(start, end)| format!(" lines=\"{start}-{end}\""))
             .unwrap_or_default();
-        let header = format!("<file path=\"{}\"{lines}>\n", file.display);
+        let (header, close) = match file.server {
+            Some(server) => (
+                format!(
+                    "<resource server=\"{}\" uri=\"{}\">\n",
+                    crate::mcp::output::attr(server),
+                    crate::mcp::output::attr(file.display)
+                ),
+                "\n</resource>\n",
+            ),
+            None => (
+                format!("<file path=\"{}\"{lines}>\n", file.display),
+                "\n</file>\n",
+            ),
+        };
         let tokens = tokenizer.count(file.text) + tokenizer.count(&header) + FRAME_TOKENS;
         let body = if tokens <= budget {
             file.text.to_string()
@@ -83,7 +98,7 @@ pub fn attachment_block(
         budget = budget.saturating_sub(tokenizer.count(&body) + ATTACHED_FRAME_TOKENS);
         text.push_str(&header);
         text.push_str(body.trim_end());
-        text.push_str("\n</file>\n");
+        text.push_str(close);
     }
     text.push_str("</attached_files>");
     AttachmentBlock { text, omitted }
@@ -107,6 +122,7 @@ mod tests {
             display: mention,
             lines,
             text,
+            server: None,
         }
     }
 
@@ -119,6 +135,14 @@ mod tests {
                 display: "src/lib.rs",
                 lines: None,
                 text: "L1: pub fn answer() -> u32 {\nL2:     42\nL3: }\n",
+                server: None,
+            },
+            MentionedFile {
+                mention: "everything:demo://doc/1",
+                display: "demo://doc/1",
+                lines: None,
+                text: "A resource's text.\n",
+                server: Some("everything"),
             },
             file("src/main.rs", Some((2, 3)), "L2: fn main() {\nL3: }"),
         ];
@@ -132,6 +156,9 @@ mod tests {
             L2:     42
             L3: }
             </file>
+            <resource server="everything" uri="demo://doc/1">
+            A resource's text.
+            </resource>
             <file path="src/main.rs" lines="2-3">
             L2: fn main() {
             L3: }

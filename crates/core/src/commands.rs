@@ -20,6 +20,8 @@ pub enum Source {
     Builtin,
     Workspace,
     User,
+    /// An MCP server's prompt (`mcp__SERVER__PROMPT`, `mcp::prompts`).
+    Mcp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,9 +156,11 @@ pub fn infos(custom: &[Command]) -> Vec<CommandInfo> {
     builtin.chain(custom).collect()
 }
 
-/// The `/help` text: one line per command.
-pub fn help(custom: &[Command]) -> String {
-    let infos = infos(custom);
+/// The `/help` text: one line per command; `mcp`, the MCP servers' prompts
+/// (`mcp::prompts::McpPrompt::info`), last.
+pub fn help(custom: &[Command], mcp: &[CommandInfo]) -> String {
+    let mut infos = infos(custom);
+    infos.extend(mcp.iter().cloned());
     let rows: Vec<(String, &CommandInfo)> = infos
         .iter()
         .map(|info| {
@@ -177,6 +181,7 @@ pub fn help(custom: &[Command]) -> String {
             Source::Builtin => String::new(),
             Source::Workspace => " (workspace)".into(),
             Source::User => " (user)".into(),
+            Source::Mcp => String::new(),
         };
         format!("{usage:<width$}  {}{from}", info.description, width = width)
     };
@@ -187,13 +192,22 @@ pub fn help(custom: &[Command]) -> String {
         .collect();
     let custom: Vec<String> = rows
         .iter()
-        .filter(|(_, i)| i.source != Source::Builtin)
+        .filter(|(_, i)| matches!(i.source, Source::Workspace | Source::User))
+        .map(line)
+        .collect();
+    let prompts: Vec<String> = rows
+        .iter()
+        .filter(|(_, i)| i.source == Source::Mcp)
         .map(line)
         .collect();
     let mut text = builtin.join("\n");
     if !custom.is_empty() {
         text.push_str("\n\nCustom commands:\n");
         text.push_str(&custom.join("\n"));
+    }
+    if !prompts.is_empty() {
+        text.push_str("\n\nMCP prompts:\n");
+        text.push_str(&prompts.join("\n"));
     }
     text
 }
@@ -408,7 +422,22 @@ mod tests {
             Custom commands:
             /a FILE           an a (user)
             /review           ws review (workspace)"#]]
-        .assert_eq(&help(&merged));
+        .assert_eq(&help(&merged, &[]));
+        let mcp = CommandInfo {
+            name: "mcp__time__convert".into(),
+            description: "Convert a time (time MCP)".into(),
+            argument_hint: Some("<time> [zone]".into()),
+            source: Source::Mcp,
+        };
+        let with_mcp = help(&merged, &[mcp]);
+        expect![[r#"
+            Custom commands:
+            /a FILE                            an a (user)
+            /review                            ws review (workspace)
+
+            MCP prompts:
+            /mcp__time__convert <time> [zone]  Convert a time (time MCP)"#]]
+        .assert_eq(&with_mcp[with_mcp.find("Custom").unwrap()..]);
         let json = serde_json::to_value(&infos(&merged)[5]).unwrap();
         assert_eq!(
             json,

@@ -84,7 +84,7 @@ export interface CommandInfo {
   name: string;
   description: string;
   argumentHint: string | null;
-  source: 'builtin' | 'workspace' | 'user';
+  source: 'builtin' | 'workspace' | 'user' | 'mcp';
 }
 
 /** agent/status params. */

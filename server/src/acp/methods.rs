@@ -321,7 +321,21 @@ impl State {
         state["sessionId"] = json!(id);
         let mut reply = Reply::new(state);
         reply.then.push(Self::commands_update(&session, &id).await);
+        Self::commands_after_mcp_starts(&session, &id);
         Ok(reply)
+    }
+
+    /// Sends `available_commands_update` again once the MCP servers' first starts are over,
+    /// when they offer prompts (`/mcp__SERVER__PROMPT` commands): the list sent with the
+    /// answer was made while they were starting.
+    fn commands_after_mcp_starts(session: &Arc<AcpSession>, id: &str) {
+        let (session, id) = (session.clone(), id.to_string());
+        tokio::spawn(async move {
+            if session.agent.mcp_prompts_after_first_starts().await {
+                let (_, params) = Self::commands_update(&session, &id).await;
+                session.host.send_update(&id, &params["update"]);
+            }
+        });
     }
 
     /// A session of `cwd` known to this process, or loaded from its log.
@@ -348,6 +362,7 @@ impl State {
         }
         let mut reply = Reply::new(Self::session_state(&session, &id));
         reply.then.push(Self::commands_update(&session, &id).await);
+        Self::commands_after_mcp_starts(&session, &id);
         Ok(reply)
     }
 

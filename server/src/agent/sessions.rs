@@ -356,7 +356,8 @@ impl Agent {
         Ok(summaries)
     }
 
-    /// `agent/session/commands`: the built-in and custom slash commands (read now).
+    /// `agent/session/commands`: the built-in and custom slash commands (read now), then the
+    /// ready MCP servers' prompts (`mcp__SERVER__PROMPT`).
     pub async fn commands(
         self: &Arc<Self>,
         id: &str,
@@ -367,7 +368,14 @@ impl Agent {
             tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))
                 .await
                 .map_err(|e| AgentError(e.to_string()))?;
-        Ok(agentls_core::commands::infos(&custom))
+        let mut infos = agentls_core::commands::infos(&custom);
+        for prompt in self.mcp.prompts() {
+            // A custom command of the same name wins (as when it is typed).
+            if !infos.iter().any(|i| i.name == prompt.command) {
+                infos.push(prompt.info());
+            }
+        }
+        Ok(infos)
     }
 
     /// The session's history, calibration and model (for `agent/session/context`).

@@ -66,6 +66,7 @@ pub async fn serve_stdio() -> SessionEnd {
     .custom_method("agent/session/setModel", Backend::session_set_model)
     .custom_method("agent/session/setMode", Backend::session_set_mode)
     .custom_method("agent/mcp/status", Backend::mcp_status)
+    .custom_method("agent/mcp/resources", Backend::mcp_resources)
     .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
     .custom_method(
         transport::MALFORMED_MESSAGE_METHOD,

@@ -117,6 +117,11 @@ impl Backend {
         Ok(self.agent().mcp_status())
     }
 
+    /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.
+    pub(super) async fn mcp_resources(&self, _params: Option<Value>) -> jsonrpc::Result<Value> {
+        Ok(self.agent().mcp_resources().await)
+    }
+
     /// `agent/session/commands`: the built-in and custom slash commands, for completion.
     pub(super) async fn session_commands(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
         let commands = self

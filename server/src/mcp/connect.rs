@@ -36,6 +36,11 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changed.send(self.server.clone());
     }
+
+    /// `notifications/prompts/list_changed`: the same re-list (tools and prompts).
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(self.server.clone());
+    }
 }
 
 /// A live connection: the rmcp service and, for a child process, the guard that kills its

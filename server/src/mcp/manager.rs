@@ -20,7 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::connect::{connect, last_line};
 use agentls_core::mcp::config::ServerConfig;
+use agentls_core::mcp::prompts::{McpPrompt, ServerPrompt};
 use agentls_core::mcp::tools::{offer, parse_list, McpTool, ServerTool};
+
+mod prompts;
 
 /// Restarts in a row (each after a short life) before a server is left `failed`.
 const MAX_RESTARTS: u32 = 5;
@@ -51,6 +54,8 @@ struct Slot {
     config: ServerConfig,
     state: State,
     tools: Vec<ServerTool>,
+    /// Its prompts (`prompts/list`; empty when it offers none).
+    prompts: Vec<ServerPrompt>,
     peer: Option<Peer<RoleClient>>,
     stop: CancellationToken,
     /// Which supervisor owns the slot (a changed entry gets a new one).
@@ -62,6 +67,8 @@ struct Inner {
     servers: BTreeMap<String, Slot>,
     /// The offered tools, named, recomputed whenever a server's set changes.
     offered: Vec<McpTool>,
+    /// The ready servers' prompts as slash commands, named, recomputed with `offered`.
+    offered_prompts: Vec<McpPrompt>,
     generations: u64,
 }
 
@@ -69,8 +76,8 @@ struct Inner {
 pub struct Manager {
     inner: Mutex<Inner>,
     changed: OnceLock<UnboundedSender<String>>,
-    /// Woken at every state change (for `first_starts`).
-    state_changed: tokio::sync::Notify,
+    /// Woken whenever a server's state changes (for those waiting on a first start).
+    settled: tokio::sync::Notify,
 }
 
 /// Where and how servers start (the workspace root, variables they must not see).
@@ -85,7 +92,7 @@ impl Default for Manager {
         Manager {
             inner: Mutex::new(Inner::default()),
             changed: OnceLock::new(),
-            state_changed: tokio::sync::Notify::new(),
+            settled: tokio::sync::Notify::new(),
         }
     }
 }
@@ -135,6 +142,7 @@ impl Manager {
                         config: config.clone(),
                         state,
                         tools: Vec::new(),
+                        prompts: Vec::new(),
                         peer: None,
                         stop,
                         generation,
@@ -143,7 +151,8 @@ impl Manager {
             }
             recompute(inner);
         });
-        self.state_changed.notify_waiters();
+        // A server removed while on its first start is no longer waited for.
+        self.settled.notify_waiters();
         for (config, stop, generation) in starts {
             tracing::info!(server = %config.name, "starting MCP server: {}", config.describe());
             tokio::spawn(supervise(
@@ -154,26 +163,6 @@ impl Manager {
                 launch.clone(),
                 changed.clone(),
             ));
-        }
-    }
-
-    /// Returns once no server is in its first start: each is ready, failed (its
-    /// `startupTimeoutMs` bounds the wait) or disabled. A restart does not count: a server
-    /// that crashed mid-session does not hold up turns.
-    pub async fn first_starts(&self) {
-        loop {
-            // Created before the check, so a change between the two is not missed.
-            let changed = self.state_changed.notified();
-            let starting = self.with(|inner| {
-                inner
-                    .servers
-                    .values()
-                    .any(|slot| slot.state == State::Starting(None))
-            });
-            if !starting {
-                return;
-            }
-            changed.await;
         }
     }
 
@@ -298,7 +287,7 @@ impl Manager {
                 recompute(inner);
             }
         });
-        self.state_changed.notify_waiters();
+        self.settled.notify_waiters();
     }
 }
 
@@ -314,6 +303,17 @@ fn recompute(inner: &mut Inner) {
         tracing::info!("{note}");
     }
     inner.offered = offered;
+    let ready: Vec<(&str, &[ServerPrompt])> = inner
+        .servers
+        .values()
+        .filter(|slot| slot.state == State::Ready)
+        .map(|slot| (slot.config.name.as_str(), slot.prompts.as_slice()))
+        .collect();
+    let (prompts, notes) = agentls_core::mcp::prompts::offer(&ready);
+    for note in notes {
+        tracing::info!("{note}");
+    }
+    inner.offered_prompts = prompts;
 }
 
 /// Lists a server's tools (every page).
@@ -351,7 +351,8 @@ async fn supervise(
             )
             .await?;
             let tools = list_tools(connection.service.peer(), &name).await?;
-            Ok::<_, String>((connection, tools))
+            let prompts = prompts::list_prompts(connection.service.peer(), &name).await;
+            Ok::<_, String>((connection, tools, prompts))
         };
         let result = tokio::select! {
             () = stop.cancelled() => return,
@@ -364,7 +365,7 @@ async fn supervise(
         let Some(this) = manager.upgrade() else {
             return;
         };
-        let (connection, tools) = match result {
+        let (connection, tools, prompts) = match result {
             Ok(ok) => ok,
             Err(reason) => {
                 tracing::warn!(server = %name, "MCP server failed: {reason}");
@@ -388,6 +389,7 @@ async fn supervise(
         this.set(&name, generation, |slot| {
             slot.state = State::Ready;
             slot.tools = tools;
+            slot.prompts = prompts;
             slot.peer = Some(peer);
         });
         drop(this);
@@ -433,6 +435,7 @@ async fn supervise(
             slot.state = State::Starting(Some(reason.clone()));
             slot.peer = None;
             slot.tools.clear();
+            slot.prompts.clear();
         });
         drop(this);
         if backoff(&stop, restarts).await {
@@ -451,8 +454,9 @@ async fn backoff(stop: &CancellationToken, n: u32) -> bool {
     }
 }
 
-/// Re-lists the tools of a server that sent `notifications/tools/list_changed`: the new set
-/// is offered from the next model request.
+/// Re-lists the tools and prompts of a server that sent `notifications/tools/list_changed`
+/// or `notifications/prompts/list_changed`: the new set is offered from the next model
+/// request (the prompts from the next `agent/session/commands` and prompt).
 async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<String>) {
     while let Some(name) = names.recv().await {
         let Some(this) = manager.upgrade() else {
@@ -461,6 +465,7 @@ async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<
         let peer = this.with(|inner| inner.servers.get(&name).and_then(|s| s.peer.clone()));
         drop(this);
         let Some(peer) = peer else { continue };
+        let prompts = prompts::list_prompts(&peer, &name).await;
         match list_tools(&peer, &name).await {
             Ok(tools) => {
                 let Some(this) = manager.upgrade() else {
@@ -469,6 +474,7 @@ async fn relist(manager: std::sync::Weak<Manager>, mut names: UnboundedReceiver<
                 this.with(|inner| {
                     if let Some(slot) = inner.servers.get_mut(&name) {
                         slot.tools = tools;
+                        slot.prompts = prompts;
                     }
                     recompute(inner);
                 });

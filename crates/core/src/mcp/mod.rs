@@ -1,10 +1,13 @@
 //! Model Context Protocol, the pure half: what the user configured (`config`), the names
-//! the model sees for servers' tools (`names`) and the cleaning of their JSON schemas
-//! (`schema`). The protocol itself (processes, HTTP, rmcp) is the server crate's
+//! the model sees for servers' tools (`names`), the cleaning of their JSON schemas
+//! (`schema`), prompts as slash commands (`prompts`) and `@SERVER:URI` resources
+//! (`resources`). The protocol itself (processes, HTTP, rmcp) is the server crate's
 //! `mcp/` module; nothing here does IO.
 
 pub mod config;
 pub mod names;
 pub mod output;
+pub mod prompts;
+pub mod resources;
 pub mod schema;
 pub mod tools;

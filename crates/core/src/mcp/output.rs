@@ -53,7 +53,8 @@ pub fn render(server: &str, tool: &str, result: &Value) -> (String, bool) {
     )
 }
 
-fn describe(block: &Value) -> String {
+/// One content block described (also a prompt message's, `prompts::render`).
+pub(crate) fn describe(block: &Value) -> String {
     let field = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
     let size = |key: &str| {
         block
@@ -109,7 +110,7 @@ fn describe(block: &Value) -> String {
     }
 }
 
-fn attr(text: &str) -> String {
+pub(crate) fn attr(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('"', "&quot;")
         .replace('<', "&lt;")

@@ -1,4 +1,5 @@
-//! `@path` mentions in a prompt, fetched as untrusted data within the editor budget left.
+//! `@path` mentions in a prompt, and `@SERVER:URI` MCP resources (read by
+//! `mcp_prompts.rs`), fetched as untrusted data within the editor budget left.
 
 use super::*;
 use crate::tools::read_file;
@@ -7,6 +8,7 @@ use serde_json::json;
 
 use crate::tools::boundary::PathBoundary;
 use agentls_core::attachments::{attachment_block, MentionedFile};
+use agentls_core::mcp::resources::resource_mention;
 use agentls_core::prompt_text;
 
 impl Turn {
@@ -25,19 +27,39 @@ impl Turn {
         let workspace = PathBoundary {
             roots: self.host().roots(),
         };
+        let servers = self.agent.mcp.server_names();
+        let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
         let tokenizer = config.tokenizer();
         let used = block.editor.as_ref().map_or(0, |e| e.tokens);
         let budget = config.editor_context_max_tokens.saturating_sub(used);
         // Read every mentioned file first; the markup and the budget are the core's.
         let mut read_files = Vec::new();
         for mention in mentions {
+            if let Some((server, uri)) = resource_mention(&mention, &servers) {
+                match self.mcp_resource(server, uri).await {
+                    Ok(content) => {
+                        let (server, uri) = (Some(server.to_string()), uri.to_string());
+                        read_files.push((mention, uri, content, server));
+                    }
+                    Err(err) => self.warn(format!("@{}: {err}; it was not attached", mention.path)),
+                }
+                continue;
+            }
             let resolved = workspace.resolve(&mention.path);
             let path = match resolved {
                 Ok(path) if path.is_file() => path,
                 _ => {
+                    let also = match mention.path.split_once(':') {
+                        Some(_) if servers.is_empty() => String::new(),
+                        Some(_) => format!(
+                            " nor a resource of a configured MCP server (@SERVER:URI; the servers are: {})",
+                            servers.join(", ")
+                        ),
+                        None => String::new(),
+                    };
                     self.update(json!({
                         "kind": "warning",
-                        "message": format!("@{} is not a file in the workspace; it was not attached", mention.path),
+                        "message": format!("@{} is not a file in the workspace{also}; it was not attached", mention.path),
                     }));
                     continue;
                 }
@@ -66,15 +88,16 @@ impl Turn {
                     continue;
                 }
             };
-            read_files.push((mention, workspace.display(&path), content));
+            read_files.push((mention, workspace.display(&path), content, None));
         }
         let files: Vec<MentionedFile<'_>> = read_files
             .iter()
-            .map(|(mention, display, content)| MentionedFile {
+            .map(|(mention, display, content, server)| MentionedFile {
                 mention: &mention.path,
                 display,
                 lines: mention.lines,
                 text: content,
+                server: server.as_deref(),
             })
             .collect();
         let attached = attachment_block(&files, budget, tokenizer, prompts);

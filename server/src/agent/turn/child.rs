@@ -29,8 +29,11 @@ pub(in crate::agent) struct Scope {
     pub(in crate::agent) model: Option<String>,
     /// Set when the turn is a subagent's.
     pub(in crate::agent) child: Option<ChildOf>,
-    /// The custom command the prompt invoked.
+    /// The custom command (or MCP prompt) the prompt invoked.
     pub(in crate::agent) expanded: Option<String>,
+    /// The text whose `@mentions` are attached when it is not the prompt's: an MCP
+    /// prompt's invocation as typed (the server's text attaches nothing).
+    pub(in crate::agent) mentions_from: Option<String>,
     /// The subagents the turn offers (read when it opens).
     pub(in crate::agent) subagents: Arc<Vec<Subagent>>,
 }
@@ -300,6 +303,7 @@ async fn run_child(
             model: Some(model),
             child: Some(link),
             expanded: None,
+            mentions_from: None,
             subagents: Arc::default(),
         },
     );

@@ -88,6 +88,21 @@ impl Agent {
     pub fn mcp_status(&self) -> Value {
         self.mcp.status()
     }
+
+    /// Returns once no MCP server is on its first start; whether any prompt is offered then
+    /// (ACP sends its command list again: the prompts are commands).
+    pub async fn mcp_prompts_after_first_starts(&self) -> bool {
+        self.mcp
+            .first_starts(None, &tokio_util::sync::CancellationToken::new())
+            .await;
+        !self.mcp.prompts().is_empty()
+    }
+
+    /// `agent/mcp/resources`: what the ready servers list, for an editor's `@SERVER:URI`
+    /// completion.
+    pub async fn mcp_resources(&self) -> Value {
+        self.mcp.resources().await
+    }
 }
 
 impl Turn {
@@ -126,10 +141,7 @@ impl Turn {
         self.agent.ensure_mcp();
         // The first request waits for the servers' first start (as Claude Code and Codex do),
         // so a prompt sent right after the session opens sees their tools.
-        tokio::select! {
-            () = self.agent.mcp.first_starts() => {}
-            () = self.cancel.cancelled() => {}
-        }
+        self.agent.mcp.first_starts(None, &self.cancel).await;
         self.agent
             .mcp
             .tools()

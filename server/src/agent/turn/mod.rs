@@ -8,6 +8,7 @@ mod child;
 mod commands;
 mod hooks;
 mod mcp_calls;
+mod mcp_prompts;
 mod slash;
 mod tool_calls;
 
@@ -243,6 +244,12 @@ impl Turn {
         if let Err(stop) = self.custom_command(&mut prompt).await {
             return stop;
         }
+        // `/mcp__SERVER__PROMPT`: the server's prompt (a custom command of that name wins).
+        if self.scope.expanded.is_none() {
+            if let Err(stop) = self.mcp_prompt(&mut prompt).await {
+                return stop;
+            }
+        }
         if self.scope.expanded.is_none() {
             if let Some(command) = prompt_text::slash_command(&prompt.text) {
                 return self.slash(command).await;
@@ -311,8 +318,9 @@ impl Turn {
         };
         let static_context = self.offer_tools(static_context, &prompts).await;
         // @mentions: attached as data, within what the editor block left of its budget.
+        let mentioned = (self.scope.mentions_from.clone()).unwrap_or_else(|| prompt.text.clone());
         let attachments = self
-            .attachments(&prompt.text, &block, &config, &prompts)
+            .attachments(&mentioned, &block, &config, &prompts)
             .await;
         if !attachments.is_empty() {
             block.text.push_str("\n\n");

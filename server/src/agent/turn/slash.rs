@@ -15,9 +15,12 @@ impl Turn {
             tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))
                 .await
                 .unwrap_or_default();
+        let mcp: Vec<_> = self.agent.mcp.prompts().iter().map(|p| p.info()).collect();
         let reply = match command {
-            SlashCommand::Help => format!("Commands:\n{}", commands::help(&custom)),
-            SlashCommand::Invalid(why) => format!("{why}. Commands:\n{}", commands::help(&custom)),
+            SlashCommand::Help => format!("Commands:\n{}", commands::help(&custom, &mcp)),
+            SlashCommand::Invalid(why) => {
+                format!("{why}. Commands:\n{}", commands::help(&custom, &mcp))
+            }
             SlashCommand::Compact(focus) => {
                 let static_context = match self.agent.static_context_now().await {
                     Ok(context) => context,
