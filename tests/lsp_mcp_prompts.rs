@@ -9,33 +9,13 @@ mod common;
 
 use agentls::dev::fake_provider::FakeProvider;
 use common::agent::*;
+use common::mcp::{installed, settled};
 use common::Server;
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-/// The installed everything server: from the environment, else installed now by the script.
 fn everything() -> &'static str {
-    static INSTALLED: OnceLock<String> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        if let Ok(path) = std::env::var("AGENTLS_MCP_EVERYTHING") {
-            return path;
-        }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mcp-servers");
-        let output = std::process::Command::new(&script)
-            .output()
-            .expect("scripts/mcp-servers runs");
-        assert!(
-            output.status.success(),
-            "scripts/mcp-servers failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let text = String::from_utf8(output.stdout).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix("export AGENTLS_MCP_EVERYTHING="))
-            .unwrap_or_else(|| panic!("AGENTLS_MCP_EVERYTHING in the script's output: {text}"))
-            .to_string()
-    })
+    &installed().everything
 }
 
 fn options(fake: &FakeProvider, ws: &Workspace) -> Value {
@@ -46,26 +26,6 @@ fn options(fake: &FakeProvider, ws: &Workspace) -> Value {
             "everything": {"command": everything(), "args": ["stdio"]}
         }}),
     )
-}
-
-/// The status entry of `name` once its state is no longer `starting`.
-async fn settled(server: &Server, name: &str) -> Value {
-    loop {
-        let status = server
-            .client
-            .request("agent/mcp/status", json!({}))
-            .await
-            .expect("agent/mcp/status");
-        if let Some(entry) = status["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name && s["state"] != "starting")
-        {
-            return entry.clone();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
 }
 
 /// A server with a session whose everything server is ready.

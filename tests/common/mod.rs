@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different part of this
 
 pub mod agent;
+pub mod mcp;
 
 use agentls::dev::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
