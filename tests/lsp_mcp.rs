@@ -610,6 +610,18 @@ async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
         &huge[..600],
         &huge[huge.len() - 150..]
     );
+    // Cut twice (the MCP body's byte cap, then toolOutputLimit), counted once: the real count.
+    assert_eq!(
+        huge.matches("Total output lines").count(),
+        1,
+        "{}",
+        &huge[..600]
+    );
+    assert!(
+        huge.contains("Total output lines: 420002\n"),
+        "{}",
+        &huge[..600]
+    );
     let garbage = tool_message(&requests[1].body, "call_g");
     assert!(garbage.contains("answered after garbage"), "{garbage}");
     assert!(tool_message(&requests[1].body, "call_r").contains("called rejected_schema"));

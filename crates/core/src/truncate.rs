@@ -52,13 +52,26 @@ pub fn truncate_middle(
         };
     };
     let mut out = String::with_capacity(head_end + (text.len() - tail_start) + 64);
-    if text.contains('\n') {
-        out.push_str(&format!("Total output lines: {}\n\n", line_count(text)));
+    if text.contains('\n') && !already_cut(text) {
+        out.push_str(&format!("{LINES_HEADER}{}\n\n", line_count(text)));
     }
     out.push_str(&text[..head_end]);
     out.push_str(&marker);
     out.push_str(&text[tail_start..]);
     Truncated { text: out, removed }
+}
+
+/// What a cut text starts with (then its line count before the cut).
+const LINES_HEADER: &str = "Total output lines: ";
+
+/// Whether `text` was cut before (a tool's own byte cap, then the history's token limit):
+/// its header, on its first line or under a one-line wrapper (`<mcp_result …>`), holds the
+/// real count, so a second cut adds no header counting what the first cut left.
+fn already_cut(text: &str) -> bool {
+    text.lines().take(2).any(|line| {
+        line.strip_prefix(LINES_HEADER)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// Lines as an editor counts them: a final line without a newline counts, an empty text has
@@ -258,5 +271,23 @@ mod tests {
         assert_eq!(line_count("a\n"), 1);
         assert_eq!(line_count("a\nb"), 2);
         assert_eq!(line_count("\n\n"), 2);
+    }
+
+    #[test]
+    fn a_second_cut_keeps_the_first_cuts_line_count() {
+        let text: String = (0..5000)
+            .map(|i| format!("line {i}: some output\n"))
+            .collect();
+        let first = truncate_middle(&text, TruncationPolicy::Bytes(20_000), TOK).text;
+        assert!(first.starts_with("Total output lines: 5000\n\n"));
+        let second = truncate_middle(&first, TruncationPolicy::Tokens(500), TOK).text;
+        assert_eq!(second.matches("Total output lines").count(), 1, "{second}");
+        assert!(second.starts_with("Total output lines: 5000\n\nline 0: some output\n"));
+        assert!(second.ends_with("line 4999: some output\n"));
+        // Under a one-line wrapper too.
+        let wrapped = format!("<mcp_result server=\"s\" tool=\"t\">\n{first}</mcp_result>");
+        let second = truncate_middle(&wrapped, TruncationPolicy::Tokens(500), TOK).text;
+        assert_eq!(second.matches("Total output lines").count(), 1, "{second}");
+        assert!(second.contains("\nTotal output lines: 5000\n"));
     }
 }
