@@ -53,7 +53,7 @@ pub fn assign(tools: &[(String, String)]) -> (Vec<Named>, Vec<String>) {
         }
         if name != base {
             notes.push(format!(
-                "MCP tool {tool:?} of server {server:?} is named {name} (\
+                "{tool:?} of MCP server {server:?} is named {name} (\
                  {base} was taken)"
             ));
         }
