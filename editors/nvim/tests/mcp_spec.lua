@@ -33,15 +33,18 @@ local function pushed_state(name)
   end
 end
 
---- vim.notify calls recorded (and still shown nowhere): returns the list.
-local function record_notify()
-  local seen = {}
+--- Runs `body(notices)` with vim.notify recording its calls into `notices` (shown nowhere);
+--- vim.notify is put back even when the body fails.
+local function with_notices(body)
+  local notices = {}
   local original = vim.notify
   vim.notify = function(message, level)
-    table.insert(seen, { message = message, level = level })
+    table.insert(notices, { message = message, level = level })
   end
-  return seen, function()
-    vim.notify = original
+  local ok, err = xpcall(body, debug.traceback, notices)
+  vim.notify = original
+  if not ok then
+    error(err, 0)
   end
 end
 
@@ -66,61 +69,62 @@ end
 test("checkhealth shows a ready MCP server as OK with its tools and a failed one as an error", function()
   local ws = h.workspace({ ["src/lib.rs"] = "fn main() {}\n" })
   local url = h.fake({ replies = {} })
-  local notices, restore = record_notify()
-  h.setup(ws, url, {
-    settings = {
-      mcpServers = {
-        everything = { command = everything(), args = { "stdio" } },
-        missing = { command = "/nonexistent/mcp-server" },
-        off = { command = "x", enabled = false },
+  require("agentls.mcp").by_client = {} -- nothing an earlier test's client pushed
+  with_notices(function(notices)
+    h.setup(ws, url, {
+      settings = {
+        mcpServers = {
+          everything = { command = everything(), args = { "stdio" } },
+          missing = { command = "/nonexistent/mcp-server" },
+          off = { command = "x", enabled = false },
+        },
       },
-    },
-  })
-  -- The servers start with the first session; their state is pushed as it changes.
-  assert(require("agentls").session(), "a session")
-  h.wait(function()
-    return pushed_state("everything") == "ready" and pushed_state("missing") == "failed"
-  end, "the pushed status: " .. vim.inspect(require("agentls.mcp").by_client))
-  local lines = checkhealth()
-  local ready = line_with(lines, "everything: ready, ")
-  assert(ready:find("OK", 1, true), ready)
-  local tools = tonumber(ready:match("ready, (%d+) tools"))
-  assert(tools and tools >= 10, ready)
-  local failed = line_with(lines, "missing: failed: cannot start `/nonexistent/mcp-server`")
-  assert(failed:find("ERROR", 1, true), failed)
-  local off = line_with(lines, "off: disabled")
-  assert(off:find("WARNING", 1, true), off)
+    })
+    -- The servers start with the first session; their state is pushed as it changes.
+    assert(require("agentls").session(), "a session")
+    h.wait(function()
+      return pushed_state("everything") == "ready" and pushed_state("missing") == "failed"
+    end, "the pushed status: " .. vim.inspect(require("agentls.mcp").by_client))
+    local lines = checkhealth()
+    local ready = line_with(lines, "everything: ready, ")
+    assert(ready:find("OK", 1, true), ready)
+    local tools = tonumber(ready:match("ready, (%d+) tools"))
+    assert(tools and tools >= 10, ready)
+    local failed = line_with(lines, "missing: failed: cannot start `/nonexistent/mcp-server`")
+    assert(failed:find("ERROR", 1, true), failed)
+    local off = line_with(lines, "off: disabled")
+    assert(off:find("WARNING", 1, true), off)
 
-  -- :AgentMcp shows the same list in a float.
-  vim.cmd("AgentMcp")
-  local float = vim.api.nvim_get_current_win()
-  assert(vim.api.nvim_win_get_config(float).relative ~= "", "a floating window")
-  local shown = vim.api.nvim_buf_get_lines(0, 0, -1, false)
-  h.assert_eq(#shown, 3, "one line per server: " .. table.concat(shown, "\n"))
-  assert(line_with(shown, "everything: ready, " .. tools .. " tools"):find("^✓"), vim.inspect(shown))
-  assert(line_with(shown, "missing: failed: cannot start"):find("^✗"), vim.inspect(shown))
-  vim.cmd("close")
+    -- :AgentMcp shows the same list in a float.
+    vim.cmd("AgentMcp")
+    local float = vim.api.nvim_get_current_win()
+    assert(vim.api.nvim_win_get_config(float).relative ~= "", "a floating window")
+    local shown = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    h.assert_eq(#shown, 3, "one line per server: " .. table.concat(shown, "\n"))
+    assert(line_with(shown, "everything: ready, " .. tools .. " tools"):find("^✓"), vim.inspect(shown))
+    assert(line_with(shown, "missing: failed: cannot start"):find("^✗"), vim.inspect(shown))
+    vim.cmd("close")
 
-  -- One notice for the failure, none for the others.
-  local about_missing = vim.tbl_filter(function(n)
-    return n.message:find("MCP server missing failed", 1, true) ~= nil
-  end, notices)
-  h.assert_eq(#about_missing, 1, "one notice for the failed server: " .. vim.inspect(notices))
-  h.assert_eq(about_missing[1].level, vim.log.levels.ERROR)
-  h.assert_eq(#notices, 1, "no other notice: " .. vim.inspect(notices))
+    -- One notice for the failure, none for the others.
+    local about_missing = vim.tbl_filter(function(n)
+      return n.message:find("MCP server missing failed", 1, true) ~= nil
+    end, notices)
+    h.assert_eq(#about_missing, 1, "one notice for the failed server: " .. vim.inspect(notices))
+    h.assert_eq(about_missing[1].level, vim.log.levels.ERROR)
+    h.assert_eq(#notices, 1, "no other notice: " .. vim.inspect(notices))
 
-  -- Another server fails later: the status pushed again still lists the first failure,
-  -- which is not announced twice; the new one is, once.
-  require("agentls").setup(vim.tbl_deep_extend("force", require("agentls").config, {
-    settings = { mcpServers = { later = { command = "/nonexistent/later" } } },
-  }))
-  vim.cmd("AgentNew")
-  h.wait(function()
-    return pushed_state("later") == "failed"
-  end, "the later server failed: " .. vim.inspect(require("agentls.mcp").by_client))
-  h.assert_eq(#notices, 2, "one notice per failure: " .. vim.inspect(notices))
-  assert(notices[2].message:find("MCP server later failed", 1, true), vim.inspect(notices))
-  restore()
+    -- Another server fails later: the status pushed again still lists the first failure,
+    -- which is not announced twice; the new one is, once.
+    require("agentls").setup(vim.tbl_deep_extend("force", require("agentls").config, {
+      settings = { mcpServers = { later = { command = "/nonexistent/later" } } },
+    }))
+    vim.cmd("AgentNew")
+    h.wait(function()
+      return pushed_state("later") == "failed"
+    end, "the later server failed: " .. vim.inspect(require("agentls.mcp").by_client))
+    h.assert_eq(#notices, 2, "one notice per failure: " .. vim.inspect(notices))
+    assert(notices[2].message:find("MCP server later failed", 1, true), vim.inspect(notices))
+  end)
 end)
 
 test("checkhealth says when no agentls runs and when no MCP server is configured", function()
