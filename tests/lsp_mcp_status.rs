@@ -1,41 +1,20 @@
 //! `agent/mcp/didChangeStatus` through the real binary: the MCP servers' status pushed to the
 //! editor as it changes, against a server that cannot start and the REAL reference server
 //! `@modelcontextprotocol/server-everything`, installed outside the repository by
-//! `scripts/mcp-servers` (AGENTLS_MCP_EVERYTHING from `./test`, else the script runs here).
+//! `scripts/mcp-servers` (found by `tests/common/mcp.rs`).
 //! Every wait reads the next notification; none has a time bound.
 
 mod common;
 
 use common::agent::*;
+use common::mcp::installed;
 use common::Server;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 const METHOD: &str = "agent/mcp/didChangeStatus";
 
-/// The installed reference server: from the environment, else installed now by the script.
 fn everything() -> &'static str {
-    static EVERYTHING: OnceLock<String> = OnceLock::new();
-    EVERYTHING.get_or_init(|| {
-        if let Ok(path) = std::env::var("AGENTLS_MCP_EVERYTHING") {
-            return path;
-        }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mcp-servers");
-        let output = std::process::Command::new(&script)
-            .output()
-            .expect("scripts/mcp-servers runs");
-        assert!(
-            output.status.success(),
-            "scripts/mcp-servers failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let text = String::from_utf8(output.stdout).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix("export AGENTLS_MCP_EVERYTHING="))
-            .unwrap_or_else(|| panic!("AGENTLS_MCP_EVERYTHING in the script's output: {text}"))
-            .to_string()
-    })
+    &installed().everything
 }
 
 /// The next `agent/mcp/didChangeStatus`'s payload (other messages are skipped).
@@ -185,5 +164,51 @@ async fn an_unchanged_status_is_not_sent_again_and_a_configuration_change_is() {
             .contains("cannot start"),
         "{after:?}"
     );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_tool_added_at_run_time_is_pushed_with_the_new_tool_count() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let grow = json!({"name": "sprout"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_g", "mcp__growing__grow", &[grow.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Grown."], None));
+    // The official Python SDK's server (its `grow` tool adds a tool and sends
+    // notifications/tools/list_changed), from the virtualenv scripts/mcp-servers made.
+    let python = std::path::PathBuf::from(&installed().time).with_file_name("python");
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/mcp_growing_server.py");
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "mcpServers": {
+            "growing": {"command": python, "args": [script]}
+        }}),
+    );
+    let server = server(&ws, options, None).await;
+    let session = new_session(&server).await;
+    let seen = statuses_until(&server, |s| state(s, "growing") == "ready").await;
+    assert_eq!(entry(seen.last().unwrap(), "growing").unwrap()["tools"], 1);
+
+    let turn = prompt(&server, &session, "Grow a sprout.").await;
+    let (updates, others) = updates_until_end(&server, &turn).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    // The re-listed set is pushed: read during the turn, or after it.
+    let mut pushed: Vec<Value> = others
+        .into_iter()
+        .filter(|m| m.method == METHOD)
+        .map(|m| m.params)
+        .collect();
+    let grown = |s: &Value| entry(s, "growing").is_some_and(|e| e["tools"] == 2);
+    if !pushed.iter().any(grown) {
+        pushed.extend(statuses_until(&server, grown).await);
+    }
+    let after = pushed.iter().find(|s| grown(s)).unwrap();
+    assert_eq!(state(after, "growing"), "ready", "{after}");
+    assert_no_repeats(&pushed);
     server.stop().await;
 }
