@@ -145,6 +145,33 @@ step('the status bar shows the context fill', async () => {
   console.log(`status bar item: ${JSON.stringify(text)}`);
 });
 
+step('the status bar warns of the failed MCP server; Agent: Show MCP Servers lists both', async () => {
+  // scripts/vscode-e2e configures `everything` (real) and `missing` (no such command); they
+  // started with the first session.
+  const item = page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).first();
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ has: page.locator('.codicon-warning') }).first().waitFor();
+  assert.ok(await item.evaluate((n) => n.classList.contains('warning-kind')), 'the item has the warning background');
+  const end = Date.now() + LONG;
+  for (;;) {
+    await runCommand('Agent: Show MCP Servers');
+    const rows = page.locator('.quick-input-list .monaco-list-row');
+    await rows.first().waitFor({ state: 'visible' });
+    const texts = await rows.allInnerTexts();
+    const ready = texts.find((t) => /everything/.test(t) && /ready · \d+ tools/.test(t));
+    const failed = texts.find((t) => /missing/.test(t) && /failed/.test(t));
+    if (ready && failed) {
+      assert.match(failed, /cannot start `\/nonexistent\/mcp-server`/);
+      console.log(`MCP list: ${JSON.stringify(texts)}`);
+      await page.keyboard.press('Escape');
+      await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+      break;
+    }
+    await page.keyboard.press('Escape');
+    assert.ok(Date.now() < end, `the MCP list never showed everything ready and missing failed: ${JSON.stringify(texts)}`);
+    await sleep(500);
+  }
+});
+
 step('approves an edit and the file changes in the editor', async () => {
   const chat = await chatFrame();
   const input = chat.locator('#input');

@@ -6,6 +6,7 @@ import type { OutputChannel } from 'vscode';
 import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
 import {
   type AgentStatus,
+  type McpStatus,
   Methods,
   type PermissionRequest,
   type PermissionResponse,
@@ -17,6 +18,8 @@ export interface AgentHandlers {
   onUpdate(params: SessionUpdateParams): void;
   onStatus(params: AgentStatus): void;
   onPermission(params: PermissionRequest): Promise<PermissionResponse>;
+  /** agent/mcp/didChangeStatus: the MCP servers' state, each time it changes. */
+  onMcpStatus?(params: McpStatus): void;
 }
 
 export interface ClientConfig {
@@ -48,6 +51,7 @@ export function createClient(config: ClientConfig): LanguageClient {
   const client = new LanguageClient('agentls', 'agentls', serverOptions, clientOptions);
   client.onNotification(Methods.sessionUpdate, (params: SessionUpdateParams) => config.handlers.onUpdate(params));
   client.onNotification(Methods.status, (params: AgentStatus) => config.handlers.onStatus(params));
+  client.onNotification(Methods.mcpDidChangeStatus, (params: McpStatus) => config.handlers.onMcpStatus?.(params));
   client.onRequest(Methods.requestPermission, async (params: PermissionRequest): Promise<PermissionResponse> => {
     try {
       return await config.handlers.onPermission(params);

@@ -18,6 +18,7 @@ import {
   type ContextReport,
   type Diagnostic,
   type EditorState,
+  type McpStatus,
   Methods,
   type PermissionRequest,
   type PermissionResponse,
@@ -26,6 +27,7 @@ import {
   type SessionUpdateParams,
   type TranscriptItem,
 } from './protocol';
+import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, turnStarted } from './transcript';
 
@@ -66,6 +68,8 @@ class Agent implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private model: ChatModel;
   private status: AgentStatus | undefined;
+  /** The MCP servers' state, as the server last pushed it. */
+  private mcp: McpStatus | undefined;
   /** The editor state a code action or "ask about selection" attached to the next prompt. */
   private pending: EditorState | undefined;
   /** The last text editor: focusing the chat must not lose what the user was looking at. */
@@ -107,6 +111,7 @@ class Agent implements vscode.Disposable {
       'agentls.compact': () => this.compact(),
       'agentls.cancel': () => this.cancel(),
       'agentls.showContext': () => this.showContext(),
+      'agentls.mcpStatus': () => this.showMcpStatus(),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
     };
@@ -151,6 +156,7 @@ class Agent implements vscode.Disposable {
         onUpdate: (p) => this.onUpdate(p),
         onStatus: (p) => this.onStatus(p),
         onPermission: (p) => this.onPermission(p),
+        onMcpStatus: (p) => this.onMcpStatus(p),
       },
     });
     this.client = client;
@@ -190,6 +196,8 @@ class Agent implements vscode.Disposable {
       this.restarting = this.restarting.then(async () => {
         await this.client?.stop().catch(() => undefined);
         this.client = undefined;
+        this.mcp = undefined;
+        this.renderStatus();
         this.model.running = [];
         this.chat.post({ type: 'running', running: false });
         await this.start();
@@ -483,9 +491,31 @@ class Agent implements vscode.Disposable {
   }
 
   private renderStatus(): void {
-    const view = formatStatus(this.status);
+    const view = formatStatus(this.status, this.mcp);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
+    this.statusItem.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  private onMcpStatus(status: McpStatus): void {
+    this.mcp = status;
+    this.renderStatus();
+  }
+
+  /** `agentls.mcpStatus`: the MCP servers, their state and messages, asked afresh. */
+  private async showMcpStatus(): Promise<void> {
+    const status = await this.request<McpStatus>(Methods.mcpStatus, {});
+    this.onMcpStatus(status);
+    if (status.servers.length === 0) {
+      void vscode.window.showInformationMessage(`agentls: ${NO_SERVERS}`);
+      return;
+    }
+    await vscode.window.showQuickPick(mcpPickItems(status), {
+      title: 'agentls MCP servers',
+      placeHolder: 'The MCP servers of this workspace and their state',
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
   }
 
   // ---- approvals ----

@@ -169,6 +169,22 @@ export interface ContextReport {
   editorParts?: { name: string; tokens: number; cutTokens: number; omitted: boolean }[];
 }
 
+/** One MCP server in agent/mcp/status's result and agent/mcp/didChangeStatus. */
+export interface McpServerStatus {
+  name: string;
+  state: 'starting' | 'ready' | 'failed' | 'disabled' | string;
+  /** How many of its tools are offered to the model. */
+  tools: number;
+  /** Where it is configured: settings, workspace (.mcp.json) or client. */
+  source?: string;
+  /** Why it failed, or why it is starting again. */
+  message?: string;
+}
+
+export interface McpStatus {
+  servers: McpServerStatus[];
+}
+
 export const Methods = {
   sessionNew: 'agent/session/new',
   sessionList: 'agent/session/list',
@@ -182,4 +198,6 @@ export const Methods = {
   sessionUpdate: 'agent/session/update',
   status: 'agent/status',
   requestPermission: 'agent/session/requestPermission',
+  mcpStatus: 'agent/mcp/status',
+  mcpDidChangeStatus: 'agent/mcp/didChangeStatus',
 } as const;

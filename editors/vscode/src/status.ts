@@ -1,9 +1,13 @@
-// The status bar figure from agent/status, without `vscode` so that it is unit-tested.
-import type { AgentStatus } from './protocol';
+// The status bar figure from agent/status (and the MCP servers' state from
+// agent/mcp/didChangeStatus), without `vscode` so that it is unit-tested.
+import { anyFailed, mcpTooltipLines } from './mcpStatus';
+import type { AgentStatus, McpStatus } from './protocol';
 
 export interface StatusView {
   text: string;
   tooltip: string;
+  /** An MCP server failed: the item gets the warning background. */
+  warning: boolean;
 }
 
 /** Rounds a fill (0..1) to a whole percentage. */
@@ -22,11 +26,19 @@ export function thousands(n: number): string {
 /**
  * `$(hubot) 42%`; `~42%` when the figure is the server's estimate rather than the
  * provider's count; `$(sync~spin) compacting` while a compaction runs. Without a status
- * (no session yet) only the icon is shown, so the item stays discoverable.
+ * (no session yet) only the icon is shown, so the item stays discoverable. `$(warning)` (and
+ * `warning`, the item's warning background) when an MCP server failed; the tooltip lists the
+ * MCP servers with their state.
  */
-export function formatStatus(status: AgentStatus | undefined): StatusView {
+export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus): StatusView {
+  const warning = anyFailed(mcp);
+  const mcpLines = mcpTooltipLines(mcp);
+  if (mcpLines.length > 0) {
+    mcpLines.push('Agent: Show MCP Servers lists them with their messages.');
+  }
+  const marker = warning ? ' $(warning)' : '';
   if (!status) {
-    return { text: '$(hubot)', tooltip: 'agentls: no session yet' };
+    return { text: `$(hubot)${marker}`, tooltip: ['agentls: no session yet', ...mcpLines].join('\n'), warning };
   }
   const pct = `${status.estimated ? '~' : ''}${percent(status.fill)}%`;
   let text = `$(hubot) ${pct}`;
@@ -41,6 +53,7 @@ export function formatStatus(status: AgentStatus | undefined): StatusView {
     `compactions: ${status.compactions}`,
     `state: ${status.state}`,
     'Click to show the context breakdown.',
+    ...mcpLines,
   ];
-  return { text, tooltip: lines.join('\n') };
+  return { text: text + marker, tooltip: lines.join('\n'), warning };
 }

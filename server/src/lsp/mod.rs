@@ -8,6 +8,7 @@ pub mod document_store;
 mod host;
 mod lifecycle;
 mod malformed;
+mod mcp_status;
 mod progress;
 mod session;
 mod sync;
@@ -238,7 +239,11 @@ impl Backend {
     fn agent(&self) -> Arc<Agent> {
         self.state
             .agent
-            .get_or_init(|| Agent::new(Arc::new(LspHost::new(self.clone()))))
+            .get_or_init(|| {
+                let agent = Agent::new(Arc::new(LspHost::new(self.clone())));
+                mcp_status::forward(self.client.clone(), &agent);
+                agent
+            })
             .clone()
     }
 }

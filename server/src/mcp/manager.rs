@@ -16,6 +16,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::{Peer, RoleClient};
 use serde_json::{json, Value};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::connect::{connect, last_line};
@@ -70,6 +71,8 @@ struct Inner {
     /// The ready servers' prompts as slash commands, named, recomputed with `offered`.
     offered_prompts: Vec<McpPrompt>,
     generations: u64,
+    /// Bumped whenever a server's state or tool set may have changed (`subscribe`).
+    changes: watch::Sender<u64>,
 }
 
 /// The MCP servers of this process.
@@ -197,6 +200,12 @@ impl Manager {
         })
     }
 
+    /// Wakes whenever a server's state or tool set may have changed: the receiver reads
+    /// `status` again (several changes before it looks are seen as one).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.with(|inner| inner.changes.subscribe())
+    }
+
     /// The tools offered now, in the stable order.
     pub fn tools(&self) -> Vec<McpTool> {
         self.with(|inner| inner.offered.clone())
@@ -314,6 +323,7 @@ fn recompute(inner: &mut Inner) {
         tracing::info!("{note}");
     }
     inner.offered_prompts = prompts;
+    inner.changes.send_modify(|n| *n = n.wrapping_add(1));
 }
 
 /// Lists a server's tools (every page).

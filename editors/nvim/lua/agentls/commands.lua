@@ -183,6 +183,7 @@ function M.register()
     AgentSessions = { M.sessions, {} },
     AgentCompact = { function(o) M.compact(o.args) end, { nargs = "?" } },
     AgentContext = { M.context, {} },
+    AgentMcp = { function() require("agentls.mcp").show() end, {} },
     AgentAsk = { M.ask, { nargs = "?", range = true } },
   }
   for name, spec in pairs(commands) do

@@ -93,6 +93,9 @@ function M.table()
     ["agent/session/update"] = on_update,
     ["agent/status"] = on_status,
     ["agent/session/requestPermission"] = on_permission,
+    ["agent/mcp/didChangeStatus"] = function(...)
+      return require("agentls.mcp").on_status(...)
+    end,
   }
 end
 

@@ -38,6 +38,32 @@ function M.check()
   if agentls.state.last_error then
     health.warn("last error: " .. agentls.state.last_error)
   end
+  M.check_mcp(clients)
+end
+
+--- Each running server's MCP servers, asked with agent/mcp/status: ok when ready (with its
+--- tool count), warn while starting or disabled, error when failed (with the reason).
+function M.check_mcp(clients)
+  local health = vim.health
+  local mcp = require("agentls.mcp")
+  health.start("agentls MCP servers")
+  if #clients == 0 then
+    health.info("no agentls server running: the MCP servers' state is shown once one runs")
+    return
+  end
+  for _, client in ipairs(clients) do
+    if #clients > 1 then
+      health.info(string.format("for %s (client %d):", client.config.root_dir or "?", client.id))
+    end
+    local status, err = mcp.fetch(client)
+    if err or not status then
+      health.warn("agent/mcp/status failed: " .. (err and err.message or "no answer"))
+    else
+      for _, line in ipairs(mcp.entries(status)) do
+        health[line[1]](line[2])
+      end
+    end
+  end
 end
 
 return M

@@ -103,6 +103,11 @@ impl Agent {
     pub async fn mcp_resources(&self) -> Value {
         self.mcp.resources().await
     }
+
+    /// Wakes when the MCP servers' status may have changed (read `mcp_status` again).
+    pub fn mcp_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.mcp.subscribe()
+    }
 }
 
 impl Turn {
