@@ -79,8 +79,6 @@ struct Inner {
 pub struct Manager {
     inner: Mutex<Inner>,
     changed: OnceLock<UnboundedSender<String>>,
-    /// Woken whenever a server's state changes (for those waiting on a first start).
-    settled: tokio::sync::Notify,
 }
 
 /// Where and how servers start (the workspace root, variables they must not see).
@@ -95,7 +93,6 @@ impl Default for Manager {
         Manager {
             inner: Mutex::new(Inner::default()),
             changed: OnceLock::new(),
-            settled: tokio::sync::Notify::new(),
         }
     }
 }
@@ -154,8 +151,6 @@ impl Manager {
             }
             recompute(inner);
         });
-        // A server removed while on its first start is no longer waited for.
-        self.settled.notify_waiters();
         for (config, stop, generation) in starts {
             tracing::info!(server = %config.name, "starting MCP server: {}", config.describe());
             tokio::spawn(supervise(
@@ -296,7 +291,6 @@ impl Manager {
                 recompute(inner);
             }
         });
-        self.settled.notify_waiters();
     }
 }
 

@@ -47,10 +47,9 @@ impl Manager {
     /// Waits until no server (`only` that one, when named) is on its first start (each is
     /// bounded by its `startupTimeoutMs`), or the cancel.
     pub async fn first_starts(&self, only: Option<&str>, cancel: &CancellationToken) {
+        // Subscribed before the check, so a change between the two is not missed.
+        let mut changes = self.subscribe();
         loop {
-            let notified = self.settled.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
             let starting = self.with(|inner| {
                 inner
                     .servers
@@ -62,7 +61,7 @@ impl Manager {
                 return;
             }
             tokio::select! {
-                () = notified => {}
+                changed = changes.changed() => if changed.is_err() { return },
                 () = cancel.cancelled() => return,
             }
         }
