@@ -261,8 +261,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 Err(_) => {}
             }
         }
-        let mut body = self.unread()[..length].to_vec();
-        self.consume(length);
+        let big = length >= READ_CHUNK;
+        let mut body = if big {
+            // A big frame (a whole file in a didOpen): the buffer becomes the body rather
+            // than being copied, and the reader does not keep megabytes of capacity.
+            let rest = self.buf.split_off(self.pos + length);
+            let mut body = std::mem::replace(&mut self.buf, rest);
+            body.drain(..self.pos);
+            self.pos = 0;
+            body
+        } else {
+            let body = self.unread()[..length].to_vec();
+            self.consume(length);
+            body
+        };
         // Too long: one JSON value, then the start of the next frame. (A body that ends
         // its value where it should is left to the decoder.)
         let last = body.iter().rev().find(|b| !b.is_ascii_whitespace());
@@ -273,9 +285,15 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                     tracing::warn!(
                         "Content-Length {length} was {tail} bytes too long; resynchronising"
                     );
-                    // The tail is still in the buffer, just before the cursor: unread it.
-                    body.truncate(end);
-                    self.pos -= tail;
+                    if big {
+                        let mut unread = body.split_off(end);
+                        unread.extend_from_slice(&self.buf);
+                        self.buf = unread;
+                    } else {
+                        // Still in the buffer, just before the cursor: unread it.
+                        body.truncate(end);
+                        self.pos -= tail;
+                    }
                 }
             }
         }
@@ -680,5 +698,30 @@ mod tests {
         assert!(matches!(reader.next().await, Frame::Body(_)));
         assert!(!reader.has_frame_buffered(), "b cut short");
         assert_eq!(reader.next().await, Frame::End);
+    }
+
+    #[tokio::test]
+    async fn big_frames_come_whole_and_a_length_too_long_resynchronises_after_one() {
+        let pad = "x".repeat(READ_CHUNK * 3);
+        let big = format!(r#"{{"jsonrpc":"2.0","method":"big","params":"{pad}"}}"#);
+        let b = r#"{"jsonrpc":"2.0","method":"b"}"#;
+        let input = frame(&big)
+            + &frame(b)
+            + &format!("Content-Length: {}\r\n\r\n{big}", big.len() + 4)
+            + &frame(b);
+        let mut reader = FrameReader::new(leak(input), usize::MAX);
+        let mut bodies = Vec::new();
+        loop {
+            match reader.next().await {
+                Frame::Body(body) => bodies.push(String::from_utf8(body).unwrap()),
+                Frame::Skipped(why) => panic!("{why}"),
+                Frame::End => break,
+            }
+        }
+        assert_eq!(bodies, [big.as_str(), b, big.as_str(), b]);
+        assert!(
+            reader.buf.capacity() < READ_CHUNK * 3,
+            "the reader kept the big buffer"
+        );
     }
 }
