@@ -180,12 +180,19 @@ impl Document {
         changes: &[TextChange],
         encoding: PositionEncoding,
     ) -> Result<(), LineOutOfRange> {
-        let mut staged = self.rope.clone();
-        let mut edits = Vec::with_capacity(changes.len());
-        for change in changes {
-            edits.push(apply_to_rope(&mut staged, change, encoding)?);
-        }
-        self.rope = staged;
+        let edits = if let [change] = changes {
+            // One change (a keystroke) is checked before it touches the rope: applied in
+            // place, without a staged copy of the rope's path to it.
+            vec![apply_to_rope(&mut self.rope, change, encoding)?]
+        } else {
+            let mut staged = self.rope.clone();
+            let mut edits = Vec::with_capacity(changes.len());
+            for change in changes {
+                edits.push(apply_to_rope(&mut staged, change, encoding)?);
+            }
+            self.rope = staged;
+            edits
+        };
         if edits.iter().any(Option::is_none) {
             // A whole-document replacement: nothing of the old tree is reusable.
             self.tree = None;
@@ -252,21 +259,54 @@ fn apply_to_rope(
         *rope = Rope::from_str(&change.text);
         return Ok(None);
     };
-    let bytes = position::range_to_bytes(rope, range, encoding)?;
+    let bytes = if range.start == range.end {
+        // An insertion (most keystrokes): one position to convert.
+        let at = position::position_to_byte(rope, range.start, encoding)?;
+        at..at
+    } else {
+        position::range_to_bytes(rope, range, encoding)?
+    };
     let start_char = rope.byte_to_char(bytes.start);
-    let end_char = rope.byte_to_char(bytes.end);
     let start_position = position::byte_to_point(rope, bytes.start);
-    let old_end_position = position::byte_to_point(rope, bytes.end);
-    rope.remove(start_char..end_char);
-    rope.insert(start_char, &change.text);
+    let (end_char, old_end_position) = if bytes.is_empty() {
+        (start_char, start_position)
+    } else {
+        (
+            rope.byte_to_char(bytes.end),
+            position::byte_to_point(rope, bytes.end),
+        )
+    };
+    // Whether the edit leaves every line break where it was, shifted: no break in the new
+    // text and no `\r` just before the edit (which could pair with a `\n` after it, or lose
+    // one). Then the new end is on the start's row, without asking the rope.
+    let same_lines = !change.text.contains(['\n', '\r'])
+        && (bytes.start == 0 || rope.byte(bytes.start - 1) != b'\r');
+    if end_char > start_char {
+        rope.remove(start_char..end_char);
+    }
+    if !change.text.is_empty() {
+        rope.insert(start_char, &change.text);
+    }
     let new_end_byte = bytes.start + change.text.len();
+    let new_end_position = if same_lines {
+        tree_sitter::Point::new(
+            start_position.row,
+            start_position.column + change.text.len(),
+        )
+    } else {
+        position::byte_to_point(rope, new_end_byte)
+    };
+    debug_assert_eq!(
+        new_end_position,
+        position::byte_to_point(rope, new_end_byte)
+    );
     Ok(Some(InputEdit {
         start_byte: bytes.start,
         old_end_byte: bytes.end,
         new_end_byte,
         start_position,
         old_end_position,
-        new_end_position: position::byte_to_point(rope, new_end_byte),
+        new_end_position,
     }))
 }
 
@@ -292,6 +332,31 @@ mod tests {
             .unwrap()
             .root_node()
             .to_sexp()
+    }
+
+    /// The edit tree-sitter is told about: the new end found without the rope (an edit on
+    /// one line) must be where the rope puts it, around every kind of line break.
+    #[test]
+    fn the_new_end_of_an_edit_is_where_the_rope_puts_it() {
+        let text = "a\r\nb\rc\nd";
+        for line in 0..4u32 {
+            for col in 0..3u32 {
+                for (end_col, typed) in [(col, "x"), (col + 1, ""), (col + 1, "yz"), (col, "\n")] {
+                    let mut rope = Rope::from_str(text);
+                    let change = change(line, col, line, end_col, typed);
+                    let Ok(Some(edit)) = apply_to_rope(&mut rope, &change, PositionEncoding::Utf8)
+                    else {
+                        continue;
+                    };
+                    assert_eq!(
+                        edit.new_end_position,
+                        position::byte_to_point(&rope, edit.new_end_byte),
+                        "{line}:{col}-{end_col} {typed:?}"
+                    );
+                    assert!(edit.old_end_position >= edit.start_position);
+                }
+            }
+        }
     }
 
     #[test]

@@ -165,12 +165,16 @@ pub struct KeystrokeArgs {
     /// Edits per in-process round
     #[arg(long, default_value_t = KeystrokeOptions::default().edits, value_parser = at_least::<0>)]
     edits: usize,
-    /// In-process rounds (the median is reported)
+    /// Rounds, in process and over LSP (the median is reported)
     #[arg(long, default_value_t = KeystrokeOptions::default().rounds, value_parser = at_least::<1>)]
     rounds: usize,
     /// Edits of the burst sent over LSP
     #[arg(long, default_value_t = KeystrokeOptions::default().lsp_edits, value_parser = at_least::<0>)]
     lsp_edits: usize,
+    /// The agentls binary measured over LSP (e.g. another build, to compare); the floor is
+    /// always this binary's do-nothing server
+    #[arg(long)]
+    server: Option<PathBuf>,
 }
 
 impl From<KeystrokeArgs> for KeystrokeOptions {
@@ -180,6 +184,7 @@ impl From<KeystrokeArgs> for KeystrokeOptions {
             edits: args.edits,
             rounds: args.rounds,
             lsp_edits: args.lsp_edits,
+            server: args.server,
         }
     }
 }

@@ -4,16 +4,17 @@
 //! Why a worker: tower-lsp runs handlers concurrently (tower-lsp issue #284), so two
 //! didChange handlers may run out of order. The LSP adapter instead hands each sync
 //! notification to [`DocumentStore`] synchronously, in the transport's read order, and this
-//! thread applies them one by one. Reads (`snapshot`) travel the same queue, so a request
-//! sees every change the client sent before it. Parsing is CPU work and stays off the async
-//! runtime; a change does not parse at all (the next read reparses what changed).
+//! thread applies them one by one. Edits travel in batches (see `BATCH`); reads
+//! (`snapshot`) travel the same queue behind the batch waiting, so a request sees every
+//! change the client sent before it. Parsing is CPU work and stays off the async runtime; a
+//! change does not parse at all (the next read reparses what changed).
 
 use agentls_core::document::{Document, DocumentSnapshot, TextChange, DEFAULT_MAX_SYNTAX_BYTES};
 use agentls_core::language::Language;
 use agentls_core::position::PositionEncoding;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use tokio::sync::oneshot;
 use tower_lsp::lsp_types::Url;
 
@@ -48,22 +49,32 @@ enum Command {
     },
 }
 
-/// Commands waiting for the worker at most. A flood of edits (a client replaying a huge
-/// undo history) then waits at the sender, which stops reading stdin: back-pressure instead
-/// of memory without bound. Each change costs the worker tens of microseconds (no parse), so
-/// a full queue drains in well under a second.
-const QUEUE_BOUND: usize = 4096;
+/// Edits read from the client are handed to the worker in batches of at most this many
+/// commands: one wake-up of the worker per batch instead of one per keystroke. The reader
+/// sends a batch when it runs out of input (`flush`) or when it is full; any other command
+/// (a read, a configuration) sends the batch waiting before it, so every read sees every
+/// edit sent before it.
+const BATCH: usize = 64;
+
+/// Batches waiting for the worker at most (so at most `QUEUE_BOUND * BATCH` + `BATCH`
+/// commands wait in all). A flood of edits (a client replaying a huge undo history) then
+/// waits at the sender, which stops reading stdin: back-pressure instead of memory without
+/// bound. Each change costs the worker a few microseconds (no parse), so a full queue drains
+/// in well under a second.
+const QUEUE_BOUND: usize = 64;
 
 /// A cheap, cloneable handle to the document worker.
 #[derive(Clone)]
 pub struct DocumentStore {
-    commands: mpsc::SyncSender<Command>,
+    batches: mpsc::SyncSender<Vec<Command>>,
+    /// Sync notifications not yet handed to the worker (see `BATCH`).
+    waiting: Arc<Mutex<Vec<Command>>>,
 }
 
 impl DocumentStore {
     /// Starts the worker thread. It ends when the last handle is dropped.
     pub fn spawn() -> DocumentStore {
-        let (commands, queue) = mpsc::sync_channel(QUEUE_BOUND);
+        let (batches, queue) = mpsc::sync_channel(QUEUE_BOUND);
         let worker = std::thread::Builder::new()
             .name("agentls-documents".into())
             .spawn(move || Worker::new().run(queue));
@@ -71,12 +82,43 @@ impl DocumentStore {
             // Without a thread there is no document state; every read will answer None.
             tracing::error!("cannot start the document worker: {err}");
         }
-        DocumentStore { commands }
+        DocumentStore {
+            batches,
+            waiting: Arc::new(Mutex::new(Vec::with_capacity(BATCH))),
+        }
     }
 
+    /// Sends the waiting batch with `command` at its end, now.
     fn send(&self, command: Command) {
-        if self.commands.send(command).is_err() {
-            tracing::error!("the document worker is gone; a document command was dropped");
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.push(command);
+        self.send_waiting(&mut waiting);
+    }
+
+    /// Adds an edit to the waiting batch; sends the batch once it is full.
+    fn queue(&self, command: Command) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.push(command);
+        if waiting.len() >= BATCH {
+            self.send_waiting(&mut waiting);
+        }
+    }
+
+    /// Hands the waiting edits to the worker (the reader calls this before it waits for
+    /// input, so that the worker applies them while the client types).
+    pub fn flush(&self) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if !waiting.is_empty() {
+            self.send_waiting(&mut waiting);
+        }
+    }
+
+    /// Sends with the lock held, so that batches reach the worker in the order they were
+    /// made.
+    fn send_waiting(&self, waiting: &mut Vec<Command>) {
+        let batch = std::mem::replace(waiting, Vec::with_capacity(BATCH));
+        if self.batches.send(batch).is_err() {
+            tracing::error!("the document worker is gone; document commands were dropped");
         }
     }
 
@@ -94,7 +136,7 @@ impl DocumentStore {
     }
 
     pub fn open(&self, uri: Url, language_id: String, version: i32, text: String) {
-        self.send(Command::Open {
+        self.queue(Command::Open {
             uri,
             language_id,
             version,
@@ -103,7 +145,7 @@ impl DocumentStore {
     }
 
     pub fn change(&self, uri: Url, version: i32, changes: Vec<TextChange>) {
-        self.send(Command::Change {
+        self.queue(Command::Change {
             uri,
             version,
             changes,
@@ -111,7 +153,7 @@ impl DocumentStore {
     }
 
     pub fn close(&self, uri: Url) {
-        self.send(Command::Close { uri });
+        self.queue(Command::Close { uri });
     }
 
     /// The document as of every sync notification queued before this call.
@@ -156,7 +198,24 @@ impl Worker {
 
     fn touch(&mut self, uri: &Url) {
         self.tick += 1;
-        self.last_used.insert(uri.clone(), self.tick);
+        match self.last_used.get_mut(uri) {
+            Some(used) => *used = self.tick,
+            None => {
+                self.last_used.insert(uri.clone(), self.tick);
+            }
+        }
+    }
+
+    /// Whether `evict_trees` could drop anything: only when the documents that keep a tree
+    /// are over the budget together (and more than one keeps a tree). Checked on every edit
+    /// without allocating.
+    fn over_tree_budget(&self) -> bool {
+        let (mut count, mut bytes) = (0, 0);
+        for doc in self.documents.values().filter(|doc| doc.holds_tree()) {
+            count += 1;
+            bytes += doc.rope().len_bytes();
+        }
+        count > 1 && bytes > self.tree_budget_bytes
     }
 
     /// Drops the trees of the least recently used documents until the documents that keep
@@ -186,21 +245,27 @@ impl Worker {
         }
     }
 
-    fn run(mut self, queue: mpsc::Receiver<Command>) {
-        while let Ok(command) = queue.recv() {
-            let uri = match &command {
-                Command::Open { uri, .. }
-                | Command::Change { uri, .. }
-                | Command::Close { uri }
-                | Command::Snapshot { uri, .. } => Some(uri.clone()),
-                _ => None,
-            };
-            // A bug in one document must not take the others down with it.
-            if catch_unwind(AssertUnwindSafe(|| self.handle(command))).is_err() {
-                tracing::error!("document worker panicked on {uri:?}; dropping that document");
-                if let Some(uri) = uri {
-                    self.documents.remove(&uri);
-                }
+    fn run(mut self, queue: mpsc::Receiver<Vec<Command>>) {
+        while let Ok(batch) = queue.recv() {
+            for command in batch {
+                self.run_one(command);
+            }
+        }
+    }
+
+    fn run_one(&mut self, command: Command) {
+        let uri = match &command {
+            Command::Open { uri, .. }
+            | Command::Change { uri, .. }
+            | Command::Close { uri }
+            | Command::Snapshot { uri, .. } => Some(uri.clone()),
+            _ => None,
+        };
+        // A bug in one document must not take the others down with it.
+        if catch_unwind(AssertUnwindSafe(|| self.handle(command))).is_err() {
+            tracing::error!("document worker panicked on {uri:?}; dropping that document");
+            if let Some(uri) = uri {
+                self.documents.remove(&uri);
             }
         }
     }
@@ -257,7 +322,9 @@ impl Worker {
                     }
                 }
                 self.touch(&uri);
-                self.evict_trees();
+                if self.over_tree_budget() {
+                    self.evict_trees();
+                }
             }
             Command::Close { uri } => {
                 self.last_used.remove(&uri);
@@ -323,6 +390,27 @@ mod tests {
             );
         }
         assert_eq!(text(&store, "a.rs").await, Some(("hello".into(), 6)));
+    }
+
+    #[tokio::test]
+    async fn edits_go_in_batches_and_every_read_sees_the_ones_before_it() {
+        let store = DocumentStore::spawn();
+        store.open(uri("a.rs"), "rust".into(), 1, String::new());
+        // Several full batches and a part of one, still waiting when the read comes.
+        let edits = 3 * BATCH + 5;
+        for i in 0..edits {
+            store.change(uri("a.rs"), 2 + i as i32, insert_at(0, i as u32, "x"));
+        }
+        assert!(!store.waiting.lock().unwrap().is_empty());
+        let expected = ("x".repeat(edits), 1 + edits as i32);
+        assert_eq!(text(&store, "a.rs").await, Some(expected));
+        assert!(store.waiting.lock().unwrap().is_empty());
+        // A flush hands them over without a read.
+        store.change(uri("a.rs"), 2 + edits as i32, insert_at(0, 0, "y"));
+        store.flush();
+        assert!(store.waiting.lock().unwrap().is_empty());
+        let (text, _) = text(&store, "a.rs").await.unwrap();
+        assert!(text.starts_with("yx"));
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ mod lifecycle;
 mod malformed;
 mod mcp_status;
 mod progress;
+mod serve;
 mod session;
 mod sync;
 mod to_proto;
@@ -34,7 +35,7 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tower_lsp::jsonrpc;
-use tower_lsp::{Client, LspService, Server};
+use tower_lsp::{Client, LspService};
 
 /// How the session ended, for the process exit code: the LSP spec asks for 0 after
 /// shutdown + exit and 1 for an exit without shutdown (or a client that just went away).
@@ -75,20 +76,29 @@ pub async fn serve_stdio() -> SessionEnd {
     )
     .finish();
     let lifecycle = Arc::new(Lifecycle::default());
+    let batches = documents.clone();
     let service = OrderedSync {
         inner: service,
         documents,
         accepting: accepting_sync,
         lifecycle: lifecycle.clone(),
     };
-    // tower-lsp keeps reading stdin after `exit` until the client closes it; a client that
-    // keeps the pipe open would keep us alive, so `exit` ends the session by itself. After
-    // stdin ends, tower-lsp waits for every handler, even one waiting for an answer the
-    // client will never send: the end of the input ends the session soon after.
-    let (stdin, input_closed) =
-        transport::sanitized(tokio::io::stdin(), transport::max_frame_bytes());
+    // `exit` ends the session by itself: a client that keeps the pipe open must not keep us
+    // alive. After stdin ends, the loop waits for every handler, even one waiting for an
+    // answer the client will never send: the end of the input ends the session soon after.
+    let input_closed = transport::InputClosed::default();
+    let serving = serve::serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        transport::max_frame_bytes(),
+        service,
+        socket,
+        input_closed.clone(),
+        // Out of input: the edits read so far go to the document worker as one batch.
+        || batches.flush(),
+    );
     tokio::select! {
-        () = Server::new(stdin, tokio::io::stdout(), socket).serve(service) => {}
+        () = serving => {}
         () = lifecycle.exited.notified() => {}
         () = async {
             input_closed.wait().await;

@@ -6,6 +6,8 @@ use super::*;
 use crate::lsp::document_store::DocumentStore;
 use agentls_core::document::TextChange;
 use futures::future::{self, Either, Ready};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,11 +28,7 @@ pub(super) struct OrderedSync<S> {
     pub(super) lifecycle: Arc<Lifecycle>,
 }
 
-pub(super) const SYNC_METHODS: [&str; 3] = [
-    "textDocument/didOpen",
-    "textDocument/didChange",
-    "textDocument/didClose",
-];
+use super::transport::SYNC_METHODS;
 
 impl<S> Service<Request> for OrderedSync<S>
 where
@@ -63,21 +61,64 @@ where
     }
 }
 
-pub(super) fn route_sync_notification(documents: &DocumentStore, method: &str, params: Value) {
-    fn parse<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Option<T> {
-        serde_json::from_value(params)
-            .map_err(|err| tracing::warn!("{method} with invalid params ignored: {err}"))
-            .ok()
+impl<S> super::serve::SyncNow for OrderedSync<S> {
+    fn sync_now(&mut self, method: &str, params: &RawValue) -> bool {
+        if !self.accepting.load(Ordering::Acquire) {
+            return false;
+        }
+        route(&self.documents, method, Params::Raw(params));
+        true
     }
+}
+
+pub(super) fn route_sync_notification(documents: &DocumentStore, method: &str, params: Value) {
+    route(documents, method, Params::Value(params));
+}
+
+/// A notification's params, decoded or still JSON text.
+enum Params<'a> {
+    Value(Value),
+    Raw(&'a RawValue),
+}
+
+impl Params<'_> {
+    fn parse<T: DeserializeOwned>(self, method: &str) -> Option<T> {
+        match self {
+            Params::Value(value) => parse_value(method, value),
+            Params::Raw(raw) => parse_raw(method, raw),
+        }
+    }
+}
+
+fn parse_value<T: DeserializeOwned>(method: &str, params: Value) -> Option<T> {
+    serde_json::from_value(params)
+        .map_err(|err| tracing::warn!("{method} with invalid params ignored: {err}"))
+        .ok()
+}
+
+/// Params decoded straight from their JSON text. What that refuses is decoded through a
+/// `Value` as before, so every input gets the same answer and the same warning as from
+/// `parse_value` (a duplicate key, refused by the typed read, is the last one's there).
+fn parse_raw<T: DeserializeOwned>(method: &str, params: &RawValue) -> Option<T> {
+    serde_json::from_str(params.get()).ok().or_else(|| {
+        parse_value(
+            method,
+            serde_json::from_str(params.get()).unwrap_or_default(),
+        )
+    })
+}
+
+/// Hands one text-sync notification to the document worker (invalid params: logged).
+fn route(documents: &DocumentStore, method: &str, params: Params) {
     match method {
         "textDocument/didOpen" => {
-            if let Some(p) = parse::<DidOpenTextDocumentParams>(method, params) {
+            if let Some(p) = params.parse::<DidOpenTextDocumentParams>(method) {
                 let d = p.text_document;
                 documents.open(d.uri, d.language_id, d.version, d.text);
             }
         }
         "textDocument/didChange" => {
-            if let Some(p) = parse::<DidChangeTextDocumentParams>(method, params) {
+            if let Some(p) = params.parse::<DidChangeTextDocumentParams>(method) {
                 let changes = p
                     .content_changes
                     .into_iter()
@@ -90,7 +131,7 @@ pub(super) fn route_sync_notification(documents: &DocumentStore, method: &str, p
             }
         }
         "textDocument/didClose" => {
-            if let Some(p) = parse::<DidCloseTextDocumentParams>(method, params) {
+            if let Some(p) = params.parse::<DidCloseTextDocumentParams>(method) {
                 documents.close(p.text_document.uri);
             }
         }

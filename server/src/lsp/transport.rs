@@ -1,9 +1,11 @@
-//! Guards tower-lsp's stdin. Its codec (through tokio-util's `FramedRead`) ends the whole
-//! stream at the first frame it cannot decode, allocates whatever Content-Length says before
-//! a byte arrives, and never finds its way back after a Content-Length that is off. This
-//! task re-frames stdin itself and hands tower-lsp only frames it decodes:
+//! Reads LSP frames from stdin and decodes each one once, for `serve.rs` to hand to the
+//! tower-lsp service. tower-lsp's own codec (not used) ends the whole stream at the first
+//! frame it cannot decode, allocates whatever Content-Length says before a byte arrives,
+//! and never finds its way back after a Content-Length that is off. Here a body decodes
+//! exactly as that codec would decode it, and what it could not decode gets a stand-in:
 //! - a frame tower-lsp decodes (valid UTF-8 throughout, a JSON-RPC message with an `i64`,
-//!   string or null id) passes unchanged;
+//!   string or null id) becomes its `Request` or `Response`; a text-sync notification
+//!   (`Incoming::Sync`) keeps its params as raw JSON, decoded straight into their type;
 //! - a request it cannot decode becomes a request to `agentls/internal/invalidRequest`,
 //!   which answers InvalidRequest to the client's id, or to id null when the id is not one
 //!   tower-lsp can hold (`1.5`, `1e3`, `9223372036854775808`, `true`, `[]`, …);
@@ -16,13 +18,14 @@
 //! by the start of the next header: the value is the message, the rest is put back.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
-use tower_lsp::jsonrpc::{Request, Response};
+use tower_lsp::jsonrpc::{Id, Request, Response};
 
 pub const INVALID_REQUEST_METHOD: &str = "agentls/internal/invalidRequest";
 pub const MALFORMED_MESSAGE_METHOD: &str = "agentls/internal/malformedMessage";
@@ -54,8 +57,8 @@ pub fn max_frame_bytes() -> usize {
     }
 }
 
-/// Signalled once tower-lsp has read the end of the sanitized stream: every frame the client
-/// sent has been handed to the service.
+/// Signalled once the input has ended and every frame the client sent has been handed to
+/// the service.
 #[derive(Clone, Default)]
 pub struct InputClosed(Arc<Notify>);
 
@@ -63,74 +66,9 @@ impl InputClosed {
     pub async fn wait(&self) {
         self.0.notified().await;
     }
-}
 
-/// Returns a reader that yields `input`'s frames, each one decodable by tower-lsp, and the
-/// signal of its end.
-pub fn sanitized<R>(
-    input: R,
-    max_frame: usize,
-) -> (impl AsyncRead + Unpin + Send + 'static, InputClosed)
-where
-    R: AsyncRead + Unpin + Send + 'static,
-{
-    let (reader, writer) = tokio::io::duplex(256 * 1024);
-    tokio::spawn(pump(FrameReader::new(input, max_frame), writer));
-    let closed = InputClosed::default();
-    (
-        SignalEof {
-            inner: reader,
-            closed: closed.clone(),
-        },
-        closed,
-    )
-}
-
-/// Signals `closed` when `inner` reaches its end.
-struct SignalEof<R> {
-    inner: R,
-    closed: InputClosed,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for SignalEof<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let std::task::Poll::Ready(result) = &poll {
-            if result.is_err() || (buf.filled().len() == before && buf.remaining() > 0) {
-                self.closed.0.notify_one();
-            }
-        }
-        poll
-    }
-}
-
-async fn pump<R, W>(mut input: FrameReader<R>, mut output: W)
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    loop {
-        let body = match input.next().await {
-            Frame::Body(body) => body,
-            Frame::Skipped(why) => {
-                tracing::warn!("{why}");
-                let note = malformed(&why);
-                if write_frame(&mut output, &note).await.is_err() {
-                    return;
-                }
-                continue;
-            }
-            Frame::End => return,
-        };
-        let body = sanitize(&body);
-        if write_frame(&mut output, &body).await.is_err() {
-            return;
-        }
+    pub fn signal(&self) {
+        self.0.notify_one();
     }
 }
 
@@ -146,21 +84,56 @@ pub enum Frame {
 /// Reads frames from an LSP byte stream, resynchronising after anything that is not one.
 pub struct FrameReader<R> {
     input: R,
+    /// Bytes read; the unread ones start at `pos` (a cursor, so that taking a frame off the
+    /// front does not move the rest of the buffer).
     buf: Vec<u8>,
+    pos: usize,
     eof: bool,
     max_frame: usize,
     /// Set after a refused frame: skip to the next header before reading one.
     discarding: bool,
 }
 
+/// The least a read asks for: a burst of small frames arrives in few reads.
+const READ_CHUNK: usize = 64 * 1024;
+
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(input: R, max_frame: usize) -> Self {
         FrameReader {
             input,
             buf: Vec::new(),
+            pos: 0,
             eof: false,
             max_frame,
             discarding: false,
+        }
+    }
+
+    /// The bytes read and not yet taken.
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Takes `n` unread bytes off the front.
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+        debug_assert!(self.pos <= self.buf.len());
+    }
+
+    /// Whether the next frame (or what is not one) is already in the buffer, so that
+    /// `next` answers without waiting for input. False when unsure.
+    pub fn has_frame_buffered(&self) -> bool {
+        if self.discarding {
+            return false;
+        }
+        let unread = self.unread();
+        let start = unread
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(unread.len());
+        match parse_headers(&unread[start..]) {
+            Headers::Complete { len, length } => unread.len() - start - len >= length,
+            Headers::Incomplete | Headers::Invalid(_) => false,
         }
     }
 
@@ -169,7 +142,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.eof {
             return false;
         }
-        self.buf.reserve(want.clamp(4096, 1 << 20));
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        self.buf.reserve(want.clamp(READ_CHUNK, 1 << 20));
         match self.input.read_buf(&mut self.buf).await {
             Ok(0) | Err(_) => {
                 self.eof = true;
@@ -193,13 +170,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
         loop {
             let start = self
-                .buf
+                .unread()
                 .iter()
                 .position(|b| !b.is_ascii_whitespace())
-                .unwrap_or(self.buf.len());
-            self.buf.drain(..start);
-            match parse_headers(&self.buf) {
-                Headers::Incomplete if self.buf.len() <= MAX_HEADER_BYTES => {
+                .unwrap_or(self.unread().len());
+            self.consume(start);
+            match parse_headers(self.unread()) {
+                Headers::Incomplete if self.unread().len() <= MAX_HEADER_BYTES => {
                     if !self.fill(4096).await {
                         return Frame::End;
                     }
@@ -209,7 +186,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 Headers::Invalid(why) => return self.resync(&why).await,
                 Headers::Complete { len, length } => {
-                    self.buf.drain(..len);
+                    self.consume(len);
                     return self.body(length).await;
                 }
             }
@@ -232,17 +209,18 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         let mut preview = Vec::new();
         let mut from = from;
         loop {
-            if let Some(at) = find_header_name(&self.buf, from) {
-                keep_preview(&mut preview, &self.buf[..at]);
-                self.buf.drain(..at);
+            if let Some(at) = find_header_name(self.unread(), from) {
+                keep_preview(&mut preview, &self.unread()[..at]);
+                self.consume(at);
                 return Some((skipped + at as u64, show(&preview)));
             }
             // Keep what could be the start of the header name.
-            let keep = (HEADER_NAME.len() - 1).min(self.buf.len().saturating_sub(from));
-            let cut = self.buf.len() - keep;
-            keep_preview(&mut preview, &self.buf[..cut]);
+            let unread = self.unread().len();
+            let keep = (HEADER_NAME.len() - 1).min(unread.saturating_sub(from));
+            let cut = unread - keep;
+            keep_preview(&mut preview, &self.unread()[..cut]);
             skipped += cut as u64;
-            self.buf.drain(..cut);
+            self.consume(cut);
             from = 0;
             if !self.fill(64 * 1024).await {
                 tracing::warn!("input ended after {skipped} bytes that were not a frame");
@@ -260,44 +238,62 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             ));
         }
         let mut checked = 0;
-        while self.buf.len() < length {
-            let want = length - self.buf.len();
+        while self.unread().len() < length {
+            let want = length - self.unread().len();
             match tokio::time::timeout(STALLED_BODY, self.fill(want)).await {
                 Ok(true) => {}
                 Ok(false) => return Frame::End,
-                Err(_) if checked != self.buf.len() => {
+                Err(_) if checked != self.unread().len() => {
                     // Stalled: a complete message and nothing after it means the length
                     // was too long and the client waits for an answer.
-                    checked = self.buf.len();
-                    if let Some(end) = one_value(&self.buf)
-                        .filter(|&end| self.buf[end..].iter().all(u8::is_ascii_whitespace))
+                    checked = self.unread().len();
+                    if let Some(end) = one_value(self.unread())
+                        .filter(|&end| self.unread()[end..].iter().all(u8::is_ascii_whitespace))
                     {
                         tracing::warn!(
                             "Content-Length {length} but the message ended after {end} bytes and nothing followed"
                         );
-                        let body = self.buf.drain(..end).collect();
+                        let body = self.unread()[..end].to_vec();
+                        self.consume(end);
                         return Frame::Body(body);
                     }
                 }
                 Err(_) => {}
             }
         }
-        let rest = self.buf.split_off(length);
-        let mut body = std::mem::replace(&mut self.buf, rest);
+        let big = length >= READ_CHUNK;
+        let mut body = if big {
+            // A big frame (a whole file in a didOpen): the buffer becomes the body rather
+            // than being copied, and the reader does not keep megabytes of capacity.
+            let rest = self.buf.split_off(self.pos + length);
+            let mut body = std::mem::replace(&mut self.buf, rest);
+            body.drain(..self.pos);
+            self.pos = 0;
+            body
+        } else {
+            let body = self.unread()[..length].to_vec();
+            self.consume(length);
+            body
+        };
         // Too long: one JSON value, then the start of the next frame. (A body that ends
-        // its value where it should is left to the parsers after us.)
+        // its value where it should is left to the decoder.)
         let last = body.iter().rev().find(|b| !b.is_ascii_whitespace());
         if !matches!(last, Some(b'}' | b']')) {
             if let Some(end) = one_value(&body) {
-                let tail = body.split_off(end);
-                if !tail.iter().all(u8::is_ascii_whitespace) {
+                let tail = body.len() - end;
+                if !body[end..].iter().all(u8::is_ascii_whitespace) {
                     tracing::warn!(
-                        "Content-Length {length} was {} bytes too long; resynchronising",
-                        tail.len()
+                        "Content-Length {length} was {tail} bytes too long; resynchronising"
                     );
-                    let rest = std::mem::take(&mut self.buf);
-                    self.buf = tail;
-                    self.buf.extend_from_slice(&rest);
+                    if big {
+                        let mut unread = body.split_off(end);
+                        unread.extend_from_slice(&self.buf);
+                        self.buf = unread;
+                    } else {
+                        // Still in the buffer, just before the cursor: unread it.
+                        body.truncate(end);
+                        self.pos -= tail;
+                    }
                 }
             }
         }
@@ -402,30 +398,86 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     output.flush().await
 }
 
-fn malformed(why: &str) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "method": MALFORMED_MESSAGE_METHOD, "params": {"error": why}})
-        .to_string()
-        .into_bytes()
+/// A message read from the client, decoded once: what the tower-lsp service or its client
+/// socket takes.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// A request or a notification, or what stands in for one that could not be decoded.
+    Request(Request),
+    /// An answer to a request of ours.
+    Response(Response),
+    /// A text-sync notification (one of `SYNC_METHODS`), its params left as raw JSON for
+    /// the document sync to decode straight into their type: the keystroke path builds no
+    /// `Value`. Exactly the notifications that would decode as a `Request` with this method
+    /// and these params.
+    Sync {
+        method: &'static str,
+        params: &'a RawValue,
+    },
+}
+
+/// The text-sync notifications, which `decode` leaves raw (see `Incoming::Sync`).
+pub const SYNC_METHODS: [&str; 3] = [
+    "textDocument/didOpen",
+    "textDocument/didChange",
+    "textDocument/didClose",
+];
+
+/// The frame of a text-sync notification, as far as telling one needs.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: &'a RawValue,
+    /// Present at all (even `null`): a request, not a notification.
+    #[serde(default, deserialize_with = "present")]
+    id: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(value).map(|_| true)
+}
+
+/// A text-sync notification's method and raw params, if `text` is one.
+fn sync_notification(text: &str) -> Option<Incoming<'_>> {
+    let envelope = serde_json::from_str::<Envelope>(text).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.id {
+        return None;
+    }
+    let method = SYNC_METHODS.into_iter().find(|m| *m == envelope.method)?;
+    Some(Incoming::Sync {
+        method,
+        params: envelope.params,
+    })
+}
+
+/// The notification that stands in for what could not be decoded nor answered.
+pub fn malformed(why: &str) -> Request {
+    Request::build(MALFORMED_MESSAGE_METHOD)
+        .params(json!({ "error": why }))
+        .finish()
 }
 
 /// What tower-lsp's codec decodes a frame into (its own type is private).
 #[derive(Deserialize)]
 #[serde(untagged)]
-#[allow(dead_code)] // only decoded, to know that tower-lsp can
 enum Message {
     Response(Response),
     Request(Request),
 }
 
-/// The body itself when tower-lsp decodes it (as its codec does: the whole body UTF-8, then
-/// a message), else its replacement.
-fn sanitize(body: &[u8]) -> Cow<'_, [u8]> {
+/// Decodes one frame's body as tower-lsp's codec would (the whole body UTF-8, then a
+/// message); what it cannot decode becomes a stand-in request (see the module's comment).
+pub fn decode(body: &[u8]) -> Incoming<'_> {
     let text = match std::str::from_utf8(body) {
         Ok(text) => text,
         Err(err) => {
             let why = format!("invalid UTF-8 at byte {}", err.valid_up_to());
             let lossy = String::from_utf8_lossy(body);
-            return Cow::Owned(match serde_json::from_str::<Value>(&lossy) {
+            return Incoming::Request(match serde_json::from_str::<Value>(&lossy) {
                 Ok(value) => replacement(&value, &why),
                 Err(_) => {
                     tracing::warn!("dropping a message: {why}");
@@ -434,10 +486,15 @@ fn sanitize(body: &[u8]) -> Cow<'_, [u8]> {
             });
         }
     };
-    if serde_json::from_str::<Message>(text).is_ok() {
-        return Cow::Borrowed(body);
+    if let Some(sync) = sync_notification(text) {
+        return sync;
     }
-    Cow::Owned(match serde_json::from_str::<Value>(text) {
+    match serde_json::from_str::<Message>(text) {
+        Ok(Message::Request(request)) => return Incoming::Request(request),
+        Ok(Message::Response(response)) => return Incoming::Response(response),
+        Err(_) => {}
+    }
+    Incoming::Request(match serde_json::from_str::<Value>(text) {
         Ok(value) => replacement(
             &value,
             "not a valid JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", a string \"method\" and an integer or string \"id\")",
@@ -451,27 +508,23 @@ fn sanitize(body: &[u8]) -> Cow<'_, [u8]> {
 
 /// For a message tower-lsp cannot take: a request answered with InvalidRequest (to its id
 /// when tower-lsp can hold it, else to id null), or a note to log.
-fn replacement(value: &Value, why: &str) -> Vec<u8> {
+fn replacement(value: &Value, why: &str) -> Request {
     let is_response = value.get("method").is_none()
         && (value.get("result").is_some() || value.get("error").is_some());
     let id = match value.get("id") {
         None => None,
         Some(_) if is_response => None,
-        Some(id @ Value::String(_)) => Some(id.clone()),
-        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
-        Some(_) => Some(Value::Null),
+        Some(Value::String(id)) => Some(Id::String(id.clone())),
+        Some(Value::Number(n)) if n.is_i64() => n.as_i64().map(Id::Number),
+        Some(_) => Some(Id::Null),
     };
     match id {
         Some(id) => {
             tracing::warn!("invalid JSON-RPC request with id {}: {why}", value["id"]);
-            json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "method": INVALID_REQUEST_METHOD,
-                "params": {"error": why}
-            })
-            .to_string()
-            .into_bytes()
+            Request::build(INVALID_REQUEST_METHOD)
+                .id(id)
+                .params(json!({ "error": why }))
+                .finish()
         }
         None if is_response => {
             tracing::warn!("dropping a response tower-lsp cannot read: {why}");
@@ -488,16 +541,25 @@ fn replacement(value: &Value, why: &str) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// What the service would be handed for `input`, as JSON.
     async fn through(input: &'static [u8]) -> Vec<Value> {
-        let (reader, _) = sanitized(input, 1024);
-        let mut reader = FrameReader::new(reader, usize::MAX);
+        let mut reader = FrameReader::new(input, 1024);
         let mut out = Vec::new();
         loop {
-            match reader.next().await {
-                Frame::Body(body) => out.push(serde_json::from_slice(&body).unwrap()),
-                Frame::Skipped(why) => panic!("the sanitized stream is not framed: {why}"),
+            let message = match reader.next().await {
+                Frame::Body(body) => match decode(&body) {
+                    Incoming::Request(request) => serde_json::to_value(request),
+                    Incoming::Response(response) => serde_json::to_value(response),
+                    Incoming::Sync { method, params } => Ok(json!({
+                        "jsonrpc": "2.0",
+                        "method": method,
+                        "params": serde_json::from_str::<Value>(params.get()).unwrap(),
+                    })),
+                },
+                Frame::Skipped(why) => serde_json::to_value(malformed(&why)),
                 Frame::End => return out,
-            }
+            };
+            out.push(message.unwrap());
         }
     }
 
@@ -589,6 +651,77 @@ mod tests {
                 MALFORMED_MESSAGE_METHOD, // refused
                 "b"
             ]
+        );
+    }
+
+    #[test]
+    fn text_sync_notifications_are_left_raw_and_nothing_else_is() {
+        let change = r#"{"params":{"textDocument":{"uri":"file:///a","version":2},"contentChanges":[]},"method":"textDocument/didChange","jsonrpc":"2.0"}"#;
+        match decode(change.as_bytes()) {
+            Incoming::Sync { method, params } => {
+                assert_eq!(method, "textDocument/didChange");
+                assert!(params.get().starts_with(r#"{"textDocument""#));
+            }
+            other => panic!("{other:?}"),
+        }
+        // With an id (even null) it is a request; another version is not JSON-RPC 2.0;
+        // another method is not text sync; without params it is left to tower-lsp.
+        for body in [
+            change.replace(r#""jsonrpc""#, r#""id":null,"jsonrpc""#),
+            change.replace(r#""jsonrpc""#, r#""id":4,"jsonrpc""#),
+            change.replace(r#""2.0""#, r#""1.0""#),
+            change.replace("didChange", "didSave"),
+            r#"{"jsonrpc":"2.0","method":"textDocument/didClose"}"#.to_string(),
+            // A duplicate key: tower-lsp's reading decides.
+            change.replace(r#""jsonrpc""#, r#""method":"x","jsonrpc""#),
+        ] {
+            assert!(
+                matches!(decode(body.as_bytes()), Incoming::Request(_)),
+                "{body}"
+            );
+        }
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","id":3,"result":null}"#),
+            Incoming::Response(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_frame_is_buffered_only_when_all_of_it_has_been_read() {
+        let a = frame(r#"{"jsonrpc":"2.0","method":"a"}"#);
+        let b = frame(r#"{"jsonrpc":"2.0","method":"b"}"#);
+        let input = leak(format!("{a}\r\n{b}{}", &b[..b.len() - 1]));
+        let mut reader = FrameReader::new(input, 1024);
+        assert!(!reader.has_frame_buffered(), "nothing read yet");
+        assert!(matches!(reader.next().await, Frame::Body(_)));
+        assert!(reader.has_frame_buffered(), "b, after blank space");
+        assert!(matches!(reader.next().await, Frame::Body(_)));
+        assert!(!reader.has_frame_buffered(), "b cut short");
+        assert_eq!(reader.next().await, Frame::End);
+    }
+
+    #[tokio::test]
+    async fn big_frames_come_whole_and_a_length_too_long_resynchronises_after_one() {
+        let pad = "x".repeat(READ_CHUNK * 3);
+        let big = format!(r#"{{"jsonrpc":"2.0","method":"big","params":"{pad}"}}"#);
+        let b = r#"{"jsonrpc":"2.0","method":"b"}"#;
+        let input = frame(&big)
+            + &frame(b)
+            + &format!("Content-Length: {}\r\n\r\n{big}", big.len() + 4)
+            + &frame(b);
+        let mut reader = FrameReader::new(leak(input), usize::MAX);
+        let mut bodies = Vec::new();
+        loop {
+            match reader.next().await {
+                Frame::Body(body) => bodies.push(String::from_utf8(body).unwrap()),
+                Frame::Skipped(why) => panic!("{why}"),
+                Frame::End => break,
+            }
+        }
+        assert_eq!(bodies, [big.as_str(), b, big.as_str(), b]);
+        assert!(
+            reader.buf.capacity() < READ_CHUNK * 3,
+            "the reader kept the big buffer"
         );
     }
 }
