@@ -28,6 +28,10 @@ impl Default for MemoryOptions {
 pub struct MemoryReport {
     /// (VmRSS, VmHWM) in KiB.
     pub idle: (u64, u64),
+    /// Idle (RssAnon, RssFile) in KiB: what agentls allocated, and the pages of its program
+    /// and libraries mapped in (shared with other processes running them; their count moves
+    /// with code layout and the kernel's fault-around).
+    pub idle_split: (u64, u64),
     /// After the buffers were opened (and their text read back: parsed).
     pub buffers: (u64, u64),
     /// After the session was loaded too.
@@ -39,6 +43,11 @@ pub struct MemoryReport {
 }
 
 fn rss(pid: u32) -> Result<(u64, u64), String> {
+    status_fields(pid, "VmRSS:", "VmHWM:")
+}
+
+/// Two KiB fields of /proc/PID/status.
+fn status_fields(pid: u32, first: &str, second: &str) -> Result<(u64, u64), String> {
     let status =
         std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
     let field = |name: &str| {
@@ -49,7 +58,7 @@ fn rss(pid: u32) -> Result<(u64, u64), String> {
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    Ok((field("VmRSS:"), field("VmHWM:")))
+    Ok((field(first), field(second)))
 }
 
 pub async fn run(options: &MemoryOptions) -> Result<MemoryReport, String> {
@@ -106,6 +115,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     let idle = rss(pid)?;
+    let idle_split = status_fields(pid, "RssAnon:", "RssFile:")?;
 
     let mut buffer_bytes = 0;
     for b in 0..options.buffers {
@@ -154,6 +164,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     let _ = client.shutdown().await;
     Ok(MemoryReport {
         idle,
+        idle_split,
         buffers: buffers_rss,
         session: session_rss,
         loaded: loaded_rss,
@@ -169,6 +180,11 @@ pub fn print(options: &MemoryOptions, report: &MemoryReport) {
         "  idle: initialized, indexed, vocabulary built  {:>7.1} MB / {:>7.1} MB",
         mb(report.idle.0),
         mb(report.idle.1)
+    );
+    println!(
+        "    of which allocated (RssAnon) {:.1} MB, program and libraries mapped (RssFile) {:.1} MB",
+        mb(report.idle_split.0),
+        mb(report.idle_split.1)
     );
     println!(
         "  + {} buffers × {} lines ({:.1} MB of text), parsed  {:>7.1} MB / {:>7.1} MB",
