@@ -8,7 +8,7 @@ mod common;
 
 use agentls::dev::fake_provider::FakeProvider;
 use common::agent::*;
-use common::mcp::{installed, settled, status};
+use common::mcp::{growing_server, installed, settled, status};
 use common::Server;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -465,14 +465,10 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Done."], None));
-    // The official Python SDK's server, from the virtualenv scripts/mcp-servers made.
-    let python = PathBuf::from(&installed().time).with_file_name("python");
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_growing_server.py");
     let server = server_with(
         &ws,
         &fake,
-        json!({"growing": {"command": python, "args": [script]}}),
+        json!({"growing": growing_server()}),
         "full-auto",
     )
     .await;

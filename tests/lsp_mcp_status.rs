@@ -7,7 +7,7 @@
 mod common;
 
 use common::agent::*;
-use common::mcp::installed;
+use common::mcp::{growing_server, installed};
 use common::Server;
 use serde_json::{json, Value};
 
@@ -177,17 +177,10 @@ async fn a_tool_added_at_run_time_is_pushed_with_the_new_tool_count() {
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Grown."], None));
-    // The official Python SDK's server (its `grow` tool adds a tool and sends
-    // notifications/tools/list_changed), from the virtualenv scripts/mcp-servers made.
-    let python = std::path::PathBuf::from(&installed().time).with_file_name("python");
-    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/mcp_growing_server.py");
     let options = provider_options(
         &fake,
         &ws,
-        json!({"approval": "full-auto", "mcpServers": {
-            "growing": {"command": python, "args": [script]}
-        }}),
+        json!({"approval": "full-auto", "mcpServers": {"growing": growing_server()}}),
     );
     let server = server(&ws, options, None).await;
     let session = new_session(&server).await;

@@ -48,6 +48,16 @@ pub fn installed() -> &'static Installed {
     })
 }
 
+/// The `mcpServers` entry of a server on the official Python SDK whose tool set grows: its
+/// `grow {name}` tool adds a tool called NAME and sends notifications/tools/list_changed
+/// (`tests/fixtures/mcp_growing_server.py`, run by the virtualenv scripts/mcp-servers made).
+pub fn growing_server() -> Value {
+    let python = PathBuf::from(&installed().time).with_file_name("python");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_growing_server.py");
+    json!({"command": python, "args": [script]})
+}
+
 /// `agent/mcp/status`'s answer.
 pub async fn status(server: &Server) -> Value {
     server

@@ -100,26 +100,7 @@ function M.context()
     compactions = bar.compactions_of(loaded and loaded.items)
   end
   local lines = bar.lines(result, compactions, { width = 50 })
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = "wipe"
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
-  local width = 0
-  for _, line in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(line))
-  end
-  width = math.min(width + 1, vim.o.columns - 4)
-  vim.api.nvim_open_win(buf, true, {
-    relative = "editor",
-    width = width,
-    height = math.min(#lines, vim.o.lines - 4),
-    row = 2,
-    col = math.max(math.floor((vim.o.columns - width) / 2), 0),
-    border = "rounded",
-    title = " agentls context ",
-  })
-  return buf
+  return require("agentls.float").open(lines, "agentls context")
 end
 
 --- :'<,'>AgentAsk [question]: the chat, with the selection attached.

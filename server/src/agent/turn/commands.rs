@@ -56,19 +56,11 @@ impl Turn {
                 if self.cancel.is_cancelled() {
                     return Err(Stop::Cancelled);
                 }
-                let _ = self
-                    .record(Event::TurnStarted {
-                        turn_id: self.turn_id.clone(),
-                        at: session_log::now_millis(),
-                    })
-                    .await;
-                self.fail(
-                    format!("/{name}: `{line}` was not run, so the prompt was not sent"),
-                    false,
-                    None,
-                )
-                .await;
-                return Err(Stop::Error);
+                return Err(self
+                    .refuse(format!(
+                        "/{name}: `{line}` was not run, so the prompt was not sent"
+                    ))
+                    .await);
             }
             outputs.push(shown);
         }

@@ -86,18 +86,6 @@ impl Turn {
         Ok(())
     }
 
-    /// Ends a turn that sent nothing: its start and the error recorded, the error told.
-    async fn refuse(&mut self, message: String) -> Stop {
-        let _ = self
-            .record(Event::TurnStarted {
-                turn_id: self.turn_id.clone(),
-                at: session_log::now_millis(),
-            })
-            .await;
-        self.fail(message, false, None).await;
-        Stop::Error
-    }
-
     /// The text of resource `uri` of MCP server `server` (`@SERVER:URI`), redacted; Err
     /// says why it could not be read.
     pub(super) async fn mcp_resource(&self, server: &str, uri: &str) -> Result<String, String> {

@@ -290,16 +290,7 @@ impl Turn {
         let prompts = host.prompts();
         let gathered = match host.gather(prompt.editor.as_ref()).await {
             Ok(gathered) => gathered,
-            Err(message) => {
-                let _ = self
-                    .record(Event::TurnStarted {
-                        turn_id: self.turn_id.clone(),
-                        at: session_log::now_millis(),
-                    })
-                    .await;
-                self.fail(message, false, None).await;
-                return Err(Stop::Error);
-            }
+            Err(message) => return Err(self.refuse(message).await),
         };
         let model = match &self.scope.model {
             Some(model) => model.clone(),
@@ -362,6 +353,18 @@ impl Turn {
             return Err(Stop::Error);
         }
         self.opened(config, prompts, model, static_context).await
+    }
+
+    /// Ends a turn that sent nothing: its start and the error recorded, the error told.
+    pub(super) async fn refuse(&mut self, message: String) -> Stop {
+        let _ = self
+            .record(Event::TurnStarted {
+                turn_id: self.turn_id.clone(),
+                at: session_log::now_millis(),
+            })
+            .await;
+        self.fail(message, false, None).await;
+        Stop::Error
     }
 
     /// The turn's provider and tokenizer for `model`, with the rest of what it works with
