@@ -614,6 +614,103 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
 }
 
 #[tokio::test]
+async fn max_concurrent_one_runs_the_tasks_one_after_the_other() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let a = json!({"agent": "explore", "prompt": "find ALPHATASK"}).to_string();
+    let b = json!({"agent": "explore", "prompt": "find BETATASK"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_a", "task", &[a.as_str()]),
+            ("call_b", "task", &[b.as_str()]),
+        ],
+        None,
+    ));
+    // A's child is held until its request has arrived.
+    fake.push_for(
+        "ALPHATASK",
+        Reply::Sse {
+            steps: vec![
+                Step::Hold,
+                openai_chunk(json!({"role": "assistant", "content": "alpha is in a.rs:1"})),
+                openai_finish("stop"),
+                Step::Data("[DONE]".into()),
+            ],
+        },
+    );
+    fake.push_for(
+        "BETATASK",
+        FakeProvider::openai_text(&["beta is in b.rs:2"], None),
+    );
+    fake.push(FakeProvider::openai_text(&["Both found."], None));
+    let options = provider_options(&fake, &ws, json!({"subagents": {"maxConcurrent": 1}}));
+    let server = server(&ws, options, None).await;
+    let session = new_session(&server).await;
+    let turn = prompt(&server, &session, "find both").await;
+    while !fake
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains("ALPHATASK"))
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    fake.release();
+    // Every session update in arrival order, the children's (other turns) included, until
+    // the parent's turn ends.
+    let mut updates: Vec<Value> = Vec::new();
+    loop {
+        let message = server.client.next_message().await.expect("talking");
+        if message.method != "agent/session/update" {
+            continue;
+        }
+        let mut update = message.params["update"].clone();
+        update["turnId"] = message.params["turnId"].clone();
+        updates.push(update.clone());
+        if update["kind"] == "turnEnd" && message.params["turnId"] == turn.as_str() {
+            assert_eq!(update["stopReason"], "endTurn", "{updates:?}");
+            break;
+        }
+    }
+    let find = |what: &dyn Fn(&Value) -> bool, label: &str| {
+        updates
+            .iter()
+            .position(what)
+            .unwrap_or_else(|| panic!("{label} in {updates:?}"))
+    };
+    // B's child starts only once A's child has ended. Running both at once, B would be in
+    // progress before A's held request was even answered.
+    let a_ended = find(
+        &|u| u["kind"] == "turnEnd" && u["parentToolCallId"] == "call_a",
+        "A's child's end",
+    );
+    let b_started = find(
+        &|u| {
+            u["kind"] == "toolCallUpdate"
+                && u["toolCallId"] == "call_b"
+                && u["status"] == "in_progress"
+        },
+        "B in progress",
+    );
+    let b_child = find(
+        &|u| u["parentToolCallId"] == "call_b",
+        "an update of B's child",
+    );
+    assert!(a_ended < b_started, "{updates:?}");
+    assert!(a_ended < b_child, "{updates:?}");
+    // No child request for B before A's child was answered.
+    let requests = fake.requests();
+    let at = |needle: &str| {
+        requests
+            .iter()
+            .position(|r| r.body.to_string().contains(needle))
+            .unwrap()
+    };
+    assert!(at("ALPHATASK") < at("BETATASK"));
+    assert_invariants(&requests);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn cancelling_the_parent_cancels_the_child() {
     let ws = workspace();
     let fake = FakeProvider::start().await;

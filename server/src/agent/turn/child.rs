@@ -175,16 +175,17 @@ impl Turn {
             }
             let cx = self.tool_context(call);
             match task.prepare(&cx, &arguments).await {
-                Ok(_) => {
-                    self.update(json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}));
-                    jobs.push(Ok((cx, arguments)));
-                }
+                Ok(_) => jobs.push(Ok((call.id.clone(), cx, arguments))),
                 Err(message) => jobs.push(Err((message, false))),
             }
         }
+        // A task is `in_progress` when its child starts, not when it is queued behind
+        // `maxConcurrent` others: the editor sees which ones run.
+        let this = &*self;
         let outcomes: Vec<Result<ToolOutcome, (String, bool)>> =
             futures::stream::iter(jobs.into_iter().map(|job| async move {
-                let (cx, arguments) = job?;
+                let (call_id, cx, arguments) = job?;
+                this.update(json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress"}));
                 Ok(task.run(&cx, &arguments, Prepared::Nothing).await)
             }))
             .buffered(max)
