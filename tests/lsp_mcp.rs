@@ -535,6 +535,25 @@ async fn a_key_the_server_echoes_on_stderr_never_reaches_its_failed_message() {
 }
 
 #[tokio::test]
+async fn a_reopened_session_starts_the_servers_before_its_first_prompt() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    let servers = json!({"time": {"command": installed().time}});
+    let first = server_with(&ws, &fake, servers.clone(), "full-auto").await;
+    let session = new_session(&first).await;
+    first.stop().await;
+    let second = server_with(&ws, &fake, servers, "full-auto").await;
+    second
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    let entry = settled(&second, "time").await;
+    assert_eq!(entry["state"], "ready", "{entry}");
+    second.stop().await;
+}
+
+#[tokio::test]
 async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
     let ws = workspace();
     let fake = FakeProvider::start().await;

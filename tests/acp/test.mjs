@@ -592,6 +592,23 @@ test("an MCP server's prompts join available_commands_update once it started, an
   assert.match(JSON.stringify(requests), /<mcp_prompt server=\\"fixture\\" prompt=\\"greet\\" trust=\\"untrusted\\">\\nSay hello to Ann\./);
 });
 
+test("session/resume with mcpServers starts them and lists their prompts", async () => {
+  const ws = workspace({});
+  const first = await start({ replies: [] }, ws);
+  const { sessionId } = await first.connection.newSession({ cwd: ws, mcpServers: [] });
+  first.child.stdin.end();
+  const again = await start({ replies: [] }, ws);
+  const fixture = new URL("../fixtures/mcp_prompts_server.py", import.meta.url).pathname;
+  await again.connection.resumeSession({
+    sessionId,
+    cwd: ws,
+    mcpServers: [{ name: "fixture", command: "python3", args: [fixture], env: [] }],
+  });
+  await again.update(
+    (n) => kind("available_commands_update")(n) && n.update.availableCommands.some((cmd) => cmd.name === "mcp__fixture__greet"),
+  );
+});
+
 // ---- the runner ----
 
 let passed = 0;

@@ -63,8 +63,9 @@ mod params {
     pub struct LoadSession {
         pub session_id: String,
         pub cwd: PathBuf,
+        /// Absent (allowed for `session/resume`): the servers already given stay.
         #[serde(default)]
-        pub mcp_servers: Vec<Value>,
+        pub mcp_servers: Option<Vec<Value>>,
     }
 
     #[derive(Debug, Default, Deserialize)]
@@ -352,9 +353,9 @@ impl State {
     async fn load_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
-        session
-            .agent
-            .set_client_mcp(&Value::Array(params.mcp_servers.clone()));
+        if let Some(servers) = params.mcp_servers {
+            session.agent.set_client_mcp(&Value::Array(servers));
+        }
         let items = session.agent.load(&id).await.map_err(agent_error)?;
         // The history first, as updates; then the answer.
         for update in mapping::replay(&items) {
@@ -369,8 +370,14 @@ impl State {
     async fn resume_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
+        if let Some(servers) = params.mcp_servers {
+            session.agent.set_client_mcp(&Value::Array(servers));
+        }
+        // Not loaded (no replay), but about to be used: its MCP servers start now.
+        session.agent.ensure_mcp();
         let mut reply = Reply::new(Self::session_state(&session, &id));
         reply.then.push(Self::commands_update(&session, &id).await);
+        Self::commands_after_mcp_starts(&session, &id);
         Ok(reply)
     }
 

@@ -398,6 +398,8 @@ impl Agent {
         id: &str,
     ) -> Result<Vec<session::TranscriptItem>, AgentError> {
         let handle = self.handle(id).await?;
+        // A reopened session needs the MCP servers as a new one does.
+        self.ensure_mcp();
         let _live = handle.live.lock().await;
         let contents = self
             .store()?
