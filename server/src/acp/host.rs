@@ -242,26 +242,18 @@ impl Host for AcpHost {
             self.connection
                 .request("session/request_permission", params),
         )
-        .await;
-        let kind = match answer {
-            Ok(Ok(answer)) => mapping::permission_choice(&answer)
-                .and_then(|id| request.options.iter().find(|o| o.option_id == id))
-                .map(|o| o.kind.clone()),
-            Ok(Err(err)) => {
-                tracing::warn!(
-                    "session/request_permission failed: {}; counted as a rejection",
-                    err.message
-                );
-                None
-            }
-            Err(_) => {
-                tracing::warn!("session/request_permission got no answer in {timeout:?}");
-                None
-            }
-        };
-        PermissionOutcome {
-            kind: kind.unwrap_or_else(|| "cancelled".into()),
-        }
+        .await
+        .map(|answer| {
+            answer
+                .map(|answer| mapping::permission_choice(&answer).map(str::to_string))
+                .map_err(|err| err.message)
+        });
+        PermissionOutcome::from_answer(
+            answer,
+            &request.options,
+            "session/request_permission",
+            timeout,
+        )
     }
 
     fn notify(&self, notice: Notice) {

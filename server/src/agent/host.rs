@@ -180,6 +180,33 @@ impl PermissionOutcome {
     pub fn allows(&self) -> bool {
         matches!(self.kind.as_str(), "allowOnce" | "allowAlways")
     }
+
+    /// The outcome of a permission request sent as `method` and waited for `timeout`: the
+    /// kind of the option the client chose (`answer`: its id), else `cancelled` — the
+    /// client's error, no answer in time, or an option that was not offered — logged.
+    pub fn from_answer(
+        answer: Result<Result<Option<String>, String>, tokio::time::error::Elapsed>,
+        options: &[PermissionOption],
+        method: &str,
+        timeout: std::time::Duration,
+    ) -> PermissionOutcome {
+        let kind = match answer {
+            Ok(Ok(chosen)) => chosen
+                .and_then(|id| options.iter().find(|o| o.option_id == id))
+                .map(|o| o.kind.clone()),
+            Ok(Err(message)) => {
+                tracing::warn!("{method} failed: {message}; counted as a rejection");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("{method} got no answer in {timeout:?}; counted as a rejection");
+                None
+            }
+        };
+        PermissionOutcome {
+            kind: kind.unwrap_or_else(|| "cancelled".into()),
+        }
+    }
 }
 
 /// What the loop tells the client: `agent/session/update` and `agent/status` payloads.

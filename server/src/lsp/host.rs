@@ -179,29 +179,13 @@ impl Host for LspHost {
             timeout,
             client_request::send::<RequestPermission>(&self.backend.client, params).get(),
         )
-        .await;
-        let kind = match answer {
-            Ok(Ok(answer)) => answer["outcome"]["optionId"]
-                .as_str()
-                .and_then(|id| options.iter().find(|o| o.option_id == id))
-                .map(|o| o.kind.clone()),
-            Ok(Err(err)) => {
-                tracing::warn!(
-                    "requestPermission failed: {}; counted as a rejection",
-                    err.message
-                );
-                None
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "requestPermission got no answer in {timeout:?}; counted as a rejection"
-                );
-                None
-            }
-        };
-        PermissionOutcome {
-            kind: kind.unwrap_or_else(|| "cancelled".into()),
-        }
+        .await
+        .map(|answer| {
+            answer
+                .map(|answer| answer["outcome"]["optionId"].as_str().map(str::to_string))
+                .map_err(|err| err.message.to_string())
+        });
+        PermissionOutcome::from_answer(answer, &options, "requestPermission", timeout)
     }
 
     fn notify(&self, notice: Notice) {
