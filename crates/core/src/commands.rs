@@ -102,15 +102,7 @@ pub fn list(value: &str) -> Vec<String> {
 pub fn parse(name: &str, source: Source, text: &str) -> Command {
     let front = FrontMatter::parse(text);
     let (field, body) = (|key: &str| front.get(key), front.body);
-    let description = field("description").unwrap_or_else(|| {
-        body.lines()
-            .map(|l| l.trim().trim_start_matches('#').trim())
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .chars()
-            .take(120)
-            .collect()
-    });
+    let description = front.description();
     Command {
         name: name.to_string(),
         description,

@@ -96,6 +96,21 @@ impl<'a> FrontMatter<'a> {
             .map(|(_, v)| v.trim().to_string())
             .filter(|v| !v.is_empty())
     }
+
+    /// `description`, else the body's first non-empty line (a heading's `#` dropped, at most
+    /// 120 characters): what a command or subagent is listed with.
+    pub fn description(&self) -> String {
+        self.get("description").unwrap_or_else(|| {
+            self.body
+                .lines()
+                .map(|l| l.trim().trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(120)
+                .collect()
+        })
+    }
 }
 
 fn unquote(value: &str) -> String {

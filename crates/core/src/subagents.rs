@@ -98,16 +98,7 @@ pub fn parse(
             })
             .collect(),
     };
-    let description = field("description").unwrap_or_else(|| {
-        prompt
-            .lines()
-            .map(|l| l.trim().trim_start_matches('#').trim())
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .chars()
-            .take(120)
-            .collect()
-    });
+    let description = front.description();
     Ok((
         Subagent {
             name,
