@@ -167,26 +167,17 @@ where
     let handler = Arc::new(make_handler(connection.clone()));
     let mut lines = BufReader::new(input).lines();
     loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
+        // A line that is not UTF-8 or not JSON gets the same parse error.
+        let parsed = match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => continue,
+            Ok(Some(line)) => serde_json::from_str::<Value>(&line).map_err(|e| e.to_string()),
             Ok(None) => break,
             Err(err) => {
-                // Not UTF-8: answered like any unreadable line.
                 tracing::warn!("acp: unreadable input: {err}");
-                connection.respond(
-                    Value::Null,
-                    Err(RpcError::new(
-                        RpcError::PARSE,
-                        format!("parse error: {err}"),
-                    )),
-                );
-                continue;
+                Err(err.to_string())
             }
         };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let message: Value = match serde_json::from_str(&line) {
+        let message = match parsed {
             Ok(message) => message,
             Err(err) => {
                 connection.respond(
