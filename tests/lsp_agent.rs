@@ -176,16 +176,8 @@ async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
     let fake = FakeProvider::start().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e1", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Done."], None));
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e2", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Understood."], None));
+    fake.push_call_then_text("call_e1", "edit_file", &edit, "Done.");
+    fake.push_call_then_text("call_e2", "edit_file", &edit, "Understood.");
     let (responder, seen) = responder(&["allowOnce", "rejectOnce"]);
     let server = server(
         &ws,
@@ -653,11 +645,7 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
     let pid_file = ws.root.parent().unwrap().join("command.pid");
     let sleep = json!({"command": format!("echo $$ > {}; exec sleep 3600", pid_file.display())})
         .to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_long", "shell", &[sleep.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Recovered."], None));
+    fake.push_call_then_text("call_long", "shell", &sleep, "Recovered.");
     let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));
     let mut server_a = server(&ws, options.clone(), None).await;
     let session = new_session(&server_a).await;
@@ -1009,16 +997,8 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     // Turn 1: the request times out; turn 2: the turn is cancelled while it is open.
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_t1", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Not edited then."], None));
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_t2", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Still here."], None));
+    fake.push_call_then_text("call_t1", "edit_file", &edit, "Not edited then.");
+    fake.push_call_then_text("call_t2", "edit_file", &edit, "Still here.");
     let seen: Seen = Default::default();
     let record = seen.clone();
     let responder: agentls::dev::lsp_client::Responder =
@@ -1301,16 +1281,8 @@ async fn a_call_id_the_provider_repeats_across_turns_keeps_its_real_outcome() {
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     let read = json!({"path": "src/lib.rs"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_0", "read_file", &[read.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Read."], None));
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_0", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Understood."], None));
+    fake.push_call_then_text("call_0", "read_file", &read, "Read.");
+    fake.push_call_then_text("call_0", "edit_file", &edit, "Understood.");
     let (responder, _seen) = responder(&["rejectOnce"]);
     let server = server(
         &ws,

@@ -184,11 +184,7 @@ async fn allowed_tools_refuses_a_call_to_another_tool() {
     let fake = FakeProvider::start().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["I may only read."], None));
+    fake.push_call_then_text("call_e", "edit_file", &edit, "I may only read.");
     let server = server(
         &ws,
         provider_options(&fake, &ws, json!({"approval": "full-auto"})),

@@ -111,11 +111,7 @@ exit 0"#,
         &[("call_rm", "shell", &[rm.as_str()])],
         None,
     ));
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_ls", "shell", &[ls.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["I left the file alone."], None));
+    fake.push_call_then_text("call_ls", "shell", &ls, "I left the file alone.");
     let server = hooked_server(
         &ws,
         &fake,
@@ -169,11 +165,7 @@ if [ "$tool" = "read_file" ]; then
 fi"#,
     );
     let read = json!({"path": "src/lib.rs"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_r", "read_file", &[read.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["It returns 41."], None));
+    fake.push_call_then_text("call_r", "read_file", &read, "It returns 41.");
     // Asked, the client would refuse: the read only runs because the hook allowed it.
     let (responder, seen) = responder(&["rejectOnce"]);
     let server = hooked_server(
@@ -220,11 +212,7 @@ echo "$file $ok" >> "$AGENTLS_PROJECT_DIR/../formatted.log""#,
     .unwrap();
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push_call_then_text("call_e", "edit_file", &edit, "Done.");
     let server = hooked_server(
         &ws,
         &fake,
@@ -550,11 +538,7 @@ async fn a_risky_pattern_is_warned_about_once_per_session() {
         &[("call_a", "write_file", &[first.as_str()])],
         None,
     ));
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_b", "write_file", &[second.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Written."], None));
+    fake.push_call_then_text("call_b", "write_file", &second, "Written.");
     let server = hooked_server(
         &ws,
         &fake,

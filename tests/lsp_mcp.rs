@@ -180,11 +180,7 @@ async fn a_python_server_from_pypi_answers_over_stdio() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let args = json!({"timezone": "UTC"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_t", "mcp__time__get_current_time", &[args.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["It is now."], None));
+    fake.push_call_then_text("call_t", "mcp__time__get_current_time", &args, "It is now.");
     let server = server_with(
         &ws,
         &fake,
@@ -228,11 +224,7 @@ async fn the_everything_server_in_streamable_http_mode() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let echo = json!({"message": "over http"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_h", "mcp__web__echo", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push_call_then_text("call_h", "mcp__web__echo", &echo, "Done.");
     let server = server_with(
         &ws,
         &fake,
@@ -324,11 +316,7 @@ async fn a_long_running_call_is_cancelled_and_the_server_still_answers() {
         None,
     ));
     let echo = json!({"message": "still here"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e", "mcp__everything__echo", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Still here."], None));
+    fake.push_call_then_text("call_e", "mcp__everything__echo", &echo, "Still here.");
     let server = server_with(
         &ws,
         &fake,
@@ -390,11 +378,7 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
     ));
     fake.push(FakeProvider::openai_text(&["The server died."], None));
     let echo = json!({"message": "after the crash"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e", "mcp__everything__echo", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Back."], None));
+    fake.push_call_then_text("call_e", "mcp__everything__echo", &echo, "Back.");
     let (everything, sleeper_file) = everything_with_a_sleeper(&ws, &pid_file);
     let server = server_with(&ws, &fake, everything, "full-auto").await;
     let session = new_session(&server).await;
@@ -455,11 +439,7 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let grow = json!({"name": "sprout"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_g", "mcp__growing__grow", &[grow.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Grown."], None));
+    fake.push_call_then_text("call_g", "mcp__growing__grow", &grow, "Grown.");
     fake.push(FakeProvider::openai_tool_calls(
         &[("call_s", "mcp__growing__sprout", &["{}"])],
         None,
@@ -665,11 +645,7 @@ async fn workspace_mcp_json_servers_start_only_once_the_user_approved_them() {
     let fake = FakeProvider::start().await;
     fake.push(FakeProvider::openai_text(&["Hello."], None));
     let echo = json!({"message": "from the workspace"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_w", "mcp__everything__echo", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push_call_then_text("call_w", "mcp__everything__echo", &echo, "Done.");
     let (responder, seen) = responder(&["rejectOnce", "allowOnce"]);
     let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));
     let server = server(&ws, options, Some(responder)).await;

@@ -172,11 +172,7 @@ async fn a_tool_added_at_run_time_is_pushed_with_the_new_tool_count() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let grow = json!({"name": "sprout"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_g", "mcp__growing__grow", &[grow.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Grown."], None));
+    fake.push_call_then_text("call_g", "mcp__growing__grow", &grow, "Grown.");
     let options = provider_options(
         &fake,
         &ws,

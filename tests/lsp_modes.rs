@@ -12,17 +12,9 @@ async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only()
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let echo = json!({"command": "echo from-a"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_a", "shell", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["A done."], None));
+    fake.push_call_then_text("call_a", "shell", &echo, "A done.");
     let echo_b = json!({"command": "echo from-b"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_b", "shell", &[echo_b.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["B done."], None));
+    fake.push_call_then_text("call_b", "shell", &echo_b, "B done.");
     // The client allows once when asked.
     let (responder, seen) = responder(&["allowOnce"]);
     let server = server(
@@ -80,11 +72,7 @@ async fn tool_calls_carry_locations_and_edits_their_diff() {
     let fake = FakeProvider::start().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_e", "edit_file", &[edit.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Changed."], None));
+    fake.push_call_then_text("call_e", "edit_file", &edit, "Changed.");
     let (responder, seen) = responder(&["allowOnce"]);
     let server = server(
         &ws,
@@ -129,11 +117,7 @@ async fn the_user_settings_file_lies_under_the_editors_settings() {
     .unwrap();
     let fake = FakeProvider::start().await;
     let echo = json!({"command": "echo from-file-policy"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_s", "shell", &[echo.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push_call_then_text("call_s", "shell", &echo, "Done.");
     let (responder, seen) = responder(&[]);
     // The editor's settings say nothing of `approval` and set `maxSteps` to 5: the file's
     // `approval` holds, the editor's `maxSteps` wins (1 would stop before the answer).

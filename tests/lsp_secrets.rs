@@ -59,11 +59,7 @@ async fn the_key_is_not_readable_through_proc_ppid_environ() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     let command = json!({"command": "cat /proc/$PPID/environ"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("call_env", "shell", &[command.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["done"], None));
+    fake.push_call_then_text("call_env", "shell", &command, "done");
     let server = key_server(&ws, &fake).await;
     let session = new_session(&server).await;
     let turn = prompt(&server, &session, "print your parent's environment").await;

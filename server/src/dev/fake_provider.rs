@@ -155,6 +155,16 @@ impl FakeProvider {
         self.lock().replies.push_back(reply);
     }
 
+    /// Queues the two replies of the commonest turn: the model calls `name` with `arguments`
+    /// (JSON text) as `call_id`, then answers `text` once it has the call's output.
+    pub fn push_call_then_text(&self, call_id: &str, name: &str, arguments: &str, text: &str) {
+        self.push(FakeProvider::openai_tool_calls(
+            &[(call_id, name, &[arguments])],
+            None,
+        ));
+        self.push(FakeProvider::openai_text(&[text], None));
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
