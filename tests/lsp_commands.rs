@@ -9,7 +9,7 @@ mod common;
 use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
 use agentls::dev::lsp_client::ServerMessage;
 use common::agent::*;
-use common::{start, Options, Server};
+use common::{git, start, Options, Server};
 use serde_json::{json, Value};
 use std::fs;
 
@@ -41,19 +41,6 @@ fn text_of(message: &Value) -> String {
             .join(""),
         _ => String::new(),
     }
-}
-
-fn git(root: &std::path::Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
 }
 
 async fn server_with_env(
@@ -541,10 +528,10 @@ fn walk_logs(dir: &std::path::Path) -> Vec<(String, String)> {
     found
 }
 
-#[tokio::test]
-async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+/// The parent calls `task` twice (`call_a`: find ALPHATASK, `call_b`: find BETATASK, both
+/// `explore`); A's child's answer is held until `fake.release()`, B's comes at once; then the
+/// parent answers "Both found.".
+fn push_two_explore_tasks(fake: &FakeProvider) {
     let a = json!({"agent": "explore", "prompt": "find ALPHATASK"}).to_string();
     let b = json!({"agent": "explore", "prompt": "find BETATASK"}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
@@ -554,7 +541,6 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
         ],
         None,
     ));
-    // A waits until B has finished: only possible when they run together.
     fake.push_for(
         "ALPHATASK",
         Reply::Sse {
@@ -571,6 +557,14 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
         FakeProvider::openai_text(&["beta is in b.rs:2"], None),
     );
     fake.push(FakeProvider::openai_text(&["Both found."], None));
+}
+
+#[tokio::test]
+async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
+    let ws = workspace();
+    let fake = FakeProvider::start().await;
+    // A waits until B has finished: only possible when they run together.
+    push_two_explore_tasks(&fake);
     let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
     let session = new_session(&server).await;
     let turn = prompt(&server, &session, "find both").await;
@@ -613,32 +607,8 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
 async fn max_concurrent_one_runs_the_tasks_one_after_the_other() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
-    let a = json!({"agent": "explore", "prompt": "find ALPHATASK"}).to_string();
-    let b = json!({"agent": "explore", "prompt": "find BETATASK"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[
-            ("call_a", "task", &[a.as_str()]),
-            ("call_b", "task", &[b.as_str()]),
-        ],
-        None,
-    ));
     // A's child is held until its request has arrived.
-    fake.push_for(
-        "ALPHATASK",
-        Reply::Sse {
-            steps: vec![
-                Step::Hold,
-                openai_chunk(json!({"role": "assistant", "content": "alpha is in a.rs:1"})),
-                openai_finish("stop"),
-                Step::Data("[DONE]".into()),
-            ],
-        },
-    );
-    fake.push_for(
-        "BETATASK",
-        FakeProvider::openai_text(&["beta is in b.rs:2"], None),
-    );
-    fake.push(FakeProvider::openai_text(&["Both found."], None));
+    push_two_explore_tasks(&fake);
     let options = provider_options(&fake, &ws, json!({"subagents": {"maxConcurrent": 1}}));
     let server = server(&ws, options, None).await;
     let session = new_session(&server).await;

@@ -210,17 +210,9 @@ async fn files_changed_by_shell_commands_are_kept_by_the_ledger_through_compacti
     let ws = big_workspace();
     // A real repository with its files committed (the shared workspace has an empty .git).
     std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
-    let git = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("git init -q && git add -A && git commit -qm init")
-        .current_dir(&ws.root)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .status()
-        .unwrap();
-    assert!(git.success());
+    common::git(&ws.root, &["init", "-q"]);
+    common::git(&ws.root, &["add", "-A"]);
+    common::git(&ws.root, &["commit", "-qm", "init"]);
     let fake = FakeProvider::start().await;
     let change = json!({"command": "rm src/big2.rs && mkdir -p gen && echo 'pub fn g() {}' > gen/out.rs && sed -i s/41/42/ src/lib.rs"}).to_string();
     let look = json!({"command": "cat src/lib.rs && git status --short"}).to_string();

@@ -164,3 +164,17 @@ pub fn fresh_sexp(language: tree_sitter::Language, text: &str) -> String {
     parser.set_language(&language).unwrap();
     parser.parse(text, None).unwrap().root_node().to_sexp()
 }
+
+/// Runs `git ARGS` in `root` as a test author; panics when it fails.
+pub fn git(root: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
