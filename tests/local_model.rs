@@ -242,11 +242,7 @@ async fn a_session_driven_past_the_window_compacts_with_the_real_model() {
     let compacted = compacted.expect("the session compacted before 10 turns");
     assert!(compacted["tokensAfter"].as_u64() < compacted["tokensBefore"].as_u64());
     // Whatever the 135M model wrote, the ledger and the user's rule are in what is sent.
-    let context = server
-        .client
-        .request("agent/session/context", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let context = session_request(&server, "agent/session/context", &session).await;
     let sent = context["messages"].to_string();
     assert!(sent.contains("<ledger>"), "{sent}");
     assert!(sent.contains("Never delete tests/golden.txt."), "{sent}");

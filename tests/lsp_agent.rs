@@ -102,11 +102,7 @@ async fn a_read_file_turn_streams_the_tool_call_and_the_answer() {
     assert_invariants(&requests);
 
     // The transcript and the list show the turn.
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let items = loaded["items"].as_array().unwrap();
     let shown: Vec<&str> = items.iter().map(|i| i["kind"].as_str().unwrap()).collect();
     assert_eq!(shown, ["user", "toolCall", "assistant"]);
@@ -351,11 +347,7 @@ async fn cancel_stops_a_stream_and_a_shell_command() {
             break;
         }
     }
-    let answer = server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let answer = session_request(&server, "agent/session/cancel", &session).await;
     assert_eq!(answer["cancelled"], true);
     let (updates, _) = updates_until_end(&server, &turn).await;
     assert_eq!(kinds(&updates), ["turnEnd"], "{updates:?}");
@@ -370,11 +362,7 @@ async fn cancel_stops_a_stream_and_a_shell_command() {
             break;
         }
     }
-    server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&server, "agent/session/cancel", &session).await;
     let (updates, _) = updates_until_end(&server, &turn).await;
     // After the cancel the turn says two things only: how the running call ended, and
     // that the turn did.
@@ -387,11 +375,7 @@ async fn cancel_stops_a_stream_and_a_shell_command() {
     assert_eq!(updates[0]["status"], "failed");
     assert_eq!(stop_reason(&updates), "cancelled");
     // The log still has the whole story: the call failed because of the cancel.
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let call = loaded["items"]
         .as_array()
         .unwrap()
@@ -578,11 +562,7 @@ async fn provider_faults_become_clear_errors_and_retries() {
     );
 
     // The partial answer is in the transcript.
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     assert!(loaded["items"]
         .as_array()
         .unwrap()
@@ -668,11 +648,7 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
     wait_gone(command_pid.trim()).await;
 
     let server_b = server(&ws, options, None).await;
-    let loaded = server_b
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server_b, "agent/session/load", &session).await;
     let items = loaded["items"].as_array().unwrap();
     assert_eq!(items[0]["kind"], "user");
     assert_eq!(items[0]["text"], "run the long command");
@@ -908,11 +884,7 @@ async fn a_torn_log_line_is_dropped_and_the_user_is_told() {
     std::fs::write(&log, bytes).unwrap();
 
     let server_b = server(&ws, options, None).await;
-    let loaded = server_b
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server_b, "agent/session/load", &session).await;
     let texts: Vec<&str> = loaded["items"]
         .as_array()
         .unwrap()
@@ -1039,11 +1011,7 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
     let turn = prompt(&server, &session, "Make it 42 again").await;
     let mut updates = Vec::new();
     let asked = until_request(&server, "agent/session/requestPermission", &mut updates).await;
-    let answer = server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let answer = session_request(&server, "agent/session/cancel", &session).await;
     assert_eq!(answer["cancelled"], true);
     let (rest, _) = updates_until_end(&server, &turn).await;
     assert_eq!(stop_reason(&rest), "cancelled");
@@ -1065,11 +1033,7 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
         std::fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(),
         "pub fn answer() -> u32 {\n    41\n}\n"
     );
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let calls: Vec<&Value> = loaded["items"]
         .as_array()
         .unwrap()
@@ -1155,11 +1119,7 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
     let turn = prompt(&server, &session, "Make it 42").await;
     let mut updates = Vec::new();
     let apply = until_request(&server, "workspace/applyEdit", &mut updates).await;
-    server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&server, "agent/session/cancel", &session).await;
     // The editor applied it after all.
     answer_late(&server, &apply, json!({"applied": true})).await;
     let (rest, _) = updates_until_end(&server, &turn).await;
@@ -1172,11 +1132,7 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
     assert_eq!(finals.len(), 1, "{rest:?}");
     assert_eq!(finals[0]["status"], "completed", "{rest:?}");
     assert_eq!(kinds(&rest).last().unwrap(), "turnEnd");
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let call = loaded["items"]
         .as_array()
         .unwrap()

@@ -240,11 +240,7 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
     .await;
     let session = new_session(&server).await;
 
-    let listed = server
-        .client
-        .request("agent/session/commands", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let listed = session_request(&server, "agent/session/commands", &session).await;
     let rows: Vec<(String, String, Value)> = listed["commands"]
         .as_array()
         .unwrap()
@@ -477,11 +473,7 @@ async fn a_task_runs_a_child_with_its_own_context_tools_and_approvals() {
         .expect("the child is listed with includeChildren");
     assert_eq!(child_row["parentSessionId"], session.as_str());
     assert_eq!(child_row["parentToolCallId"], "call_task");
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": child_id}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &child_id).await;
     assert!(loaded["items"]
         .as_array()
         .unwrap()
@@ -710,11 +702,7 @@ async fn cancelling_the_parent_cancels_the_child() {
             break message.params["sessionId"].as_str().unwrap().to_string();
         }
     };
-    let answer = server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let answer = session_request(&server, "agent/session/cancel", &session).await;
     assert_eq!(answer["cancelled"], true);
     let (updates, _) = updates_until_end(&server, &turn).await;
     assert_eq!(stop_reason(&updates), "cancelled", "{updates:?}");

@@ -318,11 +318,7 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
         ..Options::default()
     })
     .await;
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let items = loaded["items"].as_array().unwrap();
     let marker = items
         .iter()
@@ -457,11 +453,7 @@ async fn an_invalid_checkpoint_is_asked_again_then_the_style_falls_back_to_hando
     ));
     let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let last = loaded["items"]
         .as_array()
         .unwrap()
@@ -716,11 +708,7 @@ async fn the_state_snapshot_style_uses_its_prompt_and_an_inflating_summary_is_di
     let strategy = outcome["strategy"].as_str().unwrap();
     assert!(strategy.ends_with("_drop"), "{outcome}");
     assert!(outcome["tokensAfter"].as_u64() < outcome["tokensBefore"].as_u64());
-    let loaded = server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server, "agent/session/load", &session).await;
     let marker = loaded["items"]
         .as_array()
         .unwrap()

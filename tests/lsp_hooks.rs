@@ -285,11 +285,7 @@ echo "Sprint rule: every change needs a test. (prompt was: $prompt)""#,
     let body = body_text(&requests[0]);
     assert!(body.find("Plan the work").unwrap() < body.find("Sprint rule").unwrap());
     // agent/session/context shows the reminders as their own trusted section.
-    let report = server
-        .client
-        .request("agent/session/context", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let report = session_request(&server, "agent/session/context", &session).await;
     let section = report["sections"]
         .as_array()
         .unwrap()
@@ -487,11 +483,7 @@ async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
     server_a.stop().await;
 
     let server_b = hooked_server(&ws, &fake, settings, None).await;
-    let loaded = server_b
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&server_b, "agent/session/load", &session).await;
     // The reopened chat shows the hook's run and the reminder, as the live one did.
     let items = loaded["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().filter_map(|i| i["kind"].as_str()).collect();
@@ -603,11 +595,7 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     let session = new_session(&server).await;
     let turn = prompt(&server, &session, "Read big.rs and add new.rs").await;
     let _ = updates_until_end(&server, &turn).await;
-    let outcome = server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let outcome = session_request(&server, "agent/session/compact", &session).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
     let turn = prompt(&server, &session, "Go on").await;
     let (updates, _) = updates_until_end(&server, &turn).await;
@@ -627,11 +615,7 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     server.stop().await;
 
     let server = hooked_server(&ws, &fake, extra, None).await;
-    server
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&server, "agent/session/load", &session).await;
     let turn = prompt(&server, &session, "Again").await;
     let _ = updates_until_end(&server, &turn).await;
     assert_eq!(
@@ -758,11 +742,7 @@ async fn a_cancel_kills_a_running_hook_and_ends_the_turn() {
     while !pid_file.exists() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let cancelled = server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let cancelled = session_request(&server, "agent/session/cancel", &session).await;
     assert_eq!(cancelled["cancelled"], true);
     let (updates, _) = updates_until_end(&server, &turn).await;
     assert_eq!(stop_reason(&updates), "cancelled");

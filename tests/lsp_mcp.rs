@@ -66,11 +66,7 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     assert_eq!(entry["state"], "ready", "{entry}");
     assert!(entry["tools"].as_u64().unwrap() >= 10, "{entry}");
     // Their cost per request is a section of its own.
-    let report = server
-        .client
-        .request("agent/session/context", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let report = session_request(&server, "agent/session/context", &session).await;
     let section = |name: &str| {
         report["sections"]
             .as_array()
@@ -126,11 +122,7 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
         FakeProvider::openai_text(&["I did some stuff."], None),
     );
     fake.push(FakeProvider::openai_text(&["Go on."], None));
-    server
-        .client
-        .request("agent/session/compact", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&server, "agent/session/compact", &session).await;
     let turn = prompt(&server, &session, "Next.").await;
     updates_until_end(&server, &turn).await;
     let after = fake.requests().last().unwrap().body.to_string();
@@ -341,11 +333,7 @@ async fn a_long_running_call_is_cancelled_and_the_server_still_answers() {
             break;
         }
     }
-    server
-        .client
-        .request("agent/session/cancel", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&server, "agent/session/cancel", &session).await;
     let (rest, _) = updates_until_end(&server, &turn).await;
     updates.extend(rest);
     assert_eq!(stop_reason(&updates), "cancelled", "{updates:?}");
@@ -523,11 +511,7 @@ async fn a_reopened_session_starts_the_servers_before_its_first_prompt() {
     let session = new_session(&first).await;
     first.stop().await;
     let second = server_with(&ws, &fake, servers, "full-auto").await;
-    second
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    session_request(&second, "agent/session/load", &session).await;
     let entry = settled(&second, "time").await;
     assert_eq!(entry["state"], "ready", "{entry}");
     second.stop().await;

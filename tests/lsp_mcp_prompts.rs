@@ -73,11 +73,7 @@ async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reac
     fake.push(FakeProvider::openai_text(&["Analysed."], None));
     let (server, session) = ready(&fake, &ws).await;
 
-    let listed = server
-        .client
-        .request("agent/session/commands", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let listed = session_request(&server, "agent/session/commands", &session).await;
     let commands = listed["commands"].as_array().unwrap();
     let row = |name: &str| {
         commands
@@ -164,11 +160,7 @@ async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reac
 
     // A reload shows what was sent.
     let again = common::agent::server(&ws, options(&fake, &ws), None).await;
-    let loaded = again
-        .client
-        .request("agent/session/load", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let loaded = session_request(&again, "agent/session/load", &session).await;
     let users: Vec<&str> = loaded["items"]
         .as_array()
         .unwrap()
@@ -353,11 +345,7 @@ async fn a_resource_named_before_the_server_is_ready_is_read_once_it_is() {
 
 /// The names of the `mcp` commands `agent/session/commands` lists.
 async fn mcp_commands(server: &Server, session: &str) -> Vec<String> {
-    let listed = server
-        .client
-        .request("agent/session/commands", json!({"sessionId": session}))
-        .await
-        .unwrap();
+    let listed = session_request(server, "agent/session/commands", session).await;
     listed["commands"]
         .as_array()
         .unwrap()

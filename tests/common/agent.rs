@@ -79,6 +79,15 @@ pub async fn new_session(server: &Server) -> String {
     answer["sessionId"].as_str().unwrap().to_string()
 }
 
+/// `METHOD {sessionId}`'s answer (load, context, cancel, commands, …); panics on an error.
+pub async fn session_request(server: &Server, method: &str, session: &str) -> Value {
+    server
+        .client
+        .request(method, json!({"sessionId": session}))
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e:?}"))
+}
+
 pub async fn prompt(server: &Server, session: &str, text: &str) -> String {
     let answer = server
         .client
