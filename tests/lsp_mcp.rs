@@ -257,33 +257,16 @@ async fn a_server_that_never_starts_is_failed_and_the_session_works_without_it()
     )
     .await;
     let session = new_session(&server).await;
-    let missing = settled(&server, "missing").await;
-    assert_eq!(missing["state"], "failed");
-    assert!(
-        missing["message"]
-            .as_str()
-            .unwrap()
-            .contains("cannot start"),
-        "{missing}"
-    );
-    let garbage = settled(&server, "garbage").await;
-    assert_eq!(garbage["state"], "failed");
-    assert!(
-        garbage["message"]
-            .as_str()
-            .unwrap()
-            .contains("startupTimeoutMs"),
-        "{garbage}"
-    );
-    let needs_key = settled(&server, "needs-key").await;
-    assert_eq!(needs_key["state"], "failed");
-    assert!(
-        needs_key["message"]
-            .as_str()
-            .unwrap()
-            .contains("AGENTLS_SURELY_UNSET_VAR is not set"),
-        "{needs_key}"
-    );
+    // Each failed, saying why.
+    for (name, why) in [
+        ("missing", "cannot start"),
+        ("garbage", "startupTimeoutMs"),
+        ("needs-key", "AGENTLS_SURELY_UNSET_VAR is not set"),
+    ] {
+        let entry = settled(&server, name).await;
+        assert_eq!(entry["state"], "failed", "{entry}");
+        assert!(entry["message"].as_str().unwrap().contains(why), "{entry}");
+    }
     assert_eq!(settled(&server, "off").await["state"], "disabled");
     let turn = prompt(&server, &session, "Hi").await;
     let (updates, _) = updates_until_end(&server, &turn).await;
