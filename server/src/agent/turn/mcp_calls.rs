@@ -49,9 +49,13 @@ impl Agent {
     /// workspace's once approved; stops those no longer configured. Never waits for a
     /// server. A settings entry wins over a workspace entry of the same name.
     pub(crate) fn ensure_mcp(&self) {
+        self.ensure_mcp_with(self.workspace_mcp());
+    }
+
+    /// `ensure_mcp` with the workspace's servers already read (a turn reads `.mcp.json` once).
+    fn ensure_mcp_with(&self, workspace: Vec<ServerConfig>) {
         let config = self.host.config();
-        let approved: Vec<ServerConfig> = self
-            .workspace_mcp()
+        let approved: Vec<ServerConfig> = workspace
             .into_iter()
             .filter(|c| self.workspace_entry_known(&approval_key(c)) == Some(true))
             .collect();
@@ -114,10 +118,11 @@ impl Turn {
     /// The MCP tools this turn offers, after the built-in ones, in their stable order. A
     /// workspace server not answered for yet is asked about first (a top-level turn only).
     pub(super) async fn mcp_specs(&mut self) -> Vec<ToolSpec> {
+        let workspace = self.agent.workspace_mcp();
         if self.scope.child.is_none() {
             let settings = self.host().config().mcp_servers;
-            for config in self.agent.workspace_mcp() {
-                let key = approval_key(&config);
+            for config in &workspace {
+                let key = approval_key(config);
                 if settings.iter().any(|s| s.name == config.name)
                     || self.agent.workspace_entry_known(&key).is_some()
                 {
@@ -143,7 +148,7 @@ impl Turn {
                     .await;
             }
         }
-        self.agent.ensure_mcp();
+        self.agent.ensure_mcp_with(workspace);
         // The first request waits for the servers' first start (as Claude Code and Codex do),
         // so a prompt sent right after the session opens sees their tools.
         self.agent.mcp.first_starts(None, &self.cancel).await;
