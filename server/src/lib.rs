@@ -5,7 +5,9 @@
 //! - `acp`: the Agent Client Protocol front door (`agentls acp`);
 //! - `lsp`: the tower-lsp adapter and the transport in front of it;
 //! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
-//!   recipe, and the `Host` trait every front end implements;
+//!   recipe;
+//! - `host`: the `Host` trait every front end implements and the types tools and the store
+//!   share with it (`FileChange`, permission requests): the floor under `tools` and `store`;
 //! - `tools`: the model's tools, one file each, and their registry;
 //! - `mcp`: the MCP client (servers' connections and their supervisor);
 //! - `process_groups`: every child's process group, and the warden that kills them after a
@@ -21,6 +23,7 @@ pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod dev;
+pub mod host;
 pub mod lsp;
 pub mod mcp;
 pub mod process_groups;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::transport::Connection;
-use crate::agent::host::{
+use crate::host::{
     FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalOutcome, TerminalRun,
 };
 use agentls_core::acp as mapping;

@@ -18,7 +18,7 @@ use agentls_core::inspect::{ActiveDocument, OtherDocument};
 use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 
-use crate::agent::host::Gathered;
+use crate::host::Gathered;
 use crate::store::files;
 
 /// How a host finds documents.

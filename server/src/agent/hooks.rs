@@ -20,10 +20,10 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::host::{PermissionOption, PermissionRequest};
 use super::live::Durability;
 use super::sessions::SessionHandle;
 use super::Agent;
+use crate::host::{PermissionOption, PermissionRequest};
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::Registry;
 use agentls_core::hooks::{self, Finished, Hook, HookEvent, HookSource, Hooks, Verdict};

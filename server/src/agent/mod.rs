@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::host::{Host, Notice};
+use crate::host::{Host, Notice};
 use crate::provider::Provider;
 use crate::store::session_log::{self, SessionStore};
 use agentls_core::context::AssemblyCache;
@@ -33,7 +33,6 @@ use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind,
 mod compact;
 pub mod gather;
 mod hooks;
-pub mod host;
 mod live;
 mod modes;
 mod sessions;

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use expect_test::{expect, Expect};
 use serde_json::{json, Value};
 
-use super::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use super::Agent;
 use crate::dev::fake_provider::{FakeProvider, RecordedRequest, Reply};
+use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::history::Item;
 use agentls_core::prompts::{AbortReason, Prompts};

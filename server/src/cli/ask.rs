@@ -12,8 +12,8 @@ use lsp_types::{Position, Url};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::agent::Agent;
+use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::agent::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::agent::Agent;
 use crate::dev::fake_provider::{FakeProvider, Reply};
+use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::history::model_text;
 use agentls_core::prompts::Prompts;

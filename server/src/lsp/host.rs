@@ -4,9 +4,7 @@
 
 use super::*;
 use crate::agent::gather::DocumentSource;
-use crate::agent::host::{
-    FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest,
-};
+use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::lsp::{client_request, to_proto};
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::agent::gather;
-use crate::agent::host::Gathered;
 use crate::agent::AgentError;
+use crate::host::Gathered;
 use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;
 use agentls_core::inspect;

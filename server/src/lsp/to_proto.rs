@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use tower_lsp::lsp_types::*;
 
 use super::ClientSupport;
-use crate::agent::host::FileChange;
+use crate::host::FileChange;
 
 /// Outline levels reported; deeper children are cut so that converting and serializing a
 /// pathological nesting (thousands of nested modules) cannot exhaust the stack, and the

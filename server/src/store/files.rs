@@ -63,8 +63,8 @@ pub fn read_document(
 
 /// Applies a planned change to the disk (no editor to apply it): an edit only when the file
 /// still holds the text the model saw.
-pub fn write_change(change: crate::agent::host::FileChange) -> Result<(), String> {
-    use crate::agent::host::FileChange;
+pub fn write_change(change: crate::host::FileChange) -> Result<(), String> {
+    use crate::host::FileChange;
     let updated = change.new_text();
     match change {
         FileChange::Edit { path, original, .. } => {

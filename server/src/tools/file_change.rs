@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::agent::host::FileChange;
+use crate::host::FileChange;
 use crate::store::files;
 
 use super::registry::{Effect, Prepared, ToolContext, ToolOutcome};

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use agentls_core::tool_info::{shorten, LedgerRecord, PlanEntry, ToolCatalog, ToolKind};
 
-use crate::agent::host::{FileChange, Host};
+use crate::host::{FileChange, Host};
 use crate::tools::boundary::PathBoundary;
 
 /// What a tool call may use while it runs.

@@ -219,7 +219,7 @@ pub async fn run_shell(
 
 /// A command run in the editor's terminal, worded like one run here: its output cut head and
 /// tail, then the status line.
-fn terminal_outcome(ran: crate::agent::host::TerminalOutcome) -> ShellOutcome {
+fn terminal_outcome(ran: crate::host::TerminalOutcome) -> ShellOutcome {
     let mut output = truncate_middle(
         &ran.output,
         TruncationPolicy::Bytes(SHELL_OUTPUT_BYTES),
@@ -433,7 +433,7 @@ impl Tool for Shell {
         let in_terminal = cx
             .host
             .run_in_terminal(
-                crate::agent::host::TerminalRun {
+                crate::host::TerminalRun {
                     session_id: cx.session_id.clone(),
                     tool_call_id: cx.call_id.clone(),
                     command: command.to_string(),

@@ -7,7 +7,7 @@ use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
 
 use super::file_change;
 use super::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
-use crate::agent::host::FileChange;
+use crate::host::FileChange;
 use std::path::PathBuf;
 
 use agentls_core::tool_info::{error, ToolError};

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::host::Host;
+use crate::host::Host;
 use crate::store::session_log;
 use agentls_core::history::{Entry, Item};
 use agentls_core::inspect;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::agent::host::{PermissionOption, PermissionRequest};
+use crate::host::{PermissionOption, PermissionRequest};
 use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::{self, Gate};
@@ -408,7 +408,7 @@ impl Turn {
         };
         let outcome = tokio::select! {
             outcome = self.host().request_permission(request) => outcome,
-            () = self.cancel.cancelled() => crate::agent::host::PermissionOutcome { kind: "cancelled".into() },
+            () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
         };
         let prefix = command
             .filter(|_| matches!(outcome.kind.as_str(), "allowAlways" | "rejectAlways"))
