@@ -16,36 +16,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::host::{Host, Notice};
 use crate::provider::Provider;
 use crate::store::session_log::{self, SessionStore};
 use agentls_core::context::AssemblyCache;
-use agentls_core::history::{Entry, Item};
-use agentls_core::inspect;
-use agentls_core::models;
-use agentls_core::session::{Event, Session};
-use agentls_core::tokens::Calibration;
-use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind, Usage};
+use agentls_core::session::Session;
+use agentls_core::wire::{ProviderConfig, ProviderKind};
 
 mod compact;
 pub mod gather;
 mod hooks;
-mod live;
-mod modes;
+mod mcp_servers;
 mod sessions;
 #[cfg(test)]
 mod tests;
 mod turn;
 
 pub use compact::CompactionOutcome;
-use compact::Prepared;
-use live::Live;
+use sessions::SessionHandle;
 pub use sessions::SessionSummary;
-use sessions::{Job, Prompt, SessionHandle};
-use turn::Turn;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentError(pub String);

@@ -9,12 +9,24 @@
 //! triggers; `run`: one compaction; `summary`: the summary call; `prepare`: the summary
 //! prepared ahead in the background.
 
+use crate::agent::sessions::Job;
+use crate::agent::sessions::SessionHandle;
+use crate::agent::tokenizer_for;
+use crate::agent::Agent;
+use crate::agent::AgentError;
+use crate::store::session_log;
+use agentls_core::inspect;
+use agentls_core::models;
+use agentls_core::session::Event;
+use agentls_core::session::Session;
+use agentls_core::tokens::Calibration;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 mod prepare;
 mod run;
 mod summary;
 
-use super::live::Durability;
-use super::*;
+use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
 use agentls_core::compaction::plan::{self, PreparedSummary};
 pub use agentls_core::compaction::plan::{Trigger, Window};
@@ -31,7 +43,7 @@ pub struct CompactionOutcome {
 }
 
 #[derive(Default)]
-pub(super) struct Prepared {
+pub(in crate::agent) struct Prepared {
     /// A background summary call is running.
     pending: bool,
     result: Option<PreparedSummary>,
@@ -39,7 +51,7 @@ pub(super) struct Prepared {
 
 impl Agent {
     /// The window of `session` (its own, the configured one, or the model's known one).
-    pub(super) fn window_of(&self, session: &Session) -> Window {
+    pub(in crate::agent) fn window_of(&self, session: &Session) -> Window {
         let config = self.host.config();
         let context_window = models::context_window(
             session.context_window.or(config.context_window),
@@ -97,7 +109,7 @@ impl Agent {
             .map_err(|_| AgentError(format!("session {id} stopped before switching")))?
     }
 
-    pub(super) async fn compact_job(
+    pub(in crate::agent) async fn compact_job(
         self: &Arc<Self>,
         handle: &Arc<SessionHandle>,
         instructions: Option<String>,
@@ -130,7 +142,7 @@ impl Agent {
         result
     }
 
-    pub(super) async fn set_model_job(
+    pub(in crate::agent) async fn set_model_job(
         self: &Arc<Self>,
         handle: &Arc<SessionHandle>,
         model: String,
@@ -151,7 +163,7 @@ impl Agent {
 
     /// Compacts with the old model when the history would not fit the new one, then
     /// switches.
-    pub(super) async fn switch_model(
+    pub(in crate::agent) async fn switch_model(
         self: &Arc<Self>,
         handle: &Arc<SessionHandle>,
         job_id: &str,
@@ -203,7 +215,7 @@ impl Agent {
     }
 
     /// The static context for a compaction outside a turn (no editor).
-    pub(super) async fn static_context_now(&self) -> Result<StaticContext, AgentError> {
+    pub(in crate::agent) async fn static_context_now(&self) -> Result<StaticContext, AgentError> {
         let config = self.host.config();
         let prompts = self.host.prompts();
         let gathered = self.host.gather(None).await.map_err(AgentError)?;
@@ -213,7 +225,11 @@ impl Agent {
     }
 
     /// Tokens of a request with `static_context` and no history.
-    pub(super) fn static_tokens(&self, static_context: &StaticContext, session: &Session) -> usize {
+    pub(in crate::agent) fn static_tokens(
+        &self,
+        static_context: &StaticContext,
+        session: &Session,
+    ) -> usize {
         let prompts = self.host.prompts();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         agentls_core::context::static_tokens(
@@ -226,7 +242,7 @@ impl Agent {
 
     /// The status at rest: the provider's figure when it gave one, else `estimate` (the
     /// last whole request, when there was one), else the calibrated history.
-    pub(super) fn idle_status(&self, session: &Session, estimate: Option<usize>) {
+    pub(in crate::agent) fn idle_status(&self, session: &Session, estimate: Option<usize>) {
         let used = session
             .last_usage
             .map(|u| ((u.input_tokens + u.output_tokens) as usize, false))
@@ -237,7 +253,7 @@ impl Agent {
 
     /// Whether the next model call of `session` must wait for a compaction, or a summary
     /// should be prepared: (compact now, prepare).
-    pub(super) fn triggers(&self, session: &Session, used: usize) -> (bool, bool) {
+    pub(in crate::agent) fn triggers(&self, session: &Session, used: usize) -> (bool, bool) {
         let triggers = plan::triggers(
             &self.host.config().compaction,
             session.low_yield_compactions,

@@ -1,8 +1,12 @@
 //! A summary prepared ahead, in the background, once the window passes `prepareAt`: the
 //! swap at the threshold then costs no wait.
 
-use super::*;
+use crate::agent::sessions::SessionHandle;
+use crate::agent::tokenizer_for;
+use crate::agent::Agent;
+use std::sync::Arc;
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use agentls_core::compaction::plan::{self, PreparedSummary};
 use agentls_core::context::StaticContext;

@@ -1,10 +1,22 @@
 //! One compaction: the plan decided (`agentls_core::compaction::plan`), a summary fetched
 //! when it asks for one, the `Compacted` boundary recorded, and what the client sees.
 
-use super::*;
+use crate::agent::compact::CompactionOutcome;
+use crate::agent::compact::Prepared;
+use crate::agent::sessions::SessionHandle;
+use crate::agent::tokenizer_for;
+use crate::agent::Agent;
+use crate::agent::AgentError;
+use agentls_core::compaction::plan::Trigger;
+use agentls_core::compaction::plan::Window;
+use agentls_core::session::Event;
+use agentls_core::session::Session;
+use serde_json::json;
+use std::sync::Arc;
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use crate::agent::live::Durability;
+use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
 use agentls_core::compaction;
 use agentls_core::compaction::plan::{

@@ -1,12 +1,22 @@
 //! The summary call: the session's own request with the compaction prompt last and no tools,
 //! the oldest rounds dropped while it does not fit, the style fallback after failures.
 
-use super::*;
-
+use crate::agent::tokenizer_for;
+use crate::agent::Agent;
+use crate::provider::Provider;
+use agentls_core::compaction::plan::Window;
 use agentls_core::compaction::plan::{self, Summary};
 use agentls_core::compaction::{self, Style};
 use agentls_core::context::StaticContext;
+use agentls_core::history::Entry;
 use agentls_core::history::History;
+use agentls_core::history::Item;
+use agentls_core::tokens::Calibration;
+use agentls_core::wire::ErrorKind;
+use agentls_core::wire::ProviderEvent;
+use agentls_core::wire::Usage;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 impl Agent {
     /// Asks the model for a summary of `entries` in the configured style. The request is

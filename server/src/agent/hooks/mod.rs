@@ -10,6 +10,8 @@
 //! Also the pending reminders of a session (from hooks, edits, compactions): queued here
 //! and recorded by the turn at its next model call (`Turn::flush_reminders`).
 
+mod turn_events;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -20,9 +22,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::live::Durability;
 use super::sessions::SessionHandle;
 use super::Agent;
+use crate::agent::sessions::live::Durability;
 use crate::host::{PermissionOption, PermissionRequest};
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::Registry;
@@ -35,7 +37,7 @@ const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 
 /// What the server remembers about hooks between turns.
 #[derive(Default)]
-pub(super) struct HookState {
+pub(in crate::agent) struct HookState {
     inner: Mutex<Inner>,
 }
 
@@ -59,7 +61,7 @@ impl HookState {
     }
 
     /// Queues a reminder for `session`'s next model call.
-    pub(super) fn queue(&self, session: &str, reminder: Reminder) {
+    pub(in crate::agent) fn queue(&self, session: &str, reminder: Reminder) {
         self.with(|s| {
             s.pending
                 .entry(session.to_string())
@@ -68,13 +70,13 @@ impl HookState {
         });
     }
 
-    pub(super) fn take_pending(&self, session: &str) -> Vec<Reminder> {
+    pub(in crate::agent) fn take_pending(&self, session: &str) -> Vec<Reminder> {
         self.with(|s| s.pending.remove(session).unwrap_or_default())
     }
 
     /// The SessionStart source of a session's turn: `new` or `loaded` for its first turn in
     /// this server, None after.
-    pub(super) fn start_source(&self, session: &str, turns: u32) -> Option<&'static str> {
+    pub(in crate::agent) fn start_source(&self, session: &str, turns: u32) -> Option<&'static str> {
         self.with(|s| {
             s.started
                 .insert(session.to_string())
@@ -83,7 +85,7 @@ impl HookState {
     }
 
     /// Remembers the chain's text; the previous one when it differs.
-    pub(super) fn agents_md_changed(&self, session: &str, text: &str) -> Option<String> {
+    pub(in crate::agent) fn agents_md_changed(&self, session: &str, text: &str) -> Option<String> {
         self.with(|s| {
             let previous = s.agents_md.insert(session.to_string(), text.to_string());
             previous.filter(|p| p != text)
@@ -252,7 +254,7 @@ impl Agent {
     /// Whether a workspace entry that runs commands (a hook, an MCP server of `.mcp.json`)
     /// may run: remembered on disk ("always"), answered earlier in this server's life
     /// ("once"), or asked now through `agent/session/requestPermission`.
-    pub(super) async fn workspace_entry_approved(
+    pub(in crate::agent) async fn workspace_entry_approved(
         &self,
         handle: &SessionHandle,
         turn_id: &str,
@@ -292,7 +294,7 @@ impl Agent {
     }
 
     /// The answer already given for a workspace entry, if any (without asking).
-    pub(super) fn workspace_entry_known(&self, fingerprint: &str) -> Option<bool> {
+    pub(in crate::agent) fn workspace_entry_known(&self, fingerprint: &str) -> Option<bool> {
         let approvals = self.read_approvals();
         if approvals.allowed.contains(fingerprint) {
             return Some(true);
@@ -306,7 +308,7 @@ impl Agent {
     /// Runs the hooks of `event` that match `target`, in parallel, and combines what they
     /// say. `fields` are the event's own input fields. Contexts they give are queued as
     /// reminders. Never fails: a hook that cannot run is a warning.
-    pub(super) async fn run_hooks(
+    pub(in crate::agent) async fn run_hooks(
         &self,
         handle: &SessionHandle,
         turn_id: &str,
@@ -446,7 +448,7 @@ impl Agent {
 impl Agent {
     /// PreCompact (`trigger`: `manual` for `/compact` and `agent/session/compact`, else
     /// `auto`). It cannot stop a compaction; what it says is shown.
-    pub(super) async fn pre_compact_hooks(
+    pub(in crate::agent) async fn pre_compact_hooks(
         &self,
         handle: &SessionHandle,
         turn_id: &str,
@@ -471,7 +473,7 @@ impl Agent {
 
     /// After a compaction: the files modified in the session, for the next model call, and
     /// SessionStart with `source` `compact`.
-    pub(super) async fn after_compaction(
+    pub(in crate::agent) async fn after_compaction(
         &self,
         handle: &SessionHandle,
         turn_id: &str,
@@ -582,6 +584,6 @@ async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
 }
 
 /// The stdin fields of a tool event.
-pub(super) fn tool_fields(call_id: &str, name: &str, input: &Value) -> Value {
+pub(in crate::agent) fn tool_fields(call_id: &str, name: &str, input: &Value) -> Value {
     json!({"tool_name": name, "tool_input": input, "tool_use_id": call_id})
 }

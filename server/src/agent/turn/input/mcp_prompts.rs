@@ -5,7 +5,10 @@
 //! server) are the user's turn: recorded, so the transcript and a reload show what was sent.
 //! `@SERVER:URI` mentions are read here through `resources/read` for `attachments.rs`.
 
-use super::*;
+use crate::agent::sessions::Prompt;
+use crate::agent::turn::Stop;
+use crate::agent::turn::Turn;
+use crate::agent::Agent;
 use crate::store::secrets;
 
 use agentls_core::commands;
@@ -16,7 +19,7 @@ impl Turn {
     /// Replaces `prompt`'s text by the MCP prompt it invokes, if any; Err ends the turn (the
     /// error told, nothing sent). Runs after custom commands: a custom command of the same
     /// name wins.
-    pub(super) async fn mcp_prompt(&mut self, prompt: &mut Prompt) -> Result<(), Stop> {
+    pub(in crate::agent) async fn mcp_prompt(&mut self, prompt: &mut Prompt) -> Result<(), Stop> {
         let Some((name, typed)) = commands::invocation(&prompt.text) else {
             return Ok(());
         };
@@ -88,7 +91,11 @@ impl Turn {
 
     /// The text of resource `uri` of MCP server `server` (`@SERVER:URI`), redacted; Err
     /// says why it could not be read.
-    pub(super) async fn mcp_resource(&self, server: &str, uri: &str) -> Result<String, String> {
+    pub(in crate::agent) async fn mcp_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<String, String> {
         let result = self
             .agent
             .mcp

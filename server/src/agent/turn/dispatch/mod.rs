@@ -1,8 +1,15 @@
 //! A turn's tool calls: announced, prepared, gated by the approval rules (asking the user
 //! when they say so), run through the tool registry, and recorded with their effects.
+//! MCP tools (`mcp`) and subagents (`subagents`, the `task` tool) take the same path.
 
-use super::*;
-use crate::agent::live::Durability;
+use crate::agent::turn::say;
+use crate::agent::turn::Call;
+use crate::agent::turn::Stop;
+use crate::agent::turn::Turn;
+pub(in crate::agent) mod mcp;
+pub(in crate::agent) mod subagents;
+
+use crate::agent::sessions::live::Durability;
 use crate::tools::registry::{Effect, Registry, ToolContext};
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
@@ -21,12 +28,67 @@ use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
 impl Turn {
+    /// Records the model's calls, then runs them in order; the calls a cancel leaves get
+    /// an "aborted" output, so the history never holds a call without its output.
+    pub(in crate::agent::turn) async fn run_calls(&mut self, calls: &[Call]) -> Option<Stop> {
+        for call in calls {
+            if let Err(message) = self
+                .record_item(Item::ToolCall {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                })
+                .await
+            {
+                self.fail(message, false, None).await;
+                return Some(Stop::Error);
+            }
+        }
+        let mut index = 0;
+        while index < calls.len() {
+            if self.cancel.is_cancelled() {
+                for skipped in &calls[index..] {
+                    let _ = self
+                        .finish_call(
+                            skipped,
+                            self.host()
+                                .prompts()
+                                .aborted(agentls_core::prompts::AbortReason::CancelledBeforeRun),
+                            false,
+                        )
+                        .await;
+                }
+                return Some(Stop::Cancelled);
+            }
+            // `task` calls next to each other run at the same time; their outputs are
+            // recorded in call order.
+            let tasks = calls[index..]
+                .iter()
+                .take_while(|c| c.name == agentls_core::subagents::TASK_TOOL)
+                .count();
+            let batch = &calls[index..index + tasks.max(1)];
+            let results = if tasks > 0 {
+                self.run_tasks(batch).await
+            } else {
+                vec![self.run_tool(&batch[0]).await]
+            };
+            for (call, (output, success)) in batch.iter().zip(results) {
+                if let Err(message) = self.finish_call(call, output, success).await {
+                    self.fail(message, false, None).await;
+                    return Some(Stop::Error);
+                }
+            }
+            index += batch.len();
+        }
+        None
+    }
+
     /// Records a call's output and tells the client it finished. Known secret values are
     /// redacted first (`store::secrets::redact`): what is recorded reaches the log, the
     /// editor and the model. A call the client was told of always gets this final update,
     /// even after a cancel (its row must not stay `in_progress`), and before `turnEnd`: the
     /// turn sends both.
-    pub(super) async fn finish_call(
+    pub(in crate::agent) async fn finish_call(
         &self,
         call: &Call,
         output: String,
@@ -57,7 +119,7 @@ impl Turn {
 
     /// The final `toolCallUpdate` of a call the client was told of (even after a cancel:
     /// its row must not stay `in_progress`).
-    pub(super) fn tell_call_ended(&self, call_id: &str, success: bool, output: String) {
+    pub(in crate::agent) fn tell_call_ended(&self, call_id: &str, success: bool, output: String) {
         if self.announced.contains(call_id) {
             self.agent.update(
                 &self.handle.id,
@@ -75,7 +137,7 @@ impl Turn {
     /// Runs one tool call, asking for approval when the policy says so, with its PreToolUse
     /// and PostToolUse hooks. Returns the output for the model and whether the call
     /// succeeded.
-    pub(super) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
+    pub(in crate::agent) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
         let mut post = None;
         let (output, success) = self.run_tool_inner(call, &mut post).await;
         // After a call that ran or failed; not after one a PreToolUse hook blocked.
@@ -195,7 +257,7 @@ impl Turn {
     }
 
     /// What a call did beyond its output: kept for the progress log, recorded, told.
-    pub(super) async fn apply_effect(
+    pub(in crate::agent) async fn apply_effect(
         &mut self,
         call: &Call,
         command: Option<&str>,
@@ -253,7 +315,7 @@ impl Turn {
     /// first (deny never gets here), else the approval rules under the session's policy (a
     /// subagent runs under its parent's, with its parent's remembered answers). The one gate
     /// of built-in and MCP calls.
-    pub(super) async fn gate(
+    pub(in crate::agent) async fn gate(
         &self,
         tool: &str,
         kind: ToolKind,
@@ -290,7 +352,7 @@ impl Turn {
 
     /// What a call of this turn may use: the workspace boundary, the host, the turn's
     /// cancellation, and a way to stream its output to the editor.
-    pub(super) fn tool_context(&self, call: &Call) -> ToolContext {
+    pub(in crate::agent) fn tool_context(&self, call: &Call) -> ToolContext {
         let agent = self.agent.clone();
         let handle = self.handle.clone();
         let turn_id = self.turn_id.clone();
@@ -321,7 +383,7 @@ impl Turn {
         }
     }
 
-    pub(super) fn announce(&mut self, call: &Call, kind: ToolKind, arguments: &Value) {
+    pub(in crate::agent) fn announce(&mut self, call: &Call, kind: ToolKind, arguments: &Value) {
         let boundary = PathBoundary {
             roots: self.host().roots(),
         };
@@ -341,7 +403,7 @@ impl Turn {
     }
 
     /// Asks the user; Err(output for the model) when the answer is no.
-    pub(super) async fn ask(
+    pub(in crate::agent) async fn ask(
         &mut self,
         call: &Call,
         kind: ToolKind,

@@ -3,8 +3,9 @@
 //! (ACP); a session that never chose follows the `approval` setting. Held for the server's
 //! life, not written to the session log.
 
-use super::*;
-
+use crate::agent::Agent;
+use crate::agent::AgentError;
+use std::sync::Arc;
 impl Agent {
     /// Sets the approval policy of session `id`; Err for an unknown session or policy.
     pub async fn set_mode(self: &Arc<Self>, id: &str, mode: &str) -> Result<(), AgentError> {

@@ -5,15 +5,15 @@ use agentls_core::tool_info::ToolCatalog;
 
 use crate::store::session_log::SessionLog;
 
-pub(super) struct Live {
-    pub(super) session: Session,
-    pub(super) log: SessionLog,
+pub(in crate::agent) struct Live {
+    pub(in crate::agent) session: Session,
+    pub(in crate::agent) log: SessionLog,
 }
 
 /// When a recorded event must be on disk: at once (a session's first line, a compaction
 /// boundary, a model switch), or when the turn ends (the turn syncs its log then).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Durability {
+pub(in crate::agent) enum Durability {
     Synced,
     Buffered,
 }
@@ -23,7 +23,7 @@ impl Live {
     /// first, then applied to the session by the same `Session::apply` a reload replays, so
     /// what the client hears about is on disk and a reload rebuilds the same state. On a
     /// write error nothing is applied and the error names the log.
-    pub(super) fn record(
+    pub(in crate::agent) fn record(
         &mut self,
         event: &Event,
         durability: Durability,

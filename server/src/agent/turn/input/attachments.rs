@@ -1,7 +1,7 @@
 //! `@path` mentions in a prompt, and `@SERVER:URI` MCP resources (read by
 //! `mcp_prompts.rs`), fetched as untrusted data within the editor budget left.
 
-use super::*;
+use crate::agent::turn::Turn;
 use crate::tools::read_file;
 
 use serde_json::json;
@@ -13,7 +13,7 @@ use agentls_core::prompt_text;
 
 impl Turn {
     /// Fetches `@path` mentions as untrusted data within the editor budget left.
-    pub(super) async fn attachments(
+    pub(in crate::agent) async fn attachments(
         &mut self,
         text: &str,
         block: &agentls_core::context::TurnBlock,

@@ -2,12 +2,13 @@
 //! UserPromptSubmit when the turn opens, PreToolUse and PostToolUse around a call, Stop
 //! when the model ends), and the reminders recorded before each model call.
 
-use super::*;
+use crate::agent::turn::Call;
+use crate::agent::turn::Turn;
 use crate::tools::registry::Registry;
 
 use serde_json::{json, Value};
 
-use crate::agent::live::Durability;
+use crate::agent::sessions::live::Durability;
 use agentls_core::history::{InstructionRole, Item};
 use agentls_core::hooks::{HookEvent, Permission};
 use agentls_core::reminders;
@@ -18,12 +19,12 @@ const PLAN_TOOL: &str = "update_plan";
 
 /// What PreToolUse decided for a call: go on with these arguments (the permission, if any,
 /// overrides the approval policy), or Err: not run, the reason for the model.
-pub(super) type PreTool = Result<(Value, Option<Permission>), String>;
+pub(in crate::agent) type PreTool = Result<(Value, Option<Permission>), String>;
 
 impl Turn {
     /// SessionStart (the session's first turn in this server), then UserPromptSubmit. Err
     /// (the reason) when a hook blocked the prompt: it is not sent.
-    pub(super) async fn prompt_hooks(&mut self, text: &str) -> Result<(), String> {
+    pub(in crate::agent) async fn prompt_hooks(&mut self, text: &str) -> Result<(), String> {
         let turns = self.handle.live.lock().await.session.turns;
         // `turns` already counts this turn.
         if let Some(source) = self
@@ -60,7 +61,11 @@ impl Turn {
     }
 
     /// PreToolUse for a parsed call of a known tool.
-    pub(super) async fn pre_tool_hooks(&mut self, call: &Call, arguments: &Value) -> PreTool {
+    pub(in crate::agent) async fn pre_tool_hooks(
+        &mut self,
+        call: &Call,
+        arguments: &Value,
+    ) -> PreTool {
         let verdict = self
             .agent
             .run_hooks(
@@ -93,7 +98,7 @@ impl Turn {
 
     /// PostToolUse, after a call ran or failed; a block's reason reaches the model as a
     /// reminder (the call already happened).
-    pub(super) async fn post_tool_hooks(
+    pub(in crate::agent) async fn post_tool_hooks(
         &mut self,
         call: &Call,
         arguments: &Value,
@@ -130,7 +135,7 @@ impl Turn {
 
     /// Stop, when the model ended the turn: true when a hook blocked it and the turn goes on
     /// (once: a second block is reported and the turn ends).
-    pub(super) async fn stop_hooks(&mut self) -> bool {
+    pub(in crate::agent) async fn stop_hooks(&mut self) -> bool {
         let verdict = self
             .agent
             .run_hooks(
@@ -161,7 +166,7 @@ impl Turn {
     }
 
     /// The AGENTS.md chain of this turn: a change since the session's last turn is queued.
-    pub(super) fn note_agents_md(&self, text: &str) {
+    pub(in crate::agent) fn note_agents_md(&self, text: &str) {
         if let Some(previous) = self.agent.hooks.agents_md_changed(&self.handle.id, text) {
             let texts = self.host().prompts().reminders.clone();
             if let Some(reminder) = reminders::agents_md_changed(&previous, text, &texts) {
@@ -171,7 +176,7 @@ impl Turn {
     }
 
     /// An edit's diff: one warning per risky rule its added lines trip.
-    pub(super) fn note_diff(&self, diff: &str) {
+    pub(in crate::agent) fn note_diff(&self, diff: &str) {
         let texts = self.host().prompts().reminders.clone();
         for reminder in reminders::risky(diff, &texts) {
             self.agent.hooks.queue(&self.handle.id, reminder);
@@ -180,7 +185,7 @@ impl Turn {
 
     /// Before a model call: the reminders that are due (queued ones, and the plan's), each
     /// recorded at the end of the history and told to the editor.
-    pub(super) async fn flush_reminders(&mut self) -> Result<(), String> {
+    pub(in crate::agent) async fn flush_reminders(&mut self) -> Result<(), String> {
         let config = self.host().config();
         let prompts = self.host().prompts();
         let mut candidates = self.agent.hooks.take_pending(&self.handle.id);

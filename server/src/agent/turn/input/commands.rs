@@ -5,9 +5,13 @@
 //! take their place; `@path` mentions are then attached as in any prompt. The command's
 //! `allowed-tools` and `model` hold for this turn.
 
-use super::*;
+use crate::agent::sessions::Prompt;
+use crate::agent::turn::Call;
+use crate::agent::turn::Stop;
+use crate::agent::turn::Turn;
 use crate::store;
 use crate::store::secrets;
+use crate::tools::registry::Registry;
 
 use serde_json::json;
 
@@ -17,7 +21,10 @@ use agentls_core::truncate::truncate_middle;
 impl Turn {
     /// Expands `prompt` in place when it invokes a custom command; Err ends the turn (a
     /// command that was not run: nothing is sent).
-    pub(super) async fn custom_command(&mut self, prompt: &mut Prompt) -> Result<(), Stop> {
+    pub(in crate::agent) async fn custom_command(
+        &mut self,
+        prompt: &mut Prompt,
+    ) -> Result<(), Stop> {
         let Some((name, arguments)) = commands::invocation(&prompt.text) else {
             return Ok(());
         };

@@ -7,10 +7,21 @@
 //! stops at `subagents.maxSteps`, is cancelled with its parent, and gives back only its
 //! final message.
 
-use super::*;
+use crate::agent::sessions::SessionHandle;
+use crate::agent::turn::Call;
+use crate::agent::turn::Stop;
+use crate::agent::turn::Turn;
+use crate::agent::Agent;
 use crate::store;
+use crate::store::session_log;
 use crate::tools::registry::{Prepared, Registry, ToolOutcome};
 use crate::tools::task::{ChildOutcome, SubagentRunner};
+use agentls_core::history::Item;
+use agentls_core::inspect;
+use agentls_core::session::Event;
+use agentls_core::tokens::Calibration;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -87,7 +98,7 @@ impl SubagentRunner for Runner {
 impl Turn {
     /// The tools this turn offers the model: the turn's scope applied, and `task`
     /// described with the subagents (read now, so an edited file counts at once).
-    pub(super) async fn offer_tools(
+    pub(in crate::agent) async fn offer_tools(
         &mut self,
         mut static_context: StaticContext,
         prompts: &agentls_core::prompts::Prompts,
@@ -123,7 +134,7 @@ impl Turn {
     }
 
     /// The runner a `task` call uses, when this turn may start subagents.
-    pub(super) fn subagent_runner(&self, call: &Call) -> Option<Arc<dyn SubagentRunner>> {
+    pub(in crate::agent) fn subagent_runner(&self, call: &Call) -> Option<Arc<dyn SubagentRunner>> {
         if !self.scope.allows(TASK_TOOL) {
             return None;
         }
@@ -140,7 +151,7 @@ impl Turn {
     /// Runs `task` calls at the same time (at most `subagents.maxConcurrent`): announced and
     /// checked in order, run together, their effects applied in order. Outputs in call
     /// order.
-    pub(super) async fn run_tasks(&mut self, calls: &[Call]) -> Vec<(String, bool)> {
+    pub(in crate::agent) async fn run_tasks(&mut self, calls: &[Call]) -> Vec<(String, bool)> {
         let registry = Registry::builtin();
         let Some(task) = registry.get(TASK_TOOL) else {
             return calls

@@ -1,15 +1,16 @@
 //! Slash commands (`/compact`, `/model`, `/context`, …): handled by the server without the
 //! model.
 
-use super::*;
-
+use crate::agent::compact;
+use crate::agent::turn::Stop;
+use crate::agent::turn::Turn;
 use serde_json::json;
 
 use agentls_core::commands;
 use agentls_core::prompt_text::SlashCommand;
 
 impl Turn {
-    pub(super) async fn slash(&mut self, command: SlashCommand) -> Stop {
+    pub(in crate::agent) async fn slash(&mut self, command: SlashCommand) -> Stop {
         let roots = self.host().roots();
         let custom =
             tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))

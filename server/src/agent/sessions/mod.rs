@@ -2,8 +2,17 @@
 //! by a crash is closed first), each with one worker task that runs its jobs (prompts,
 //! compactions, model switches) in arrival order, and a queue a cancel can see whole.
 
-use super::live::Durability;
-use super::*;
+use crate::agent::compact::CompactionOutcome;
+use crate::agent::compact::Prepared;
+use crate::agent::sessions::live::Live;
+use crate::agent::tokenizer_for;
+use crate::agent::turn::Turn;
+use crate::agent::Agent;
+use crate::agent::AgentError;
+pub(in crate::agent) mod live;
+mod modes;
+
+use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
 use std::sync::{Arc, Mutex};
 
@@ -17,14 +26,14 @@ use agentls_core::history::Item;
 use agentls_core::session::{self, Event, Session};
 use agentls_core::tokens::Calibration;
 
-pub(super) struct Prompt {
-    pub(super) turn_id: String,
-    pub(super) text: String,
-    pub(super) editor: Option<EditorState>,
+pub(in crate::agent) struct Prompt {
+    pub(in crate::agent) turn_id: String,
+    pub(in crate::agent) text: String,
+    pub(in crate::agent) editor: Option<EditorState>,
 }
 
 /// Work for a session's worker, run one at a time in arrival order.
-pub(super) enum Job {
+pub(in crate::agent) enum Job {
     Prompt(Prompt),
     /// `agent/session/compact`, `/compact`.
     Compact {
@@ -41,38 +50,38 @@ pub(super) enum Job {
 
 /// Which turns wait and which runs: one lock, so that a cancel sees a consistent picture.
 #[derive(Default)]
-pub(super) struct QueueState {
+pub(in crate::agent) struct QueueState {
     /// Turn ids queued and not started.
-    pub(super) waiting: Vec<String>,
+    pub(in crate::agent) waiting: Vec<String>,
     /// The running job's turn id and cancellation.
-    pub(super) running: Option<(String, CancellationToken)>,
+    pub(in crate::agent) running: Option<(String, CancellationToken)>,
     /// Queued turns a cancel dropped: the worker skips them.
-    pub(super) dropped: std::collections::HashSet<String>,
+    pub(in crate::agent) dropped: std::collections::HashSet<String>,
 }
 
-pub(super) struct SessionHandle {
-    pub(super) id: String,
-    pub(super) live: tokio::sync::Mutex<Live>,
-    pub(super) queue: mpsc::UnboundedSender<Job>,
-    pub(super) state: Mutex<QueueState>,
+pub(in crate::agent) struct SessionHandle {
+    pub(in crate::agent) id: String,
+    pub(in crate::agent) live: tokio::sync::Mutex<Live>,
+    pub(in crate::agent) queue: mpsc::UnboundedSender<Job>,
+    pub(in crate::agent) state: Mutex<QueueState>,
     /// A summary prepared in the background for the next compaction.
-    pub(super) prepared: Mutex<Prepared>,
+    pub(in crate::agent) prepared: Mutex<Prepared>,
     /// Signalled when a background preparation ends.
-    pub(super) prepared_done: tokio::sync::Notify,
+    pub(in crate::agent) prepared_done: tokio::sync::Notify,
     /// Held while a turn sends an update and while a cancel takes effect: after a cancel
     /// no update of the cancelled turn can be on its way.
-    pub(super) updates: Mutex<()>,
+    pub(in crate::agent) updates: Mutex<()>,
     /// A subagent's session: its parent (its updates carry it).
-    pub(super) parent: Option<agentls_core::session::ParentLink>,
+    pub(in crate::agent) parent: Option<agentls_core::session::ParentLink>,
 }
 
 impl SessionHandle {
-    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
+    pub(in crate::agent) fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Marks `turn_id` as running unless a cancel dropped it; its cancellation token.
-    pub(super) fn start(&self, turn_id: &str) -> Option<CancellationToken> {
+    pub(in crate::agent) fn start(&self, turn_id: &str) -> Option<CancellationToken> {
         let mut state = self.state();
         state.waiting.retain(|t| t != turn_id);
         if state.dropped.remove(turn_id) {
@@ -83,7 +92,7 @@ impl SessionHandle {
         Some(token)
     }
 
-    pub(super) fn stop(&self) {
+    pub(in crate::agent) fn stop(&self) {
         self.state().running = None;
     }
 }
@@ -113,7 +122,7 @@ impl Agent {
     }
 
     /// A new session; a subagent's names its parent.
-    pub(super) async fn create_session(
+    pub(in crate::agent) async fn create_session(
         self: &Arc<Self>,
         model: Option<String>,
         parent: Option<agentls_core::session::ParentLink>,
@@ -153,7 +162,7 @@ impl Agent {
 
     /// Forgets a session's in-memory state (its log stays): a finished subagent's session is
     /// not used again unless loaded, which replays it.
-    pub(super) fn release(&self, id: &str) {
+    pub(in crate::agent) fn release(&self, id: &str) {
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -161,7 +170,7 @@ impl Agent {
     }
 
     /// The session, from memory or replayed from its log.
-    pub(super) async fn handle(
+    pub(in crate::agent) async fn handle(
         self: &Arc<Self>,
         id: &str,
     ) -> Result<Arc<SessionHandle>, AgentError> {
@@ -261,7 +270,11 @@ impl Agent {
         Ok(self.spawn_worker(id.to_string(), live))
     }
 
-    pub(super) fn spawn_worker(self: &Arc<Self>, id: String, live: Live) -> Arc<SessionHandle> {
+    pub(in crate::agent) fn spawn_worker(
+        self: &Arc<Self>,
+        id: String,
+        live: Live,
+    ) -> Arc<SessionHandle> {
         let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
         let parent = live.session.parent.clone();
         let handle = Arc::new(SessionHandle {
@@ -470,7 +483,11 @@ impl Agent {
         Ok(cancelled)
     }
 
-    pub(super) async fn run_turn(self: &Arc<Self>, handle: &Arc<SessionHandle>, prompt: Prompt) {
+    pub(in crate::agent) async fn run_turn(
+        self: &Arc<Self>,
+        handle: &Arc<SessionHandle>,
+        prompt: Prompt,
+    ) {
         let Some(cancel) = handle.start(&prompt.turn_id) else {
             return;
         };
@@ -486,7 +503,7 @@ impl Agent {
     }
 }
 
-pub(super) fn summary(session: &Session) -> SessionSummary {
+pub(in crate::agent) fn summary(session: &Session) -> SessionSummary {
     SessionSummary {
         session_id: session.id.clone(),
         title: if session.title.is_empty() {
@@ -504,7 +521,7 @@ pub(super) fn summary(session: &Session) -> SessionSummary {
     }
 }
 
-pub(super) fn call_name(session: &Session, call_id: &str) -> Option<String> {
+pub(in crate::agent) fn call_name(session: &Session, call_id: &str) -> Option<String> {
     session
         .history
         .entries()
