@@ -24,6 +24,117 @@ use agentls_core::compaction::plan::{
 };
 use agentls_core::context::StaticContext;
 
+/// What a compaction starts from, read from the session under one lock.
+struct Snapshot {
+    entries: Vec<agentls_core::history::Entry>,
+    generation: u64,
+    model: String,
+    ledger: String,
+    calibration: agentls_core::tokens::Calibration,
+}
+
+/// One compaction in flight, as the client sees it: its turn, its `$/progress` token, and
+/// the figures its updates and status carry.
+struct Announcer<'a> {
+    agent: &'a Agent,
+    handle: &'a SessionHandle,
+    turn_id: &'a str,
+    progress: String,
+    tokens_before: usize,
+    /// The tokens outside the history (tools, system prompt, instructions).
+    fixed: usize,
+    calibration: agentls_core::tokens::Calibration,
+    window: Window,
+}
+
+impl Announcer<'_> {
+    fn fill(&self, history: usize) -> f64 {
+        self.calibration.apply(history + self.fixed) as f64
+            / self.window.context_window.max(1) as f64
+    }
+
+    async fn status(&self, history: usize) {
+        let live = self.handle.live.lock().await;
+        self.agent.status(
+            &live.session,
+            "compacting",
+            self.calibration.apply(history + self.fixed),
+            true,
+        );
+    }
+
+    async fn started(&self, trigger: Trigger) {
+        self.agent.update(
+            &self.handle.id,
+            self.turn_id,
+            json!({"kind": "compaction", "phase": "started", "tokensBefore": self.tokens_before, "trigger": trigger.name()}),
+        );
+        self.status(self.tokens_before).await;
+        self.agent
+            .host
+            .progress(&self.progress, "Compacting conversation", None);
+    }
+
+    fn failed(&self, message: String, progress_end: String) -> AgentError {
+        self.agent.update(
+            &self.handle.id,
+            self.turn_id,
+            json!({"kind": "compaction", "phase": "failed", "tokensBefore": self.tokens_before, "message": message}),
+        );
+        self.agent
+            .host
+            .progress(&self.progress, "", Some(progress_end));
+        AgentError(message)
+    }
+
+    async fn completed(
+        &self,
+        metrics: &agentls_core::session::CompactionMetrics,
+        compactions: u32,
+        low_yield: u32,
+    ) {
+        self.agent.update(
+            &self.handle.id,
+            self.turn_id,
+            json!({
+                "kind": "compaction",
+                "phase": "completed",
+                "tokensBefore": self.tokens_before,
+                "tokensAfter": metrics.tokens_after,
+                "strategy": metrics.strategy,
+                "trigger": metrics.trigger,
+                "durationMs": metrics.duration_ms,
+            }),
+        );
+        let (before, after) = (
+            self.fill(self.tokens_before),
+            self.fill(metrics.tokens_after),
+        );
+        self.agent.host.progress(
+            &self.progress,
+            "",
+            Some(format!("{:.0}% → {:.0}%", before * 100.0, after * 100.0)),
+        );
+        self.status(metrics.tokens_after).await;
+        for warning in plan::warnings(compactions, low_yield) {
+            self.agent.update(
+                &self.handle.id,
+                self.turn_id,
+                json!({"kind": "warning", "message": warning.message()}),
+            );
+        }
+        tracing::info!(
+            "session {}: compacted ({}, {}) {} → {} tokens in {} ms",
+            self.handle.id,
+            metrics.trigger,
+            metrics.strategy,
+            self.tokens_before,
+            metrics.tokens_after,
+            metrics.duration_ms
+        );
+    }
+}
+
 impl Agent {
     /// One compaction of `handle`'s session: planned by `compaction::plan` (trim, summarize
     /// or use the prepared summary, or fall back to a rule-based drop; rebuild, verify), then
@@ -45,53 +156,27 @@ impl Agent {
         let started = Instant::now();
         let config = self.host.config();
         let prompts = self.host.prompts();
-        let (entries, generation, model, ledger, calibration) = {
-            let live = handle.live.lock().await;
-            let tokenizer = live.session.history.tokenizer();
-            (
-                live.session.history.entries().to_vec(),
-                live.session.generation,
-                live.session.model.clone(),
-                // Nothing to carry yet: no empty block.
-                if live.session.ledger.is_empty() {
-                    String::new()
-                } else {
-                    live.session.ledger.render(
-                        &prompts,
-                        config.compaction.ledger_max_tokens,
-                        tokenizer,
-                    )
-                },
-                live.session.calibration,
-            )
-        };
-        let tokenizer = tokenizer_for(&config, &model);
+        let snapshot = self.compaction_snapshot(handle).await;
+        let tokenizer = tokenizer_for(&config, &snapshot.model);
         let fixed = {
             let session = Session::new("", "", "", tokenizer);
             self.static_tokens(static_context, &session)
         };
-        let tokens_before = compaction::tokens_of(&entries);
-        let fill = |history: usize| {
-            calibration.apply(history + fixed) as f64 / window.context_window.max(1) as f64
+        let announcer = Announcer {
+            agent: self,
+            handle,
+            turn_id,
+            progress: format!("compaction-{turn_id}"),
+            tokens_before: compaction::tokens_of(&snapshot.entries),
+            fixed,
+            calibration: snapshot.calibration,
+            window,
         };
-        self.update(&handle.id, turn_id, json!({"kind": "compaction", "phase": "started", "tokensBefore": tokens_before, "trigger": trigger.name()}));
-        {
-            let live = handle.live.lock().await;
-            self.status(
-                &live.session,
-                "compacting",
-                calibration.apply(tokens_before + fixed),
-                true,
-            );
-        }
-        let progress = format!("compaction-{turn_id}");
-        self.host
-            .progress(&progress, "Compacting conversation", None);
-
+        announcer.started(trigger).await;
         let input = PlanInput {
-            entries: &entries,
-            generation,
-            ledger: &ledger,
+            entries: &snapshot.entries,
+            generation: snapshot.generation,
+            ledger: &snapshot.ledger,
             focused: instructions.is_some(),
             trigger,
             config: &config.compaction,
@@ -100,25 +185,20 @@ impl Agent {
             prompts: &prompts,
             tokenizer,
         };
-        let result = self
+        let planned = self
             .plan_compaction(
                 &input,
                 handle,
-                &model,
+                &snapshot.model,
                 instructions.as_deref(),
                 static_context,
                 cancel,
             )
-            .await;
-        let planned = match result {
-            Ok(planned) => planned,
-            Err(message) => {
-                self.update(&handle.id, turn_id, json!({"kind": "compaction", "phase": "failed", "tokensBefore": tokens_before, "message": message}));
-                self.host
-                    .progress(&progress, "", Some(format!("compaction failed: {message}")));
-                return Err(AgentError(message));
-            }
-        };
+            .await
+            .map_err(|message| {
+                let end = format!("compaction failed: {message}");
+                announcer.failed(message, end)
+            })?;
         let summary = planned.summary();
         let Planned {
             entries: rebuilt,
@@ -126,7 +206,7 @@ impl Agent {
         } = planned;
         metrics.duration_ms = started.elapsed().as_millis() as u64;
         let outcome = CompactionOutcome {
-            tokens_before,
+            tokens_before: announcer.tokens_before,
             tokens_after: metrics.tokens_after,
             strategy: metrics.strategy.clone(),
         };
@@ -140,60 +220,38 @@ impl Agent {
             let mut live = handle.live.lock().await;
             if let Err(message) = live.record(&event, Durability::Synced, Registry::builtin()) {
                 drop(live);
-                self.update(&handle.id, turn_id, json!({"kind": "compaction", "phase": "failed", "tokensBefore": tokens_before, "message": message}));
-                self.host
-                    .progress(&progress, "", Some("compaction failed".into()));
-                return Err(AgentError(message));
+                return Err(announcer.failed(message, "compaction failed".into()));
             }
             (live.session.compactions, live.session.low_yield_compactions)
         };
         *handle.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Prepared::default();
-        let (before, after) = (fill(tokens_before), fill(metrics.tokens_after));
-        self.update(
-            &handle.id,
-            turn_id,
-            json!({
-                "kind": "compaction",
-                "phase": "completed",
-                "tokensBefore": tokens_before,
-                "tokensAfter": metrics.tokens_after,
-                "strategy": metrics.strategy,
-                "trigger": metrics.trigger,
-                "durationMs": metrics.duration_ms,
-            }),
-        );
-        self.host.progress(
-            &progress,
-            "",
-            Some(format!("{:.0}% → {:.0}%", before * 100.0, after * 100.0)),
-        );
-        {
-            let live = handle.live.lock().await;
-            self.status(
-                &live.session,
-                "compacting",
-                calibration.apply(metrics.tokens_after + fixed),
-                true,
-            );
-        }
-        for warning in plan::warnings(compactions, low_yield) {
-            self.update(
-                &handle.id,
-                turn_id,
-                json!({"kind": "warning", "message": warning.message()}),
-            );
-        }
-        tracing::info!(
-            "session {}: compacted ({}, {}) {} → {} tokens in {} ms",
-            handle.id,
-            metrics.trigger,
-            metrics.strategy,
-            tokens_before,
-            metrics.tokens_after,
-            metrics.duration_ms
-        );
+        announcer.completed(&metrics, compactions, low_yield).await;
         self.after_compaction(handle, turn_id, cancel).await;
         Ok(outcome)
+    }
+
+    /// The history, ledger and calibration a compaction starts from.
+    async fn compaction_snapshot(&self, handle: &SessionHandle) -> Snapshot {
+        let config = self.host.config();
+        let prompts = self.host.prompts();
+        let live = handle.live.lock().await;
+        let session = &live.session;
+        Snapshot {
+            entries: session.history.entries().to_vec(),
+            generation: session.generation,
+            model: session.model.clone(),
+            // Nothing to carry yet: no empty block.
+            ledger: if session.ledger.is_empty() {
+                String::new()
+            } else {
+                session.ledger.render(
+                    &prompts,
+                    config.compaction.ledger_max_tokens,
+                    session.history.tokenizer(),
+                )
+            },
+            calibration: session.calibration,
+        }
     }
 
     /// The compacted history and its metrics (all but the duration): what `plan` decides,

@@ -16,6 +16,7 @@ use agentls_core::wire::ErrorKind;
 use agentls_core::wire::ProviderEvent;
 use serde_json::json;
 use tokio::sync::mpsc;
+
 impl Turn {
     /// One model call and the tool calls it asked for: assemble the request, compact first
     /// when the window is full, stream the answer, record it, run the calls.
@@ -56,6 +57,32 @@ impl Turn {
         let estimated = request.total_tokens;
         let used = calibration.apply(estimated);
         self.last_estimate = Some(used);
+        if self
+            .compact_first(opened, used, window, compacted_for_this_call)
+            .await
+        {
+            return Flow::Next;
+        }
+        self.steps += 1;
+        {
+            let live = self.handle.live.lock().await;
+            self.agent.status(&live.session, "running", used, true);
+        }
+        let reply = self.call_model(opened, &request).await;
+        self.take_reply(reply, estimated, opened, window, compacted_for_this_call)
+            .await
+    }
+
+    /// Compacts before the call when the fill reached the threshold (once per call: a
+    /// history that cannot shrink does not loop), or starts preparing a summary in the
+    /// background when it nears it. Whether it compacted (the step then starts again).
+    async fn compact_first(
+        &mut self,
+        opened: &Opened,
+        used: usize,
+        window: compact::Window,
+        compacted_for_this_call: &mut bool,
+    ) -> bool {
         let (compact, prepare) = {
             let live = self.handle.live.lock().await;
             self.agent.triggers(&live.session, used)
@@ -78,19 +105,26 @@ impl Turn {
                 // The call goes out anyway: the provider may still take it.
                 self.warn(format!("compaction failed: {}", err.0));
             }
-            return Flow::Next;
+            return true;
         }
         // Not right after a compaction: its result is what the next summary would cover.
         if prepare && !*compacted_for_this_call {
             self.agent
                 .prepare_in_background(&self.handle, &opened.static_context);
         }
-        self.steps += 1;
-        {
-            let live = self.handle.live.lock().await;
-            self.agent.status(&live.session, "running", used, true);
-        }
-        let mut reply = self.call_model(opened, &request).await;
+        false
+    }
+
+    /// What a model call brought back, recorded: its text, then its error or its usage, then
+    /// the end of the turn (after the Stop hooks) or its tool calls.
+    async fn take_reply(
+        &mut self,
+        mut reply: ModelReply,
+        estimated: usize,
+        opened: &Opened,
+        window: compact::Window,
+        compacted_for_this_call: &mut bool,
+    ) -> Flow {
         // The provider's call ids are untrusted: each call gets a session-unique one.
         if !reply.calls.is_empty() {
             let proposed: Vec<String> = reply.calls.iter().map(|c| c.id.clone()).collect();

@@ -6,20 +6,19 @@ use crate::agent::turn::say;
 use crate::agent::turn::Call;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
+mod asking;
 pub(in crate::agent) mod mcp;
 pub(in crate::agent) mod subagents;
 
-use crate::agent::sessions::live::Durability;
-use crate::tools::registry::{Effect, Registry, ToolContext};
+use crate::tools::registry::{Effect, Prepared, Registry, Tool, ToolContext};
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::host::{PermissionOption, PermissionRequest};
 use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
-use agentls_core::approval::{self, Gate};
+use agentls_core::approval::Gate;
 use agentls_core::history::Item;
 use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
@@ -156,53 +155,21 @@ impl Turn {
         let kind = mcp
             .as_ref()
             .map_or_else(|| tools.kind(&call.name), McpTool::kind);
-        let arguments: Value = match serde_json::from_str(&call.arguments) {
-            Ok(value @ Value::Object(_)) => value,
-            Ok(_) | Err(_) => {
+        let arguments = match object_arguments(call) {
+            Ok(arguments) => arguments,
+            Err(message) => {
                 self.announce(call, kind, &Value::Null);
-                return (
-                    format!(
-                        "the arguments of {} are not a JSON object: {}",
-                        call.name,
-                        truncate_middle(
-                            &call.arguments,
-                            TruncationPolicy::Bytes(200),
-                            Default::default()
-                        )
-                        .text
-                    ),
-                    false,
-                );
+                return (message, false);
             }
         };
         self.announce(call, kind, &arguments);
         if let Some(tool) = mcp {
             return self.run_mcp_tool(call, tool, arguments, post).await;
         }
-        let offered = || {
-            tools
-                .names()
-                .into_iter()
-                .filter(|name| self.scope.allows(name))
-                .collect::<Vec<_>>()
-                .join(", ")
+        let tool = match self.offered_tool(call, tools) {
+            Ok(tool) => tool,
+            Err(message) => return (message, false),
         };
-        let Some(tool) = tools.get(&call.name) else {
-            return (
-                format!("unknown tool {}; the tools are: {}", call.name, offered()),
-                false,
-            );
-        };
-        if !self.scope.allows(&call.name) {
-            return (
-                format!(
-                    "not run: {} is not available in this turn; the tools are: {}",
-                    call.name,
-                    offered()
-                ),
-                false,
-            );
-        }
         let cx = self.tool_context(call);
         if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
             return (
@@ -215,31 +182,71 @@ impl Turn {
             Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
-        // Prepared first: the approval shows an edit's diff, and a bad call fails before
-        // anyone is asked.
-        let prepared = match tool.prepare(&cx, &arguments).await {
-            Ok(prepared) => prepared,
-            Err(message) => return (message, false),
+        match self
+            .approve_and_run(call, kind, tool, &cx, &arguments, permission)
+            .await
+        {
+            Ok(outcome) | Err(outcome) => outcome,
+        }
+    }
+
+    /// The built-in tool a call names, if this turn offers it; else the output that says
+    /// which tools there are.
+    fn offered_tool<'r>(&self, call: &Call, tools: &'r Registry) -> Result<&'r dyn Tool, String> {
+        let offered = || {
+            tools
+                .names()
+                .into_iter()
+                .filter(|name| self.scope.allows(name))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        let command = tool.command(&arguments);
+        let Some(tool) = tools.get(&call.name) else {
+            return Err(format!(
+                "unknown tool {}; the tools are: {}",
+                call.name,
+                offered()
+            ));
+        };
+        if !self.scope.allows(&call.name) {
+            return Err(format!(
+                "not run: {} is not available in this turn; the tools are: {}",
+                call.name,
+                offered()
+            ));
+        }
+        Ok(tool)
+    }
+
+    /// A built-in call after its hooks: prepared (the approval shows an edit's diff, and a
+    /// bad call fails before anyone is asked), gated, run, its effect applied. Err is an
+    /// output that ends the call early.
+    async fn approve_and_run(
+        &mut self,
+        call: &Call,
+        kind: ToolKind,
+        tool: &dyn Tool,
+        cx: &ToolContext,
+        arguments: &Value,
+        permission: Option<Permission>,
+    ) -> Result<(String, bool), (String, bool)> {
+        let prepared = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
+        let command = tool.command(arguments);
         let gate = self.gate(&call.name, kind, command, permission).await;
         let diff = prepared.diff().map(str::to_string);
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
         // LSP panels' jump-to-change.
         let edit = match &prepared {
-            crate::tools::registry::Prepared::Change { change, .. } => Some(change.as_diff()),
-            crate::tools::registry::Prepared::Nothing => None,
+            Prepared::Change { change, .. } => Some(change.as_diff()),
+            Prepared::Nothing => None,
         };
         match gate {
             Gate::Run => {}
-            Gate::Refuse(why) => return (format!("not run: {why}"), false),
+            Gate::Refuse(why) => return Err((format!("not run: {why}"), false)),
             Gate::Ask => {
-                if let Err(message) = self
-                    .ask(call, kind, &arguments, command, diff.clone(), edit.clone())
+                self.ask(call, kind, arguments, command, diff.clone(), edit.clone())
                     .await
-                {
-                    return (message, false);
-                }
+                    .map_err(|m| (m, false))?;
             }
         }
         let mut running =
@@ -248,12 +255,12 @@ impl Turn {
             running["diff"] = edit.clone();
         }
         self.update(running);
-        let outcome = tool.run(&cx, &arguments, prepared).await;
+        let outcome = tool.run(cx, arguments, prepared).await;
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
         }
         self.apply_effect(call, command, outcome.effect).await;
-        (outcome.output, outcome.success)
+        Ok((outcome.output, outcome.success))
     }
 
     /// What a call did beyond its output: kept for the progress log, recorded, told.
@@ -310,46 +317,6 @@ impl Turn {
         }
     }
 
-    /// The approvals the gate reads: the session's, or for a subagent its parent's.
-    /// Whether a call runs, asks or is refused: a PreToolUse hook's `permissionDecision`
-    /// first (deny never gets here), else the approval rules under the session's policy (a
-    /// subagent runs under its parent's, with its parent's remembered answers). The one gate
-    /// of built-in and MCP calls.
-    pub(in crate::agent) async fn gate(
-        &self,
-        tool: &str,
-        kind: ToolKind,
-        command: Option<&str>,
-        permission: Option<Permission>,
-    ) -> Gate {
-        match permission {
-            Some(Permission::Allow) => Gate::Run,
-            Some(Permission::Ask) => Gate::Ask,
-            _ => {
-                let approvals = self.approvals().await;
-                let session = self
-                    .scope
-                    .child
-                    .as_ref()
-                    .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str());
-                approval::gate(
-                    &self.agent.mode_of(session),
-                    tool,
-                    kind,
-                    command,
-                    &approvals,
-                )
-            }
-        }
-    }
-
-    async fn approvals(&self) -> agentls_core::session::Approvals {
-        match &self.scope.child {
-            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
-            None => self.handle.live.lock().await.session.approvals.clone(),
-        }
-    }
-
     /// What a call of this turn may use: the workspace boundary, the host, the turn's
     /// cancellation, and a way to stream its output to the editor.
     pub(in crate::agent) fn tool_context(&self, call: &Call) -> ToolContext {
@@ -395,150 +362,27 @@ impl Turn {
             "toolKind": kind,
             "status": "pending",
             "input": arguments,
-            "locations": locations(&boundary, arguments),
+            "locations": asking::locations(&boundary, arguments),
         }));
         if told {
             self.announced.insert(call.id.clone());
         }
     }
-
-    /// Asks the user; Err(output for the model) when the answer is no.
-    pub(in crate::agent) async fn ask(
-        &mut self,
-        call: &Call,
-        kind: ToolKind,
-        arguments: &Value,
-        command: Option<&str>,
-        diff: Option<String>,
-        edit: Option<Value>,
-    ) -> Result<(), String> {
-        let always = match command {
-            Some(command) => format!(
-                "Always allow `{}` commands in this session",
-                approval::command_prefix(command)
-            ),
-            None => format!("Always allow {} in this session", call.name),
-        };
-        let never = match command {
-            Some(command) => format!(
-                "Never allow `{}` commands in this session",
-                approval::command_prefix(command)
-            ),
-            None => format!("Never allow {} in this session", call.name),
-        };
-        let options =
-            PermissionOption::four("Allow".to_string(), always, "Reject".to_string(), never);
-        let mut tool_call = json!({
-            "toolCallId": call.id,
-            "name": call.name,
-            "title": self.title_of(&call.name, arguments),
-            "kind": kind,
-            "input": arguments,
-        });
-        if let Some(diff) = diff {
-            tool_call["diff"] = Value::String(diff);
-        }
-        if let Some(edit) = edit {
-            tool_call["edit"] = edit;
-        }
-        tool_call["locations"] = locations(
-            &PathBoundary {
-                roots: self.host().roots(),
-            },
-            arguments,
-        );
-        // A subagent's call is asked in its parent's session, labelled with its name.
-        let (session_id, turn_id) = match &self.scope.child {
-            Some(child) => {
-                tool_call["title"] = json!(format!(
-                    "{}: {}",
-                    child.agent,
-                    self.title_of(&call.name, arguments)
-                ));
-                tool_call["subagent"] = json!(child.agent);
-                tool_call["subagentSessionId"] = json!(self.handle.id);
-                tool_call["parentToolCallId"] = json!(child.parent_call_id);
-                (child.parent.id.clone(), child.parent_turn_id.clone())
-            }
-            None => (self.handle.id.clone(), self.turn_id.clone()),
-        };
-        let request = PermissionRequest {
-            session_id,
-            turn_id,
-            tool_call,
-            options,
-        };
-        let outcome = tokio::select! {
-            outcome = self.host().request_permission(request) => outcome,
-            () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
-        };
-        let prefix = command
-            .filter(|_| matches!(outcome.kind.as_str(), "allowAlways" | "rejectAlways"))
-            .map(approval::command_prefix);
-        let answer = Event::Permission {
-            turn_id: self.turn_id.clone(),
-            tool_call_id: call.id.clone(),
-            tool: call.name.clone(),
-            outcome: outcome.kind.clone(),
-            prefix,
-        };
-        // A subagent's approval was the parent's user's answer: the parent's session keeps
-        // it too (its "always" answers hold for the parent and its later subagents).
-        if let (
-            Some(child),
-            Event::Permission {
-                tool_call_id,
-                tool,
-                outcome,
-                prefix,
-                ..
-            },
-        ) = (&self.scope.child, &answer)
-        {
-            let event = Event::Permission {
-                turn_id: child.parent_turn_id.clone(),
-                tool_call_id: tool_call_id.clone(),
-                tool: tool.clone(),
-                outcome: outcome.clone(),
-                prefix: prefix.clone(),
-            };
-            let mut parent = child.parent.live.lock().await;
-            if let Err(err) = parent.record(&event, Durability::Buffered, Registry::builtin()) {
-                tracing::warn!("cannot record a subagent's approval in its parent's log: {err}");
-            }
-        }
-        let _ = self.record(answer).await;
-        if outcome.allows() {
-            Ok(())
-        } else if self.cancel.is_cancelled() {
-            Err(self
-                .host()
-                .prompts()
-                .aborted(agentls_core::prompts::AbortReason::CancelledAwaitingApproval))
-        } else {
-            self.problems.push(format!(
-                "{} was rejected by the user",
-                self.title_of(&call.name, arguments)
-            ));
-            Err(self.host().prompts().tool_rejected.clone())
-        }
-    }
 }
 
-/// Where a call works, for the editor to jump to: its `path` argument resolved in the
-/// workspace (absolute), with its 1-based `offset` line when it has one (`read_file`).
-fn locations(boundary: &PathBoundary, arguments: &Value) -> Value {
-    let Some(path) = arguments["path"].as_str() else {
-        return json!([]);
-    };
-    match boundary.resolve(path) {
-        Ok(resolved) => {
-            let mut location = json!({"path": resolved});
-            if let Some(line) = arguments["offset"].as_u64().filter(|&l| l > 0) {
-                location["line"] = json!(line);
-            }
-            json!([location])
-        }
-        Err(_) => json!([]),
+/// A call's arguments as a JSON object, or the output that says they are not one.
+fn object_arguments(call: &Call) -> Result<Value, String> {
+    match serde_json::from_str(&call.arguments) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) | Err(_) => Err(format!(
+            "the arguments of {} are not a JSON object: {}",
+            call.name,
+            truncate_middle(
+                &call.arguments,
+                TruncationPolicy::Bytes(200),
+                Default::default()
+            )
+            .text
+        )),
     }
 }

@@ -1,0 +1,207 @@
+//! Asking before a call runs: the gate (a PreToolUse hook's decision, else the approval
+//! rules under the session's mode and its remembered answers), the permission request the
+//! host shows (a subagent's asked in its parent's session, labelled), and the answer
+//! recorded (in the parent's session too, for a subagent's).
+
+use serde_json::{json, Value};
+
+use crate::agent::sessions::live::Durability;
+use crate::agent::turn::{Call, Turn};
+use crate::host::{PermissionOption, PermissionRequest};
+use crate::tools::boundary::PathBoundary;
+use crate::tools::registry::Registry;
+use agentls_core::approval::{self, Gate};
+use agentls_core::hooks::Permission;
+use agentls_core::session::Event;
+use agentls_core::tool_info::ToolKind;
+
+impl Turn {
+    /// Whether a call runs, asks or is refused: a PreToolUse hook's `permissionDecision`
+    /// first (deny never gets here), else the approval rules under the session's policy (a
+    /// subagent runs under its parent's, with its parent's remembered answers). The one gate
+    /// of built-in and MCP calls.
+    pub(in crate::agent) async fn gate(
+        &self,
+        tool: &str,
+        kind: ToolKind,
+        command: Option<&str>,
+        permission: Option<Permission>,
+    ) -> Gate {
+        match permission {
+            Some(Permission::Allow) => Gate::Run,
+            Some(Permission::Ask) => Gate::Ask,
+            _ => {
+                let approvals = self.approvals().await;
+                let session = self
+                    .scope
+                    .child
+                    .as_ref()
+                    .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str());
+                approval::gate(
+                    &self.agent.mode_of(session),
+                    tool,
+                    kind,
+                    command,
+                    &approvals,
+                )
+            }
+        }
+    }
+
+    /// The approvals the gate reads: the session's, or for a subagent its parent's.
+    async fn approvals(&self) -> agentls_core::session::Approvals {
+        match &self.scope.child {
+            Some(child) => child.parent.live.lock().await.session.approvals.clone(),
+            None => self.handle.live.lock().await.session.approvals.clone(),
+        }
+    }
+
+    /// Asks the user; Err(output for the model) when the answer is no.
+    pub(in crate::agent) async fn ask(
+        &mut self,
+        call: &Call,
+        kind: ToolKind,
+        arguments: &Value,
+        command: Option<&str>,
+        diff: Option<String>,
+        edit: Option<Value>,
+    ) -> Result<(), String> {
+        let request = self.permission_request(call, kind, arguments, command, diff, edit);
+        let outcome = tokio::select! {
+            outcome = self.host().request_permission(request) => outcome,
+            () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
+        };
+        self.record_answer(call, command, &outcome.kind).await;
+        if outcome.allows() {
+            Ok(())
+        } else if self.cancel.is_cancelled() {
+            Err(self
+                .host()
+                .prompts()
+                .aborted(agentls_core::prompts::AbortReason::CancelledAwaitingApproval))
+        } else {
+            self.problems.push(format!(
+                "{} was rejected by the user",
+                self.title_of(&call.name, arguments)
+            ));
+            Err(self.host().prompts().tool_rejected.clone())
+        }
+    }
+
+    /// What the host shows: the call (title, kind, input, diff, the planned edit, where it
+    /// works) and the four answers, in the session whose user answers.
+    fn permission_request(
+        &self,
+        call: &Call,
+        kind: ToolKind,
+        arguments: &Value,
+        command: Option<&str>,
+        diff: Option<String>,
+        edit: Option<Value>,
+    ) -> PermissionRequest {
+        let (always, never) = match command {
+            Some(command) => {
+                let prefix = approval::command_prefix(command);
+                (
+                    format!("Always allow `{prefix}` commands in this session"),
+                    format!("Never allow `{prefix}` commands in this session"),
+                )
+            }
+            None => (
+                format!("Always allow {} in this session", call.name),
+                format!("Never allow {} in this session", call.name),
+            ),
+        };
+        let options =
+            PermissionOption::four("Allow".to_string(), always, "Reject".to_string(), never);
+        let mut tool_call = json!({
+            "toolCallId": call.id,
+            "name": call.name,
+            "title": self.title_of(&call.name, arguments),
+            "kind": kind,
+            "input": arguments,
+        });
+        if let Some(diff) = diff {
+            tool_call["diff"] = Value::String(diff);
+        }
+        if let Some(edit) = edit {
+            tool_call["edit"] = edit;
+        }
+        tool_call["locations"] = locations(
+            &PathBoundary {
+                roots: self.host().roots(),
+            },
+            arguments,
+        );
+        // A subagent's call is asked in its parent's session, labelled with its name.
+        let (session_id, turn_id) = match &self.scope.child {
+            Some(child) => {
+                tool_call["title"] = json!(format!(
+                    "{}: {}",
+                    child.agent,
+                    self.title_of(&call.name, arguments)
+                ));
+                tool_call["subagent"] = json!(child.agent);
+                tool_call["subagentSessionId"] = json!(self.handle.id);
+                tool_call["parentToolCallId"] = json!(child.parent_call_id);
+                (child.parent.id.clone(), child.parent_turn_id.clone())
+            }
+            None => (self.handle.id.clone(), self.turn_id.clone()),
+        };
+        PermissionRequest {
+            session_id,
+            turn_id,
+            tool_call,
+            options,
+        }
+    }
+
+    /// Records the user's answer (with the command prefix an "always" answer covers). A
+    /// subagent's approval was the parent's user's answer: the parent's session keeps it
+    /// too (its "always" answers hold for the parent and its later subagents).
+    async fn record_answer(&self, call: &Call, command: Option<&str>, outcome: &str) {
+        let prefix = command
+            .filter(|_| matches!(outcome, "allowAlways" | "rejectAlways"))
+            .map(approval::command_prefix);
+        if let Some(child) = &self.scope.child {
+            let event = Event::Permission {
+                turn_id: child.parent_turn_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                outcome: outcome.to_string(),
+                prefix: prefix.clone(),
+            };
+            let mut parent = child.parent.live.lock().await;
+            if let Err(err) = parent.record(&event, Durability::Buffered, Registry::builtin()) {
+                tracing::warn!("cannot record a subagent's approval in its parent's log: {err}");
+            }
+        }
+        let _ = self
+            .record(Event::Permission {
+                turn_id: self.turn_id.clone(),
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                outcome: outcome.to_string(),
+                prefix,
+            })
+            .await;
+    }
+}
+
+/// Where a call works, for the editor to jump to: its `path` argument resolved in the
+/// workspace (absolute), with its 1-based `offset` line when it has one (`read_file`).
+pub(super) fn locations(boundary: &PathBoundary, arguments: &Value) -> Value {
+    let Some(path) = arguments["path"].as_str() else {
+        return json!([]);
+    };
+    match boundary.resolve(path) {
+        Ok(resolved) => {
+            let mut location = json!({"path": resolved});
+            if let Some(line) = arguments["offset"].as_u64().filter(|&l| l > 0) {
+                location["line"] = json!(line);
+            }
+            json!([location])
+        }
+        Err(_) => json!([]),
+    }
+}
