@@ -10,30 +10,30 @@
 //! Also the pending reminders of a session (from hooks, edits, compactions): queued here
 //! and recorded by the turn at its next model call (`Turn::flush_reminders`).
 
-mod turn_events;
+mod approvals;
+mod process;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use process::run_one;
+pub(in crate::agent) mod turn_events;
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::SessionHandle;
 use super::Agent;
 use crate::agent::sessions::live::Durability;
-use crate::host::{PermissionOption, PermissionRequest};
-use crate::process_groups::GroupGuard;
 use crate::tools::registry::Registry;
 use agentls_core::hooks::{self, Finished, Hook, HookEvent, HookSource, Hooks, Verdict};
 use agentls_core::reminders::{self, Reminder};
 use agentls_core::session::Event;
 
 /// The most of a hook's stdout or stderr that is kept.
-const MAX_OUTPUT_BYTES: usize = 256 * 1024;
+pub(in crate::agent) const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 
 /// What the server remembers about hooks between turns.
 #[derive(Default)]
@@ -91,15 +91,6 @@ impl HookState {
             previous.filter(|p| p != text)
         })
     }
-}
-
-/// Workspace hooks the user answered for good, on disk (`hook-approvals.json`).
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-struct Approvals {
-    #[serde(default)]
-    allowed: BTreeSet<String>,
-    #[serde(default)]
-    refused: BTreeSet<String>,
 }
 
 /// The user's hooks file: `$XDG_CONFIG_HOME/agentls/hooks.json` (`~/.config/...`).
@@ -176,135 +167,6 @@ impl Agent {
         all
     }
 
-    fn approvals_file(&self) -> Option<PathBuf> {
-        let store = self.store().ok()?;
-        Some(store.dir().parent()?.join("hook-approvals.json"))
-    }
-
-    fn read_approvals(&self) -> Approvals {
-        self.approvals_file()
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
-    }
-
-    fn remember(&self, fingerprint: &str, allowed: bool) {
-        let Some(path) = self.approvals_file() else {
-            return;
-        };
-        let mut approvals = self.read_approvals();
-        if allowed {
-            approvals.refused.remove(fingerprint);
-            approvals.allowed.insert(fingerprint.to_string());
-        } else {
-            approvals.allowed.remove(fingerprint);
-            approvals.refused.insert(fingerprint.to_string());
-        }
-        let text = serde_json::to_string_pretty(&approvals).unwrap_or_default();
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        // The user's alone, like the session logs beside it.
-        let written = {
-            use std::io::Write;
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&path)
-                .and_then(|mut file| file.write_all(text.as_bytes()))
-        };
-        if let Err(err) = written {
-            tracing::warn!(
-                "cannot remember the hook approval in {}: {err}",
-                path.display()
-            );
-        }
-    }
-
-    /// Whether a workspace hook may run: remembered, or asked now (kind `execute`, its
-    /// command shown).
-    async fn approved(
-        &self,
-        handle: &SessionHandle,
-        turn_id: &str,
-        hook: &Hook,
-        cancel: &CancellationToken,
-    ) -> bool {
-        let fingerprint = hook.fingerprint();
-        let matcher = hook.matcher.clone().unwrap_or_default();
-        let tool_call = json!({
-            "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
-            "name": "hook",
-            "title": format!("Workspace hook ({}): {}", hook.event.name(), hook.command),
-            "kind": "execute",
-            "input": {
-                "command": hook.command,
-                "event": hook.event.name(),
-                "matcher": matcher,
-                "file": ".agents/hooks.json",
-            },
-        });
-        self.workspace_entry_approved(handle, turn_id, &fingerprint, tool_call, "hook", cancel)
-            .await
-    }
-
-    /// Whether a workspace entry that runs commands (a hook, an MCP server of `.mcp.json`)
-    /// may run: remembered on disk ("always"), answered earlier in this server's life
-    /// ("once"), or asked now through `agent/session/requestPermission`.
-    pub(in crate::agent) async fn workspace_entry_approved(
-        &self,
-        handle: &SessionHandle,
-        turn_id: &str,
-        fingerprint: &str,
-        tool_call: Value,
-        what: &str,
-        cancel: &CancellationToken,
-    ) -> bool {
-        if let Some(allowed) = self.workspace_entry_known(fingerprint) {
-            return allowed;
-        }
-        let options = PermissionOption::four(
-            format!("Run this {what} this time"),
-            format!("Always run this {what} in this workspace"),
-            "Do not run it".to_string(),
-            format!("Never run this {what} in this workspace"),
-        );
-        let request = PermissionRequest {
-            session_id: handle.id.clone(),
-            turn_id: turn_id.to_string(),
-            tool_call,
-            options,
-        };
-        let outcome = tokio::select! {
-            outcome = self.host.request_permission(request) => outcome,
-            () = cancel.cancelled() => return false,
-        };
-        let allowed = outcome.allows();
-        match outcome.kind.as_str() {
-            "allowAlways" | "rejectAlways" => self.remember(fingerprint, allowed),
-            _ => {
-                self.hooks
-                    .with(|s| s.answered.insert(fingerprint.to_string(), allowed));
-            }
-        }
-        allowed
-    }
-
-    /// The answer already given for a workspace entry, if any (without asking).
-    pub(in crate::agent) fn workspace_entry_known(&self, fingerprint: &str) -> Option<bool> {
-        let approvals = self.read_approvals();
-        if approvals.allowed.contains(fingerprint) {
-            return Some(true);
-        }
-        if approvals.refused.contains(fingerprint) {
-            return Some(false);
-        }
-        self.hooks.with(|s| s.answered.get(fingerprint).copied())
-    }
-
     /// Runs the hooks of `event` that match `target`, in parallel, and combines what they
     /// say. `fields` are the event's own input fields. Contexts they give are queued as
     /// reminders. Never fails: a hook that cannot run is a warning.
@@ -325,25 +187,7 @@ impl Agent {
         let Some(root) = self.host.roots().first().cloned() else {
             return hooks::combine(&[]);
         };
-        let mut runnable = Vec::new();
-        for hook in matching {
-            if hook.source == HookSource::Workspace
-                && !self.approved(handle, turn_id, &hook, cancel).await
-            {
-                self.report(
-                    handle,
-                    turn_id,
-                    &hook,
-                    "notApproved",
-                    Duration::ZERO,
-                    Some("the workspace hook was not approved: not run".into()),
-                    cancel,
-                )
-                .await;
-                continue;
-            }
-            runnable.push(hook);
-        }
+        let runnable = self.approved_hooks(handle, turn_id, matching, cancel).await;
         let transcript = handle.live.lock().await.log.path().display().to_string();
         let cwd = root.display().to_string();
         let input = hooks::input(
@@ -368,39 +212,89 @@ impl Agent {
             }
         });
         let results = futures::future::join_all(runs).await;
-        let reminders_on = self.host.config().reminders.hooks;
-        let texts = self.host.prompts().reminders.clone();
         let mut verdicts = Vec::new();
         for (hook, finished, elapsed) in results {
-            let verdict = hooks::verdict(event, &finished);
-            self.report(
-                handle,
-                turn_id,
-                hook,
-                verdict.outcome,
-                elapsed,
-                verdict.message(),
-                cancel,
-            )
-            .await;
-            if let Some(warning) = &verdict.warning {
-                super::turn::say(
-                    self,
-                    handle,
-                    turn_id,
-                    cancel,
-                    json!({"kind": "warning", "message": format!("{} hook `{}`: {warning}", event.name(), hook.command)}),
-                );
-            }
-            if let Some(context) = verdict.context.as_deref().filter(|_| reminders_on) {
-                self.hooks.queue(
-                    &handle.id,
-                    reminders::from_hook(event.name(), &hook.command, context, &texts),
-                );
-            }
-            verdicts.push(verdict);
+            verdicts.push(
+                self.take_verdict(handle, turn_id, event, hook, &finished, elapsed, cancel)
+                    .await,
+            );
         }
         hooks::combine(&verdicts)
+    }
+
+    /// The hooks that may run: a workspace hook only once the user approved it (one not
+    /// approved is reported as such and skipped).
+    async fn approved_hooks(
+        &self,
+        handle: &SessionHandle,
+        turn_id: &str,
+        matching: Vec<Hook>,
+        cancel: &CancellationToken,
+    ) -> Vec<Hook> {
+        let mut runnable = Vec::new();
+        for hook in matching {
+            if hook.source == HookSource::Workspace
+                && !self.approved(handle, turn_id, &hook, cancel).await
+            {
+                self.report(
+                    handle,
+                    turn_id,
+                    &hook,
+                    "notApproved",
+                    Duration::ZERO,
+                    Some("the workspace hook was not approved: not run".into()),
+                    cancel,
+                )
+                .await;
+                continue;
+            }
+            runnable.push(hook);
+        }
+        runnable
+    }
+
+    /// What one finished hook means (`hooks::verdict`), reported; its warning shown and its
+    /// added context queued as a reminder.
+    #[allow(clippy::too_many_arguments)]
+    async fn take_verdict(
+        &self,
+        handle: &SessionHandle,
+        turn_id: &str,
+        event: HookEvent,
+        hook: &Hook,
+        finished: &Finished,
+        elapsed: Duration,
+        cancel: &CancellationToken,
+    ) -> Verdict {
+        let verdict = hooks::verdict(event, finished);
+        self.report(
+            handle,
+            turn_id,
+            hook,
+            verdict.outcome,
+            elapsed,
+            verdict.message(),
+            cancel,
+        )
+        .await;
+        if let Some(warning) = &verdict.warning {
+            crate::agent::turn::say(
+                self,
+                handle,
+                turn_id,
+                cancel,
+                json!({"kind": "warning", "message": format!("{} hook `{}`: {warning}", event.name(), hook.command)}),
+            );
+        }
+        let reminders_on = self.host.config().reminders.hooks;
+        if let Some(context) = verdict.context.as_deref().filter(|_| reminders_on) {
+            let texts = &self.host.prompts().reminders;
+            self.hooks.queue(
+                &handle.id,
+                reminders::from_hook(event.name(), &hook.command, context, texts),
+            );
+        }
+        verdict
     }
 
     /// Records a run and tells the editor (`hook` update), unless the turn was cancelled.
@@ -499,88 +393,6 @@ impl Agent {
         )
         .await;
     }
-}
-
-/// One hook process: `sh -c command` in `root`, `stdin` written, stdout and stderr read
-/// (each up to `MAX_OUTPUT_BYTES`), killed with its process group at the timeout or on
-/// cancel. Never waits past either: a hook that leaves a child holding its pipes is killed
-/// with its group once it exits.
-async fn run_one(
-    hook: &Hook,
-    stdin: &str,
-    root: &Path,
-    hidden_env: &[String],
-    cancel: &CancellationToken,
-) -> Finished {
-    let mut command = tokio::process::Command::new("sh");
-    for name in hidden_env {
-        command.env_remove(name);
-    }
-    let spawned = command
-        .arg("-c")
-        .arg(&hook.command)
-        .current_dir(root)
-        .env("AGENTLS_PROJECT_DIR", root)
-        .env("CLAUDE_PROJECT_DIR", root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(err) => {
-            return Finished {
-                spawn_error: Some(err.to_string()),
-                ..Finished::default()
-            }
-        }
-    };
-    let mut group = GroupGuard::new(child.id());
-    if let Some(mut pipe) = child.stdin.take() {
-        let input = stdin.as_bytes().to_vec();
-        // A hook that does not read its input must not block on a full pipe.
-        tokio::spawn(async move {
-            let _ = pipe.write_all(&input).await;
-        });
-    }
-    let stdout = child.stdout.take().map(|p| tokio::spawn(read_capped(p)));
-    let stderr = child.stderr.take().map(|p| tokio::spawn(read_capped(p)));
-    let mut finished = Finished::default();
-    tokio::select! {
-        status = child.wait() => {
-            finished.code = status.ok().and_then(|s| s.code());
-        }
-        () = tokio::time::sleep(hook.timeout) => finished.timed_out = true,
-        () = cancel.cancelled() => finished.cancelled = true,
-    }
-    // Whatever is left of the group goes: the readers then see the pipes close.
-    group.kill();
-    let _ = child.wait().await;
-    group.disarm();
-    if let Some(reader) = stdout {
-        finished.stdout = reader.await.unwrap_or_default();
-    }
-    if let Some(reader) = stderr {
-        finished.stderr = reader.await.unwrap_or_default();
-    }
-    finished
-}
-
-async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin) -> String {
-    let mut kept = Vec::new();
-    let mut buffer = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buffer[..n.min(room)]);
-            }
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
 }
 
 /// The stdin fields of a tool event.

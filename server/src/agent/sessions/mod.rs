@@ -197,7 +197,6 @@ impl Agent {
                 .show_warning(format!("agentls: session {id}: {warning}"));
         }
         let config = self.host.config();
-        let prompts = self.host.prompts();
         let model = contents
             .events
             .iter()
@@ -221,53 +220,56 @@ impl Agent {
             .open(id)
             .map_err(|e| AgentError(format!("cannot open session {id}: {e}")))?;
         let mut live = Live { session, log };
-        // A turn left open by a crash is closed now, so the log says how it ended.
-        if let Some(turn_id) = live.session.open_turn.clone() {
-            let report = live.session.history.prompt_items(&prompts).1;
-            let mut events = Vec::new();
-            for call_id in &report.aborted_calls {
-                if let Some(name) = call_name(&live.session, call_id) {
-                    let entry = live.session.history.entry_for(
-                        Item::ToolOutput {
-                            call_id: call_id.clone(),
-                            name,
-                            content: prompts
-                                .aborted(agentls_core::prompts::AbortReason::ServerStopped),
-                            success: false,
-                        },
-                        config.tool_output_limit,
-                        &prompts,
-                    );
-                    events.push(Event::Item {
-                        turn_id: turn_id.clone(),
-                        entry,
-                    });
-                }
-            }
-            events.push(Event::Error {
-                turn_id: turn_id.clone(),
-                message: "agentls stopped during this turn (a crash or a kill); the turn was closed when the session was loaded again".into(),
-                retryable: true,
-            });
-            events.push(Event::TurnEnded {
-                turn_id,
-                stop_reason: "error".into(),
-                at: session_log::now_millis(),
-            });
-            for event in &events {
-                if let Err(err) = live.record(event, Durability::Buffered, Registry::builtin()) {
-                    tracing::error!("session {id}: cannot close the interrupted turn: {err}");
-                    break;
-                }
-            }
-            let _ = live.log.sync();
-        }
-        session = live.session;
-        let live = Live {
-            session,
-            log: live.log,
-        };
+        self.close_interrupted_turn(&mut live);
         Ok(self.spawn_worker(id.to_string(), live))
+    }
+
+    /// A turn left open by a crash is closed now, so the log says how it ended: each call
+    /// without an output gets the "server stopped" one, then the error and the turn's end.
+    fn close_interrupted_turn(&self, live: &mut Live) {
+        let Some(turn_id) = live.session.open_turn.clone() else {
+            return;
+        };
+        let config = self.host.config();
+        let prompts = self.host.prompts();
+        let report = live.session.history.prompt_items(&prompts).1;
+        let mut events = Vec::new();
+        for call_id in &report.aborted_calls {
+            if let Some(name) = call_name(&live.session, call_id) {
+                let entry = live.session.history.entry_for(
+                    Item::ToolOutput {
+                        call_id: call_id.clone(),
+                        name,
+                        content: prompts.aborted(agentls_core::prompts::AbortReason::ServerStopped),
+                        success: false,
+                    },
+                    config.tool_output_limit,
+                    &prompts,
+                );
+                events.push(Event::Item {
+                    turn_id: turn_id.clone(),
+                    entry,
+                });
+            }
+        }
+        events.push(Event::Error {
+            turn_id: turn_id.clone(),
+            message: "agentls stopped during this turn (a crash or a kill); the turn was closed when the session was loaded again".into(),
+            retryable: true,
+        });
+        events.push(Event::TurnEnded {
+            turn_id,
+            stop_reason: "error".into(),
+            at: session_log::now_millis(),
+        });
+        let id = live.session.id.clone();
+        for event in &events {
+            if let Err(err) = live.record(event, Durability::Buffered, Registry::builtin()) {
+                tracing::error!("session {id}: cannot close the interrupted turn: {err}");
+                break;
+            }
+        }
+        let _ = live.log.sync();
     }
 
     pub(in crate::agent) fn spawn_worker(

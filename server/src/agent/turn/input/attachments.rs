@@ -45,50 +45,11 @@ impl Turn {
                 }
                 continue;
             }
-            let resolved = workspace.resolve(&mention.path);
-            let path = match resolved {
-                Ok(path) if path.is_file() => path,
-                _ => {
-                    let also = match mention.path.split_once(':') {
-                        Some(_) if servers.is_empty() => String::new(),
-                        Some(_) => format!(
-                            " nor a resource of a configured MCP server (@SERVER:URI; the servers are: {})",
-                            servers.join(", ")
-                        ),
-                        None => String::new(),
-                    };
-                    self.update(json!({
-                        "kind": "warning",
-                        "message": format!("@{} is not a file in the workspace{also}; it was not attached", mention.path),
-                    }));
-                    continue;
-                }
-            };
-            let buffer = self.host().buffer(&path).await.map(|(text, _)| text);
-            let (offset, limit) = match mention.lines {
-                Some((start, end)) => (Some(start), Some(end - start + 1)),
-                None => (None, None),
-            };
-            let boundary = workspace.clone();
-            let arg = mention.path.clone();
-            let read = tokio::task::spawn_blocking(move || {
-                read_file::read_file(&boundary, &arg, offset, limit, buffer.as_deref())
-            })
-            .await;
-            let content = match read {
-                Ok(Ok(content)) => content,
-                Ok(Err(err)) => {
-                    self.update(json!({"kind": "warning", "message": format!("@{}: {}", mention.path, err.0)}));
-                    continue;
-                }
-                Err(err) => {
-                    self.update(
-                        json!({"kind": "warning", "message": format!("@{}: {err}", mention.path)}),
-                    );
-                    continue;
-                }
-            };
-            read_files.push((mention, workspace.display(&path), content, None));
+            if let Some((display, content)) =
+                self.read_mentioned(&mention, &workspace, &servers).await
+            {
+                read_files.push((mention, display, content, None));
+            }
         }
         let files: Vec<MentionedFile<'_>> = read_files
             .iter()
@@ -108,5 +69,62 @@ impl Turn {
             }));
         }
         attached.text
+    }
+
+    /// A mentioned workspace file read as `read_file` reads it (an open buffer with its
+    /// unsaved changes; a line range when the mention has one): its displayed path and
+    /// numbered text. None, with a warning shown, when it is not a readable workspace file.
+    async fn read_mentioned(
+        &self,
+        mention: &prompt_text::Mention,
+        workspace: &PathBoundary,
+        servers: &[&str],
+    ) -> Option<(String, String)> {
+        let resolved = workspace.resolve(&mention.path);
+        let path = match resolved {
+            Ok(path) if path.is_file() => path,
+            _ => {
+                let also = match mention.path.split_once(':') {
+                    Some(_) if servers.is_empty() => String::new(),
+                    Some(_) => format!(
+                        " nor a resource of a configured MCP server (@SERVER:URI; the servers are: {})",
+                        servers.join(", ")
+                    ),
+                    None => String::new(),
+                };
+                self.update(json!({
+                    "kind": "warning",
+                    "message": format!("@{} is not a file in the workspace{also}; it was not attached", mention.path),
+                }));
+                return None;
+            }
+        };
+        let buffer = self.host().buffer(&path).await.map(|(text, _)| text);
+        let (offset, limit) = match mention.lines {
+            Some((start, end)) => (Some(start), Some(end - start + 1)),
+            None => (None, None),
+        };
+        let boundary = workspace.clone();
+        let arg = mention.path.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            read_file::read_file(&boundary, &arg, offset, limit, buffer.as_deref())
+        })
+        .await;
+        let content = match read {
+            Ok(Ok(content)) => content,
+            Ok(Err(err)) => {
+                self.update(
+                    json!({"kind": "warning", "message": format!("@{}: {}", mention.path, err.0)}),
+                );
+                return None;
+            }
+            Err(err) => {
+                self.update(
+                    json!({"kind": "warning", "message": format!("@{}: {err}", mention.path)}),
+                );
+                return None;
+            }
+        };
+        Some((workspace.display(&path), content))
     }
 }
