@@ -199,33 +199,7 @@ impl Agent {
                 let end = format!("compaction failed: {message}");
                 announcer.failed(message, end)
             })?;
-        let summary = planned.summary();
-        let Planned {
-            entries: rebuilt,
-            mut metrics,
-        } = planned;
-        metrics.duration_ms = started.elapsed().as_millis() as u64;
-        let outcome = CompactionOutcome {
-            tokens_before: announcer.tokens_before,
-            tokens_after: metrics.tokens_after,
-            strategy: metrics.strategy.clone(),
-        };
-        let event = Event::Compacted {
-            turn_id: Some(turn_id.to_string()).filter(|t| t.starts_with("turn-")),
-            entries: rebuilt,
-            summary,
-            metrics: metrics.clone(),
-        };
-        let (compactions, low_yield) = {
-            let mut live = handle.live.lock().await;
-            if let Err(message) = live.record(&event, Durability::Synced, Registry::builtin()) {
-                drop(live);
-                return Err(announcer.failed(message, "compaction failed".into()));
-            }
-            (live.session.compactions, live.session.low_yield_compactions)
-        };
-        *handle.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Prepared::default();
-        announcer.completed(&metrics, compactions, low_yield).await;
+        let outcome = record(handle, turn_id, planned, started, &announcer).await?;
         self.after_compaction(handle, turn_id, cancel).await;
         Ok(outcome)
     }
@@ -324,4 +298,43 @@ impl Agent {
         }
         planned
     }
+}
+
+/// Records the compacted history (the `Compacted` boundary, synced), drops the prepared
+/// summary it used or outdated, and tells the client.
+async fn record(
+    handle: &SessionHandle,
+    turn_id: &str,
+    planned: Planned,
+    started: Instant,
+    announcer: &Announcer<'_>,
+) -> Result<CompactionOutcome, AgentError> {
+    let summary = planned.summary();
+    let Planned {
+        entries: rebuilt,
+        mut metrics,
+    } = planned;
+    metrics.duration_ms = started.elapsed().as_millis() as u64;
+    let outcome = CompactionOutcome {
+        tokens_before: announcer.tokens_before,
+        tokens_after: metrics.tokens_after,
+        strategy: metrics.strategy.clone(),
+    };
+    let event = Event::Compacted {
+        turn_id: Some(turn_id.to_string()).filter(|t| t.starts_with("turn-")),
+        entries: rebuilt,
+        summary,
+        metrics: metrics.clone(),
+    };
+    let (compactions, low_yield) = {
+        let mut live = handle.live.lock().await;
+        if let Err(message) = live.record(&event, Durability::Synced, Registry::builtin()) {
+            drop(live);
+            return Err(announcer.failed(message, "compaction failed".into()));
+        }
+        (live.session.compactions, live.session.low_yield_compactions)
+    };
+    *handle.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Prepared::default();
+    announcer.completed(&metrics, compactions, low_yield).await;
+    Ok(outcome)
 }

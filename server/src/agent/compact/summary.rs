@@ -145,22 +145,7 @@ impl Agent {
                 dropped = plan::drop_more(dropped);
                 continue;
             }
-            let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-            let result = provider
-                .stream(&request, &prompts, &events_tx, cancel)
-                .await;
-            drop(events_tx);
-            let mut text = String::new();
-            while let Some(event) = events_rx.recv().await {
-                match event {
-                    ProviderEvent::Text(chunk) => text.push_str(&chunk),
-                    ProviderEvent::Usage(usage) => {
-                        total.input_tokens += usage.input_tokens;
-                        total.output_tokens += usage.output_tokens;
-                    }
-                    _ => {}
-                }
-            }
+            let (text, result) = stream_text(provider, &request, &prompts, cancel, total).await;
             match result {
                 Ok(_) => return Ok(text),
                 Err(err) if err.kind == ErrorKind::ContextLengthExceeded && !kept.is_empty() => {
@@ -170,4 +155,33 @@ impl Agent {
             }
         }
     }
+}
+
+/// Streams one summary call: its text (thoughts and tool calls ignored) and its usage added
+/// to `total`.
+async fn stream_text(
+    provider: &Provider,
+    request: &agentls_core::context::Request<'_>,
+    prompts: &agentls_core::prompts::Prompts,
+    cancel: &CancellationToken,
+    total: &mut Usage,
+) -> (
+    String,
+    Result<agentls_core::wire::Completion, agentls_core::wire::ProviderError>,
+) {
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let result = provider.stream(request, prompts, &events_tx, cancel).await;
+    drop(events_tx);
+    let mut text = String::new();
+    while let Some(event) = events_rx.recv().await {
+        match event {
+            ProviderEvent::Text(chunk) => text.push_str(&chunk),
+            ProviderEvent::Usage(usage) => {
+                total.input_tokens += usage.input_tokens;
+                total.output_tokens += usage.output_tokens;
+            }
+            _ => {}
+        }
+    }
+    (text, result)
 }

@@ -285,19 +285,14 @@ async fn run_child(
         parent_session_id: link.parent.id.clone(),
         parent_tool_call_id: link.parent_call_id.clone(),
     };
-    let handle = match owner
-        .create_session(Some(model.clone()), Some(parent))
-        .await
-    {
-        Ok(id) => match owner.handle(&id).await {
-            Ok(handle) => handle,
-            Err(err) => {
-                return failed(format!(
-                    "the subagent {} could not start: {err}",
-                    agent.name
-                ))
-            }
-        },
+    let started = async {
+        let id = owner
+            .create_session(Some(model.clone()), Some(parent))
+            .await?;
+        owner.handle(&id).await
+    };
+    let handle = match started.await {
+        Ok(handle) => handle,
         Err(err) => {
             return failed(format!(
                 "the subagent {} could not start: {err}",
@@ -324,40 +319,51 @@ async fn run_child(
     turn.finish(stop.clone()).await;
     let (answer, errors) = {
         let live = handle.live.lock().await;
-        let answer = live
-            .session
-            .history
-            .entries()
-            .iter()
-            .rev()
-            .take_while(|e| !matches!(e.item, Item::User { .. }))
-            .find_map(|e| match &e.item {
-                Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
-                _ => None,
-            });
-        (answer, live.session.errors.clone())
+        (last_answer(&live.session), live.session.errors.clone())
     };
     let changed = std::mem::take(&mut turn.changed);
     // The child's history stays in its log, not in memory for the rest of the server's life.
     drop(turn);
     owner.release(&handle.id);
-    let answer = match (stop, answer) {
+    let answer = verdict(&agent.name, stop, cancelled, answer, &errors);
+    ChildOutcome { answer, changed }
+}
+
+/// The child's final message: the last non-empty assistant text since its prompt.
+fn last_answer(session: &agentls_core::session::Session) -> Option<String> {
+    session
+        .history
+        .entries()
+        .iter()
+        .rev()
+        .take_while(|e| !matches!(e.item, Item::User { .. }))
+        .find_map(|e| match &e.item {
+            Item::Assistant { text } if !text.trim().is_empty() => Some(text.clone()),
+            _ => None,
+        })
+}
+
+/// What the parent's `task` call gets: the child's answer, or why there is none.
+fn verdict(
+    name: &str,
+    stop: Stop,
+    cancelled: bool,
+    answer: Option<String>,
+    errors: &[String],
+) -> Result<String, String> {
+    match (stop, answer) {
         (Stop::EndTurn, Some(answer)) if !cancelled => Ok(answer),
-        (Stop::EndTurn, None) if !cancelled => Err(format!(
-            "the subagent {} ended without an answer",
-            agent.name
-        )),
-        (_, _) if cancelled => Err(format!("the subagent {} was cancelled", agent.name)),
+        (Stop::EndTurn, None) if !cancelled => {
+            Err(format!("the subagent {name} ended without an answer"))
+        }
+        (_, _) if cancelled => Err(format!("the subagent {name} was cancelled")),
         (Stop::MaxSteps, _) => Err(format!(
-            "the subagent {} stopped at its step limit (subagents.maxSteps) without a final answer",
-            agent.name
+            "the subagent {name} stopped at its step limit (subagents.maxSteps) without a final answer"
         )),
         (stop, _) => Err(format!(
-            "the subagent {} failed ({}): {}",
-            agent.name,
+            "the subagent {name} failed ({}): {}",
             stop.name(),
             errors.last().map_or("no error recorded", String::as_str)
         )),
-    };
-    ChildOutcome { answer, changed }
+    }
 }
