@@ -6,45 +6,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use agentls_core::agents_md::AgentsChain;
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
-use agentls_core::environment::Environment;
-use agentls_core::inspect::{ActiveDocument, OtherDocument};
 use agentls_core::prompts::Prompts;
-use agentls_core::skills::Skill;
 
-/// The inputs of a turn's context, gathered by the host.
-pub struct Gathered {
-    pub environment: Environment,
-    pub agents: Option<AgentsChain>,
-    pub skills: Vec<Skill>,
-    pub active: Option<ActiveDocument>,
-    pub others: Vec<OtherDocument>,
-}
-
-impl Gathered {
-    /// The inputs of an assembly from what was gathered.
-    pub fn inputs<'a>(
-        &'a self,
-        config: &'a Config,
-        prompts: &'a Prompts,
-        history: &'a agentls_core::history::History,
-        calibration: agentls_core::tokens::Calibration,
-    ) -> agentls_core::inspect::Inputs<'a> {
-        agentls_core::inspect::Inputs {
-            config,
-            prompts,
-            environment: &self.environment,
-            agents: self.agents.as_ref(),
-            skills: &self.skills,
-            active: self.active.as_ref(),
-            others: &self.others,
-            history,
-            calibration,
-        }
-    }
-}
+/// What `Host::gather` returns (the recipe is `crate::gather`).
+pub use crate::gather::Gathered;
 
 /// A change to a file, planned against `original` (the text the model saw).
 #[derive(Debug, Clone)]
@@ -89,6 +56,20 @@ impl FileChange {
                 new
             }
             FileChange::Write { content, .. } => content.clone(),
+        }
+    }
+
+    /// Makes the change on disk (no editor to apply it): an edit only while the file still
+    /// holds the text the model saw. Blocking.
+    pub fn write_to_disk(self) -> Result<(), String> {
+        let text = self.new_text();
+        match self {
+            FileChange::Edit { path, original, .. } => {
+                crate::store::files::write_checked(&path, Some(&original), &text)
+            }
+            FileChange::Write { path, .. } => {
+                crate::store::files::write_checked(&path, None, &text)
+            }
         }
     }
 
@@ -230,10 +211,10 @@ pub trait Host: Send + Sync + 'static {
     /// user sees. By default the one gather recipe over the disk under `roots` (a host
     /// without an editor); the editor's host reads its open buffers first.
     async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let source = crate::agent::gather::DiskSource {
+        let source = crate::gather::DiskSource {
             roots: self.roots(),
         };
-        crate::agent::gather::gather(&source, &self.config(), editor).await
+        crate::gather::gather(&source, &self.config(), editor).await
     }
     /// The open buffer's text and version, when the file is open in the editor (never, for
     /// a host without one).
@@ -243,7 +224,7 @@ pub trait Host: Send + Sync + 'static {
     /// Applies a change (through the editor, so it is undoable there); Err says why not.
     /// Without an editor, the change goes to the disk, checked against what the model saw.
     async fn apply(&self, change: FileChange) -> Result<(), String> {
-        tokio::task::spawn_blocking(move || crate::store::files::write_change(change))
+        tokio::task::spawn_blocking(move || change.write_to_disk())
             .await
             .map_err(|e| e.to_string())?
     }

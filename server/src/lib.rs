@@ -23,6 +23,7 @@ pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod dev;
+pub mod gather;
 pub mod host;
 pub mod lsp;
 pub mod mcp;

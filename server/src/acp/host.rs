@@ -185,7 +185,7 @@ impl Host for AcpHost {
 
     async fn apply(&self, change: FileChange) -> Result<(), String> {
         if !self.fs.write {
-            return tokio::task::spawn_blocking(move || crate::store::files::write_change(change))
+            return tokio::task::spawn_blocking(move || change.write_to_disk())
                 .await
                 .map_err(|e| e.to_string())?;
         }

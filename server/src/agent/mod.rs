@@ -25,7 +25,6 @@ use agentls_core::session::Session;
 use agentls_core::wire::{ProviderConfig, ProviderKind};
 
 mod compact;
-pub mod gather;
 mod hooks;
 mod mcp_servers;
 mod sessions;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use lsp_types::{Position, Url};
 
-use crate::agent::gather::{self, DiskSource};
+use crate::gather::{self, DiskSource};
 use agentls_core::config::Config;
 use agentls_core::context::AssemblyCache;
 use agentls_core::editor_state::EditorState;

@@ -2,7 +2,7 @@
 //! AGENTS.md chain and the workspace, for tests and bug reports.
 
 use super::*;
-use crate::agent::gather;
+use crate::gather;
 use agentls_core::document::DocumentSnapshot;
 use agentls_core::position;
 use agentls_core::syntax;

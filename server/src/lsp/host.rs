@@ -3,7 +3,7 @@
 //! `workspace/applyEdit`, approvals through `agent/session/requestPermission`, progress).
 
 use super::*;
-use crate::agent::gather::DocumentSource;
+use crate::gather::DocumentSource;
 use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::lsp::{client_request, to_proto};
 use agentls_core::agents_md::InstructionFiles;

@@ -1,8 +1,8 @@
 //! The `agent/session/*` requests: thin translations to the agent (`crate::agent`) and back.
 
 use super::*;
-use crate::agent::gather;
 use crate::agent::AgentError;
+use crate::gather;
 use crate::host::Gathered;
 use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;

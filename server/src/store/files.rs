@@ -61,32 +61,23 @@ pub fn read_document(
     Ok(Document::new(&text, DISK_VERSION, language, max_syntax_bytes).snapshot())
 }
 
-/// Applies a planned change to the disk (no editor to apply it): an edit only when the file
-/// still holds the text the model saw.
-pub fn write_change(change: crate::host::FileChange) -> Result<(), String> {
-    use crate::host::FileChange;
-    let updated = change.new_text();
-    match change {
-        FileChange::Edit { path, original, .. } => {
-            let current = read_text(&path).map_err(|r| r.0)?;
-            if current != original {
-                return Err(format!(
-                    "{} changed on disk since it was read; read it again",
-                    path.display()
-                ));
-            }
-            std::fs::write(&path, updated)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        }
-        FileChange::Write { path, .. } => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-            std::fs::write(&path, updated)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// Writes `text` to `path` (its directories created), when no editor applies a change: with
+/// `expected`, only while the file still holds that text (the text the model saw).
+pub fn write_checked(path: &Path, expected: Option<&str>, text: &str) -> Result<(), String> {
+    if let Some(expected) = expected {
+        let current = read_text(path).map_err(|r| r.0)?;
+        if current != expected {
+            return Err(format!(
+                "{} changed on disk since it was read; read it again",
+                path.display()
+            ));
         }
     }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

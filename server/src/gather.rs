@@ -14,12 +14,46 @@ use agentls_core::agents_md::{self, AgentsChain, InstructionFiles, Overlay};
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
 use agentls_core::editor_state::{self, EditorState};
+use agentls_core::environment::Environment;
 use agentls_core::inspect::{ActiveDocument, OtherDocument};
 use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
+use agentls_core::prompts::Prompts;
+use agentls_core::skills::Skill;
 
-use crate::host::Gathered;
 use crate::store::files;
+
+/// The inputs of a turn's context, gathered by the host.
+pub struct Gathered {
+    pub environment: Environment,
+    pub agents: Option<AgentsChain>,
+    pub skills: Vec<Skill>,
+    pub active: Option<ActiveDocument>,
+    pub others: Vec<OtherDocument>,
+}
+
+impl Gathered {
+    /// The inputs of an assembly from what was gathered.
+    pub fn inputs<'a>(
+        &'a self,
+        config: &'a Config,
+        prompts: &'a Prompts,
+        history: &'a agentls_core::history::History,
+        calibration: agentls_core::tokens::Calibration,
+    ) -> agentls_core::inspect::Inputs<'a> {
+        agentls_core::inspect::Inputs {
+            config,
+            prompts,
+            environment: &self.environment,
+            agents: self.agents.as_ref(),
+            skills: &self.skills,
+            active: self.active.as_ref(),
+            others: &self.others,
+            history,
+            calibration,
+        }
+    }
+}
 
 /// How a host finds documents.
 #[async_trait::async_trait]
