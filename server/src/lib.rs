@@ -25,6 +25,7 @@ pub mod cli;
 pub mod dev;
 pub mod gather;
 pub mod host;
+pub mod locks;
 pub mod lsp;
 pub mod mcp;
 pub mod process_groups;

@@ -12,6 +12,7 @@
 //! Must not: decide when a child should die (its owner does, by dropping or killing the
 //! guard), or start anything but the warden.
 
+use crate::locks::Locked;
 use std::io::{BufRead, Write};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,7 @@ pub fn enable_warden() {
 }
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+    REGISTRY.locked()
 }
 
 /// Kills every group still running (on exit, on Ctrl-C), then lets the warden go: it has

@@ -3,6 +3,7 @@
 //! (`crate::mcp`), and what the editor asks of them (status, resources). Calling their tools
 //! is the tool dispatcher's (`turn::dispatch::mcp`).
 
+use crate::locks::Locked;
 use serde_json::Value;
 
 use super::Agent;
@@ -61,11 +62,7 @@ impl Agent {
             cwd: self.host.roots().first().cloned(),
             hidden_env: self.hidden_env(),
         };
-        let client = self
-            .client_mcp
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let client = self.client_mcp.locked().clone();
         let configured = overlay(&approved, &config.mcp_servers);
         self.mcp.ensure(&overlay(&configured, &client), &launch);
     }
@@ -77,7 +74,7 @@ impl Agent {
         for problem in problems {
             tracing::warn!("acp: {problem}");
         }
-        *self.client_mcp.lock().unwrap_or_else(|e| e.into_inner()) = servers;
+        *self.client_mcp.locked() = servers;
     }
 
     /// The MCP tools offered now (for `agent/session/context`).

@@ -11,6 +11,7 @@
 //! - `gather`: the one recipe that gathers a turn's context inputs;
 //! - `host`: what the loop needs from whoever runs it.
 
+use crate::locks::Locked;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -93,8 +94,7 @@ impl Agent {
         // A subagent's updates say whose `task` call they belong to.
         let parent = self
             .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(session_id)
             .and_then(|handle| handle.parent.clone());
         if let (Some(parent), Some(object)) = (parent, update.as_object_mut()) {
@@ -165,7 +165,7 @@ impl Agent {
             temperature: config.temperature,
         };
         let key = format!("{provider_config:?}");
-        let mut cached = self.provider.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cached = self.provider.locked();
         if let Some((cached_key, provider)) = cached.as_ref() {
             if *cached_key == key {
                 return Ok(provider.clone());

@@ -1,5 +1,6 @@
 //! AGENTS.md files on disk, for the core's `agents_md::collect`.
 
+use crate::locks::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -16,14 +17,14 @@ pub struct DiskFiles {
 
 impl DiskFiles {
     pub fn enable_cache(&self) {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.locked();
         if cache.is_none() {
             *cache = Some(HashMap::new());
         }
     }
 
     pub fn invalidate(&self, path: &Path) {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.locked();
         if let Some(cache) = cache.as_mut() {
             cache.remove(path);
         }
@@ -52,7 +53,7 @@ impl InstructionFiles for DiskFiles {
     }
 
     fn read(&self, path: &Path) -> FileContent {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.locked();
         match cache.as_mut() {
             Some(cache) => cache
                 .entry(path.to_path_buf())

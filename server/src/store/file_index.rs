@@ -2,6 +2,7 @@
 //! with the `ignore` crate (respects .gitignore/.ignore, skips hidden files). Reads no file
 //! content: binary files, huge files and unreadable files cost one directory entry each.
 
+use crate::locks::ReadWriteLocked;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -45,7 +46,7 @@ impl Default for FileIndex {
 
 impl FileIndex {
     pub fn state(&self) -> IndexState {
-        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.state.read_locked().clone()
     }
 
     pub fn roots(&self) -> Vec<PathBuf> {
@@ -54,7 +55,7 @@ impl FileIndex {
 
     /// The root holding `path`: the longest matching root, for nested workspace folders.
     pub fn root_of(&self, path: &Path) -> Option<PathBuf> {
-        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let state = self.state.read_locked();
         state
             .roots
             .iter()
@@ -65,7 +66,7 @@ impl FileIndex {
 
     /// Sets new roots and returns the generation a walk for them must report under.
     pub fn begin(&self, roots: Vec<PathBuf>) -> u64 {
-        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.write_locked();
         state.generation += 1;
         state.roots = roots;
         state.status = IndexStatus::Indexing;
@@ -74,7 +75,7 @@ impl FileIndex {
 
     /// Stores a finished walk unless newer roots have been set meanwhile.
     pub fn finish(&self, generation: u64, files: Vec<PathBuf>, elapsed_ms: u128) -> bool {
-        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.write_locked();
         if state.generation != generation {
             return false;
         }

@@ -19,6 +19,7 @@
 //! Every value held here (and any key the provider read otherwise) is also redacted from tool
 //! outputs before they are recorded (`redact`).
 
+use crate::locks::ReadWriteLocked;
 use std::borrow::Cow;
 use std::sync::RwLock;
 
@@ -46,7 +47,7 @@ pub fn take_from_environment() -> Vec<String> {
         .filter(|(name, value)| secret_name(name.as_encoded_bytes()) && !value.is_empty())
         .collect();
     let mut names = Vec::new();
-    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    let mut secrets = SECRETS.write_locked();
     for (name, value) in found {
         // Back into the environment as a heap copy (`setenv`): what children inherit and
         // what `std::env` answers stay the same; the initial block keeps only zeros.
@@ -102,7 +103,7 @@ unsafe fn wipe_initial_environment() -> Vec<(std::ffi::OsString, std::ffi::OsStr
 
 /// The value captured at start-up for `name`.
 pub fn get(name: &str) -> Option<String> {
-    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    let secrets = SECRETS.read_locked();
     secrets
         .iter()
         .find(|(n, _)| n == name)
@@ -112,7 +113,7 @@ pub fn get(name: &str) -> Option<String> {
 /// Adds a secret read elsewhere (a key the provider found in the environment), to be
 /// redacted like the captured ones.
 pub fn remember(value: &str) {
-    let mut secrets = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    let mut secrets = SECRETS.write_locked();
     if !secrets.iter().any(|(_, v)| v == value) {
         secrets.push((String::new(), value.to_string()));
     }
@@ -120,7 +121,7 @@ pub fn remember(value: &str) {
 
 /// `text` with every known secret value replaced by `[redacted]` (see `agentls_core::redact`).
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let secrets = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+    let secrets = SECRETS.read_locked();
     if secrets.is_empty() {
         return Cow::Borrowed(text);
     }

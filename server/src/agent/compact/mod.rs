@@ -14,6 +14,7 @@ use crate::agent::sessions::SessionHandle;
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
 use crate::agent::AgentError;
+use crate::locks::Locked;
 use crate::store::session_log;
 use agentls_core::inspect;
 use agentls_core::models;
@@ -231,7 +232,7 @@ impl Agent {
         session: &Session,
     ) -> usize {
         let prompts = self.host.prompts();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self.cache.locked();
         agentls_core::context::static_tokens(
             static_context,
             session.history.tokenizer(),

@@ -4,6 +4,7 @@
 use crate::agent::sessions::SessionHandle;
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
+use crate::locks::Locked;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -19,7 +20,7 @@ impl Agent {
         static_context: &StaticContext,
     ) {
         {
-            let mut prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
+            let mut prepared = handle.prepared.locked();
             if prepared.pending || prepared.result.is_some() {
                 return;
             }
@@ -31,7 +32,7 @@ impl Agent {
         tokio::spawn(async move {
             let result = agent.prepare(&handle, &static_context).await;
             {
-                let mut prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
+                let mut prepared = handle.prepared.locked();
                 prepared.pending = false;
                 match result {
                     Ok(summary) => prepared.result = Some(summary),

@@ -7,6 +7,7 @@ use crate::agent::sessions::SessionHandle;
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
 use crate::agent::AgentError;
+use crate::locks::Locked;
 use agentls_core::compaction::plan::Trigger;
 use agentls_core::compaction::plan::Window;
 use agentls_core::session::Event;
@@ -247,12 +248,7 @@ impl Agent {
         // A preparation in flight finishes sooner than a new summary call would.
         loop {
             let done = handle.prepared_done.notified();
-            if !handle
-                .prepared
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pending
-            {
+            if !handle.prepared.locked().pending {
                 break;
             }
             tokio::select! {
@@ -261,7 +257,7 @@ impl Agent {
             }
         }
         let prepared = {
-            let prepared = handle.prepared.lock().unwrap_or_else(|e| e.into_inner());
+            let prepared = handle.prepared.locked();
             prepared
                 .result
                 .clone()
@@ -334,7 +330,7 @@ async fn record(
         }
         (live.session.compactions, live.session.low_yield_compactions)
     };
-    *handle.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Prepared::default();
+    *handle.prepared.locked() = Prepared::default();
     announcer.completed(&metrics, compactions, low_yield).await;
     Ok(outcome)
 }

@@ -3,6 +3,7 @@
 
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
+use crate::locks::Locked;
 use crate::provider::Provider;
 use agentls_core::compaction::plan::Window;
 use agentls_core::compaction::plan::{self, Summary};
@@ -130,7 +131,7 @@ impl Agent {
                 calibration: Calibration::default(),
             };
             let request = {
-                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                let mut cache = self.cache.locked();
                 agentls_core::context::assemble(
                     &assembly,
                     &no_tools,

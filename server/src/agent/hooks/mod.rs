@@ -13,6 +13,7 @@
 mod approvals;
 mod process;
 
+use crate::locks::Locked;
 use process::run_one;
 pub(in crate::agent) mod turn_events;
 
@@ -57,7 +58,7 @@ struct Inner {
 
 impl HookState {
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.inner.locked())
     }
 
     /// Queues a reminder for `session`'s next model call.

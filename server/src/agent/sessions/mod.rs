@@ -9,6 +9,7 @@ use crate::agent::tokenizer_for;
 use crate::agent::turn::Turn;
 use crate::agent::Agent;
 use crate::agent::AgentError;
+use crate::locks::Locked;
 pub(in crate::agent) mod live;
 mod modes;
 
@@ -77,7 +78,7 @@ pub(in crate::agent) struct SessionHandle {
 
 impl SessionHandle {
     pub(in crate::agent) fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     /// Marks `turn_id` as running unless a cancel dropped it; its cancellation token.
@@ -163,10 +164,7 @@ impl Agent {
     /// Forgets a session's in-memory state (its log stays): a finished subagent's session is
     /// not used again unless loaded, which replays it.
     pub(in crate::agent) fn release(&self, id: &str) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        self.sessions.locked().remove(id);
     }
 
     /// The session, from memory or replayed from its log.
@@ -174,12 +172,7 @@ impl Agent {
         self: &Arc<Self>,
         id: &str,
     ) -> Result<Arc<SessionHandle>, AgentError> {
-        if let Some(handle) = self
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-        {
+        if let Some(handle) = self.sessions.locked().get(id) {
             return Ok(handle.clone());
         }
         let store = self.store()?;
@@ -289,7 +282,7 @@ impl Agent {
             updates: Mutex::new(()),
             parent,
         });
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {
             // Loaded twice concurrently: keep the first.
             return existing.clone();
@@ -336,12 +329,7 @@ impl Agent {
         let store = self.store()?;
         let mut summaries = Vec::new();
         for id in store.ids() {
-            let loaded = self
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&id)
-                .cloned();
+            let loaded = self.sessions.locked().get(&id).cloned();
             let summary = match loaded {
                 Some(handle) => {
                     let live = handle.live.lock().await;
@@ -474,7 +462,7 @@ impl Agent {
         }
         let cancelled = match running {
             Some(token) => {
-                let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
+                let _quiet = handle.updates.locked();
                 token.cancel();
                 true
             }

@@ -5,6 +5,7 @@
 
 use crate::agent::Agent;
 use crate::agent::AgentError;
+use crate::locks::Locked;
 use std::sync::Arc;
 impl Agent {
     /// Sets the approval policy of session `id`; Err for an unknown session or policy.
@@ -15,18 +16,14 @@ impl Agent {
             )));
         }
         self.handle(id).await?;
-        self.modes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string(), mode.to_string());
+        self.modes.locked().insert(id.to_string(), mode.to_string());
         Ok(())
     }
 
     /// The approval policy session `id` runs under.
     pub fn mode_of(&self, id: &str) -> String {
         self.modes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(id)
             .cloned()
             .unwrap_or_else(|| self.host.config().approval)

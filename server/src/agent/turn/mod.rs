@@ -7,6 +7,7 @@ use crate::agent::sessions::Prompt;
 use crate::agent::sessions::SessionHandle;
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
+use crate::locks::Locked;
 mod dispatch;
 mod input;
 mod model_step;
@@ -260,7 +261,7 @@ impl Turn {
         let no_history = agentls_core::history::History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
         let (mut block, static_context) = {
-            let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = self.agent.cache.locked();
             (
                 inspect::turn_block(&inputs, &mut cache),
                 inspect::static_context(&inputs),
@@ -426,7 +427,7 @@ pub(in crate::agent) fn say(
     cancel: &CancellationToken,
     update: Value,
 ) -> bool {
-    let _quiet = handle.updates.lock().unwrap_or_else(|e| e.into_inner());
+    let _quiet = handle.updates.locked();
     if cancel.is_cancelled() {
         return false;
     }

@@ -10,6 +10,7 @@ use crate::agent::turn::ModelReply;
 use crate::agent::turn::Opened;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
+use crate::locks::Locked;
 use agentls_core::history::Item;
 use agentls_core::session::Event;
 use agentls_core::wire::ErrorKind;
@@ -44,7 +45,7 @@ impl Turn {
             calibration,
         };
         let request = {
-            let mut cache = self.agent.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = self.agent.cache.locked();
             agentls_core::context::assemble(
                 &assembly,
                 &opened.static_context,
