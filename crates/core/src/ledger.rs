@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use crate::event::Event;
 use crate::history::Item;
 use crate::prompts::Prompts;
-use crate::session::Event;
 use crate::snapshot::ChangeKind;
 use crate::tokens::TokenizerKind;
 use crate::tool_info::{LedgerRecord, PlanEntry, ToolCatalog};
@@ -553,7 +553,7 @@ fn push_if_constraint(sentence: &str, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use crate::history::Entry;
-    use crate::tool_info::TestTools;
+    use crate::test_support::TestTools;
 
     fn item(turn: &str, item: Item) -> Event {
         Event::Item {
@@ -698,7 +698,7 @@ mod tests {
 
     #[test]
     fn files_a_command_changed_are_modified_files_that_never_drop() {
-        use crate::session::ChangedPath;
+        use crate::event::ChangedPath;
         let changed = |command: &str, files: &[(&str, ChangeKind)]| Event::FilesChanged {
             turn_id: "t".into(),
             tool_call_id: "c".into(),

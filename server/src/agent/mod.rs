@@ -23,10 +23,11 @@ use crate::host::{Host, Notice};
 use crate::provider::Provider;
 use crate::store::session_log::{self, SessionStore};
 use agentls_core::context::AssemblyCache;
+use agentls_core::event::Event;
 use agentls_core::history::{Entry, Item};
 use agentls_core::inspect;
 use agentls_core::models;
-use agentls_core::session::{Event, Session};
+use agentls_core::session::Session;
 use agentls_core::tokens::Calibration;
 use agentls_core::wire::{ErrorKind, ProviderConfig, ProviderEvent, ProviderKind, Usage};
 

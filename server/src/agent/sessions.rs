@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::session_log;
 use agentls_core::editor_state::EditorState;
+use agentls_core::event::Event;
 use agentls_core::history::Item;
-use agentls_core::session::{self, Event, Session};
+use agentls_core::session::{self, Session};
 use agentls_core::tokens::Calibration;
 
 pub(super) struct Prompt {
@@ -63,7 +64,7 @@ pub(super) struct SessionHandle {
     /// no update of the cancelled turn can be on its way.
     pub(super) updates: Mutex<()>,
     /// A subagent's session: its parent (its updates carry it).
-    pub(super) parent: Option<agentls_core::session::ParentLink>,
+    pub(super) parent: Option<agentls_core::event::ParentLink>,
 }
 
 impl SessionHandle {
@@ -116,7 +117,7 @@ impl Agent {
     pub(super) async fn create_session(
         self: &Arc<Self>,
         model: Option<String>,
-        parent: Option<agentls_core::session::ParentLink>,
+        parent: Option<agentls_core::event::ParentLink>,
     ) -> Result<String, AgentError> {
         let store = self.store()?;
         let id = session_log::new_session_id();

@@ -19,12 +19,11 @@
 
 use super::{
     kept_tail_start, rebuild, round_starts, rule_based, select_user_messages, summary_text,
-    tokens_of, trim, verify, Strategy, Style,
+    tokens_of, trim, verify, CompactionConfig, Strategy, Style,
 };
-use crate::config::CompactionConfig;
+use crate::event::CompactionMetrics;
 use crate::history::{item_tokens, Entry, Item};
 use crate::prompts::{fill, Prompts};
-use crate::session::CompactionMetrics;
 use crate::tokens::TokenizerKind;
 use crate::wire::Usage;
 

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use agentls_core::context::StaticContext;
-use agentls_core::session::ParentLink;
+use agentls_core::event::ParentLink;
 use agentls_core::subagents::{self, Subagent, TASK_TOOL};
 use agentls_core::tool_info::ToolKind;
 
