@@ -728,6 +728,8 @@ const GO_PREDECLARED_TYPES: &[&str] = &[
     "uintptr",
 ];
 
+/// The kind of name an identifier node is, by its language's rules; None when it names
+/// nothing a reader would look up.
 fn identifier_kind(
     family: Family,
     source: &[u8],
@@ -735,89 +737,115 @@ fn identifier_kind(
     field: Option<&str>,
     ancestors: &[Ancestor],
 ) -> Option<IdentifierKind> {
-    use IdentifierKind::{Field, Module, Type, Value};
-    let parent = ancestors.last();
-    let parent_kind = parent.map_or("", |p| p.kind);
-    let starts_uppercase = || {
-        source
-            .get(node.start_byte())
-            .is_some_and(|b| b.is_ascii_uppercase())
-    };
+    let parent_kind = ancestors.last().map_or("", |p| p.kind);
+    let starts_uppercase = source
+        .get(node.start_byte())
+        .is_some_and(|b| b.is_ascii_uppercase());
     match family {
-        Family::Rust => match node.kind() {
-            // Lifetimes and loop labels are spelled with an identifier but name neither.
-            "identifier" if matches!(parent_kind, "lifetime" | "label") => None,
-            // A path segment before `::` is a module, or by convention a type when
-            // capitalised (`Self::new`, `Vec::with_capacity`).
-            "identifier" if is_rust_path_segment(field, ancestors) => {
-                Some(if starts_uppercase() { Type } else { Module })
-            }
-            "identifier" => Some(Value),
-            "type_identifier" => Some(Type),
-            "field_identifier" | "shorthand_field_identifier" => Some(Field),
-            _ => None,
+        Family::Rust => rust_identifier_kind(node.kind(), field, ancestors, starts_uppercase),
+        Family::Python => python_identifier_kind(node.kind(), field, ancestors.last()),
+        Family::Script => script_identifier_kind(node.kind(), field, parent_kind, starts_uppercase),
+        Family::Go => go_identifier_kind(node.kind(), node_bytes(source, node)),
+    }
+}
+
+fn rust_identifier_kind(
+    kind: &str,
+    field: Option<&str>,
+    ancestors: &[Ancestor],
+    starts_uppercase: bool,
+) -> Option<IdentifierKind> {
+    use IdentifierKind::{Field, Module, Type, Value};
+    let parent_kind = ancestors.last().map_or("", |p| p.kind);
+    match kind {
+        // Lifetimes and loop labels are spelled with an identifier but name neither.
+        "identifier" if matches!(parent_kind, "lifetime" | "label") => None,
+        // A path segment before `::` is a module, or by convention a type when capitalised
+        // (`Self::new`, `Vec::with_capacity`).
+        "identifier" if is_rust_path_segment(field, ancestors) => {
+            Some(if starts_uppercase { Type } else { Module })
+        }
+        "identifier" => Some(Value),
+        "type_identifier" => Some(Type),
+        "field_identifier" | "shorthand_field_identifier" => Some(Field),
+        _ => None,
+    }
+}
+
+fn python_identifier_kind(
+    kind: &str,
+    field: Option<&str>,
+    parent: Option<&Ancestor>,
+) -> Option<IdentifierKind> {
+    use IdentifierKind::{Field, Type, Value};
+    let parent_kind = parent.map_or("", |p| p.kind);
+    match kind {
+        "identifier" if parent_kind == "keyword_argument" && field == Some("name") => Some(Field),
+        "identifier" if parent_kind == "class_definition" && field == Some("name") => Some(Type),
+        "identifier" => match parent.and_then(|p| p.implied) {
+            Some(implied) => Some(implied),
+            None if parent_kind == "attribute" && field == Some("attribute") => Some(Field),
+            None => Some(Value),
         },
-        Family::Python => match node.kind() {
-            "identifier" if parent_kind == "keyword_argument" && field == Some("name") => {
-                Some(Field)
-            }
-            "identifier" if parent_kind == "class_definition" && field == Some("name") => {
-                Some(Type)
-            }
-            "identifier" => match parent.and_then(|p| p.implied) {
-                Some(implied) => Some(implied),
-                None if parent_kind == "attribute" && field == Some("attribute") => Some(Field),
-                None => Some(Value),
-            },
-            _ => None,
-        },
-        Family::Script => match node.kind() {
-            // `<div>` names an intrinsic element, `<Foo>` a component.
-            "identifier"
-                if field == Some("name")
-                    && parent_kind.starts_with("jsx_")
-                    && !starts_uppercase() =>
-            {
-                None
-            }
-            "identifier"
-                if (parent_kind == "nested_type_identifier" && field == Some("module"))
-                    || (parent_kind == "nested_identifier" && field == Some("object"))
-                    || parent_kind == "namespace_import"
-                    || (matches!(parent_kind, "internal_module" | "module")
-                        && field == Some("name")) =>
-            {
-                Some(Module)
-            }
-            // JavaScript names classes with a plain identifier.
-            "identifier"
-                if matches!(parent_kind, "class_declaration" | "class")
-                    && field == Some("name") =>
-            {
-                Some(Type)
-            }
-            // `{ foo }` in an object literal reads the variable foo.
-            "identifier" | "shorthand_property_identifier" => Some(Value),
-            "type_identifier" => Some(Type),
-            // `const { foo } = obj` reads obj's property foo.
-            "property_identifier"
-            | "private_property_identifier"
-            | "shorthand_property_identifier_pattern" => Some(Field),
-            _ => None,
-        },
-        Family::Go => match node.kind() {
-            // `_` parses as an identifier in some positions (`var _ = x`) but binds nothing.
-            "identifier" if node_bytes(source, node) == b"_" => None,
-            "identifier" => Some(Value),
-            "type_identifier" => {
-                let name = node_bytes(source, node);
-                let predeclared = GO_PREDECLARED_TYPES.iter().any(|t| t.as_bytes() == name);
-                (!predeclared).then_some(Type)
-            }
-            "field_identifier" => Some(Field),
-            "package_identifier" => Some(Module),
-            _ => None,
-        },
+        _ => None,
+    }
+}
+
+/// TypeScript's, TSX's and JavaScript's rules.
+fn script_identifier_kind(
+    kind: &str,
+    field: Option<&str>,
+    parent_kind: &str,
+    starts_uppercase: bool,
+) -> Option<IdentifierKind> {
+    use IdentifierKind::{Field, Module, Type, Value};
+    match kind {
+        // `<div>` names an intrinsic element, `<Foo>` a component.
+        "identifier"
+            if field == Some("name") && parent_kind.starts_with("jsx_") && !starts_uppercase =>
+        {
+            None
+        }
+        "identifier"
+            if (parent_kind == "nested_type_identifier" && field == Some("module"))
+                || (parent_kind == "nested_identifier" && field == Some("object"))
+                || parent_kind == "namespace_import"
+                || (matches!(parent_kind, "internal_module" | "module")
+                    && field == Some("name")) =>
+        {
+            Some(Module)
+        }
+        // JavaScript names classes with a plain identifier.
+        "identifier"
+            if matches!(parent_kind, "class_declaration" | "class") && field == Some("name") =>
+        {
+            Some(Type)
+        }
+        // `{ foo }` in an object literal reads the variable foo.
+        "identifier" | "shorthand_property_identifier" => Some(Value),
+        "type_identifier" => Some(Type),
+        // `const { foo } = obj` reads obj's property foo.
+        "property_identifier"
+        | "private_property_identifier"
+        | "shorthand_property_identifier_pattern" => Some(Field),
+        _ => None,
+    }
+}
+
+/// `text` is the node's source.
+fn go_identifier_kind(kind: &str, text: &[u8]) -> Option<IdentifierKind> {
+    use IdentifierKind::{Field, Module, Type, Value};
+    match kind {
+        // `_` parses as an identifier in some positions (`var _ = x`) but binds nothing.
+        "identifier" if text == b"_" => None,
+        "identifier" => Some(Value),
+        "type_identifier" => {
+            let predeclared = GO_PREDECLARED_TYPES.iter().any(|t| t.as_bytes() == text);
+            (!predeclared).then_some(Type)
+        }
+        "field_identifier" => Some(Field),
+        "package_identifier" => Some(Module),
+        _ => None,
     }
 }
 
