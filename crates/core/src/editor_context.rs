@@ -265,24 +265,44 @@ pub fn build(
         has_definition_sources,
         outlines,
     );
+    let parts = parts(
+        active,
+        cursor,
+        selection.as_ref(),
+        syntax.as_ref(),
+        others,
+        outlines,
+    );
+    fill(header, header_tokens, parts, budget, tokenizer, cache)
+}
+
+/// The parts the active file has, in priority order: the selection, the enclosing symbol
+/// (unless the selection covers it), the diagnostics, the outline, the definitions.
+fn parts(
+    active: &ActiveFile,
+    cursor: usize,
+    selection: Option<&Range<usize>>,
+    syntax: Option<&ActiveSyntax>,
+    others: &[OpenBuffer],
+    outlines: &mut OutlineCache,
+) -> Vec<Part> {
+    let rope = &active.snapshot.rope;
     let mut parts = Vec::new();
-    if let Some(selection) = &selection {
+    if let Some(selection) = selection {
         parts.push(selection_part(rope, selection));
     }
-    if let Some(syntax) = &syntax {
-        if let Some(symbol) = &syntax.enclosing {
-            let covered = selection.as_ref().is_some_and(|selection| {
-                selection.start <= symbol.range.start && symbol.range.end <= selection.end
-            });
-            if !covered {
-                parts.push(enclosing_symbol_part(rope, symbol));
-            }
+    if let Some(symbol) = syntax.and_then(|syntax| syntax.enclosing.as_ref()) {
+        let covered = selection.is_some_and(|selection| {
+            selection.start <= symbol.range.start && symbol.range.end <= selection.end
+        });
+        if !covered {
+            parts.push(enclosing_symbol_part(rope, symbol));
         }
     }
     if !active.diagnostics.is_empty() {
         parts.push(diagnostics_part(rope, cursor, &active.diagnostics));
     }
-    if let Some(syntax) = &syntax {
+    if let Some(syntax) = syntax {
         if !syntax.outline_lines.is_empty() {
             parts.push(Part {
                 name: "outline",
@@ -308,8 +328,7 @@ pub fn build(
             });
         }
     }
-
-    fill(header, header_tokens, parts, budget, tokenizer, cache)
+    parts
 }
 
 /// Places the parts in priority order within what the header leaves of the budget.
@@ -321,27 +340,8 @@ fn fill(
     tokenizer: TokenizerKind,
     cache: &mut CountCache,
 ) -> EditorContext {
-    let wholes: Vec<(String, usize)> = parts
-        .iter()
-        .map(|part| {
-            let text = part.body.whole();
-            let tokens = cache.count(tokenizer, &text);
-            (text, tokens)
-        })
-        .collect();
-    let markers: Vec<(String, usize)> = parts
-        .iter()
-        .zip(&wholes)
-        .map(|(part, (_, tokens))| {
-            let marker = format!(
-                "[{} omitted: {tokens} tokens did not fit the editor-context budget]\n",
-                part.name
-            );
-            let marker_tokens = cache.count(tokenizer, &marker);
-            (marker, marker_tokens)
-        })
-        .collect();
-
+    let wholes = whole_texts(&parts, tokenizer, cache);
+    let markers = omission_markers(&parts, &wholes, tokenizer, cache);
     let mut text = header;
     let mut reports = vec![PartReport {
         name: "header",
@@ -360,18 +360,7 @@ fn fill(
     {
         reserved -= marker_tokens;
         let available = remaining.saturating_sub(reserved);
-        let placed = if whole_tokens <= available {
-            Some(Placed {
-                text: whole,
-                tokens: whole_tokens,
-                cut_tokens: 0,
-            })
-        } else if available >= MIN_PART_TOKENS {
-            part.body.cut_to(available, whole_tokens, tokenizer, cache)
-        } else {
-            None
-        };
-        let report = match placed {
+        let report = match place(part, whole, whole_tokens, available, tokenizer, cache) {
             Some(placed) => {
                 text.push_str(&placed.text);
                 PartReport {
@@ -400,6 +389,67 @@ fn fill(
         text,
         tokens: total,
         parts: reports,
+    }
+}
+
+/// Each part rendered whole, with its tokens.
+fn whole_texts(
+    parts: &[Part],
+    tokenizer: TokenizerKind,
+    cache: &mut CountCache,
+) -> Vec<(String, usize)> {
+    parts
+        .iter()
+        .map(|part| {
+            let text = part.body.whole();
+            let tokens = cache.count(tokenizer, &text);
+            (text, tokens)
+        })
+        .collect()
+}
+
+/// Each part's line announcing it did not fit (with the tokens of its whole), with its
+/// tokens.
+fn omission_markers(
+    parts: &[Part],
+    wholes: &[(String, usize)],
+    tokenizer: TokenizerKind,
+    cache: &mut CountCache,
+) -> Vec<(String, usize)> {
+    parts
+        .iter()
+        .zip(wholes)
+        .map(|(part, (_, tokens))| {
+            let marker = format!(
+                "[{} omitted: {tokens} tokens did not fit the editor-context budget]\n",
+                part.name
+            );
+            let marker_tokens = cache.count(tokenizer, &marker);
+            (marker, marker_tokens)
+        })
+        .collect()
+}
+
+/// A part within `available` tokens: whole when it fits, else cut when at least
+/// MIN_PART_TOKENS are left, else None (omitted).
+fn place(
+    part: &Part,
+    whole: String,
+    whole_tokens: usize,
+    available: usize,
+    tokenizer: TokenizerKind,
+    cache: &mut CountCache,
+) -> Option<Placed> {
+    if whole_tokens <= available {
+        Some(Placed {
+            text: whole,
+            tokens: whole_tokens,
+            cut_tokens: 0,
+        })
+    } else if available >= MIN_PART_TOKENS {
+        part.body.cut_to(available, whole_tokens, tokenizer, cache)
+    } else {
+        None
     }
 }
 
