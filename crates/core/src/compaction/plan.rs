@@ -343,8 +343,6 @@ pub fn finish(
         entries,
         mut metrics,
     } = need;
-    let (prompts, tokenizer, ledger) = (input.prompts, input.tokenizer, input.ledger);
-    let tokens_before = tokens_of(input.entries);
     let target = target_tokens(input.config, input.window, input.fixed);
     let user_budget = input.config.user_message_budget.min(target / 4);
     // Where the verbatim tail may start: after the prepared point (what came since is not
@@ -363,38 +361,66 @@ pub fn finish(
             )
         }
     };
-
-    // Rebuild and verify; a summary that does not verify is discarded.
+    // A summary that does not verify is discarded.
     let reason = match summary {
-        Ok(summary) => {
-            let mut why = String::new();
-            for cut in tail_starts {
-                let users = select_user_messages(&entries[..cut], user_budget, tokenizer);
-                let rebuilt = rebuild(
-                    &users,
-                    summary_text(&summary, ledger),
-                    &entries[cut..],
-                    prompts,
-                    tokenizer,
-                );
-                match verify(tokens_before, &rebuilt, ledger) {
-                    Ok(()) => {
-                        metrics.strategy = Strategy::Summary.name().into();
-                        return Ok(planned(input, rebuilt, metrics));
-                    }
-                    Err(reason) => why = format!("the summarized history was discarded: {reason}"),
-                }
+        Ok(summary) => match rebuilt_around(input, &entries, &summary, &tail_starts, user_budget) {
+            Ok(rebuilt) => {
+                metrics.strategy = Strategy::Summary.name().into();
+                return Ok(planned(input, rebuilt, metrics));
             }
-            why
-        }
+            Err(why) => why,
+        },
         Err(why) => why,
     };
+    fallback(input, &entries, reason, user_budget, metrics)
+}
 
-    // Fallback: a rule-based drop, still carrying the ledger. Never aim above half of what
-    // there is: a manual compaction of a history already under the target must still make
-    // room.
+/// The history rebuilt around `summary` with the first verbatim tail (from `tail_starts`)
+/// that verifies; Err: why the last one did not.
+fn rebuilt_around(
+    input: &PlanInput,
+    entries: &[Entry],
+    summary: &str,
+    tail_starts: &[usize],
+    user_budget: usize,
+) -> Result<Vec<Entry>, String> {
+    let (prompts, tokenizer, ledger) = (input.prompts, input.tokenizer, input.ledger);
+    let tokens_before = tokens_of(input.entries);
+    let mut why = String::new();
+    for &cut in tail_starts {
+        let users = select_user_messages(&entries[..cut], user_budget, tokenizer);
+        let rebuilt = rebuild(
+            &users,
+            summary_text(summary, ledger),
+            &entries[cut..],
+            prompts,
+            tokenizer,
+        );
+        match verify(tokens_before, &rebuilt, ledger) {
+            Ok(()) => return Ok(rebuilt),
+            Err(reason) => why = format!("the summarized history was discarded: {reason}"),
+        }
+    }
+    Err(why)
+}
+
+/// Without a summary: a rule-based drop, its note (saying `reason`) in place of the
+/// summary, still carrying the ledger; when even that does not verify, only the user's
+/// messages and the note.
+fn fallback(
+    input: &PlanInput,
+    entries: &[Entry],
+    reason: String,
+    user_budget: usize,
+    mut metrics: CompactionMetrics,
+) -> Result<Planned, String> {
+    let (prompts, tokenizer, ledger) = (input.prompts, input.tokenizer, input.ledger);
+    let tokens_before = tokens_of(input.entries);
+    let target = target_tokens(input.config, input.window, input.fixed);
+    // Never aim above half of what there is: a manual compaction of a history already under
+    // the target must still make room.
     let note_reserve = tokenizer.count(ledger) + 300;
-    let dropped = rule_based(&entries, target.min(tokens_before / 2), note_reserve);
+    let dropped = rule_based(entries, target.min(tokens_before / 2), note_reserve);
     let note = fill(
         &prompts.compact_fallback,
         &[
@@ -416,7 +442,7 @@ pub fn finish(
     }
     // Even the last round is too large (one enormous message): keep only the user's
     // messages, cut to their budget, and the ledger. The session stays usable.
-    let users = select_user_messages(&entries, user_budget, tokenizer);
+    let users = select_user_messages(entries, user_budget, tokenizer);
     let rebuilt = rebuild(&users, text, &[], prompts, tokenizer);
     verify(tokens_before, &rebuilt, ledger)
         .map_err(|why| format!("compaction could not make the history smaller: {why}"))?;
