@@ -496,7 +496,7 @@ impl ActiveSyntax {
             if lookups.is_empty() {
                 lookups.push(position::line_content_bytes(
                     &snapshot.rope,
-                    snapshot.rope.byte_to_line(cursor),
+                    position::byte_to_line(&snapshot.rope, cursor),
                 ));
             }
             let mut identifiers: Vec<syntax::Identifier> = Vec::new();
@@ -779,13 +779,13 @@ fn enclosing_symbol_part(rope: &Rope, symbol: &EnclosingSymbol) -> Part {
 
 /// Nearest to the cursor first: line distance, then severity, then position.
 fn diagnostics_part(rope: &Rope, cursor: usize, diagnostics: &[EditorDiagnostic]) -> Part {
-    let cursor_line = rope.byte_to_line(cursor);
+    let cursor_line = position::byte_to_line(rope, cursor);
     let mut ordered: Vec<((usize, Severity, usize), String)> = diagnostics
         .iter()
         .map(|diagnostic| {
             let range = position::clamp_byte_range(rope, &diagnostic.range);
-            let first = rope.byte_to_line(range.start);
-            let last = rope.byte_to_line(range.end);
+            let first = position::byte_to_line(rope, range.start);
+            let last = position::byte_to_line(rope, range.end);
             let distance = if cursor_line < first {
                 first - cursor_line
             } else {

@@ -288,6 +288,23 @@ pub fn ceil_char_boundary(s: &str, index: usize) -> usize {
     i
 }
 
+/// Byte offset → ropey char index (what the rope's edits take); past the end is the end,
+/// inside a character is that character.
+pub fn byte_to_char(rope: &Rope, byte: usize) -> usize {
+    rope.byte_to_char(byte.min(rope.len_bytes()))
+}
+
+/// Byte offset → its 0-based line; past the end is the last line.
+pub fn byte_to_line(rope: &Rope, byte: usize) -> usize {
+    rope.byte_to_line(byte.min(rope.len_bytes()))
+}
+
+/// The point `len` bytes after `start` on its row: where a text of `len` bytes without a
+/// line break, inserted at `start`, ends.
+pub fn point_after_on_row(start: tree_sitter::Point, len: usize) -> tree_sitter::Point {
+    tree_sitter::Point::new(start.row, start.column + len)
+}
+
 /// Byte offset → the tree-sitter point we report for it: (LSP line, byte column).
 pub fn byte_to_point(rope: &Rope, byte: usize) -> tree_sitter::Point {
     let byte = byte.min(rope.len_bytes());
