@@ -739,7 +739,7 @@ fn render_header(
     }
     if let Some(visible) = visible {
         let lines = position::byte_range_to_lines(rope, visible);
-        let _ = write!(header, " visible=\"{}-{}\"", lines.start + 1, lines.end);
+        let _ = write!(header, " visible=\"{}\"", position::display_lines(&lines));
     }
     header.push_str("/>\n");
     header
@@ -750,7 +750,10 @@ fn selection_part(rope: &Rope, selection: &Range<usize>) -> Part {
     Part {
         name: "selection",
         body: Body::Code(CodeBlock {
-            open: format!("<selection lines=\"{}-{}\">\n", lines.start + 1, lines.end),
+            open: format!(
+                "<selection lines=\"{}\">\n",
+                position::display_lines(&lines)
+            ),
             code: numbered_lines(rope, lines),
             close: "</selection>\n",
         }),
@@ -764,12 +767,11 @@ fn enclosing_symbol_part(rope: &Rope, symbol: &EnclosingSymbol) -> Part {
         name: "enclosingSymbol",
         body: Body::Code(CodeBlock {
             open: format!(
-                "<enclosing_symbol kind=\"{}\" name=\"{}\" path=\"{}\" lines=\"{}-{}\">\n",
+                "<enclosing_symbol kind=\"{}\" name=\"{}\" path=\"{}\" lines=\"{}\">\n",
                 kind_name(symbol.kind),
                 attribute(&symbol.name),
                 attribute(&symbol.path.join(" > ")),
-                lines.start + 1,
-                lines.end
+                position::display_lines(&lines)
             ),
             code: numbered_lines(rope, lines),
             close: "</enclosing_symbol>\n",
@@ -841,11 +843,10 @@ fn outline_entries(rope: &Rope, symbols: &[Symbol]) -> Vec<String> {
         let lines =
             position::byte_range_to_lines(rope, &position::clamp_byte_range(rope, &symbol.range));
         entries.push(format!(
-            "{}{} {}-{}\n",
+            "{}{} {}\n",
             "  ".repeat(depth.min(MAX_OUTLINE_INDENT)),
             symbol_label(symbol),
-            lines.start + 1,
-            lines.end
+            position::display_lines(&lines)
         ));
         stack.extend(symbol.children.iter().rev().map(|child| (child, depth + 1)));
     }
@@ -905,12 +906,11 @@ fn render_definition(path: &str, rope: &Rope, symbol: &Symbol) -> String {
         lines.start..lines.start + DEFINITION_HEAD_LINES
     };
     let mut text = format!(
-        "<definition name=\"{}\" kind=\"{}\" path=\"{}\" lines=\"{}-{}\">\n",
+        "<definition name=\"{}\" kind=\"{}\" path=\"{}\" lines=\"{}\">\n",
         attribute(&symbol.name),
         kind_name(symbol.kind),
         attribute(path),
-        lines.start + 1,
-        lines.end
+        position::display_lines(&lines)
     );
     text.push_str(&numbered_lines(rope, shown.clone()));
     if shown.len() < lines.len() {
@@ -952,7 +952,7 @@ fn attribute(value: &str) -> String {
 fn numbered_lines(rope: &Rope, lines: Range<usize>) -> String {
     let mut text = String::new();
     for line in lines {
-        let _ = write!(text, "L{}: ", line + 1);
+        let _ = write!(text, "L{}: ", position::display_line(line));
         rope.line(line)
             .chunks()
             .for_each(|chunk| text.push_str(chunk));
