@@ -7,6 +7,7 @@
 //! for a section) are unwrapped.
 
 use crate::agents_md;
+use crate::compaction::CompactionConfig;
 use crate::document;
 use crate::editor_context;
 use crate::tokens::TokenizerKind;
@@ -71,47 +72,6 @@ pub struct Config {
     pub mcp_servers: Vec<crate::mcp::config::ServerConfig>,
     /// `reminders.*`.
     pub reminders: crate::reminders::ReminderSettings,
-}
-
-/// `compaction.*`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompactionConfig {
-    /// `compaction.auto`: compact by itself at the threshold (manual, model-switch and
-    /// overflow compaction happen either way).
-    pub auto: bool,
-    /// `compaction.threshold`: fill of the usable window (the window less the output
-    /// reserve) at which a model call waits for compaction.
-    pub threshold: f64,
-    /// `compaction.prepareAt`: fill at which a summary is prepared in the background.
-    pub prepare_at: f64,
-    /// `compaction.targetFill`: the fill a compaction aims for.
-    pub target_fill: f64,
-    /// `compaction.style`: `handoff`, `state_snapshot` or `checkpoint`.
-    pub style: crate::compaction::Style,
-    /// `compaction.promptFile`: replaces the built-in compaction prompt.
-    pub prompt_file: Option<PathBuf>,
-    pub keep_tool_rounds: usize,
-    pub user_message_budget: usize,
-    pub keep_recent_rounds: usize,
-    /// `compaction.ledgerMaxTokens`.
-    pub ledger_max_tokens: usize,
-}
-
-impl Default for CompactionConfig {
-    fn default() -> Self {
-        CompactionConfig {
-            auto: true,
-            threshold: 0.85,
-            prepare_at: 0.70,
-            target_fill: 0.35,
-            style: crate::compaction::Style::Handoff,
-            prompt_file: None,
-            keep_tool_rounds: 3,
-            user_message_budget: 20_000,
-            keep_recent_rounds: 2,
-            ledger_max_tokens: 4_000,
-        }
-    }
 }
 
 pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];

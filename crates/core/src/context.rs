@@ -206,93 +206,16 @@ pub fn assemble<'a>(
     cache: &mut CountCache,
 ) -> Request<'a> {
     let tokenizer = config.tokenizer;
-    let mut raw = [0usize; SECTIONS.len()];
-    let index = |name: &str| {
-        SECTIONS
-            .iter()
-            .position(|(n, _)| *n == name)
-            .expect("known section")
-    };
-
-    for tool in &static_context.tools {
-        let json = serde_json::to_string(tool).unwrap_or_default();
-        let section = if tool.name.starts_with(crate::mcp::names::PREFIX) {
-            "mcpTools"
-        } else {
-            "tools"
-        };
-        raw[index(section)] += cache.count(tokenizer, &json);
-    }
-
-    // The system message is counted whole (exact, joins included); its blocks are counted
-    // for the breakdown and the rest is the system prompt's.
+    let mut raw = SectionCounts::default();
+    raw.count_tools(&static_context.tools, tokenizer, cache);
     let system = system_text(static_context);
-    let system_total = cache.count(tokenizer, &system) + TOKENS_PER_MESSAGE;
-    let mut blocks = 0;
-    if let Some(developer) = &static_context.developer_instructions {
-        let n = cache.count(tokenizer, developer);
-        raw[index("developerInstructions")] = n;
-        blocks += n;
-    }
-    if let Some(agents) = &static_context.agents_md {
-        let n = cache.count(tokenizer, &agents.render());
-        raw[index("agentsMd")] = n;
-        blocks += n;
-    }
-    if !static_context.skills_index.is_empty() {
-        let n = cache.count(tokenizer, &static_context.skills_index);
-        raw[index("skills")] = n;
-        blocks += n;
-    }
-    raw[index("system")] = system_total.saturating_sub(blocks);
-
+    raw.count_system(static_context, &system, tokenizer, cache);
     let (mut items, normalize_report) = history.prompt_items(prompts);
-    for entry in &items {
-        let section = if entry.item.is_untrusted() {
-            "toolOutputs"
-        } else if matches!(
-            entry.item,
-            Item::Instructions {
-                role: crate::history::InstructionRole::Reminder,
-                ..
-            }
-        ) {
-            "reminders"
-        } else {
-            "conversation"
-        };
-        raw[index(section)] += entry.tokens;
-    }
-    raw[index("conversation")] += REPLY_PRIMING_TOKENS;
-
+    raw.count_history(&items);
     if let Some(pending) = pending {
-        let block = pending.block;
-        let editor_tokens = block.editor.as_ref().map_or(0, |e| e.tokens);
-        raw[index("environment")] += block.environment_tokens;
-        raw[index("editor")] += editor_tokens;
-        // The typed text, the separators between the blocks, and the message framing.
-        let text_tokens = cache.count(tokenizer, pending.text);
-        let separators =
-            usize::from(block.editor.is_some()) + usize::from(!pending.text.is_empty());
-        raw[index("conversation")] += text_tokens + separators + TOKENS_PER_MESSAGE;
-        let item = pending.item();
-        let tokens = block.environment_tokens
-            + editor_tokens
-            + text_tokens
-            + separators
-            + TOKENS_PER_MESSAGE;
-        items.push(Cow::Owned(Entry { item, tokens }));
+        items.push(Cow::Owned(raw.count_pending(pending, tokenizer, cache)));
     }
-
-    let sections: Vec<Section> = SECTIONS
-        .iter()
-        .zip(raw)
-        .map(|(&(name, trust), tokens)| Section {
-            name,
-            tokens: config.calibration.apply(tokens),
-            trust,
-        })
-        .collect();
+    let sections = raw.calibrated(&config.calibration);
     let total_tokens = sections.iter().map(|s| s.tokens).sum();
     Request {
         tools: &static_context.tools,
@@ -303,6 +226,125 @@ pub fn assemble<'a>(
         estimated: true,
         context_window: config.context_window,
         normalize_report,
+    }
+}
+
+/// A request's token counts per section, in [`SECTIONS`] order, before calibration.
+#[derive(Default)]
+struct SectionCounts([usize; SECTIONS.len()]);
+
+impl SectionCounts {
+    fn at(&mut self, name: &str) -> &mut usize {
+        let index = SECTIONS
+            .iter()
+            .position(|(n, _)| *n == name)
+            .expect("known section");
+        &mut self.0[index]
+    }
+
+    /// Each tool's JSON, the MCP servers' tools apart.
+    fn count_tools(
+        &mut self,
+        tools: &[ToolSpec],
+        tokenizer: TokenizerKind,
+        cache: &mut CountCache,
+    ) {
+        for tool in tools {
+            let json = serde_json::to_string(tool).unwrap_or_default();
+            let section = if tool.name.starts_with(crate::mcp::names::PREFIX) {
+                "mcpTools"
+            } else {
+                "tools"
+            };
+            *self.at(section) += cache.count(tokenizer, &json);
+        }
+    }
+
+    /// The system message is counted whole (exact, joins included); its blocks are counted
+    /// for the breakdown and the rest is the system prompt's.
+    fn count_system(
+        &mut self,
+        static_context: &StaticContext,
+        system: &str,
+        tokenizer: TokenizerKind,
+        cache: &mut CountCache,
+    ) {
+        let system_total = cache.count(tokenizer, system) + TOKENS_PER_MESSAGE;
+        let mut blocks = 0;
+        if let Some(developer) = &static_context.developer_instructions {
+            let n = cache.count(tokenizer, developer);
+            *self.at("developerInstructions") = n;
+            blocks += n;
+        }
+        if let Some(agents) = &static_context.agents_md {
+            let n = cache.count(tokenizer, &agents.render());
+            *self.at("agentsMd") = n;
+            blocks += n;
+        }
+        if !static_context.skills_index.is_empty() {
+            let n = cache.count(tokenizer, &static_context.skills_index);
+            *self.at("skills") = n;
+            blocks += n;
+        }
+        *self.at("system") = system_total.saturating_sub(blocks);
+    }
+
+    /// The history's entries by what they are, and the priming of the reply.
+    fn count_history(&mut self, items: &[Cow<'_, Entry>]) {
+        for entry in items {
+            let section = if entry.item.is_untrusted() {
+                "toolOutputs"
+            } else if matches!(
+                entry.item,
+                Item::Instructions {
+                    role: crate::history::InstructionRole::Reminder,
+                    ..
+                }
+            ) {
+                "reminders"
+            } else {
+                "conversation"
+            };
+            *self.at(section) += entry.tokens;
+        }
+        *self.at("conversation") += REPLY_PRIMING_TOKENS;
+    }
+
+    /// The pending user message's blocks, and its entry with their sum.
+    fn count_pending(
+        &mut self,
+        pending: Pending<'_>,
+        tokenizer: TokenizerKind,
+        cache: &mut CountCache,
+    ) -> Entry {
+        let block = pending.block;
+        let editor_tokens = block.editor.as_ref().map_or(0, |e| e.tokens);
+        *self.at("environment") += block.environment_tokens;
+        *self.at("editor") += editor_tokens;
+        // The typed text, the separators between the blocks, and the message framing.
+        let text_tokens = cache.count(tokenizer, pending.text);
+        let separators =
+            usize::from(block.editor.is_some()) + usize::from(!pending.text.is_empty());
+        *self.at("conversation") += text_tokens + separators + TOKENS_PER_MESSAGE;
+        let item = pending.item();
+        let tokens = block.environment_tokens
+            + editor_tokens
+            + text_tokens
+            + separators
+            + TOKENS_PER_MESSAGE;
+        Entry { item, tokens }
+    }
+
+    fn calibrated(self, calibration: &Calibration) -> Vec<Section> {
+        SECTIONS
+            .iter()
+            .zip(self.0)
+            .map(|(&(name, trust), tokens)| Section {
+                name,
+                tokens: calibration.apply(tokens),
+                trust,
+            })
+            .collect()
     }
 }
 

@@ -266,13 +266,13 @@ fn apply_to_rope(
     } else {
         position::range_to_bytes(rope, range, encoding)?
     };
-    let start_char = rope.byte_to_char(bytes.start);
+    let start_char = position::byte_to_char(rope, bytes.start);
     let start_position = position::byte_to_point(rope, bytes.start);
     let (end_char, old_end_position) = if bytes.is_empty() {
         (start_char, start_position)
     } else {
         (
-            rope.byte_to_char(bytes.end),
+            position::byte_to_char(rope, bytes.end),
             position::byte_to_point(rope, bytes.end),
         )
     };
@@ -289,10 +289,7 @@ fn apply_to_rope(
     }
     let new_end_byte = bytes.start + change.text.len();
     let new_end_position = if same_lines {
-        tree_sitter::Point::new(
-            start_position.row,
-            start_position.column + change.text.len(),
-        )
+        position::point_after_on_row(start_position, change.text.len())
     } else {
         position::byte_to_point(rope, new_end_byte)
     };

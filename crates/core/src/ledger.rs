@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
+use crate::event::Event;
 use crate::history::Item;
 use crate::prompts::Prompts;
-use crate::session::Event;
 use crate::snapshot::ChangeKind;
 use crate::tokens::TokenizerKind;
 use crate::tool_info::{LedgerRecord, PlanEntry, ToolCatalog};
@@ -200,83 +200,102 @@ impl Ledger {
         content: &str,
         success: bool,
     ) {
-        let path = arguments["path"].as_str().unwrap_or("").to_string();
         match (record, success) {
-            (LedgerRecord::FileRead, true) => {
-                let range = match (arguments["offset"].as_u64(), arguments["limit"].as_u64()) {
-                    (None, None) => "whole".to_string(),
-                    (offset, limit) => {
-                        let start = offset.unwrap_or(1).max(1);
-                        match limit {
-                            Some(limit) => format!("L{start}-{}", start + limit.max(1) - 1),
-                            None => format!("L{start}-end"),
-                        }
-                    }
-                };
-                match self.files_read.iter_mut().find(|(p, _)| *p == path) {
-                    Some((_, ranges)) => {
-                        if !ranges.contains(&range) {
-                            ranges.push(range);
-                        }
-                    }
-                    None => self.files_read.push((path, vec![range])),
-                }
-            }
+            (LedgerRecord::FileRead, true) => self.record_read(arguments),
             (LedgerRecord::FileEdit, true) | (LedgerRecord::FileWrite, true) => {
-                let (added, removed, created) = if record == LedgerRecord::FileEdit {
-                    (
-                        line_count(arguments["new_text"].as_str().unwrap_or("")),
-                        line_count(arguments["old_text"].as_str().unwrap_or("")),
-                        false,
-                    )
-                } else {
-                    (
-                        line_count(arguments["content"].as_str().unwrap_or("")),
-                        0,
-                        content.starts_with("Created "),
-                    )
-                };
-                let change = self.change_of(&path);
-                if change.tools.iter().all(|t| t != tool) {
-                    change.tools.push(tool.to_string());
-                }
-                change.added += added;
-                change.removed += removed;
-                change.created |= created;
-                change.deleted = false;
+                self.record_change(tool, record, arguments, content)
             }
-            (LedgerRecord::Command, _) => {
-                let command = cut(arguments["command"].as_str().unwrap_or(""), COMMAND_CHARS);
-                self.commands.push(CommandRun {
-                    command,
-                    outcome: shell_outcome(content, success),
-                });
-                if self.commands.len() > MAX_COMMANDS {
-                    self.commands.remove(0);
-                }
-                if !success {
-                    self.push_error(format!("{tool}: {content}"));
-                }
-            }
-            (LedgerRecord::ExternalCall, _) => {
-                let outcome = if success {
-                    "ok".to_string()
-                } else {
-                    format!("failed: {}", cut(content.lines().next().unwrap_or(""), 120))
-                };
-                self.external_calls.push(CommandRun {
-                    command: tool.to_string(),
-                    outcome,
-                });
-                if self.external_calls.len() > MAX_COMMANDS {
-                    self.external_calls.remove(0);
-                }
-                if !success {
-                    self.push_error(format!("{tool}: {content}"));
-                }
-            }
+            (LedgerRecord::Command, _) => self.record_command(tool, arguments, content, success),
+            (LedgerRecord::ExternalCall, _) => self.record_external_call(tool, content, success),
             (_, false) => self.push_error(format!("{tool}: {content}")),
             _ => {}
+        }
+    }
+
+    /// A file read: the lines read (`offset`, `limit`) join the ranges of its path.
+    fn record_read(&mut self, arguments: &Value) {
+        let path = arguments["path"].as_str().unwrap_or("").to_string();
+        let range = match (arguments["offset"].as_u64(), arguments["limit"].as_u64()) {
+            (None, None) => "whole".to_string(),
+            (offset, limit) => {
+                let start = offset.unwrap_or(1).max(1);
+                match limit {
+                    Some(limit) => format!("L{start}-{}", start + limit.max(1) - 1),
+                    None => format!("L{start}-end"),
+                }
+            }
+        };
+        match self.files_read.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, ranges)) => {
+                if !ranges.contains(&range) {
+                    ranges.push(range);
+                }
+            }
+            None => self.files_read.push((path, vec![range])),
+        }
+    }
+
+    /// A file edited or written: its lines added and removed, and whether it was created.
+    fn record_change(
+        &mut self,
+        tool: &str,
+        record: LedgerRecord,
+        arguments: &Value,
+        content: &str,
+    ) {
+        let path = arguments["path"].as_str().unwrap_or("").to_string();
+        let (added, removed, created) = if record == LedgerRecord::FileEdit {
+            (
+                line_count(arguments["new_text"].as_str().unwrap_or("")),
+                line_count(arguments["old_text"].as_str().unwrap_or("")),
+                false,
+            )
+        } else {
+            (
+                line_count(arguments["content"].as_str().unwrap_or("")),
+                0,
+                content.starts_with("Created "),
+            )
+        };
+        let change = self.change_of(&path);
+        if change.tools.iter().all(|t| t != tool) {
+            change.tools.push(tool.to_string());
+        }
+        change.added += added;
+        change.removed += removed;
+        change.created |= created;
+        change.deleted = false;
+    }
+
+    fn record_command(&mut self, tool: &str, arguments: &Value, content: &str, success: bool) {
+        let command = cut(arguments["command"].as_str().unwrap_or(""), COMMAND_CHARS);
+        self.commands.push(CommandRun {
+            command,
+            outcome: shell_outcome(content, success),
+        });
+        if self.commands.len() > MAX_COMMANDS {
+            self.commands.remove(0);
+        }
+        if !success {
+            self.push_error(format!("{tool}: {content}"));
+        }
+    }
+
+    fn record_external_call(&mut self, tool: &str, content: &str, success: bool) {
+        let outcome = if success {
+            "ok".to_string()
+        } else {
+            format!("failed: {}", cut(content.lines().next().unwrap_or(""), 120))
+        };
+        self.external_calls.push(CommandRun {
+            command: tool.to_string(),
+            outcome,
+        });
+        if self.external_calls.len() > MAX_COMMANDS {
+            self.external_calls.remove(0);
+        }
+        if !success {
+            self.push_error(format!("{tool}: {content}"));
         }
     }
 
@@ -343,101 +362,86 @@ impl Ledger {
     ) -> String {
         // The tag and the section titles are the block's structure; the sentence is a prompt.
         let mut out = format!("<ledger>\n{}\n", prompts.ledger_header);
-        let mut section = |title: &str, lines: Vec<String>, dropped: usize| {
-            if lines.is_empty() && dropped == 0 {
-                return;
-            }
-            out.push_str(&format!("## {title}\n"));
-            if dropped > 0 {
-                out.push_str(&format!("- ({dropped} older entries omitted)\n"));
-            }
-            for line in lines {
-                out.push_str(&format!("- {line}\n"));
-            }
-        };
         let mut changed: Vec<(&String, &ChangedFile)> = self.files_changed.iter().collect();
         changed.sort_by_key(|(_, c)| c.order);
-        section(
-            "Files modified",
-            changed
-                .into_iter()
-                .map(|(path, c)| {
-                    let mut parts: Vec<String> = Vec::new();
-                    if c.created {
-                        parts.push("created".into());
-                    }
-                    if c.deleted {
-                        parts.push("deleted".into());
-                    }
-                    if !c.tools.is_empty() {
-                        parts.push(c.tools.join(", "));
-                        parts.push(format!("+{} −{} lines", c.added, c.removed));
-                    }
-                    parts.extend(c.commands.iter().map(|command| format!("by `{command}`")));
-                    format!("{path} ({})", parts.join(", "))
-                })
-                .collect(),
-            0,
-        );
-        section(
-            "Files read",
-            self.files_read[read_from..]
-                .iter()
-                .map(|(path, ranges)| format!("{path} ({})", ranges.join(", ")))
-                .collect(),
-            read_from,
-        );
-        section(
-            "Shell commands",
-            self.commands[commands_from..]
-                .iter()
-                .map(|c| format!("`{}` → {}", c.command, c.outcome))
-                .collect(),
-            commands_from,
-        );
-        section(
-            "MCP calls",
-            self.external_calls[external_from..]
-                .iter()
-                .map(|c| format!("`{}` → {}", c.command, c.outcome))
-                .collect(),
-            external_from,
-        );
-        section(
-            "Latest errors (verbatim)",
-            self.errors[errors_from..]
-                .iter()
-                .map(|e| e.replace('\n', "\n  "))
-                .collect(),
-            errors_from,
-        );
-        section("Approvals", self.approvals.clone(), 0);
-        section(
-            "Plan",
-            self.plan
-                .iter()
-                .map(|e| {
-                    let mark = match e.status.as_str() {
-                        "completed" => "[x]",
-                        "in_progress" => "[~]",
-                        _ => "[ ]",
-                    };
-                    format!("{mark} {}", e.content)
-                })
-                .collect(),
-            0,
-        );
-        section(
-            "User constraints (verbatim)",
-            self.constraints
-                .iter()
-                .map(|c| format!("\"{c}\""))
-                .collect(),
-            0,
-        );
+        let changed = changed
+            .into_iter()
+            .map(|(path, c)| changed_file_line(path, c))
+            .collect();
+        push_section(&mut out, "Files modified", changed, 0);
+        let read = self.files_read[read_from..]
+            .iter()
+            .map(|(path, ranges)| format!("{path} ({})", ranges.join(", ")))
+            .collect();
+        push_section(&mut out, "Files read", read, read_from);
+        let commands = run_lines(&self.commands[commands_from..]);
+        push_section(&mut out, "Shell commands", commands, commands_from);
+        let external = run_lines(&self.external_calls[external_from..]);
+        push_section(&mut out, "MCP calls", external, external_from);
+        let errors = self.errors[errors_from..]
+            .iter()
+            .map(|e| e.replace('\n', "\n  "))
+            .collect();
+        push_section(&mut out, "Latest errors (verbatim)", errors, errors_from);
+        push_section(&mut out, "Approvals", self.approvals.clone(), 0);
+        let plan = self.plan.iter().map(plan_line).collect();
+        push_section(&mut out, "Plan", plan, 0);
+        let constraints = self
+            .constraints
+            .iter()
+            .map(|c| format!("\"{c}\""))
+            .collect();
+        push_section(&mut out, "User constraints (verbatim)", constraints, 0);
         out.push_str("</ledger>");
         out
     }
+}
+
+/// A section of the block: its title, a line on the `dropped` oldest entries left out, and
+/// its lines; nothing when it has neither.
+fn push_section(out: &mut String, title: &str, lines: Vec<String>, dropped: usize) {
+    if lines.is_empty() && dropped == 0 {
+        return;
+    }
+    out.push_str(&format!("## {title}\n"));
+    if dropped > 0 {
+        out.push_str(&format!("- ({dropped} older entries omitted)\n"));
+    }
+    for line in lines {
+        out.push_str(&format!("- {line}\n"));
+    }
+}
+
+/// `path (created, deleted, tools, +A −R lines, by `command`…)`, the parts it has.
+fn changed_file_line(path: &str, c: &ChangedFile) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if c.created {
+        parts.push("created".into());
+    }
+    if c.deleted {
+        parts.push("deleted".into());
+    }
+    if !c.tools.is_empty() {
+        parts.push(c.tools.join(", "));
+        parts.push(format!("+{} −{} lines", c.added, c.removed));
+    }
+    parts.extend(c.commands.iter().map(|command| format!("by `{command}`")));
+    format!("{path} ({})", parts.join(", "))
+}
+
+fn run_lines(runs: &[CommandRun]) -> Vec<String> {
+    runs.iter()
+        .map(|c| format!("`{}` → {}", c.command, c.outcome))
+        .collect()
+}
+
+fn plan_line(entry: &PlanEntry) -> String {
+    let mark = match entry.status.as_str() {
+        "completed" => "[x]",
+        "in_progress" => "[~]",
+        _ => "[ ]",
+    };
+    format!("{mark} {}", entry.content)
 }
 
 fn line_count(text: &str) -> usize {
@@ -553,7 +557,7 @@ fn push_if_constraint(sentence: &str, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use crate::history::Entry;
-    use crate::tool_info::TestTools;
+    use crate::test_support::TestTools;
 
     fn item(turn: &str, item: Item) -> Event {
         Event::Item {
@@ -698,7 +702,7 @@ mod tests {
 
     #[test]
     fn files_a_command_changed_are_modified_files_that_never_drop() {
-        use crate::session::ChangedPath;
+        use crate::event::ChangedPath;
         let changed = |command: &str, files: &[(&str, ChangeKind)]| Event::FilesChanged {
             turn_id: "t".into(),
             tool_call_id: "c".into(),

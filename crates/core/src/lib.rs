@@ -20,6 +20,7 @@ pub mod document;
 pub mod editor_context;
 pub mod editor_state;
 pub mod environment;
+pub mod event;
 pub mod front_matter;
 pub mod history;
 pub mod hooks;
@@ -43,3 +44,6 @@ pub mod tokens;
 pub mod tool_info;
 pub mod truncate;
 pub mod wire;
+
+#[cfg(test)]
+mod test_support;

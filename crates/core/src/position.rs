@@ -9,8 +9,9 @@
 //! tree-sitter point back: every syntax answer is in bytes and converted here.
 //!
 //! Besides LSP positions, the units shown to people and the model live here too: 1-based
-//! line and char column ([`byte_to_line_column`]), the lines a byte range covers, a line's
-//! bytes, and byte offsets rounded to char boundaries in a rope or a `str`.
+//! line and char column ([`byte_to_line_column`]), 1-based line numbers ([`display_line`],
+//! [`display_lines`]), the lines a byte range covers, a line's bytes, and byte offsets
+//! rounded to char boundaries in a rope or a `str`.
 //!
 //! Nothing here panics: a column past the end of a line clamps to the line end, a column
 //! inside a multi-unit character rounds down to the character's start, a line past the
@@ -286,6 +287,34 @@ pub fn ceil_char_boundary(s: &str, index: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// A 0-based line as shown to people and the model: 1-based.
+pub fn display_line(line: usize) -> usize {
+    line + 1
+}
+
+/// 0-based lines (end exclusive, as [`byte_range_to_lines`] gives them) as shown: `first-last`,
+/// 1-based and inclusive.
+pub fn display_lines(lines: &std::ops::Range<usize>) -> String {
+    format!("{}-{}", lines.start + 1, lines.end)
+}
+
+/// Byte offset → ropey char index (what the rope's edits take); past the end is the end,
+/// inside a character is that character.
+pub fn byte_to_char(rope: &Rope, byte: usize) -> usize {
+    rope.byte_to_char(byte.min(rope.len_bytes()))
+}
+
+/// Byte offset → its 0-based line; past the end is the last line.
+pub fn byte_to_line(rope: &Rope, byte: usize) -> usize {
+    rope.byte_to_line(byte.min(rope.len_bytes()))
+}
+
+/// The point `len` bytes after `start` on its row: where a text of `len` bytes without a
+/// line break, inserted at `start`, ends.
+pub fn point_after_on_row(start: tree_sitter::Point, len: usize) -> tree_sitter::Point {
+    tree_sitter::Point::new(start.row, start.column + len)
 }
 
 /// Byte offset → the tree-sitter point we report for it: (LSP line, byte column).

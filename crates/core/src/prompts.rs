@@ -2,8 +2,6 @@
 //! same name in the user's prompt directory. The overrides come in as data
 //! (`Prompts::from_sources`); reading them from disk is `store::prompts`.
 
-use crate::compaction::Style;
-
 /// A tool as the model is told about it: the provider adapters map this to their format.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
@@ -296,18 +294,6 @@ impl Prompts {
         self
     }
 
-    /// The compaction prompt of `style`: the custom one when configured.
-    pub fn compaction(&self, style: Style) -> &str {
-        if let Some(custom) = &self.compact_custom {
-            return custom;
-        }
-        match style {
-            Style::Handoff => &self.compact_handoff,
-            Style::StateSnapshot => &self.compact_state_snapshot,
-            Style::Checkpoint => &self.compact_checkpoint,
-        }
-    }
-
     /// The output recorded for a tool call that did not complete, for `reason`.
     pub fn aborted(&self, reason: AbortReason) -> String {
         let reasons = &self.tool_aborted.reasons;
@@ -435,20 +421,6 @@ mod tests {
             problems[0].starts_with("tool_aborted.json is not"),
             "{problems:?}"
         );
-    }
-
-    #[test]
-    fn a_custom_compaction_prompt_replaces_every_style() {
-        let prompts = Prompts::builtin();
-        assert_eq!(prompts.compaction(Style::Handoff), prompts.compact_handoff);
-        assert_eq!(
-            prompts.compaction(Style::Checkpoint),
-            prompts.compact_checkpoint
-        );
-        let prompts = prompts.with_compact_custom("Summarize.\n\n");
-        for style in [Style::Handoff, Style::StateSnapshot, Style::Checkpoint] {
-            assert_eq!(prompts.compaction(style), "Summarize.");
-        }
     }
 
     #[test]

@@ -6,155 +6,11 @@
 
 use std::collections::BTreeSet;
 
+use crate::event::{CompactionMetrics, Event, ParentLink};
 use crate::history::{Entry, History, Item};
 use crate::ledger::Ledger;
 use crate::tokens::{Calibration, TokenizerKind};
 use crate::tool_info::{PlanEntry, ToolCatalog};
-
-/// One line of a session log.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(
-    tag = "event",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-pub enum Event {
-    SessionStarted {
-        session_id: String,
-        model: String,
-        workspace: String,
-        at: u64,
-        /// A subagent's session: the session and the `task` call that ran it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        parent: Option<ParentLink>,
-    },
-    TurnStarted {
-        turn_id: String,
-        at: u64,
-    },
-    /// An item entered the history (with its token count, so a reload need not recount).
-    Item {
-        turn_id: String,
-        entry: Entry,
-    },
-    Permission {
-        turn_id: String,
-        tool_call_id: String,
-        tool: String,
-        /// `allowOnce`, `allowAlways`, `rejectOnce`, `rejectAlways`, or `cancelled`.
-        outcome: String,
-        /// For shell commands remembered with allowAlways/rejectAlways: the command prefix.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        prefix: Option<String>,
-    },
-    Plan {
-        turn_id: String,
-        entries: Vec<PlanEntry>,
-    },
-    Usage {
-        turn_id: String,
-        input_tokens: u64,
-        output_tokens: u64,
-        /// What agentls estimated for the request this usage is about.
-        estimated_input: u64,
-    },
-    Error {
-        turn_id: String,
-        message: String,
-        retryable: bool,
-    },
-    ModelChanged {
-        model: String,
-        /// The window given with the switch (`agent/session/setModel`), else the model's.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        context_window: Option<usize>,
-    },
-    /// A compaction boundary: the history from here on is `entries` (the rebuilt one).
-    Compacted {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        turn_id: Option<String>,
-        entries: Vec<Entry>,
-        /// The summary (with the ledger) as the model will see it, for the transcript.
-        summary: String,
-        metrics: CompactionMetrics,
-    },
-    TurnEnded {
-        turn_id: String,
-        stop_reason: String,
-        at: u64,
-    },
-    /// Files a command changed in the workspace (found by comparing snapshots taken before
-    /// and after it), for the ledger: the file tools' changes are read from their calls.
-    FilesChanged {
-        turn_id: String,
-        tool_call_id: String,
-        /// The command, as run.
-        command: String,
-        files: Vec<ChangedPath>,
-    },
-    /// A runtime reminder entered the history (`entry`, an `Instructions` item of role
-    /// `reminder`); its key and version are remembered so it is not shown again.
-    Reminder {
-        turn_id: String,
-        key: String,
-        version: String,
-        source: String,
-        entry: Entry,
-        /// The reminder as the editor was shown it (unwrapped), for the transcript.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        text: String,
-    },
-    /// A hook ran (what the `hook` update told the editor).
-    Hook {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        turn_id: Option<String>,
-        /// The hook event (`PreToolUse`, …).
-        hook_event: String,
-        command: String,
-        outcome: String,
-        duration_ms: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-}
-
-/// One file a command changed, as shown to the model (relative to its workspace root).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ChangedPath {
-    pub path: String,
-    pub change: crate::snapshot::ChangeKind,
-}
-
-/// Where a subagent's session comes from.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ParentLink {
-    pub parent_session_id: String,
-    pub parent_tool_call_id: String,
-}
-
-/// What a compaction did, recorded with its boundary and reported to the client.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct CompactionMetrics {
-    /// `threshold`, `prepared`, `manual`, `modelSwitch`, `overflow`.
-    pub trigger: String,
-    /// `trim`, `summary`, `middle_drop`, `oldest_drop`.
-    pub strategy: String,
-    /// The summary's style when a model wrote it.
-    pub style: Option<String>,
-    pub tokens_before: usize,
-    pub tokens_after: usize,
-    pub items_before: usize,
-    pub items_after: usize,
-    pub outputs_trimmed: usize,
-    pub tool_rounds_kept: usize,
-    pub duration_ms: u64,
-    pub summarizer_input_tokens: u64,
-    pub summarizer_output_tokens: u64,
-    /// Why the model's summary was not used, when it was not.
-    pub fallback_reason: Option<String>,
-}
 
 /// Approvals remembered for the session (allowAlways / rejectAlways).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -261,74 +117,26 @@ impl Session {
                 workspace,
                 at,
                 parent,
-            } => {
-                self.parent = parent.clone();
-                // The id is the log's file name; one written inside the file is not trusted.
-                if self.id.is_empty() {
-                    self.id = session_id.clone();
-                }
-                self.model = model.clone();
-                self.workspace = workspace.clone();
-                self.created_at = *at;
-                self.updated_at = *at;
-            }
+            } => self.start(session_id, model, workspace, *at, parent),
             Event::TurnStarted { turn_id, at } => {
                 self.turns += 1;
                 self.open_turn = Some(turn_id.clone());
                 self.updated_at = *at;
             }
-            Event::Item { entry, .. } => {
-                if self.title.is_empty() {
-                    if let Item::User { text, .. } = &entry.item {
-                        self.title = shorten(text);
-                    }
-                }
-                // Counted when recorded; appended as is (a reload must not recount 150K
-                // tokens).
-                self.history.push_recorded(entry.clone());
-                self.last_usage = None;
-            }
+            Event::Item { entry, .. } => self.record_item(entry),
             Event::Permission {
                 tool,
                 outcome,
                 prefix,
                 ..
-            } => {
-                let approvals = &mut self.approvals;
-                match (outcome.as_str(), prefix) {
-                    ("allowAlways", Some(prefix)) => {
-                        approvals.allowed_commands.insert(prefix.clone());
-                        approvals.rejected_commands.remove(prefix);
-                    }
-                    ("rejectAlways", Some(prefix)) => {
-                        approvals.rejected_commands.insert(prefix.clone());
-                        approvals.allowed_commands.remove(prefix);
-                    }
-                    ("allowAlways", None) => {
-                        approvals.allowed_tools.insert(tool.clone());
-                        approvals.rejected_tools.remove(tool);
-                    }
-                    ("rejectAlways", None) => {
-                        approvals.rejected_tools.insert(tool.clone());
-                        approvals.allowed_tools.remove(tool);
-                    }
-                    _ => {}
-                }
-            }
+            } => self.approvals.remember(tool, outcome, prefix.as_deref()),
             Event::Plan { entries, .. } => self.plan = entries.clone(),
             Event::Usage {
                 input_tokens,
                 output_tokens,
                 estimated_input,
                 ..
-            } => {
-                self.calibration
-                    .observe(*estimated_input as usize, *input_tokens as usize);
-                self.last_usage = Some(LastUsage {
-                    input_tokens: *input_tokens,
-                    output_tokens: *output_tokens,
-                });
-            }
+            } => self.record_usage(*estimated_input, *input_tokens, *output_tokens),
             Event::Error { message, .. } => self.errors.push(message.clone()),
             Event::ModelChanged {
                 model,
@@ -339,18 +147,7 @@ impl Session {
             }
             Event::Compacted {
                 entries, metrics, ..
-            } => {
-                self.history = History::from_entries(self.history.tokenizer(), entries.clone());
-                self.last_usage = None;
-                self.compactions += 1;
-                self.generation += 1;
-                let saved = 1.0 - metrics.tokens_after as f64 / metrics.tokens_before.max(1) as f64;
-                if saved < 0.10 {
-                    self.low_yield_compactions += 1;
-                } else {
-                    self.low_yield_compactions = 0;
-                }
-            }
+            } => self.record_compaction(entries, metrics),
             Event::TurnEnded { at, .. } => {
                 self.open_turn = None;
                 self.updated_at = *at;
@@ -368,6 +165,88 @@ impl Session {
                 self.last_usage = None;
             }
             Event::Hook { .. } => {}
+        }
+    }
+
+    fn start(
+        &mut self,
+        session_id: &str,
+        model: &str,
+        workspace: &str,
+        at: u64,
+        parent: &Option<ParentLink>,
+    ) {
+        self.parent = parent.clone();
+        // The id is the log's file name; one written inside the file is not trusted.
+        if self.id.is_empty() {
+            self.id = session_id.to_string();
+        }
+        self.model = model.to_string();
+        self.workspace = workspace.to_string();
+        self.created_at = at;
+        self.updated_at = at;
+    }
+
+    /// An item enters the history; the first user message names the session.
+    fn record_item(&mut self, entry: &Entry) {
+        if self.title.is_empty() {
+            if let Item::User { text, .. } = &entry.item {
+                self.title = shorten(text);
+            }
+        }
+        // Counted when recorded; appended as is (a reload must not recount 150K tokens).
+        self.history.push_recorded(entry.clone());
+        self.last_usage = None;
+    }
+
+    fn record_usage(&mut self, estimated_input: u64, input_tokens: u64, output_tokens: u64) {
+        self.calibration
+            .observe(estimated_input as usize, input_tokens as usize);
+        self.last_usage = Some(LastUsage {
+            input_tokens,
+            output_tokens,
+        });
+    }
+
+    /// The history becomes the rebuilt one; a compaction that saved less than 10 % counts
+    /// towards the low-yield run.
+    fn record_compaction(&mut self, entries: &[Entry], metrics: &CompactionMetrics) {
+        self.history = History::from_entries(self.history.tokenizer(), entries.to_vec());
+        self.last_usage = None;
+        self.compactions += 1;
+        self.generation += 1;
+        let saved = 1.0 - metrics.tokens_after as f64 / metrics.tokens_before.max(1) as f64;
+        if saved < 0.10 {
+            self.low_yield_compactions += 1;
+        } else {
+            self.low_yield_compactions = 0;
+        }
+    }
+}
+
+impl Approvals {
+    /// Remembers an `allowAlways` or `rejectAlways` answer (for shell, per command prefix);
+    /// the newer answer for a tool or prefix replaces the older. Other outcomes change
+    /// nothing.
+    fn remember(&mut self, tool: &str, outcome: &str, prefix: Option<&str>) {
+        match (outcome, prefix) {
+            ("allowAlways", Some(prefix)) => {
+                self.allowed_commands.insert(prefix.to_string());
+                self.rejected_commands.remove(prefix);
+            }
+            ("rejectAlways", Some(prefix)) => {
+                self.rejected_commands.insert(prefix.to_string());
+                self.allowed_commands.remove(prefix);
+            }
+            ("allowAlways", None) => {
+                self.allowed_tools.insert(tool.to_string());
+                self.rejected_tools.remove(tool);
+            }
+            ("rejectAlways", None) => {
+                self.rejected_tools.insert(tool.to_string());
+                self.allowed_tools.remove(tool);
+            }
+            _ => {}
         }
     }
 }
@@ -444,55 +323,7 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
     let mut items: Vec<TranscriptItem> = Vec::new();
     for event in events {
         match event {
-            Event::Item { entry, .. } => match &entry.item {
-                Item::User { text, .. } => items.push(TranscriptItem::User { text: text.clone() }),
-                Item::Assistant { text } => {
-                    items.push(TranscriptItem::Assistant { text: text.clone() })
-                }
-                Item::ToolCall {
-                    call_id,
-                    name,
-                    arguments,
-                } => {
-                    let input: serde_json::Value =
-                        serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
-                    items.push(TranscriptItem::ToolCall {
-                        tool_call_id: call_id.clone(),
-                        name: name.clone(),
-                        title: tools.title(name, &input),
-                        tool_kind: tools.kind(name),
-                        input,
-                        status: "pending".into(),
-                        output: None,
-                    })
-                }
-                Item::ToolOutput {
-                    call_id,
-                    content,
-                    success,
-                    ..
-                } => {
-                    for item in items.iter_mut().rev() {
-                        if let TranscriptItem::ToolCall {
-                            tool_call_id,
-                            status,
-                            output,
-                            ..
-                        } = item
-                        {
-                            if tool_call_id == call_id {
-                                *status = if *success { "completed" } else { "failed" }.into();
-                                *output = Some(content.clone());
-                                break;
-                            }
-                        }
-                    }
-                }
-                // Shown once, from its boundary event.
-                Item::CompactionSummary { .. }
-                | Item::Instructions { .. }
-                | Item::Internal { .. } => {}
-            },
+            Event::Item { entry, .. } => push_item(&mut items, &entry.item, tools),
             Event::Compacted {
                 summary, metrics, ..
             } => items.push(TranscriptItem::Compaction {
@@ -534,12 +365,64 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
     items
 }
 
+/// A history item's row; a tool output completes its call's row instead.
+fn push_item(items: &mut Vec<TranscriptItem>, item: &Item, tools: &dyn ToolCatalog) {
+    match item {
+        Item::User { text, .. } => items.push(TranscriptItem::User { text: text.clone() }),
+        Item::Assistant { text } => items.push(TranscriptItem::Assistant { text: text.clone() }),
+        Item::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } => {
+            let input: serde_json::Value =
+                serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+            items.push(TranscriptItem::ToolCall {
+                tool_call_id: call_id.clone(),
+                name: name.clone(),
+                title: tools.title(name, &input),
+                tool_kind: tools.kind(name),
+                input,
+                status: "pending".into(),
+                output: None,
+            })
+        }
+        Item::ToolOutput {
+            call_id,
+            content,
+            success,
+            ..
+        } => complete_call(items, call_id, content, *success),
+        // Shown once, from its boundary event.
+        Item::CompactionSummary { .. } | Item::Instructions { .. } | Item::Internal { .. } => {}
+    }
+}
+
+/// The newest row of the call `call_id` gets its status and output.
+fn complete_call(items: &mut [TranscriptItem], call_id: &str, content: &str, success: bool) {
+    for item in items.iter_mut().rev() {
+        if let TranscriptItem::ToolCall {
+            tool_call_id,
+            status,
+            output,
+            ..
+        } = item
+        {
+            if tool_call_id == call_id {
+                *status = if success { "completed" } else { "failed" }.into();
+                *output = Some(content.to_string());
+                break;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::history::item_tokens;
     use crate::prompts::Prompts;
-    use crate::tool_info::TestTools;
+    use crate::test_support::TestTools;
 
     fn entry(item: Item) -> Entry {
         let tokens = item_tokens(&item, &Prompts::builtin(), TokenizerKind::O200kBase);

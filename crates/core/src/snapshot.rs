@@ -72,24 +72,8 @@ pub fn changes(
     head_changes: &[HeadChange],
     started_ns: i128,
 ) -> Vec<(String, ChangeKind)> {
-    let mut out = BTreeMap::new();
-    match (before, after) {
-        (Snapshot::Files(before), Snapshot::Files(after)) => {
-            for (path, stat) in after {
-                match before.get(path) {
-                    None => {
-                        out.insert(path.clone(), ChangeKind::Created);
-                    }
-                    Some(old) if old != stat => {
-                        out.insert(path.clone(), ChangeKind::Modified);
-                    }
-                    Some(_) => {}
-                }
-            }
-            for path in before.keys().filter(|p| !after.contains_key(*p)) {
-                out.insert(path.clone(), ChangeKind::Deleted);
-            }
-        }
+    let changed = match (before, after) {
+        (Snapshot::Files(before), Snapshot::Files(after)) => file_changes(before, after),
         (
             Snapshot::Git {
                 dirty: dirty_before,
@@ -100,62 +84,112 @@ pub fn changes(
                 others,
                 ..
             },
-        ) => {
-            let head_moved: BTreeMap<&str, char> = head_changes
-                .iter()
-                .map(|c| (c.path.as_str(), c.status))
-                .collect();
-            let candidates: BTreeSet<&str> = dirty_before
-                .keys()
-                .chain(dirty_after.keys())
-                .map(String::as_str)
-                .chain(head_moved.keys().copied())
-                .collect();
-            for path in candidates {
-                let now = match dirty_after.get(path) {
-                    Some(entry) => entry.stat,
-                    None => others.get(path).copied().flatten(),
-                };
-                let kind = match (dirty_before.get(path), dirty_after.get(path)) {
-                    // Dirty before: the file changed if its stat did.
-                    (Some(old), _) => match (old.stat, now) {
-                        (Some(_), None) => Some(ChangeKind::Deleted),
-                        (None, Some(_)) => Some(ChangeKind::Created),
-                        (Some(a), Some(b)) if a != b => Some(ChangeKind::Modified),
-                        _ => None,
-                    },
-                    // Clean before, dirty now.
-                    (None, Some(new)) => match now {
-                        None => Some(ChangeKind::Deleted),
-                        // Untracked or added: it did not exist (an existing untracked file
-                        // would have been dirty before).
-                        Some(_) if new.status.starts_with('?') || new.status.starts_with('A') => {
-                            Some(ChangeKind::Created)
-                        }
-                        // Tracked and clean before: changed if written since the start (a
-                        // `reset --soft` or `rm --cached` makes it dirty without a write).
-                        Some(stat) if stat.mtime_ns >= started_ns - MTIME_SLACK_NS => {
-                            Some(ChangeKind::Modified)
-                        }
-                        Some(_) => None,
-                    },
-                    // Clean before and after: the working tree followed HEAD.
-                    (None, None) => match head_moved.get(path) {
-                        Some('A') if now.is_some() => Some(ChangeKind::Created),
-                        Some('D') if now.is_none() => Some(ChangeKind::Deleted),
-                        Some(_) if now.is_some() => Some(ChangeKind::Modified),
-                        _ => None,
-                    },
-                };
-                if let Some(kind) = kind {
-                    out.insert(path.to_string(), kind);
-                }
-            }
-        }
+        ) => git_changes(dirty_before, dirty_after, others, head_changes, started_ns),
         // The kind of snapshot changed (git appeared or went): nothing can be compared.
-        _ => {}
+        _ => BTreeMap::new(),
+    };
+    changed.into_iter().collect()
+}
+
+/// Two stats of every file: a path in one only was created or deleted, a different stat
+/// is a modification.
+fn file_changes(
+    before: &BTreeMap<String, FileStat>,
+    after: &BTreeMap<String, FileStat>,
+) -> BTreeMap<String, ChangeKind> {
+    let mut out = BTreeMap::new();
+    for (path, stat) in after {
+        match before.get(path) {
+            None => {
+                out.insert(path.clone(), ChangeKind::Created);
+            }
+            Some(old) if old != stat => {
+                out.insert(path.clone(), ChangeKind::Modified);
+            }
+            Some(_) => {}
+        }
     }
-    out.into_iter().collect()
+    for path in before.keys().filter(|p| !after.contains_key(*p)) {
+        out.insert(path.clone(), ChangeKind::Deleted);
+    }
+    out
+}
+
+/// Every path dirty before or after, or moved by HEAD, judged by how it was before.
+fn git_changes(
+    dirty_before: &BTreeMap<String, DirtyPath>,
+    dirty_after: &BTreeMap<String, DirtyPath>,
+    others: &BTreeMap<String, Option<FileStat>>,
+    head_changes: &[HeadChange],
+    started_ns: i128,
+) -> BTreeMap<String, ChangeKind> {
+    let head_moved: BTreeMap<&str, char> = head_changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.status))
+        .collect();
+    let candidates: BTreeSet<&str> = dirty_before
+        .keys()
+        .chain(dirty_after.keys())
+        .map(String::as_str)
+        .chain(head_moved.keys().copied())
+        .collect();
+    let mut out = BTreeMap::new();
+    for path in candidates {
+        let now = match dirty_after.get(path) {
+            Some(entry) => entry.stat,
+            None => others.get(path).copied().flatten(),
+        };
+        let kind = match (dirty_before.get(path), dirty_after.get(path)) {
+            (Some(old), _) => dirty_path_change(old, now),
+            (None, Some(new)) => newly_dirty_change(new, now, started_ns),
+            // Clean before and after: the working tree followed HEAD.
+            (None, None) => head_followed_change(head_moved.get(path).copied(), now),
+        };
+        if let Some(kind) = kind {
+            out.insert(path.to_string(), kind);
+        }
+    }
+    out
+}
+
+/// Dirty before: the file changed if its stat did.
+fn dirty_path_change(old: &DirtyPath, now: Option<FileStat>) -> Option<ChangeKind> {
+    match (old.stat, now) {
+        (Some(_), None) => Some(ChangeKind::Deleted),
+        (None, Some(_)) => Some(ChangeKind::Created),
+        (Some(a), Some(b)) if a != b => Some(ChangeKind::Modified),
+        _ => None,
+    }
+}
+
+/// Clean before, dirty now (`new`).
+fn newly_dirty_change(
+    new: &DirtyPath,
+    now: Option<FileStat>,
+    started_ns: i128,
+) -> Option<ChangeKind> {
+    match now {
+        None => Some(ChangeKind::Deleted),
+        // Untracked or added: it did not exist (an existing untracked file would have been
+        // dirty before).
+        Some(_) if new.status.starts_with('?') || new.status.starts_with('A') => {
+            Some(ChangeKind::Created)
+        }
+        // Tracked and clean before: changed if written since the start (a `reset --soft` or
+        // `rm --cached` makes it dirty without a write).
+        Some(stat) if stat.mtime_ns >= started_ns - MTIME_SLACK_NS => Some(ChangeKind::Modified),
+        Some(_) => None,
+    }
+}
+
+/// Clean before and after: what HEAD's move (`status`, its diff letter) did to the file.
+fn head_followed_change(status: Option<char>, now: Option<FileStat>) -> Option<ChangeKind> {
+    match status {
+        Some('A') if now.is_some() => Some(ChangeKind::Created),
+        Some('D') if now.is_none() => Some(ChangeKind::Deleted),
+        Some(_) if now.is_some() => Some(ChangeKind::Modified),
+        _ => None,
+    }
 }
 
 /// The entries of `git status --porcelain=v1 -z`: (status letters, path). A rename or copy

@@ -66,39 +66,6 @@ pub trait ToolCatalog {
     fn ledger_record(&self, tool: &str) -> LedgerRecord;
 }
 
-/// A catalog of the built-in tools' names for the core's own tests (the real one is the
-/// server's registry): kinds and records as declared there, the name as title.
-#[cfg(test)]
-pub(crate) struct TestTools;
-
-#[cfg(test)]
-impl ToolCatalog for TestTools {
-    fn kind(&self, tool: &str) -> ToolKind {
-        match tool {
-            "read_file" | "list_dir" => ToolKind::Read,
-            "grep" => ToolKind::Search,
-            "edit_file" | "write_file" => ToolKind::Edit,
-            "shell" => ToolKind::Execute,
-            _ => ToolKind::Other,
-        }
-    }
-
-    fn title(&self, tool: &str, _arguments: &Value) -> String {
-        tool.to_string()
-    }
-
-    fn ledger_record(&self, tool: &str) -> LedgerRecord {
-        match tool {
-            "read_file" => LedgerRecord::FileRead,
-            "edit_file" => LedgerRecord::FileEdit,
-            "write_file" => LedgerRecord::FileWrite,
-            "shell" => LedgerRecord::Command,
-            name if name.starts_with(crate::mcp::names::PREFIX) => LedgerRecord::ExternalCall,
-            _ => LedgerRecord::Nothing,
-        }
-    }
-}
-
 /// One line for a title: whitespace runs (newlines of a script) become one space, and a long
 /// text is cut with `…`.
 pub fn shorten(text: &str) -> String {

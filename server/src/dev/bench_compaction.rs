@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use crate::dev::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
 use crate::dev::lsp_client::{start_self, LspClient};
 use agentls_core::compaction;
+use agentls_core::event::Event;
 use agentls_core::history::{item_tokens, Entry, Item};
 use agentls_core::ledger::Ledger;
 use agentls_core::prompts::Prompts;
-use agentls_core::session::Event;
 use agentls_core::tokens::TokenizerKind;
 
 pub struct CompactionBenchOptions {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::dev::lsp_client::start_self;
 use crate::store::session_log::{self, SessionStore};
-use agentls_core::session::Event;
+use agentls_core::event::Event;
 
 pub struct MemoryOptions {
     pub buffers: usize,

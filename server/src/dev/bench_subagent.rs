@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use crate::dev::fake_provider::FakeProvider;
 use crate::dev::lsp_client::start_self;
+use agentls_core::event::Event;
 use agentls_core::history::Item;
-use agentls_core::session::Event;
 
 pub struct SubagentReport {
     pub child_calls: usize,

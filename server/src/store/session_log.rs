@@ -14,7 +14,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use agentls_core::session::Event;
+use agentls_core::event::Event;
 
 /// Where session logs live: `stateDir` when configured, else `$XDG_STATE_HOME/agentls`,
 /// else `~/.local/state/agentls`.

@@ -68,7 +68,7 @@ pub enum Effect {
     /// workspace (for the ledger, through a `FilesChanged` event).
     Ran {
         evidence: String,
-        changed: Vec<agentls_core::session::ChangedPath>,
+        changed: Vec<agentls_core::event::ChangedPath>,
     },
     /// The model's plan: recorded as an event and sent to the editor.
     Plan(Vec<PlanEntry>),

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use agentls_core::event::ChangedPath;
 use agentls_core::paths;
-use agentls_core::session::ChangedPath;
 use agentls_core::snapshot::{self, DirtyPath, FileStat, Snapshot};
 
 /// Beyond this many files (no git), no snapshot is taken: two walks of a huge tree around

@@ -13,6 +13,7 @@
 pub mod plan;
 
 use std::ops::Range;
+use std::path::PathBuf;
 
 use crate::history::{item_tokens, normalize, Entry, Item};
 use crate::prompts::Prompts;
@@ -45,6 +46,59 @@ impl Style {
             Style::Handoff => "handoff",
             Style::StateSnapshot => "state_snapshot",
             Style::Checkpoint => "checkpoint",
+        }
+    }
+
+    /// This style's summary prompt: the custom one (`compaction.promptFile`) when configured.
+    pub fn prompt(self, prompts: &Prompts) -> &str {
+        if let Some(custom) = &prompts.compact_custom {
+            return custom;
+        }
+        match self {
+            Style::Handoff => &prompts.compact_handoff,
+            Style::StateSnapshot => &prompts.compact_state_snapshot,
+            Style::Checkpoint => &prompts.compact_checkpoint,
+        }
+    }
+}
+
+/// `compaction.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionConfig {
+    /// `compaction.auto`: compact by itself at the threshold (manual, model-switch and
+    /// overflow compaction happen either way).
+    pub auto: bool,
+    /// `compaction.threshold`: fill of the usable window (the window less the output
+    /// reserve) at which a model call waits for compaction.
+    pub threshold: f64,
+    /// `compaction.prepareAt`: fill at which a summary is prepared in the background.
+    pub prepare_at: f64,
+    /// `compaction.targetFill`: the fill a compaction aims for.
+    pub target_fill: f64,
+    /// `compaction.style`: `handoff`, `state_snapshot` or `checkpoint`.
+    pub style: Style,
+    /// `compaction.promptFile`: replaces the built-in compaction prompt.
+    pub prompt_file: Option<PathBuf>,
+    pub keep_tool_rounds: usize,
+    pub user_message_budget: usize,
+    pub keep_recent_rounds: usize,
+    /// `compaction.ledgerMaxTokens`.
+    pub ledger_max_tokens: usize,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            auto: true,
+            threshold: 0.85,
+            prepare_at: 0.70,
+            target_fill: 0.35,
+            style: Style::Handoff,
+            prompt_file: None,
+            keep_tool_rounds: 3,
+            user_message_budget: 20_000,
+            keep_recent_rounds: 2,
+            ledger_max_tokens: 4_000,
         }
     }
 }
@@ -686,5 +740,19 @@ mod tests {
         assert_eq!(usable_window(8192, None), 8192 - 2048);
         assert_eq!(usable_window(128_000, None), 128_000 - 4096);
         assert_eq!(usable_window(128_000, Some(16_000)), 112_000);
+    }
+
+    #[test]
+    fn a_custom_compaction_prompt_replaces_every_style() {
+        let prompts = Prompts::builtin();
+        assert_eq!(Style::Handoff.prompt(&prompts), prompts.compact_handoff);
+        assert_eq!(
+            Style::Checkpoint.prompt(&prompts),
+            prompts.compact_checkpoint
+        );
+        let prompts = prompts.with_compact_custom("Summarize.\n\n");
+        for style in [Style::Handoff, Style::StateSnapshot, Style::Checkpoint] {
+            assert_eq!(style.prompt(&prompts), "Summarize.");
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::agent::AgentError;
 use crate::locks::Locked;
 use agentls_core::compaction::plan::Trigger;
 use agentls_core::compaction::plan::Window;
-use agentls_core::session::Event;
+use agentls_core::event::Event;
 use agentls_core::session::Session;
 use serde_json::json;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Announcer<'_> {
 
     async fn completed(
         &self,
-        metrics: &agentls_core::session::CompactionMetrics,
+        metrics: &agentls_core::event::CompactionMetrics,
         compactions: u32,
         low_yield: u32,
     ) {

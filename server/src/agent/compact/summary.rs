@@ -81,7 +81,7 @@ impl Agent {
     ) -> Result<String, String> {
         // `compaction.promptFile` is read with the other prompts (`store::prompts::load`).
         let prompts = self.host.prompts();
-        let mut prompt = prompts.compaction(style).to_string();
+        let mut prompt = style.prompt(&prompts).to_string();
         if let Some(focus) = instructions.map(str::trim).filter(|f| !f.is_empty()) {
             prompt.push_str(&format!("\n\n{}\n{focus}", prompts.compact_focus));
         }

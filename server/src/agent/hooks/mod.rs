@@ -29,9 +29,9 @@ use super::sessions::SessionHandle;
 use super::Agent;
 use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
+use agentls_core::event::Event;
 use agentls_core::hooks::{self, Finished, Hook, HookEvent, HookSource, Hooks, Verdict};
 use agentls_core::reminders::{self, Reminder};
-use agentls_core::session::Event;
 
 /// The most of a hook's stdout or stderr that is kept.
 pub(in crate::agent) const MAX_OUTPUT_BYTES: usize = 256 * 1024;

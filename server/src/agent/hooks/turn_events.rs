@@ -9,10 +9,10 @@ use crate::tools::registry::Registry;
 use serde_json::{json, Value};
 
 use crate::agent::sessions::live::Durability;
+use agentls_core::event::Event;
 use agentls_core::history::{InstructionRole, Item};
 use agentls_core::hooks::{HookEvent, Permission};
 use agentls_core::reminders;
-use agentls_core::session::Event;
 
 /// The plan tool, named here: the core matches no tool name.
 const PLAN_TOOL: &str = "update_plan";

@@ -1,6 +1,7 @@
 //! A session in memory with its log, and the one way its state changes.
 
-use agentls_core::session::{Event, Session};
+use agentls_core::event::Event;
+use agentls_core::session::Session;
 use agentls_core::tool_info::ToolCatalog;
 
 use crate::store::session_log::SessionLog;

@@ -23,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::session_log;
 use agentls_core::editor_state::EditorState;
+use agentls_core::event::Event;
 use agentls_core::history::Item;
-use agentls_core::session::{self, Event, Session};
+use agentls_core::session::{self, Session};
 use agentls_core::tokens::Calibration;
 
 pub(in crate::agent) struct Prompt {
@@ -73,7 +74,7 @@ pub(in crate::agent) struct SessionHandle {
     /// no update of the cancelled turn can be on its way.
     pub(in crate::agent) updates: Mutex<()>,
     /// A subagent's session: its parent (its updates carry it).
-    pub(in crate::agent) parent: Option<agentls_core::session::ParentLink>,
+    pub(in crate::agent) parent: Option<agentls_core::event::ParentLink>,
 }
 
 impl SessionHandle {
@@ -126,7 +127,7 @@ impl Agent {
     pub(in crate::agent) async fn create_session(
         self: &Arc<Self>,
         model: Option<String>,
-        parent: Option<agentls_core::session::ParentLink>,
+        parent: Option<agentls_core::event::ParentLink>,
     ) -> Result<String, AgentError> {
         let store = self.store()?;
         let id = session_log::new_session_id();

@@ -23,10 +23,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::host::Host;
 use crate::store::session_log;
+use agentls_core::event::Event;
 use agentls_core::history::{Entry, Item};
 use agentls_core::inspect;
 use agentls_core::prompt_text;
-use agentls_core::session::Event;
 use agentls_core::tokens::Calibration;
 
 /// How a turn ended: the `turnEnd` stop reason.

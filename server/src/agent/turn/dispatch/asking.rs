@@ -11,8 +11,8 @@ use crate::host::{PermissionOption, PermissionRequest};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::registry::Registry;
 use agentls_core::approval::{self, Gate};
+use agentls_core::event::Event;
 use agentls_core::hooks::Permission;
-use agentls_core::session::Event;
 use agentls_core::tool_info::ToolKind;
 
 impl Turn {

@@ -19,10 +19,10 @@ use serde_json::{json, Value};
 use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::Gate;
+use agentls_core::event::Event;
 use agentls_core::history::Item;
 use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
-use agentls_core::session::Event;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
@@ -305,7 +305,7 @@ impl Turn {
                         command: format!("task ({agent})"),
                         files: files
                             .into_iter()
-                            .map(|path| agentls_core::session::ChangedPath {
+                            .map(|path| agentls_core::event::ChangedPath {
                                 path,
                                 change: agentls_core::snapshot::ChangeKind::Modified,
                             })

@@ -16,9 +16,9 @@ use crate::store;
 use crate::store::session_log;
 use crate::tools::registry::{Prepared, Registry, ToolOutcome};
 use crate::tools::task::{ChildOutcome, SubagentRunner};
+use agentls_core::event::Event;
 use agentls_core::history::Item;
 use agentls_core::inspect;
-use agentls_core::session::Event;
 use agentls_core::tokens::Calibration;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -27,7 +27,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use agentls_core::context::StaticContext;
-use agentls_core::session::ParentLink;
+use agentls_core::event::ParentLink;
 use agentls_core::subagents::{self, Subagent, TASK_TOOL};
 use agentls_core::tool_info::ToolKind;
 
