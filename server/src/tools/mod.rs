@@ -1,5 +1,6 @@
 //! The model's tools. Each tool is one file: what it does and, in its `Tool` declaration
-//! (see `registry`), its name, kind, title and what the ledger records of it. The path
+//! (see `registry`), its name, kind, title, typed input and what the ledger records of it;
+//! `input` parses a call's arguments into that input. The path
 //! boundary every path argument is checked against is `boundary`; `registry` is the one list
 //! of tools and the dispatch the turn calls.
 //!
@@ -13,9 +14,12 @@ mod diff;
 pub mod edit_file;
 pub mod file_change;
 pub mod grep;
+pub mod input;
 pub mod list_dir;
 pub mod read_file;
 pub mod registry;
+#[cfg(test)]
+mod schema_check;
 pub mod shell;
 pub mod snapshot;
 pub mod task;
