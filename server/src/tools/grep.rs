@@ -132,7 +132,11 @@ fn matching_lines(ws: &PathBoundary, files: &[PathBuf], regexes: &Regexes) -> (V
         let Ok(text) = read_text(file) else {
             continue;
         };
-        if regexes.file.as_ref().is_some_and(|regex| !regex.is_match(&text)) {
+        if regexes
+            .file
+            .as_ref()
+            .is_some_and(|regex| !regex.is_match(&text))
+        {
             continue;
         }
         let shown = ws.display(file);

@@ -16,7 +16,10 @@ pub enum ArgumentProblem {
     /// The arguments are not a JSON object.
     NotAnObject,
     /// A required field is absent (or null).
-    Missing { field: String, expected: &'static str },
+    Missing {
+        field: String,
+        expected: &'static str,
+    },
     /// A field holds a value of another JSON type (`got` as the model sent it, cut).
     WrongType {
         field: String,
@@ -31,7 +34,9 @@ impl ArgumentProblem {
     /// The sentence the model reads, for `tool`: "edit_file needs an `old_text` string".
     pub fn sentence(&self, tool: &str) -> String {
         match self {
-            ArgumentProblem::NotAnObject => format!("the arguments of {tool} are not a JSON object"),
+            ArgumentProblem::NotAnObject => {
+                format!("the arguments of {tool} are not a JSON object")
+            }
             ArgumentProblem::Missing { field, expected } => {
                 format!("{tool} needs {} `{field}` {expected}", article(field))
             }
@@ -76,8 +81,9 @@ pub fn parse<I: DeserializeOwned + JsonSchema>(arguments: &Value) -> Result<I, A
     let Value::Object(fields) = arguments else {
         return Err(ArgumentProblem::NotAnObject);
     };
-    serde_json::from_value(arguments.clone())
-        .map_err(|err| diagnose(&schema_of::<I>(), fields).unwrap_or(ArgumentProblem::Invalid(err.to_string())))
+    serde_json::from_value(arguments.clone()).map_err(|err| {
+        diagnose(&schema_of::<I>(), fields).unwrap_or(ArgumentProblem::Invalid(err.to_string()))
+    })
 }
 
 /// The first required field missing (in the input's declaration order), else the first field
@@ -175,7 +181,9 @@ mod tests {
     }
 
     fn refusal(arguments: Value) -> String {
-        parse::<Example>(&arguments).unwrap_err().sentence("example")
+        parse::<Example>(&arguments)
+            .unwrap_err()
+            .sentence("example")
     }
 
     #[test]
@@ -216,7 +224,10 @@ mod tests {
             refusal(json!({"path": "a", "old_text": "x", "tags": [1]})),
             "the arguments of example are invalid: invalid type: integer `1`, expected a string"
         );
-        assert_eq!(refusal(json!(["a.rs", "x"])), "the arguments of example are not a JSON object");
+        assert_eq!(
+            refusal(json!(["a.rs", "x"])),
+            "the arguments of example are not a JSON object"
+        );
         let long = refusal(json!({"path": "x".repeat(100), "old_text": 1, "limit": 1}));
         assert_eq!(long, "example needs an `old_text` string, not 1");
         let long = refusal(json!({"path": ["x".repeat(100)], "old_text": "x"}));

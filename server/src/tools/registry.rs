@@ -1,6 +1,6 @@
-//! The one list of tools, and what every tool declares. A tool is one file: a unit struct
+//! What every tool declares, and the registry the turn finds them in. A tool is one file: a unit struct
 //! implementing [`Tool`] (its name, kind, title, what the ledger records of it, its typed
-//! input and how it runs), registered in [`Registry::builtin`]. Its description and JSON
+//! input and how it runs), listed in `tools::builtin`. Its description and JSON
 //! Schema for the model are in `prompts/tools.json` (model-facing text lives in `prompts/`);
 //! `schema_check` holds that schema equal to the one derived from the tool's input type,
 //! field by field.
@@ -23,6 +23,7 @@ use agentls_core::tool_info::{shorten, LedgerRecord, PlanEntry, ToolCatalog, Too
 use crate::host::{FileChange, Host};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::{self, ArgumentProblem};
+use crate::tools::task::SubagentRunner;
 
 /// What a tool call may use while it runs.
 pub struct ToolContext {
@@ -37,7 +38,7 @@ pub struct ToolContext {
     /// Streams partial output to the editor as it comes (the shell's).
     pub on_output: Arc<dyn Fn(&str) + Send + Sync>,
     /// Runs subagents (`task`); None where no subagent may start (inside a subagent).
-    pub subagents: Option<Arc<dyn super::task::SubagentRunner>>,
+    pub subagents: Option<Arc<dyn SubagentRunner>>,
 }
 
 /// The work a tool did before the approval, handed to its `run`.
@@ -216,21 +217,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Every built-in tool: adding one is a file in `tools/`, a line here and its entry in
-    /// `prompts/tools.json`.
+    /// Every built-in tool (the list is `tools::builtin`).
     pub fn builtin() -> &'static Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
         REGISTRY.get_or_init(|| Registry {
-            tools: vec![
-                Box::new(super::read_file::ReadFile),
-                Box::new(super::list_dir::ListDir),
-                Box::new(super::grep::Grep),
-                Box::new(super::edit_file::EditFile),
-                Box::new(super::write_file::WriteFile),
-                Box::new(super::shell::Shell),
-                Box::new(super::update_plan::UpdatePlan),
-                Box::new(super::task::Task),
-            ],
+            tools: crate::tools::builtin(),
         })
     }
 

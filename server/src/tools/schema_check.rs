@@ -79,7 +79,10 @@ fn compare_objects(
 
 /// A `$ref` to the root's `$defs` followed (schemars writes nested types that way).
 fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
-    match schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
+    match schema["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
         Some(name) => resolve(root, &root["$defs"][name]),
         None => schema,
     }
@@ -170,7 +173,10 @@ mod tests {
             },
             "required": ["path", "steps"]
         });
-        assert_eq!(differences(&schema_of::<Input>(), &agreeing), Vec::<String>::new());
+        assert_eq!(
+            differences(&schema_of::<Input>(), &agreeing),
+            Vec::<String>::new()
+        );
 
         let wrong = json!({
             "type": "object",

@@ -87,7 +87,13 @@ pub async fn run_shell(
     }
     // Killed already, or exited with the pipes closed: nothing is left for the guard.
     group.disarm();
-    Ok(finish(kept.finish(), max_output_bytes, &watched, status, timeout))
+    Ok(finish(
+        kept.finish(),
+        max_output_bytes,
+        &watched,
+        status,
+        timeout,
+    ))
 }
 
 /// The command started in a process group of its own, with no terminal to wait on and

@@ -102,7 +102,10 @@ impl Tool for WriteFile {
             } else {
                 &texts.file_replaced
             },
-            &[("path", &shown), ("lines", &content.lines().count().to_string())],
+            &[
+                ("path", &shown),
+                ("lines", &content.lines().count().to_string()),
+            ],
         );
         Ok(Prepared::Change {
             change: FileChange::Write {
