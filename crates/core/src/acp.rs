@@ -53,10 +53,9 @@ pub fn is_mode(id: &str) -> bool {
 
 /// Models offered in the model picker for a provider kind (the configured one first).
 pub fn known_models(provider_kind: &str, configured: &str) -> Vec<String> {
-    let listed: &[&str] = match provider_kind {
-        "anthropic" => &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
-        _ => &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5"],
-    };
+    let listed = crate::provider_kind::ProviderKind::from_name(provider_kind)
+        .unwrap_or(crate::provider_kind::ProviderKind::OpenAi)
+        .models();
     let mut models = vec![configured.to_string()];
     models.extend(listed.iter().map(|m| m.to_string()));
     models.retain(|m| !m.is_empty());

@@ -75,7 +75,6 @@ pub struct Config {
 }
 
 pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
-pub const PROVIDER_KINDS: [&str; 2] = ["openai", "anthropic"];
 
 impl Config {
     /// The tokenizer counts are made with: configured, else the model's.
@@ -100,7 +99,9 @@ impl Default for Config {
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
             approval: "ask".to_string(),
-            provider_kind: "openai".to_string(),
+            provider_kind: crate::provider_kind::ProviderKind::OpenAi
+                .name()
+                .to_string(),
             model: None,
             context_window: None,
             max_output_tokens: None,
@@ -218,7 +219,10 @@ const KEYS: &[Key] = &[
     Key {
         path: "provider.kind",
         set: |c, v| {
-            c.provider_kind = one_of(v, &PROVIDER_KINDS)?;
+            c.provider_kind = one_of(
+                v,
+                &crate::provider_kind::ProviderKind::ALL.map(|kind| kind.name()),
+            )?;
             Ok(())
         },
         keep: |c, p| c.provider_kind = p.provider_kind.clone(),

@@ -33,6 +33,7 @@ pub mod paths;
 pub mod position;
 pub mod prompt_text;
 pub mod prompts;
+pub mod provider_kind;
 pub mod redact;
 pub mod reminders;
 pub mod session;

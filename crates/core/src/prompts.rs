@@ -45,6 +45,27 @@ pub struct Prompts {
     pub reminders: ReminderTexts,
     /// The system prompt of the built-in `explore` subagent.
     pub subagent_explore: String,
+    /// What the built-in tools tell the model on success (`tool_outputs.json`).
+    pub tool_outputs: ToolOutputTexts,
+}
+
+/// `tool_outputs.json`: the sentences a built-in tool's output is made of (its errors are
+/// written where they are found).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOutputTexts {
+    /// `update_plan`'s answer.
+    pub plan_updated: String,
+    /// `grep` found nothing: `{pattern}`.
+    pub no_matches: String,
+    /// Ends a `grep` output cut at its cap: `{shown}`, `{total}`.
+    pub matches_capped: String,
+    /// `write_file` made a new file: `{path}`, `{lines}`.
+    pub file_created: String,
+    /// `write_file` replaced a file's content: `{path}`, `{lines}`.
+    pub file_replaced: String,
+    /// `edit_file` applied: `{path}`, `{old}` and `{new}` line counts.
+    pub file_edited: String,
 }
 
 /// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
@@ -163,6 +184,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "subagent_explore.md",
         include_str!("../../../prompts/subagent_explore.md"),
     ),
+    (
+        "tool_outputs.json",
+        include_str!("../../../prompts/tool_outputs.json"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -244,6 +269,7 @@ impl Prompts {
         let attachments_json = text("attachments.json");
         let subagent_explore = text("subagent_explore.md");
         let reminders_json = text("reminders.json");
+        let tool_outputs_json = text("tool_outputs.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -262,6 +288,12 @@ impl Prompts {
             "reminders.json",
             "an object of the reminder texts",
             &reminders_json,
+        );
+        let tool_outputs = parse_json(
+            &mut problems,
+            "tool_outputs.json",
+            "an object of the tool output texts",
+            &tool_outputs_json,
         );
         (
             Prompts {
@@ -282,6 +314,7 @@ impl Prompts {
                 attachments,
                 subagent_explore,
                 reminders,
+                tool_outputs,
             },
             problems,
         )

@@ -17,6 +17,7 @@ use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
+use agentls_core::provider_kind::ProviderKind;
 
 #[derive(Debug, Default)]
 pub struct AskOptions {
@@ -56,12 +57,13 @@ pub fn config(options: &AskOptions) -> Result<Config, String> {
     }
     let has_key = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     if config.model.is_none() && config.base_url.is_none() {
-        if has_key("OPENAI_API_KEY") {
-            config.provider_kind = "openai".into();
-            config.model = Some("gpt-4o-mini".into());
-        } else if has_key("ANTHROPIC_API_KEY") {
-            config.provider_kind = "anthropic".into();
-            config.model = Some("claude-sonnet-4-5".into());
+        // The first kind whose key is set, with its first model.
+        let keyed = ProviderKind::ALL
+            .into_iter()
+            .find(|kind| has_key(kind.default_api_key_env()));
+        if let Some(kind) = keyed {
+            config.provider_kind = kind.name().into();
+            config.model = kind.models().first().map(|model| model.to_string());
         } else {
             return Err("no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --config '{\"provider\": {\"kind\": \"openai\", \"baseUrl\": \"http://127.0.0.1:8080/v1\", \"model\": \"…\"}}'".into());
         }

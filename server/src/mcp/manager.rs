@@ -19,7 +19,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{connect, last_line};
+use crate::mcp::connect::{connect, exited, last_line, Connection};
 use agentls_core::mcp::config::ServerConfig;
 use agentls_core::mcp::prompts::{McpPrompt, ServerPrompt};
 use agentls_core::mcp::tools::{offer, parse_list, McpTool, ServerTool};
@@ -343,107 +343,178 @@ async fn supervise(
     launch: Launch,
     changed: UnboundedSender<String>,
 ) {
-    let name = config.name.clone();
-    let mut restarts = 0u32;
-    loop {
+    let supervisor = Supervisor {
+        manager,
+        name: config.name.clone(),
+        config,
+        stop,
+        generation,
+        launch,
+        changed,
+    };
+    supervisor.run().await;
+}
+
+/// One server's supervisor: what it needs to start the server again, and its slot's
+/// address (name and generation) in the manager.
+struct Supervisor {
+    manager: std::sync::Weak<Manager>,
+    name: String,
+    config: ServerConfig,
+    stop: CancellationToken,
+    generation: u64,
+    launch: Launch,
+    changed: UnboundedSender<String>,
+}
+
+/// A server that answered `initialize` and its lists.
+struct Started {
+    connection: Connection,
+    tools: Vec<ServerTool>,
+    prompts: Vec<ServerPrompt>,
+}
+
+impl Supervisor {
+    /// Starts the server, serves it while it runs, restarts it with backoff; returns when
+    /// stopped, when the manager is gone, or when the server is left `failed`.
+    async fn run(&self) {
+        let mut restarts = 0u32;
+        loop {
+            let started = tokio::select! {
+                () = self.stop.cancelled() => return,
+                result = self.start() => result,
+            };
+            let started = match started {
+                Ok(started) => started,
+                Err(reason) => {
+                    tracing::warn!(server = %self.name, "MCP server failed: {reason}");
+                    if restarts == 0 || restarts >= MAX_RESTARTS {
+                        self.set(|slot| slot.state = State::Failed(reason));
+                        return;
+                    }
+                    restarts += 1;
+                    if !self.set(|slot| slot.state = State::Starting(Some(reason.clone())))
+                        || backoff(&self.stop, restarts).await
+                    {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let since = Instant::now();
+            let Some(reason) = self.serve(started).await else {
+                return;
+            };
+            tracing::warn!(server = %self.name, "MCP {reason}; restarting");
+            if since.elapsed() >= STABLE {
+                restarts = 0;
+            }
+            restarts += 1;
+            if !self.stopped(reason, restarts) || backoff(&self.stop, restarts).await {
+                return;
+            }
+        }
+    }
+
+    /// One start: connect, `initialize`, the tools and prompts listed, within
+    /// `startupTimeoutMs`.
+    async fn start(&self) -> Result<Started, String> {
         let attempt = async {
             let connection = connect(
-                &config,
-                launch.cwd.as_deref(),
-                &launch.hidden_env,
-                changed.clone(),
+                &self.config,
+                self.launch.cwd.as_deref(),
+                &self.launch.hidden_env,
+                self.changed.clone(),
             )
             .await?;
-            let tools = list_tools(connection.service.peer(), &name).await?;
-            let prompts = prompts::list_prompts(connection.service.peer(), &name).await;
-            Ok::<_, String>((connection, tools, prompts))
+            let tools = list_tools(connection.service.peer(), &self.name).await?;
+            let prompts = prompts::list_prompts(connection.service.peer(), &self.name).await;
+            Ok(Started {
+                connection,
+                tools,
+                prompts,
+            })
         };
-        let result = tokio::select! {
-            () = stop.cancelled() => return,
-            result = tokio::time::timeout(config.startup_timeout, attempt) => result
-                .unwrap_or_else(|_| Err(format!(
+        tokio::time::timeout(self.config.startup_timeout, attempt)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
                     "did not start within {} ms (startupTimeoutMs)",
-                    config.startup_timeout.as_millis()
-                ))),
-        };
-        let Some(this) = manager.upgrade() else {
-            return;
-        };
-        let (connection, tools, prompts) = match result {
-            Ok(ok) => ok,
-            Err(reason) => {
-                tracing::warn!(server = %name, "MCP server failed: {reason}");
-                if restarts == 0 || restarts >= MAX_RESTARTS {
-                    this.set(&name, generation, |slot| slot.state = State::Failed(reason));
-                    return;
-                }
-                restarts += 1;
-                this.set(&name, generation, |slot| {
-                    slot.state = State::Starting(Some(reason.clone()))
-                });
-                drop(this);
-                if backoff(&stop, restarts).await {
-                    return;
-                }
-                continue;
-            }
-        };
+                    self.config.startup_timeout.as_millis()
+                ))
+            })
+    }
+
+    /// The server ready in its slot until its connection ends: why it stopped, or None
+    /// when it was stopped (or the manager is gone).
+    async fn serve(&self, started: Started) -> Option<String> {
+        let Started {
+            connection,
+            tools,
+            prompts,
+        } = started;
         let peer = connection.service.peer().clone();
-        tracing::info!(server = %name, tools = tools.len(), "MCP server ready");
-        this.set(&name, generation, |slot| {
+        tracing::info!(server = %self.name, tools = tools.len(), "MCP server ready");
+        let set = self.set(|slot| {
             slot.state = State::Ready;
             slot.tools = tools;
             slot.prompts = prompts;
             slot.peer = Some(peer);
         });
-        drop(this);
-        let since = Instant::now();
+        if !set {
+            return None;
+        }
         let ended = connection.service.cancellation_token();
         let stderr = connection.stderr.clone();
         let group = connection.group;
         let pid = connection.pid;
         tokio::select! {
-            () = stop.cancelled() => {
+            () = self.stop.cancelled() => {
                 ended.cancel();
                 drop(group);
-                return;
+                return None;
             }
             _ = connection.service.waiting() => {}
             // The process died while something it started holds its stdout open: no EOF
             // comes, so its death ends the connection (and fails the calls in flight).
-            () = super::connect::exited(pid) => ended.cancel(),
+            () = exited(pid) => ended.cancel(),
         }
         drop(group);
         let reason = match last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner())) {
             Some(line) => format!("the server stopped ({line})"),
             None => "the server stopped".to_string(),
         };
-        tracing::warn!(server = %name, "MCP {reason}; restarting");
-        if since.elapsed() >= STABLE {
-            restarts = 0;
-        }
-        restarts += 1;
-        let Some(this) = manager.upgrade() else {
-            return;
-        };
+        Some(reason)
+    }
+
+    /// The slot after the server stopped for `reason`, its `restarts`-th time in a row:
+    /// `starting` again, or `failed` past `MAX_RESTARTS`. False when it is not restarted.
+    fn stopped(&self, reason: String, restarts: u32) -> bool {
         if restarts > MAX_RESTARTS {
-            this.set(&name, generation, |slot| {
+            self.set(|slot| {
                 slot.state = State::Failed(format!(
                     "{reason}; stopped {MAX_RESTARTS} times in a row, not restarted"
                 ));
                 slot.peer = None;
             });
-            return;
+            return false;
         }
-        this.set(&name, generation, |slot| {
-            slot.state = State::Starting(Some(reason.clone()));
+        self.set(|slot| {
+            slot.state = State::Starting(Some(reason));
             slot.peer = None;
             slot.tools.clear();
             slot.prompts.clear();
-        });
-        drop(this);
-        if backoff(&stop, restarts).await {
-            return;
+        })
+    }
+
+    /// Changes this supervisor's slot; false when the manager is gone.
+    fn set(&self, f: impl FnOnce(&mut Slot)) -> bool {
+        match self.manager.upgrade() {
+            Some(manager) => {
+                manager.set(&self.name, self.generation, f);
+                true
+            }
+            None => false,
         }
     }
 }

@@ -23,9 +23,21 @@ use agentls_core::prompts::Prompts;
 use agentls_core::wire::faults::{backoff, http_error};
 use agentls_core::wire::sse::SseDecoder;
 use agentls_core::wire::stream::Assembler;
-use agentls_core::wire::{
-    Completion, ErrorKind, ProviderConfig, ProviderError, ProviderEvent, ProviderKind,
-};
+use agentls_core::wire::{Completion, ErrorKind, ProviderConfig, ProviderError, ProviderEvent};
+
+/// How one request went: ended (answered, or failed for good), or failed in a way that may
+/// be retried.
+enum Exchange {
+    Ended(Result<Completion, ProviderError>),
+    Failed(Failure),
+}
+
+/// A request body as posted.
+fn encode(body: &Value) -> Result<Vec<u8>, ProviderError> {
+    serde_json::to_vec(body).map_err(|e| {
+        ProviderError::new(ErrorKind::Config, format!("cannot encode the request: {e}"))
+    })
+}
 
 /// The message of a 200 answer whose stream carried no event at all.
 const EMPTY_STREAM: &str = "the provider answered with an empty stream";
@@ -44,7 +56,6 @@ fn decoder_saw_nothing(assembler: &Assembler) -> bool {
     !assembler.saw_event
 }
 
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// A Retry-After longer than this is not waited for: the error is reported instead.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 
@@ -97,81 +108,104 @@ impl Provider {
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
         let key = self.api_key()?;
-        let body = serde_json::to_vec(&self.body(request, prompts)).map_err(|e| {
-            ProviderError::new(ErrorKind::Config, format!("cannot encode the request: {e}"))
-        })?;
+        let body = encode(&self.body(request, prompts))?;
         let url = self.config.kind.endpoint(&self.config.base_url);
         let mut attempt = 0;
         loop {
-            let response = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(cancelled()),
-                response = self.send(&url, key.as_deref(), body.clone()) => response,
-            };
-            let failure = match response {
-                Ok(response) => match self.read_stream(response, events, cancel).await {
-                    Ok(completion) => return Ok(completion),
-                    // Closed empty after the 200: see `dropped` below.
-                    Err((error, false))
-                        if error.message == EMPTY_STREAM
-                            && self.config.kind == ProviderKind::OpenAi =>
-                    {
-                        Failure {
-                            error,
-                            retry_after: None,
-                            dropped: true,
-                        }
-                    }
-                    // An overload or rate limit reported in the stream before any content
-                    // (Anthropic does this after a 200) is retried like an HTTP 529/429.
-                    Err((error, false))
-                        if matches!(error.kind, ErrorKind::Server | ErrorKind::RateLimited) =>
-                    {
-                        Failure {
-                            error,
-                            retry_after: None,
-                            dropped: false,
-                        }
-                    }
-                    Err((error, _)) => return Err(error),
-                },
-                Err(failure) => failure,
+            let failure = match self
+                .exchange(&url, key.as_deref(), &body, events, cancel)
+                .await
+            {
+                Exchange::Ended(result) => return result,
+                Exchange::Failed(failure) => failure,
             };
             // A server that drops a streamed request it cannot serve, resetting it or closing
             // the stream empty (llama-cpp-python past its window), says why when asked
             // without streaming: once, on a fresh connection.
-            if failure.dropped && self.config.kind == ProviderKind::OpenAi {
+            if failure.dropped && self.config.kind.asks_again_unstreamed() {
+                let key = key.as_deref();
                 return self
-                    .complete_without_streaming(
-                        request,
-                        prompts,
-                        &url,
-                        key.as_deref(),
-                        events,
-                        cancel,
-                    )
+                    .complete_without_streaming(request, prompts, &url, key, events, cancel)
                     .await;
             }
-            if !failure.error.retryable || attempt >= self.config.max_retries {
-                return Err(failure.error);
-            }
             attempt += 1;
-            let delay = failure
-                .retry_after
-                .unwrap_or_else(|| backoff(attempt, jitter_seed()));
-            if delay > MAX_RETRY_AFTER {
-                return Err(failure.error);
+            self.before_retry(attempt, failure, events, cancel).await?;
+        }
+    }
+
+    /// One request and its streamed answer: how it ended, or a failure that may be retried.
+    async fn exchange(
+        &self,
+        url: &str,
+        key: Option<&str>,
+        body: &[u8],
+        events: &UnboundedSender<ProviderEvent>,
+        cancel: &CancellationToken,
+    ) -> Exchange {
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Exchange::Ended(Err(cancelled())),
+            response = self.send(url, key, body.to_vec()) => response,
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(failure) => return Exchange::Failed(failure),
+        };
+        match self.read_stream(response, events, cancel).await {
+            Ok(completion) => Exchange::Ended(Ok(completion)),
+            // Closed empty after the 200: see `dropped`.
+            Err((error, false))
+                if error.message == EMPTY_STREAM && self.config.kind.asks_again_unstreamed() =>
+            {
+                Exchange::Failed(Failure {
+                    error,
+                    retry_after: None,
+                    dropped: true,
+                })
             }
-            let _ = events.send(ProviderEvent::Retrying {
-                attempt,
-                delay,
-                reason: failure.error.message.clone(),
-            });
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(cancelled()),
-                () = tokio::time::sleep(delay) => {}
+            // An overload or rate limit reported in the stream before any content
+            // (Anthropic does this after a 200) is retried like an HTTP 529/429.
+            Err((error, false))
+                if matches!(error.kind, ErrorKind::Server | ErrorKind::RateLimited) =>
+            {
+                Exchange::Failed(Failure {
+                    error,
+                    retry_after: None,
+                    dropped: false,
+                })
             }
+            Err((error, _)) => Exchange::Ended(Err(error)),
+        }
+    }
+
+    /// Waits before retry number `attempt` (told as a `Retrying` event), or gives the
+    /// failure's error back when it is not retried: not retryable, retries used up, a
+    /// Retry-After too long, or a cancel.
+    async fn before_retry(
+        &self,
+        attempt: u32,
+        failure: Failure,
+        events: &UnboundedSender<ProviderEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ProviderError> {
+        if !failure.error.retryable || attempt > self.config.max_retries {
+            return Err(failure.error);
+        }
+        let delay = failure
+            .retry_after
+            .unwrap_or_else(|| backoff(attempt, jitter_seed()));
+        if delay > MAX_RETRY_AFTER {
+            return Err(failure.error);
+        }
+        let _ = events.send(ProviderEvent::Retrying {
+            attempt,
+            delay,
+            reason: failure.error.message.clone(),
+        });
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(cancelled()),
+            () = tokio::time::sleep(delay) => Ok(()),
         }
     }
 
@@ -190,9 +224,7 @@ impl Provider {
         if let Some(object) = body.as_object_mut() {
             object.remove("stream_options");
         }
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            ProviderError::new(ErrorKind::Config, format!("cannot encode the request: {e}"))
-        })?;
+        let body = encode(&body)?;
         // A fresh connection: the pooled one is what the server just dropped.
         tls::install();
         let client = reqwest::Client::builder()
@@ -289,13 +321,20 @@ impl Provider {
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
             .body(body);
-        builder = match (self.config.kind, key) {
-            (ProviderKind::OpenAi, Some(key)) => builder.bearer_auth(key),
-            (ProviderKind::Anthropic, Some(key)) => builder.header("x-api-key", key),
-            (_, None) => builder,
-        };
-        if self.config.kind == ProviderKind::Anthropic {
-            builder = builder.header("anthropic-version", ANTHROPIC_VERSION);
+        for (name, value) in self.config.kind.headers(key) {
+            let Ok(mut value) = reqwest::header::HeaderValue::from_str(&value) else {
+                return Err(Failure {
+                    error: ProviderError::new(
+                        ErrorKind::Config,
+                        format!("the {name} header cannot carry the configured value"),
+                    ),
+                    retry_after: None,
+                    dropped: false,
+                });
+            };
+            // Kept out of any debug print of the request, as `bearer_auth` does.
+            value.set_sensitive(true);
+            builder = builder.header(name, value);
         }
         let response = tokio::time::timeout(self.config.timeout, builder.send())
             .await

@@ -1,22 +1,23 @@
 //! `edit_file`: one exact occurrence of `old_text` replaced by `new_text`, planned (with its
 //! diff) for the host to approve and apply.
 
-use serde_json::Value;
-
-use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
-
-use super::file_change;
-use super::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
-use crate::host::FileChange;
 use std::ops::Range;
 use std::path::PathBuf;
 
-use agentls_core::tool_info::{error, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::boundary::PathBoundary;
-use super::diff::unified_diff;
-use super::grep::MAX_GREP_LINE_CHARS;
-use super::read_file::cut_line;
+use agentls_core::prompts::fill;
+use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
+
+use crate::host::FileChange;
+use crate::tools::boundary::PathBoundary;
+use crate::tools::diff::unified_diff;
+use crate::tools::file_change;
+use crate::tools::grep::MAX_GREP_LINE_CHARS;
+use crate::tools::read_file::cut_line;
+use crate::tools::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 
 /// Line numbers listed in an error message before `…`.
 const MAX_LISTED_LINES: usize = 10;
@@ -204,11 +205,18 @@ fn trim_lines(text: &str, trim: Trim) -> String {
 
 pub struct EditFile;
 
+/// `edit_file`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileInput {
+    pub path: String,
+    pub old_text: String,
+    pub new_text: String,
+}
+
 #[async_trait::async_trait]
 impl Tool for EditFile {
-    fn name(&self) -> &'static str {
-        "edit_file"
-    }
+    const NAME: &'static str = "edit_file";
+    type Input = EditFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
@@ -226,27 +234,28 @@ impl Tool for EditFile {
 
     /// The edit is planned before the approval: the user sees its diff, and an edit whose
     /// old_text does not match fails before anyone is asked.
-    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
+    async fn prepare(&self, cx: &ToolContext, input: &EditFileInput) -> Result<Prepared, String> {
         let file_change::Target {
-            arg,
             current,
             version,
             shown,
-        } = file_change::target(cx, "edit_file", arguments).await?;
+        } = file_change::target(cx, &input.path).await?;
         let current =
             current.ok_or_else(|| format!("{shown} does not exist; create it with write_file"))?;
-        let old_text = arguments["old_text"]
-            .as_str()
-            .ok_or("edit_file needs an `old_text` string")?;
-        let new_text = arguments["new_text"]
-            .as_str()
-            .ok_or("edit_file needs a `new_text` string")?;
+        let EditFileInput {
+            path,
+            old_text,
+            new_text,
+        } = input;
         let planned =
-            plan_edit(&cx.boundary, arg, &current, old_text, new_text).map_err(|e| e.0)?;
-        let summary = format!(
-            "Edited {shown}: replaced {} line(s) with {} line(s).",
-            old_text.lines().count().max(1),
-            new_text.lines().count().max(1)
+            plan_edit(&cx.boundary, path, &current, old_text, new_text).map_err(|e| e.0)?;
+        let summary = fill(
+            &cx.host.prompts().tool_outputs.file_edited,
+            &[
+                ("path", &shown),
+                ("old", &old_text.lines().count().max(1).to_string()),
+                ("new", &new_text.lines().count().max(1).to_string()),
+            ],
         );
         Ok(Prepared::Change {
             change: FileChange::Edit {
@@ -261,7 +270,7 @@ impl Tool for EditFile {
         })
     }
 
-    async fn run(&self, cx: &ToolContext, _: &Value, prepared: Prepared) -> ToolOutcome {
+    async fn run(&self, cx: &ToolContext, _: EditFileInput, prepared: Prepared) -> ToolOutcome {
         file_change::apply(cx, prepared).await
     }
 }

@@ -5,13 +5,10 @@ use std::path::Path;
 
 use crate::host::FileChange;
 use crate::store::files;
-
-use super::registry::{Effect, Prepared, ToolContext, ToolOutcome};
+use crate::tools::registry::{Effect, Prepared, ToolContext, ToolOutcome};
 
 /// The file a change names, as both file tools plan against it.
-pub struct Target<'a> {
-    /// The `path` argument as the model gave it.
-    pub arg: &'a str,
+pub struct Target {
     /// The file's current text (None when it does not exist yet).
     pub current: Option<String>,
     /// The open buffer's version the change is planned against (None: read from disk).
@@ -20,20 +17,12 @@ pub struct Target<'a> {
     pub shown: String,
 }
 
-/// The `path` argument of `tool`'s call resolved through the boundary, with the file's
-/// current text; errors are worded for the model.
-pub async fn target<'a>(
-    cx: &ToolContext,
-    tool: &str,
-    arguments: &'a serde_json::Value,
-) -> Result<Target<'a>, String> {
-    let arg = arguments["path"]
-        .as_str()
-        .ok_or_else(|| format!("{tool} needs a `path` string"))?;
+/// The `path` argument of a call resolved through the boundary, with the file's current
+/// text; errors are worded for the model.
+pub async fn target(cx: &ToolContext, arg: &str) -> Result<Target, String> {
     let path = cx.boundary.resolve(arg).map_err(|e| e.0)?;
     let (current, version) = current_text(cx, &path).await?;
     Ok(Target {
-        arg,
         current,
         version,
         shown: cx.boundary.display(&path),

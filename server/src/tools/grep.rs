@@ -1,101 +1,147 @@
 //! `grep`: lines matching a regular expression under a path, .gitignore respected.
 
+use std::path::{Path, PathBuf};
+
+use globset::GlobMatcher;
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
-use agentls_core::tool_info::{shorten, ToolKind};
-
-use super::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
-use std::path::PathBuf;
+use agentls_core::prompts::{fill, ToolOutputTexts};
+use agentls_core::tool_info::{error, shorten, ToolError, ToolKind};
 
 use crate::store::files::read_text;
-use agentls_core::tool_info::{error, ToolError};
-
-use super::boundary::PathBoundary;
-use super::list_dir::walker;
-use super::read_file::cut_line;
+use crate::tools::boundary::PathBoundary;
+use crate::tools::input::ArgumentProblem;
+use crate::tools::list_dir::walker;
+use crate::tools::read_file::cut_line;
+use crate::tools::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 
 pub const MAX_GREP_MATCHES: usize = 200;
 pub const MAX_GREP_LINE_CHARS: usize = 300;
 
 /// `grep`: the lines matching a regular expression in the files under `path` (default
 /// `roots[0]`; may be one file), `{path}:{line}: {text}`, optionally only in files whose path
-/// or name matches `glob`. Binary and non-UTF-8 files are skipped.
+/// or name matches `glob`. Binary and non-UTF-8 files are skipped. `texts` words the answer
+/// when nothing matched or the matches were cut.
 pub fn grep(
     ws: &PathBoundary,
     pattern: &str,
     path: Option<&str>,
     glob: Option<&str>,
+    texts: &ToolOutputTexts,
 ) -> Result<String, ToolError> {
     if pattern.is_empty() {
         return Err(error("a pattern is required"));
     }
-    let line_regex = regex::Regex::new(pattern)
-        .map_err(|err| error(format!("invalid regex `{pattern}`: {err}")))?;
-    // Run over a whole file first: one search is much faster than one per line. With `^`
-    // and `$` at line ends it matches wherever some line matches (and perhaps more), unless
-    // the pattern anchors to the text itself (`\A`, `\z`) or sets its own flags, which could
-    // turn multi-line off: then every line is tried.
-    let file_regex = if ["\\A", "\\z", "(?"]
-        .iter()
-        .any(|risky| pattern.contains(risky))
-    {
-        None
-    } else {
-        Some(
-            regex::RegexBuilder::new(pattern)
-                .multi_line(true)
-                .crlf(true)
-                .build()
-                .map_err(|err| error(format!("invalid regex `{pattern}`: {err}")))?,
-        )
-    };
-    let glob = match glob.filter(|glob| !glob.trim().is_empty()) {
-        Some(glob) => Some(
-            globset::GlobBuilder::new(glob)
-                .literal_separator(false)
-                .build()
-                .map_err(|err| error(format!("invalid glob `{glob}`: {err}")))?
-                .compile_matcher(),
-        ),
-        None => None,
-    };
+    let regexes = Regexes::new(pattern)?;
+    let glob = compile_glob(glob)?;
     let (target, is_dir) = ws.directory_or_file(path)?;
-    let files: Vec<PathBuf> = if is_dir {
-        walker(&target)
-            .build()
-            .flatten()
-            .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
-            .map(ignore::DirEntry::into_path)
-            .filter(|file| {
-                glob.as_ref().is_none_or(|glob| {
-                    glob.is_match(ws.display(file))
-                        || file
-                            .strip_prefix(&target)
-                            .is_ok_and(|rel| glob.is_match(rel))
-                        || file.file_name().is_some_and(|name| glob.is_match(name))
-                })
-            })
-            .collect()
+    let files = if is_dir {
+        files_under(ws, &target, glob.as_ref())
     } else {
         // A file named explicitly is searched whatever the glob says.
         vec![target]
     };
+    let (mut out, total) = matching_lines(ws, &files, &regexes);
+    if total == 0 {
+        return Ok(fill(&texts.no_matches, &[("pattern", pattern)]));
+    }
+    if total > MAX_GREP_MATCHES {
+        out.push(fill(
+            &texts.matches_capped,
+            &[
+                ("shown", &MAX_GREP_MATCHES.to_string()),
+                ("total", &total.to_string()),
+            ],
+        ));
+    }
+    Ok(out.join("\n"))
+}
 
+/// A pattern compiled twice: per line, and over a whole file to skip files without a match.
+struct Regexes {
+    line: Regex,
+    /// None when the whole-file pass could miss a match.
+    file: Option<Regex>,
+}
+
+impl Regexes {
+    fn new(pattern: &str) -> Result<Regexes, ToolError> {
+        let invalid = |err: regex::Error| error(format!("invalid regex `{pattern}`: {err}"));
+        let line = Regex::new(pattern).map_err(invalid)?;
+        // Run over a whole file first: one search is much faster than one per line. With `^`
+        // and `$` at line ends it matches wherever some line matches (and perhaps more),
+        // unless the pattern anchors to the text itself (`\A`, `\z`) or sets its own flags,
+        // which could turn multi-line off: then every line is tried.
+        let file = if ["\\A", "\\z", "(?"]
+            .iter()
+            .any(|risky| pattern.contains(risky))
+        {
+            None
+        } else {
+            Some(
+                regex::RegexBuilder::new(pattern)
+                    .multi_line(true)
+                    .crlf(true)
+                    .build()
+                    .map_err(invalid)?,
+            )
+        };
+        Ok(Regexes { line, file })
+    }
+}
+
+/// The glob a file's path or name must match; none when blank.
+fn compile_glob(glob: Option<&str>) -> Result<Option<GlobMatcher>, ToolError> {
+    let Some(glob) = glob.filter(|glob| !glob.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let compiled = globset::GlobBuilder::new(glob)
+        .literal_separator(false)
+        .build()
+        .map_err(|err| error(format!("invalid glob `{glob}`: {err}")))?;
+    Ok(Some(compiled.compile_matcher()))
+}
+
+/// The files under `dir` (the shared walk) that `glob` admits, by their shown path, their
+/// path under `dir` or their name.
+fn files_under(ws: &PathBoundary, dir: &Path, glob: Option<&GlobMatcher>) -> Vec<PathBuf> {
+    walker(dir)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|kind| kind.is_file()))
+        .map(ignore::DirEntry::into_path)
+        .filter(|file| {
+            glob.is_none_or(|glob| {
+                glob.is_match(ws.display(file))
+                    || file.strip_prefix(dir).is_ok_and(|rel| glob.is_match(rel))
+                    || file.file_name().is_some_and(|name| glob.is_match(name))
+            })
+        })
+        .collect()
+}
+
+/// The first `MAX_GREP_MATCHES` matching lines as `{path}:{line}: {text}`, and how many
+/// lines matched in all.
+fn matching_lines(ws: &PathBoundary, files: &[PathBuf], regexes: &Regexes) -> (Vec<String>, usize) {
     let mut out: Vec<String> = Vec::new();
     let mut total = 0usize;
     for file in files {
-        let Ok(text) = read_text(&file) else {
+        let Ok(text) = read_text(file) else {
             continue;
         };
-        if file_regex
+        if regexes
+            .file
             .as_ref()
             .is_some_and(|regex| !regex.is_match(&text))
         {
             continue;
         }
-        let shown = ws.display(&file);
+        let shown = ws.display(file);
         for (index, line) in text.lines().enumerate() {
-            if !line_regex.is_match(line) {
+            if !regexes.line.is_match(line) {
                 continue;
             }
             total += 1;
@@ -108,24 +154,23 @@ pub fn grep(
             }
         }
     }
-    if total == 0 {
-        return Ok(format!("No matches for `{pattern}`."));
-    }
-    if total > MAX_GREP_MATCHES {
-        out.push(format!(
-            "[showing the first {MAX_GREP_MATCHES} of {total} matching lines; narrow the pattern, the path or the glob]"
-        ));
-    }
-    Ok(out.join("\n"))
+    (out, total)
 }
 
 pub struct Grep;
 
+/// `grep`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GrepInput {
+    pub pattern: String,
+    pub path: Option<String>,
+    pub glob: Option<String>,
+}
+
 #[async_trait::async_trait]
 impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
+    const NAME: &'static str = "grep";
+    type Input = GrepInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Search
@@ -145,15 +190,26 @@ impl Tool for Grep {
         title
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
+    /// A missing pattern is refused as an empty one is.
+    fn refusal(&self, _: &ToolContext, _: &Value, problem: ArgumentProblem) -> String {
+        match problem {
+            ArgumentProblem::Missing { .. } if problem.field() == Some("pattern") => {
+                "a pattern is required".to_string()
+            }
+            problem => problem.sentence(Self::NAME),
+        }
+    }
+
+    async fn run(&self, cx: &ToolContext, input: GrepInput, _: Prepared) -> ToolOutcome {
         let boundary = cx.boundary.clone();
-        let args = arguments.clone();
+        let texts = cx.host.prompts().tool_outputs.clone();
         blocking(move || {
             grep(
                 &boundary,
-                args["pattern"].as_str().unwrap_or(""),
-                args["path"].as_str(),
-                args["glob"].as_str(),
+                &input.pattern,
+                input.path.as_deref(),
+                input.glob.as_deref(),
+                &texts,
             )
         })
         .await
@@ -164,6 +220,16 @@ impl Tool for Grep {
 mod tests {
     use super::*;
     use crate::tools::test_support::*;
+    use agentls_core::prompts::Prompts;
+
+    fn grep(
+        ws: &PathBoundary,
+        pattern: &str,
+        path: Option<&str>,
+        glob: Option<&str>,
+    ) -> Result<String, ToolError> {
+        super::grep(ws, pattern, path, glob, &Prompts::builtin().tool_outputs)
+    }
 
     #[test]
     fn grep_finds_lines_filters_and_caps() {

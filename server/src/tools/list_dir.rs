@@ -1,18 +1,17 @@
 //! `list_dir`: an indented tree of a directory, .gitignore respected.
 
-use serde_json::Value;
-
-use agentls_core::tool_info::{shorten, ToolKind};
-
-use super::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 use std::ffi::OsStr;
 use std::path::Path;
 
 use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use agentls_core::tool_info::{error, ToolError};
+use agentls_core::tool_info::{error, shorten, ToolError, ToolKind};
 
-use super::boundary::PathBoundary;
+use crate::tools::boundary::PathBoundary;
+use crate::tools::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 
 pub const DEFAULT_LIST_DEPTH: usize = 2;
 pub const MAX_LIST_ENTRIES: usize = 1000;
@@ -78,11 +77,18 @@ pub fn list_dir(
 
 pub struct ListDir;
 
+/// `list_dir`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListDirInput {
+    pub path: Option<String>,
+    #[schemars(range(min = 1))]
+    pub depth: Option<usize>,
+}
+
 #[async_trait::async_trait]
 impl Tool for ListDir {
-    fn name(&self) -> &'static str {
-        "list_dir"
-    }
+    const NAME: &'static str = "list_dir";
+    type Input = ListDirInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
@@ -102,17 +108,9 @@ impl Tool for ListDir {
         }
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
+    async fn run(&self, cx: &ToolContext, input: ListDirInput, _: Prepared) -> ToolOutcome {
         let boundary = cx.boundary.clone();
-        let args = arguments.clone();
-        blocking(move || {
-            list_dir(
-                &boundary,
-                args["path"].as_str(),
-                args["depth"].as_u64().map(|n| n as usize),
-            )
-        })
-        .await
+        blocking(move || list_dir(&boundary, input.path.as_deref(), input.depth)).await
     }
 }
 

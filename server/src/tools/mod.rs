@@ -1,7 +1,8 @@
 //! The model's tools. Each tool is one file: what it does and, in its `Tool` declaration
-//! (see `registry`), its name, kind, title and what the ledger records of it. The path
-//! boundary every path argument is checked against is `boundary`; `registry` is the one list
-//! of tools and the dispatch the turn calls.
+//! (see `registry`), its name, kind, title, typed input and what the ledger records of it;
+//! `input` parses a call's arguments into that input. The path boundary every path argument
+//! is checked against is `boundary`; `registry` is what every tool declares and the dispatch
+//! the turn calls; `builtin` below is the one list of tools.
 //!
 //! Reading tools return their output text. Editing tools only plan: they return the new text
 //! and its diff. Asking the user's approval is the turn's job (`agentls_core::approval`), and
@@ -13,9 +14,12 @@ mod diff;
 pub mod edit_file;
 pub mod file_change;
 pub mod grep;
+pub mod input;
 pub mod list_dir;
 pub mod read_file;
 pub mod registry;
+#[cfg(test)]
+mod schema_check;
 pub mod shell;
 pub mod snapshot;
 pub mod task;
@@ -23,3 +27,20 @@ pub mod task;
 mod test_support;
 pub mod update_plan;
 pub mod write_file;
+
+use crate::tools::registry::AnyTool;
+
+/// Every built-in tool, in the order the model is offered them. Adding one is its file, its
+/// `mod` line and a line here, and its schema in `prompts/tools.json`.
+pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
+    vec![
+        Box::new(read_file::ReadFile),
+        Box::new(list_dir::ListDir),
+        Box::new(grep::Grep),
+        Box::new(edit_file::EditFile),
+        Box::new(write_file::WriteFile),
+        Box::new(shell::Shell),
+        Box::new(update_plan::UpdatePlan),
+        Box::new(task::Task),
+    ]
+}

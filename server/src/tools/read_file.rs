@@ -1,17 +1,18 @@
 //! `read_file`: a file's lines, numbered, a page at a time; the open buffer wins over the disk.
 
-use serde_json::Value;
-
-use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
-
-use super::registry::{blocking, path_arg, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 use std::borrow::Cow;
 
-use crate::store::files::read_text;
-use agentls_core::tool_info::{error, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
 use agentls_core::truncate::line_count;
 
-use super::boundary::PathBoundary;
+use crate::store::files::read_text;
+use crate::tools::boundary::PathBoundary;
+use crate::tools::input::ArgumentProblem;
+use crate::tools::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 
 /// Lines `read_file` returns when the model gives no limit.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
@@ -82,11 +83,21 @@ pub(super) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
 
 pub struct ReadFile;
 
+/// `read_file`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadFileInput {
+    pub path: String,
+    // 1-based; 0 reads from the first line too.
+    #[schemars(range(min = 1))]
+    pub offset: Option<usize>,
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+}
+
 #[async_trait::async_trait]
 impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
+    const NAME: &'static str = "read_file";
+    type Input = ReadFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Read
@@ -113,20 +124,29 @@ impl Tool for ReadFile {
         LedgerRecord::FileRead
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
-        let path = match path_arg(cx, arguments) {
+    /// A missing path is refused as an empty one is (by the boundary).
+    fn refusal(&self, _: &ToolContext, _: &Value, problem: ArgumentProblem) -> String {
+        match problem {
+            ArgumentProblem::Missing { .. } if problem.field() == Some("path") => {
+                "a path is required".to_string()
+            }
+            problem => problem.sentence(Self::NAME),
+        }
+    }
+
+    async fn run(&self, cx: &ToolContext, input: ReadFileInput, _: Prepared) -> ToolOutcome {
+        let path = match cx.boundary.resolve(&input.path) {
             Ok(path) => path,
-            Err(message) => return ToolOutcome::failed(message),
+            Err(refused) => return ToolOutcome::failed(refused.0),
         };
         let buffer = cx.host.buffer(&path).await.map(|(text, _)| text);
         let boundary = cx.boundary.clone();
-        let args = arguments.clone();
         blocking(move || {
             read_file(
                 &boundary,
-                args["path"].as_str().unwrap_or(""),
-                args["offset"].as_u64().map(|n| n as usize),
-                args["limit"].as_u64().map(|n| n as usize),
+                &input.path,
+                input.offset,
+                input.limit,
                 buffer.as_deref(),
             )
         })

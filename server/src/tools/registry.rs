@@ -1,17 +1,20 @@
-//! The one list of tools, and what every tool declares. A tool is one file: a unit struct
-//! implementing [`Tool`] (its name, kind, title, what the ledger records of it, and how it
-//! runs), registered in [`Registry::builtin`]. Its description and JSON Schema for the model
-//! are in `prompts/tools.json` (model-facing text lives in `prompts/`); a test holds the two
-//! lists equal.
+//! What every tool declares, and the registry the turn finds them in. A tool is one file: a unit struct
+//! implementing [`Tool`] (its name, kind, title, what the ledger records of it, its typed
+//! input and how it runs), listed in `tools::builtin`. Its description and JSON
+//! Schema for the model are in `prompts/tools.json` (model-facing text lives in `prompts/`);
+//! `schema_check` holds that schema equal to the one derived from the tool's input type,
+//! field by field.
 //!
-//! The turn (`agent::tool_calls`) drives every call the same way: parse the arguments,
-//! `prepare` (an edit is planned and its diff computed before anyone is asked), the approval
-//! gate, `run`, then the call's [`Effect`] on the turn. A tool never asks for approval, never
-//! writes the session log and never talks to the editor except through [`ToolContext`].
+//! The turn (`agent::tool_calls`) drives every call the same way, through [`AnyTool`]: parse
+//! the arguments into the tool's input (a bad argument is refused here, before anyone is
+//! asked), `prepare` (an edit is planned and its diff computed), the approval gate, `run`,
+//! then the call's [`Effect`] on the turn. A tool never asks for approval, never writes the
+//! session log and never talks to the editor except through [`ToolContext`].
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +22,8 @@ use agentls_core::tool_info::{shorten, LedgerRecord, PlanEntry, ToolCatalog, Too
 
 use crate::host::{FileChange, Host};
 use crate::tools::boundary::PathBoundary;
+use crate::tools::input::{self, ArgumentProblem};
+use crate::tools::task::SubagentRunner;
 
 /// What a tool call may use while it runs.
 pub struct ToolContext {
@@ -33,7 +38,7 @@ pub struct ToolContext {
     /// Streams partial output to the editor as it comes (the shell's).
     pub on_output: Arc<dyn Fn(&str) + Send + Sync>,
     /// Runs subagents (`task`); None where no subagent may start (inside a subagent).
-    pub subagents: Option<Arc<dyn super::task::SubagentRunner>>,
+    pub subagents: Option<Arc<dyn SubagentRunner>>,
 }
 
 /// The work a tool did before the approval, handed to its `run`.
@@ -114,53 +119,113 @@ impl ToolOutcome {
     }
 }
 
+/// A tool, as its file writes it: the arguments arrive parsed into `Input`.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The name the model calls it by (its entry in `prompts/tools.json`).
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
+    /// Its arguments; `prompts/tools.json` describes the same fields to the model.
+    type Input: DeserializeOwned + JsonSchema + Send + Sync;
     fn kind(&self) -> ToolKind;
-    /// A short title for the call's row in the UI, from the model's arguments (which may be
-    /// anything: a missing field gives a vaguer title, never a panic).
+    /// A short title for the call's row in the UI, from the model's arguments as they came
+    /// (the call is shown before they are checked, so they may be anything: a missing field
+    /// gives a vaguer title, never a panic).
     fn title(&self, arguments: &Value) -> String;
     /// What the ledger keeps of a successful call.
     fn ledger_record(&self) -> LedgerRecord {
         LedgerRecord::Nothing
     }
-    /// The command line the approval rules match by prefix (the shell's).
+    /// The command line the approval rules match by prefix (the shell's); read after the
+    /// arguments parsed.
     fn command<'a>(&self, _arguments: &'a Value) -> Option<&'a str> {
         None
     }
+    /// What the model reads when its arguments are not an `Input`.
+    fn refusal(&self, _cx: &ToolContext, _arguments: &Value, problem: ArgumentProblem) -> String {
+        problem.sentence(Self::NAME)
+    }
     /// Work before the approval: a call that cannot run fails here, before anyone is asked.
-    async fn prepare(&self, _cx: &ToolContext, _arguments: &Value) -> Result<Prepared, String> {
+    async fn prepare(&self, _cx: &ToolContext, _input: &Self::Input) -> Result<Prepared, String> {
         Ok(Prepared::Nothing)
     }
+    async fn run(&self, cx: &ToolContext, input: Self::Input, prepared: Prepared) -> ToolOutcome;
+}
+
+/// A tool of any input type, as the registry holds it and the turn calls it: each entry
+/// parses the model's arguments into the tool's input, in one place.
+#[async_trait::async_trait]
+pub trait AnyTool: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    fn kind(&self) -> ToolKind;
+    fn title(&self, arguments: &Value) -> String;
+    fn ledger_record(&self) -> LedgerRecord;
+    fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str>;
+    /// The JSON Schema derived from the tool's input type.
+    fn input_schema(&self) -> Value;
+    /// The arguments parsed and the call prepared; Err is what the model reads.
+    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String>;
     async fn run(&self, cx: &ToolContext, arguments: &Value, prepared: Prepared) -> ToolOutcome;
+}
+
+#[async_trait::async_trait]
+impl<T: Tool> AnyTool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn kind(&self) -> ToolKind {
+        Tool::kind(self)
+    }
+
+    fn title(&self, arguments: &Value) -> String {
+        Tool::title(self, arguments)
+    }
+
+    fn ledger_record(&self) -> LedgerRecord {
+        Tool::ledger_record(self)
+    }
+
+    fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str> {
+        Tool::command(self, arguments)
+    }
+
+    fn input_schema(&self) -> Value {
+        input::schema_of::<T::Input>()
+    }
+
+    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
+        let input = parse(self, cx, arguments)?;
+        Tool::prepare(self, cx, &input).await
+    }
+
+    async fn run(&self, cx: &ToolContext, arguments: &Value, prepared: Prepared) -> ToolOutcome {
+        match parse(self, cx, arguments) {
+            Ok(input) => Tool::run(self, cx, input, prepared).await,
+            Err(refusal) => ToolOutcome::failed(refusal),
+        }
+    }
+}
+
+/// `arguments` as `tool`'s input, or the tool's refusal.
+fn parse<T: Tool>(tool: &T, cx: &ToolContext, arguments: &Value) -> Result<T::Input, String> {
+    input::parse::<T::Input>(arguments).map_err(|problem| tool.refusal(cx, arguments, problem))
 }
 
 /// The tools the model may call.
 pub struct Registry {
-    tools: Vec<Box<dyn Tool>>,
+    tools: Vec<Box<dyn AnyTool>>,
 }
 
 impl Registry {
-    /// Every built-in tool: adding one is a file in `tools/` and a line here.
+    /// Every built-in tool (the list is `tools::builtin`).
     pub fn builtin() -> &'static Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
         REGISTRY.get_or_init(|| Registry {
-            tools: vec![
-                Box::new(super::read_file::ReadFile),
-                Box::new(super::list_dir::ListDir),
-                Box::new(super::grep::Grep),
-                Box::new(super::edit_file::EditFile),
-                Box::new(super::write_file::WriteFile),
-                Box::new(super::shell::Shell),
-                Box::new(super::update_plan::UpdatePlan),
-                Box::new(super::task::Task),
-            ],
+            tools: crate::tools::builtin(),
         })
     }
 
-    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+    pub fn get(&self, name: &str) -> Option<&dyn AnyTool> {
         self.tools
             .iter()
             .find(|tool| tool.name() == name)
@@ -203,13 +268,6 @@ pub fn text_arg<'a>(arguments: &'a Value, key: &str) -> Option<&'a str> {
         .get(key)
         .and_then(Value::as_str)
         .filter(|value| !value.trim().is_empty())
-}
-
-/// A path argument resolved through the boundary; the error is worded for the model.
-pub fn path_arg(cx: &ToolContext, arguments: &Value) -> Result<PathBuf, String> {
-    cx.boundary
-        .resolve(arguments["path"].as_str().unwrap_or(""))
-        .map_err(|e| e.0)
 }
 
 /// Runs a synchronous tool body on the blocking pool (file reads, walks).

@@ -1,25 +1,30 @@
 //! `shell`: a command in the user's shell, in its own process group, output streamed and kept
 //! within bounds, killed whole on timeout or cancel.
 
-use serde_json::Value;
-
-use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
-
-use super::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 use std::ffi::OsStr;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::process_groups::GroupGuard;
 use agentls_core::position::{ceil_char_boundary, floor_char_boundary};
-use agentls_core::tool_info::{error, ToolError};
-use agentls_core::truncate::truncate_middle;
-use agentls_core::truncate::TruncationPolicy;
+use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
+use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+
+use crate::host::{TerminalOutcome, TerminalRun};
+use crate::process_groups::GroupGuard;
+use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
+use crate::tools::snapshot;
 
 /// How long output is still read after the shell exited, before whatever it left running in
 /// the background (and holding the pipes open) is killed: `server &` must not hang the turn.
@@ -60,6 +65,40 @@ pub async fn run_shell(
     cancel: &CancellationToken,
     hidden_env: &[String],
 ) -> Result<ShellOutcome, ToolError> {
+    let mut child = spawn(command, cwd, hidden_env)?;
+    // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
+    let mut group = GroupGuard::new(child.id());
+    let (mut chunks, readers) = merged_output(&mut child);
+    let mut kept = KeptOutput::new(max_output_bytes);
+    let mut take = |chunk: &str| {
+        on_output(chunk);
+        kept.push(chunk);
+    };
+    let wait = child.wait();
+    tokio::pin!(wait);
+    let limits = Limits { timeout, cancel };
+    let watched = watch(wait.as_mut(), &mut chunks, &mut take, &mut group, &limits)
+        .await
+        .map_err(|err| error(format!("waiting for `{command}` failed: {err}")))?;
+    let status = settle(wait, &mut chunks, &mut take, &watched).await;
+    // A process that left the group may hold a pipe open forever: stop reading it.
+    for reader in readers {
+        reader.abort();
+    }
+    // Killed already, or exited with the pipes closed: nothing is left for the guard.
+    group.disarm();
+    Ok(finish(
+        kept.finish(),
+        max_output_bytes,
+        &watched,
+        status,
+        timeout,
+    ))
+}
+
+/// The command started in a process group of its own, with no terminal to wait on and
+/// without the hidden variables.
+fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, ToolError> {
     if !cwd.is_dir() {
         return Err(error(format!(
             "cannot run `{command}`: the working directory {} does not exist",
@@ -72,7 +111,7 @@ pub async fn run_shell(
     for name in hidden_env {
         shell.env_remove(name);
     }
-    let mut child = shell
+    shell
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -92,12 +131,13 @@ pub async fn run_shell(
                 "cannot run `{command}` in {}: {err}",
                 cwd.display()
             ))
-        })?;
-    // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
-    let mut group = GroupGuard::new(child.id());
+        })
+}
 
+/// stdout and stderr as one stream of text chunks, in arrival order, and their readers.
+fn merged_output(child: &mut Child) -> (mpsc::Receiver<String>, Vec<JoinHandle<()>>) {
     // A small bound: a command printing faster than the output is consumed waits for it.
-    let (sender, mut receiver) = mpsc::channel::<String>(64);
+    let (sender, receiver) = mpsc::channel::<String>(64);
     let mut readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         readers.push(tokio::spawn(pump(stdout, sender.clone())));
@@ -105,81 +145,113 @@ pub async fn run_shell(
     if let Some(stderr) = child.stderr.take() {
         readers.push(tokio::spawn(pump(stderr, sender.clone())));
     }
-    drop(sender);
+    (receiver, readers)
+}
 
-    let mut kept = KeptOutput::new(max_output_bytes);
-    let mut status: Option<ExitStatus> = None;
-    let mut pipes_open = true;
-    let mut left_running_killed = false;
-    let ending;
-    let deadline = tokio::time::sleep(timeout);
+/// When a command is stopped from outside.
+struct Limits<'a> {
+    timeout: Duration,
+    cancel: &'a CancellationToken,
+}
+
+/// What watching a command saw until it ended or was killed.
+struct Watched {
+    ending: Ending,
+    status: Option<ExitStatus>,
+    /// Its output pipes were still open (killed, or something it left running holds them).
+    pipes_open: bool,
+    /// It exited, and what it left running in the background was killed.
+    left_running_killed: bool,
+}
+
+/// Passes the output on until the command exits with its pipes closed, or the timeout, a
+/// cancel or the grace after its exit kills its group. Err only when waiting fails.
+async fn watch(
+    mut wait: Pin<&mut impl Future<Output = std::io::Result<ExitStatus>>>,
+    chunks: &mut mpsc::Receiver<String>,
+    take: &mut impl FnMut(&str),
+    group: &mut GroupGuard,
+    limits: &Limits<'_>,
+) -> std::io::Result<Watched> {
+    let mut watched = Watched {
+        ending: Ending::Exited,
+        status: None,
+        pipes_open: true,
+        left_running_killed: false,
+    };
+    let deadline = tokio::time::sleep(limits.timeout);
     let grace = tokio::time::sleep(Duration::MAX);
-    let wait = child.wait();
-    tokio::pin!(deadline, grace, wait);
+    tokio::pin!(deadline, grace);
     loop {
-        if status.is_some() && !pipes_open {
-            ending = Ending::Exited;
-            break;
+        if watched.status.is_some() && !watched.pipes_open {
+            return Ok(watched);
         }
         tokio::select! {
             biased;
-            _ = cancel.cancelled() => {
+            _ = limits.cancel.cancelled() => {
                 group.kill();
-                ending = Ending::Cancelled;
-                break;
+                watched.ending = Ending::Cancelled;
+                return Ok(watched);
             }
             _ = &mut deadline => {
                 group.kill();
-                ending = Ending::TimedOut;
-                break;
+                watched.ending = Ending::TimedOut;
+                return Ok(watched);
             }
-            chunk = receiver.recv(), if pipes_open => match chunk {
-                Some(chunk) => {
-                    on_output(&chunk);
-                    kept.push(&chunk);
-                }
-                None => pipes_open = false,
+            chunk = chunks.recv(), if watched.pipes_open => match chunk {
+                Some(chunk) => take(&chunk),
+                None => watched.pipes_open = false,
             },
-            exited = &mut wait, if status.is_none() => {
-                let exited = exited.map_err(|err| error(format!("waiting for `{command}` failed: {err}")))?;
-                status = Some(exited);
+            exited = &mut wait, if watched.status.is_none() => {
+                watched.status = Some(exited?);
                 if let Some(deadline) = tokio::time::Instant::now().checked_add(SHELL_EXIT_GRACE) {
                     grace.as_mut().reset(deadline);
                 }
             }
-            _ = &mut grace, if status.is_some() && pipes_open => {
+            _ = &mut grace, if watched.status.is_some() && watched.pipes_open => {
                 group.kill();
-                left_running_killed = true;
-                ending = Ending::Exited;
-                break;
+                watched.left_running_killed = true;
+                return Ok(watched);
             }
         }
     }
-    if pipes_open {
-        // Killed: what the group wrote before dying is still in the pipes.
+}
+
+/// After a kill: what the group wrote before dying, still in the pipes, and its exit status
+/// if it comes soon. The status the command ended with.
+async fn settle(
+    wait: Pin<&mut impl Future<Output = std::io::Result<ExitStatus>>>,
+    chunks: &mut mpsc::Receiver<String>,
+    take: &mut impl FnMut(&str),
+    watched: &Watched,
+) -> Option<ExitStatus> {
+    if watched.pipes_open {
         let _ = tokio::time::timeout(KILLED_DRAIN, async {
-            while let Some(chunk) = receiver.recv().await {
-                on_output(&chunk);
-                kept.push(&chunk);
+            while let Some(chunk) = chunks.recv().await {
+                take(&chunk);
             }
         })
         .await;
     }
-    if status.is_none() {
-        status = tokio::time::timeout(KILLED_DRAIN, &mut wait)
+    match watched.status {
+        Some(status) => Some(status),
+        None => tokio::time::timeout(KILLED_DRAIN, wait)
             .await
             .ok()
-            .and_then(Result::ok);
+            .and_then(Result::ok),
     }
-    // A process that left the group may hold a pipe open forever: stop reading it.
-    for reader in readers {
-        reader.abort();
-    }
-    // Killed already, or exited with the pipes closed: nothing is left for the guard.
-    group.disarm();
+}
 
+/// The outcome: the kept output cut head and tail, then the status line.
+fn finish(
+    kept: String,
+    max_output_bytes: usize,
+    watched: &Watched,
+    status: Option<ExitStatus>,
+    timeout: Duration,
+) -> ShellOutcome {
     let mut output = truncate_middle(
-        &kept.finish(),
+        &kept,
         TruncationPolicy::Bytes(max_output_bytes),
         agentls_core::tokens::TokenizerKind::default(),
     )
@@ -187,9 +259,10 @@ pub async fn run_shell(
     if !output.is_empty() && !output.ends_with('\n') {
         output.push('\n');
     }
-    if left_running_killed {
+    if watched.left_running_killed {
         output.push_str("[processes the command left running in the background were killed]\n");
     }
+    let ending = watched.ending;
     let exit_code = match ending {
         Ending::Exited => status.and_then(|status| status.code()),
         Ending::TimedOut | Ending::Cancelled => None,
@@ -209,17 +282,17 @@ pub async fn run_shell(
             (None, None) => "[exit status unknown]".to_string(),
         },
     });
-    Ok(ShellOutcome {
+    ShellOutcome {
         output,
         exit_code,
         timed_out: ending == Ending::TimedOut,
         cancelled: ending == Ending::Cancelled,
-    })
+    }
 }
 
 /// A command run in the editor's terminal, worded like one run here: its output cut head and
 /// tail, then the status line.
-fn terminal_outcome(ran: crate::host::TerminalOutcome) -> ShellOutcome {
+fn terminal_outcome(ran: TerminalOutcome) -> ShellOutcome {
     let mut output = truncate_middle(
         &ran.output,
         TruncationPolicy::Bytes(SHELL_OUTPUT_BYTES),
@@ -371,11 +444,19 @@ const SHELL_DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Shell;
 
+/// `shell`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShellInput {
+    pub command: String,
+    pub cwd: Option<String>,
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
 #[async_trait::async_trait]
 impl Tool for Shell {
-    fn name(&self) -> &'static str {
-        "shell"
-    }
+    const NAME: &'static str = "shell";
+    type Input = ShellInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Execute
@@ -402,87 +483,94 @@ impl Tool for Shell {
         Some(arguments["command"].as_str().unwrap_or(""))
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, _: Prepared) -> ToolOutcome {
-        let Some(command) = arguments["command"].as_str() else {
-            return ToolOutcome::failed("shell needs a `command` string");
-        };
-        let cwd = match arguments["cwd"].as_str() {
+    async fn run(&self, cx: &ToolContext, input: ShellInput, _: Prepared) -> ToolOutcome {
+        let cwd = match &input.cwd {
             Some(dir) => match cx.boundary.resolve(dir) {
                 Ok(dir) => dir,
                 Err(err) => return ToolOutcome::failed(err.0),
             },
             None => cx.boundary.roots[0].clone(),
         };
-        let timeout = arguments["timeout_ms"]
-            .as_u64()
+        let timeout = input
+            .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(SHELL_DEFAULT_TIMEOUT);
         // The workspace root the command runs in, snapshotted around it: what it changes on
         // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
-        let root = cx
-            .boundary
-            .roots
-            .iter()
-            .filter(|root| cwd.starts_with(root))
-            .max_by_key(|root| root.as_os_str().len())
-            .unwrap_or(&cx.boundary.roots[0])
-            .clone();
-        let snapshot = super::snapshot::before(&root).await;
-        // In the editor's terminal when the host has one (an ACP client that offers
-        // terminals), else here.
-        let in_terminal = cx
-            .host
-            .run_in_terminal(
-                crate::host::TerminalRun {
-                    session_id: cx.session_id.clone(),
-                    tool_call_id: cx.call_id.clone(),
-                    command: command.to_string(),
-                    cwd: cwd.clone(),
-                    timeout,
-                    max_output_bytes: SHELL_OUTPUT_BYTES,
-                    hidden_env: cx.hidden_env.clone(),
-                },
-                &cx.cancel,
-            )
-            .await;
-        let ran = match in_terminal {
-            Some(result) => result.map(terminal_outcome).map_err(error),
-            None => {
-                let on_output = cx.on_output.clone();
-                run_shell(
-                    command,
-                    &cwd,
-                    timeout,
-                    SHELL_OUTPUT_BYTES,
-                    move |chunk: &str| on_output(chunk),
-                    &cx.cancel,
-                    &cx.hidden_env,
-                )
-                .await
-            }
-        };
+        let before = snapshot::before(root_holding(cx, &cwd)).await;
+        let ran = execute(cx, &input.command, cwd, timeout).await;
         // Also after a failure, a timeout or a cancel: the files may have changed before.
-        let changed = match snapshot {
-            Some(before) => super::snapshot::changes_since(before, &cx.boundary.roots).await,
+        let changed = match before {
+            Some(before) => snapshot::changes_since(before, &cx.boundary.roots).await,
             None => Vec::new(),
         };
         match ran {
-            Ok(outcome) => {
-                let success =
-                    outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
-                let evidence = match outcome.exit_code {
-                    Some(code) => format!("`{command}` exited with {code}"),
-                    None if outcome.timed_out => format!("`{command}` timed out"),
-                    None => format!("`{command}` was stopped"),
-                };
-                ToolOutcome {
-                    output: outcome.output,
-                    success,
-                    effect: Some(Effect::Ran { evidence, changed }),
-                }
-            }
+            Ok(outcome) => ran_outcome(&input.command, outcome, changed),
             Err(err) => ToolOutcome::failed(err.0),
         }
+    }
+}
+
+/// The innermost workspace root that holds `dir` (else the first).
+fn root_holding<'a>(cx: &'a ToolContext, dir: &Path) -> &'a Path {
+    cx.boundary
+        .roots
+        .iter()
+        .filter(|root| dir.starts_with(root))
+        .max_by_key(|root| root.as_os_str().len())
+        .unwrap_or(&cx.boundary.roots[0])
+}
+
+/// Runs the command in the editor's terminal when the host has one (an ACP client that
+/// offers terminals), else here.
+async fn execute(
+    cx: &ToolContext,
+    command: &str,
+    cwd: PathBuf,
+    timeout: Duration,
+) -> Result<ShellOutcome, ToolError> {
+    let run = TerminalRun {
+        session_id: cx.session_id.clone(),
+        tool_call_id: cx.call_id.clone(),
+        command: command.to_string(),
+        cwd: cwd.clone(),
+        timeout,
+        max_output_bytes: SHELL_OUTPUT_BYTES,
+        hidden_env: cx.hidden_env.clone(),
+    };
+    if let Some(result) = cx.host.run_in_terminal(run, &cx.cancel).await {
+        return result.map(terminal_outcome).map_err(error);
+    }
+    let on_output = cx.on_output.clone();
+    run_shell(
+        command,
+        &cwd,
+        timeout,
+        SHELL_OUTPUT_BYTES,
+        move |chunk: &str| on_output(chunk),
+        &cx.cancel,
+        &cx.hidden_env,
+    )
+    .await
+}
+
+/// The call's outcome: success only for exit code 0; the evidence and the changed files
+/// are its effect.
+fn ran_outcome(
+    command: &str,
+    outcome: ShellOutcome,
+    changed: Vec<agentls_core::session::ChangedPath>,
+) -> ToolOutcome {
+    let success = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
+    let evidence = match outcome.exit_code {
+        Some(code) => format!("`{command}` exited with {code}"),
+        None if outcome.timed_out => format!("`{command}` timed out"),
+        None => format!("`{command}` was stopped"),
+    };
+    ToolOutcome {
+        output: outcome.output,
+        success,
+        effect: Some(Effect::Ran { evidence, changed }),
     }
 }
 

@@ -4,12 +4,18 @@
 //! agent's (`agent::turn::child`), reached through [`ToolContext::subagents`]; a turn that
 //! offers no subagents has none, and the call fails.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use agentls_core::subagents::{self, Subagent};
 use agentls_core::tool_info::{shorten, ToolKind};
 
-use super::registry::{Effect, Prepared, Tool, ToolContext, ToolOutcome};
+use crate::tools::input::ArgumentProblem;
+use crate::tools::registry::{Effect, Prepared, Tool, ToolContext, ToolOutcome};
+
+/// Why a `task` call cannot run where no subagent may start.
+const NO_SUBAGENTS: &str = "task is not available here: subagents cannot start subagents";
 
 /// What a child turn brought back.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,11 +36,26 @@ pub trait SubagentRunner: Send + Sync {
 
 pub struct Task;
 
+/// `task`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TaskInput {
+    pub agent: String,
+    pub prompt: String,
+}
+
+impl TaskInput {
+    /// The subagent and the prompt, by the subagents' rules
+    /// (`agentls_core::subagents::validate_task`), or the error the model reads.
+    fn check<'a>(&self, runner: &'a dyn SubagentRunner) -> Result<(&'a Subagent, String), String> {
+        let arguments = serde_json::to_value(self).unwrap_or_default();
+        subagents::validate_task(&arguments, runner.agents())
+    }
+}
+
 #[async_trait::async_trait]
 impl Tool for Task {
-    fn name(&self) -> &'static str {
-        subagents::TASK_TOOL
-    }
+    const NAME: &'static str = subagents::TASK_TOOL;
+    type Input = TaskInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Other
@@ -48,22 +69,28 @@ impl Tool for Task {
         }
     }
 
-    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
-        let runner = cx
-            .subagents
-            .as_ref()
-            .ok_or("task is not available here: subagents cannot start subagents")?;
-        subagents::validate_task(arguments, runner.agents())?;
+    /// The subagents' rules say what is missing, in their words (with the subagents' names).
+    fn refusal(&self, cx: &ToolContext, arguments: &Value, problem: ArgumentProblem) -> String {
+        match &cx.subagents {
+            None => NO_SUBAGENTS.to_string(),
+            Some(runner) => match subagents::validate_task(arguments, runner.agents()) {
+                Err(why) => why,
+                Ok(_) => problem.sentence(Self::NAME),
+            },
+        }
+    }
+
+    async fn prepare(&self, cx: &ToolContext, input: &TaskInput) -> Result<Prepared, String> {
+        let runner = cx.subagents.as_ref().ok_or(NO_SUBAGENTS)?;
+        input.check(runner.as_ref())?;
         Ok(Prepared::Nothing)
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, _prepared: Prepared) -> ToolOutcome {
+    async fn run(&self, cx: &ToolContext, input: TaskInput, _prepared: Prepared) -> ToolOutcome {
         let Some(runner) = cx.subagents.as_ref() else {
-            return ToolOutcome::failed(
-                "task is not available here: subagents cannot start subagents",
-            );
+            return ToolOutcome::failed(NO_SUBAGENTS);
         };
-        let (agent, prompt) = match subagents::validate_task(arguments, runner.agents()) {
+        let (agent, prompt) = match input.check(runner.as_ref()) {
             Ok(found) => found,
             Err(message) => return ToolOutcome::failed(message),
         };

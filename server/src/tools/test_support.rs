@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::boundary::PathBoundary;
+use crate::tools::boundary::PathBoundary;
 
 pub fn workspace() -> (tempfile::TempDir, PathBoundary) {
     let dir = tempfile::tempdir().unwrap();

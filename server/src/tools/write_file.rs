@@ -1,19 +1,20 @@
 //! `write_file`: a whole file created or replaced, planned (with its diff) for the host to
 //! approve and apply.
 
-use serde_json::Value;
-
-use agentls_core::tool_info::{shorten, LedgerRecord, ToolKind};
-
-use super::file_change;
-use super::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
-use crate::host::FileChange;
 use std::path::PathBuf;
 
-use agentls_core::tool_info::{error, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::boundary::PathBoundary;
-use super::diff::unified_diff;
+use agentls_core::prompts::fill;
+use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
+
+use crate::host::FileChange;
+use crate::tools::boundary::PathBoundary;
+use crate::tools::diff::unified_diff;
+use crate::tools::file_change;
+use crate::tools::registry::{text_arg, Prepared, Tool, ToolContext, ToolOutcome};
 
 /// A `write_file` call checked and computed, for the host to approve and apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,11 +59,17 @@ pub fn plan_write(
 
 pub struct WriteFile;
 
+/// `write_file`'s arguments (described to the model in `prompts/tools.json`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileInput {
+    pub path: String,
+    pub content: String,
+}
+
 #[async_trait::async_trait]
 impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        "write_file"
-    }
+    const NAME: &'static str = "write_file";
+    type Input = WriteFileInput;
 
     fn kind(&self) -> ToolKind {
         ToolKind::Edit
@@ -79,26 +86,27 @@ impl Tool for WriteFile {
     }
 
     /// Planned before the approval, like an edit: the user sees the diff.
-    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
+    async fn prepare(&self, cx: &ToolContext, input: &WriteFileInput) -> Result<Prepared, String> {
         let file_change::Target {
-            arg,
             current,
             version,
             shown,
-        } = file_change::target(cx, "write_file", arguments).await?;
-        let content = arguments["content"]
-            .as_str()
-            .ok_or("write_file needs a `content` string")?;
+        } = file_change::target(cx, &input.path).await?;
+        let content = &input.content;
         let planned =
-            plan_write(&cx.boundary, arg, current.as_deref(), content).map_err(|e| e.0)?;
-        let summary = if planned.created {
-            format!("Created {shown} ({} lines).", content.lines().count())
-        } else {
-            format!(
-                "Replaced the content of {shown} ({} lines).",
-                content.lines().count()
-            )
-        };
+            plan_write(&cx.boundary, &input.path, current.as_deref(), content).map_err(|e| e.0)?;
+        let texts = &cx.host.prompts().tool_outputs;
+        let summary = fill(
+            if planned.created {
+                &texts.file_created
+            } else {
+                &texts.file_replaced
+            },
+            &[
+                ("path", &shown),
+                ("lines", &content.lines().count().to_string()),
+            ],
+        );
         Ok(Prepared::Change {
             change: FileChange::Write {
                 path: planned.path.clone(),
@@ -111,7 +119,7 @@ impl Tool for WriteFile {
         })
     }
 
-    async fn run(&self, cx: &ToolContext, _: &Value, prepared: Prepared) -> ToolOutcome {
+    async fn run(&self, cx: &ToolContext, _: WriteFileInput, prepared: Prepared) -> ToolOutcome {
         file_change::apply(cx, prepared).await
     }
 }

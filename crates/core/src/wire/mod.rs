@@ -16,45 +16,7 @@ pub mod openai;
 pub mod sse;
 pub mod stream;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
-    OpenAi,
-    Anthropic,
-}
-
-impl ProviderKind {
-    pub fn from_name(name: &str) -> Option<ProviderKind> {
-        match name {
-            "openai" => Some(ProviderKind::OpenAi),
-            "anthropic" => Some(ProviderKind::Anthropic),
-            _ => None,
-        }
-    }
-
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "https://api.openai.com/v1",
-            ProviderKind::Anthropic => "https://api.anthropic.com",
-        }
-    }
-
-    pub fn default_api_key_env(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "OPENAI_API_KEY",
-            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
-        }
-    }
-
-    pub fn endpoint(self, base_url: &str) -> String {
-        let base = base_url.trim_end_matches('/');
-        match self {
-            ProviderKind::OpenAi => format!("{base}/chat/completions"),
-            // The documented base URL has no version; accept one that has it.
-            ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
-            ProviderKind::Anthropic => format!("{base}/v1/messages"),
-        }
-    }
-}
+pub use crate::provider_kind::{ProviderKind, ANTHROPIC_VERSION};
 
 /// Everything a provider needs; no secret in it (the key is read from `api_key_env` per
 /// request), so it may be printed and compared.

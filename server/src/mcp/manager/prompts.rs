@@ -5,8 +5,16 @@
 //! cancel (rmcp then sends `notifications/cancelled`). What the answers mean (names,
 //! arguments, the text sent) is the core's `mcp::prompts` and `mcp::resources`.
 
-use super::*;
+use std::time::Duration;
+
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::{Peer, RoleClient};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use agentls_core::mcp::prompts::{McpPrompt, ServerPrompt};
+
+use crate::mcp::manager::{Manager, State};
 
 /// A server's prompts (every page); none when it does not offer prompts or the list fails
 /// (logged: its tools still work).
