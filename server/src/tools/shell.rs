@@ -559,7 +559,7 @@ async fn execute(
 fn ran_outcome(
     command: &str,
     outcome: ShellOutcome,
-    changed: Vec<agentls_core::session::ChangedPath>,
+    changed: Vec<agentls_core::event::ChangedPath>,
 ) -> ToolOutcome {
     let success = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.cancelled;
     let evidence = match outcome.exit_code {

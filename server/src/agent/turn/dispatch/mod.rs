@@ -10,7 +10,7 @@ mod asking;
 pub(in crate::agent) mod mcp;
 pub(in crate::agent) mod subagents;
 
-use crate::tools::registry::{Effect, Prepared, Registry, Tool, ToolContext};
+use crate::tools::registry::{AnyTool, Effect, Prepared, Registry, ToolContext};
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
 
@@ -192,7 +192,11 @@ impl Turn {
 
     /// The built-in tool a call names, if this turn offers it; else the output that says
     /// which tools there are.
-    fn offered_tool<'r>(&self, call: &Call, tools: &'r Registry) -> Result<&'r dyn Tool, String> {
+    fn offered_tool<'r>(
+        &self,
+        call: &Call,
+        tools: &'r Registry,
+    ) -> Result<&'r dyn AnyTool, String> {
         let offered = || {
             tools
                 .names()
@@ -225,7 +229,7 @@ impl Turn {
         &mut self,
         call: &Call,
         kind: ToolKind,
-        tool: &dyn Tool,
+        tool: &dyn AnyTool,
         cx: &ToolContext,
         arguments: &Value,
         permission: Option<Permission>,
