@@ -143,6 +143,17 @@ fn start_warden(groups: &[u32]) -> Option<ChildStdin> {
     }
 }
 
+/// Starts the warden, if this process has one and it is not running yet, before a child
+/// is spawned: started only in `GroupGuard::new`, after the spawn, its own start (a fork and
+/// an exec) was a window in which a SIGKILL of agentls left the new child unwatched.
+pub(crate) fn ready_warden() {
+    let mut registry = registry();
+    if registry.warden.is_none() && WARDEN_ENABLED.load(Ordering::SeqCst) {
+        let running = registry.running.clone();
+        registry.warden = start_warden(&running);
+    }
+}
+
 impl GroupGuard {
     /// Takes charge of the group led by `pid` (a child started with `process_group(0)`).
     pub(crate) fn new(pid: Option<u32>) -> GroupGuard {
