@@ -2,6 +2,7 @@
 //! encoding), initialized, shutdown, code actions, saves, watched files, configuration and
 //! workspace folders.
 
+use super::workspace::{roots_from, uri_to_dir};
 use super::*;
 use agentls_core::agents_md;
 use agentls_core::position::PositionEncoding;

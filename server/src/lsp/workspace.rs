@@ -1,6 +1,7 @@
 //! The workspace's folders: indexing them, the AGENTS.md watchers, and the check that a path
 //! the client names lies inside.
 
+use super::progress::Progressor;
 use super::*;
 use crate::store::file_index;
 use agentls_core::agents_md;

@@ -1,0 +1,1 @@
+//! The ACP methods agentls handles and sends.
