@@ -7,12 +7,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use lsp_types::notification::Notification;
+use lsp_types::request::Request;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::transport::Connection;
 use crate::host::{
     FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalOutcome, TerminalRun,
+};
+use crate::protocol::acp::{
+    CreateTerminal, KillTerminal, ReadTextFile, ReleaseTerminal, RequestPermission, SessionUpdate,
+    TerminalOutput, WaitForTerminalExit, WriteTextFile,
 };
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
@@ -56,7 +62,7 @@ impl AcpHost {
 
     pub fn send_update(&self, session_id: &str, update: &Value) {
         self.connection.notify(
-            "session/update",
+            SessionUpdate::METHOD,
             json!({"sessionId": session_id, "update": update}),
         );
     }
@@ -66,15 +72,15 @@ impl AcpHost {
         let answer = self
             .connection
             .request(
-                "fs/read_text_file",
+                ReadTextFile::METHOD,
                 json!({"sessionId": self.session_id(), "path": path}),
             )
             .await
-            .map_err(|e| format!("fs/read_text_file failed: {}", e.message))?;
+            .map_err(|e| format!("{} failed: {}", ReadTextFile::METHOD, e.message))?;
         answer["content"]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| "fs/read_text_file answered without content".to_string())
+            .ok_or_else(|| format!("{} answered without content", ReadTextFile::METHOD))
     }
 }
 
@@ -96,7 +102,7 @@ impl AcpHost {
             }
         };
         let created = request(
-            "terminal/create",
+            CreateTerminal::METHOD,
             mapping::terminal_create(
                 &run.session_id,
                 &run.command,
@@ -120,7 +126,7 @@ impl AcpHost {
         );
         let ids = json!({"sessionId": run.session_id, "terminalId": terminal});
         let waited = tokio::select! {
-            exit = request("terminal/wait_for_exit", ids.clone()) => Some(exit),
+            exit = request(WaitForTerminalExit::METHOD, ids.clone()) => Some(exit),
             () = tokio::time::sleep(run.timeout) => None,
             () = cancel.cancelled() => None,
         };
@@ -129,12 +135,12 @@ impl AcpHost {
             None => (!cancel.is_cancelled(), cancel.is_cancelled()),
         };
         if waited.is_none() {
-            if let Err(err) = request("terminal/kill", ids.clone()).await {
+            if let Err(err) = request(KillTerminal::METHOD, ids.clone()).await {
                 tracing::warn!("{err}");
             }
         }
-        let output = request("terminal/output", ids.clone()).await;
-        if let Err(err) = request("terminal/release", ids).await {
+        let output = request(TerminalOutput::METHOD, ids.clone()).await;
+        if let Err(err) = request(ReleaseTerminal::METHOD, ids).await {
             tracing::warn!("{err}");
         }
         let output = output?;
@@ -210,12 +216,12 @@ impl Host for AcpHost {
         }
         self.connection
             .request(
-                "fs/write_text_file",
+                WriteTextFile::METHOD,
                 json!({"sessionId": self.session_id(), "path": path, "content": content}),
             )
             .await
             .map(|_| ())
-            .map_err(|e| format!("fs/write_text_file failed: {}", e.message))
+            .map_err(|e| format!("{} failed: {}", WriteTextFile::METHOD, e.message))
     }
 
     async fn run_in_terminal(
@@ -239,8 +245,7 @@ impl Host for AcpHost {
         let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
         let answer = tokio::time::timeout(
             timeout,
-            self.connection
-                .request("session/request_permission", params),
+            self.connection.request(RequestPermission::METHOD, params),
         )
         .await
         .map(|answer| {
@@ -248,12 +253,7 @@ impl Host for AcpHost {
                 .map(|answer| mapping::permission_choice(&answer).map(str::to_string))
                 .map_err(|err| err.message)
         });
-        PermissionOutcome::from_answer(
-            answer,
-            &request.options,
-            "session/request_permission",
-            timeout,
-        )
+        PermissionOutcome::from_answer(answer, &request.options, RequestPermission::METHOD, timeout)
     }
 
     fn notify(&self, notice: Notice) {
