@@ -45,7 +45,7 @@ describe('transcript', () => {
     applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'Hel' }));
     const [c] = applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'lo' }));
     assert.equal(c.index, 1);
-    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'c1', name: 'read_file', title: 'Read src/lib.rs', status: 'pending', toolKind: 'read', input: {}, locations: [] }));
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'c1', name: 'read_file', title: 'Read src/lib.rs', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'a' }));
     applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'b' }));
     const [t] = applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'completed' }));
@@ -91,16 +91,16 @@ describe('transcript', () => {
   });
   it("nests a subagent's calls under its task call and shows nothing else of it", () => {
     const m = emptyModel('s');
-    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'task_1', name: 'task', title: 'explore: find x', status: 'pending', toolKind: 'read', input: {}, locations: [] }));
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'task_1', name: 'task', title: 'explore: find x', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     const child = (update: SessionUpdate) => ({
       sessionId: 'child',
       turnId: 'ct',
       update: { ...update, parentToolCallId: 'task_1', parentSessionId: 's' },
     });
-    const [c] = applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'r1', name: 'read_file', title: 'Read a.rs', status: 'pending', toolKind: 'read', input: {}, locations: [] }));
+    const [c] = applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'r1', name: 'read_file', title: 'Read a.rs', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     assert.equal(c.index, 0);
     applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'r1', status: 'completed', output: 'text' }));
-    applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'g1', name: 'grep', title: 'Grep `x`', status: 'pending', toolKind: 'read', input: {}, locations: [] }));
+    applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'g1', name: 'grep', title: 'Grep `x`', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'g1', status: 'failed' }));
     assert.deepEqual(applyUpdate(m, child({ kind: 'agentMessageChunk', text: 'child text' })), []);
     assert.deepEqual(applyUpdate(m, child({ kind: 'turnEnd', stopReason: 'endTurn' })), []);
