@@ -3,7 +3,7 @@
 //! workspace folders.
 
 use super::workspace::{roots_from, uri_to_dir};
-use super::*;
+use super::{Backend, ClientSupport};
 use agentls_core::agents_md;
 use agentls_core::position::PositionEncoding;
 use serde_json::{json, Value};

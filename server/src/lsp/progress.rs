@@ -1,6 +1,6 @@
 //! `$/progress` for long work (indexing, compaction), when the client can show it.
 
-use super::*;
+use super::State;
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::notification::Progress;
 use tower_lsp::lsp_types::request::WorkDoneProgressCreate;

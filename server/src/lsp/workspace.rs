@@ -2,7 +2,7 @@
 //! the client names lies inside.
 
 use super::progress::Progressor;
-use super::*;
+use super::{invalid_params, Backend};
 use crate::store::file_index;
 use agentls_core::agents_md;
 use std::path::{Path, PathBuf};
