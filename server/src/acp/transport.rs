@@ -147,18 +147,8 @@ where
     H: Fn(Incoming) -> F + Send + Sync + 'static,
     F: Future<Output = Result<Reply, RpcError>> + Send + 'static,
 {
-    let (out, mut queue) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        while let Some(line) = queue.recv().await {
-            if output.write_all(line.as_bytes()).await.is_err()
-                || output.write_all(b"\n").await.is_err()
-                || output.flush().await.is_err()
-            {
-                break;
-            }
-        }
-    });
+    let (out, queue) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(write_lines(output, queue));
     let connection = Arc::new(Connection {
         out,
         pending: Mutex::new(HashMap::new()),
@@ -190,40 +180,7 @@ where
                 continue;
             }
         };
-        match classify(&message) {
-            Kind::Answer => connection.route_answer(&message),
-            Kind::Request(id, method) => {
-                let params = message.get("params").cloned().unwrap_or(Value::Null);
-                let future = handler(Incoming::Request { method, params });
-                let connection = connection.clone();
-                tokio::spawn(async move {
-                    match future.await {
-                        Ok(reply) => {
-                            connection.respond(id, Ok(reply.result));
-                            for (method, params) in reply.then {
-                                connection.notify(&method, params);
-                            }
-                        }
-                        Err(err) => connection.respond(id, Err(err)),
-                    }
-                });
-            }
-            Kind::Notification(method) => {
-                let params = message.get("params").cloned().unwrap_or(Value::Null);
-                let future = handler(Incoming::Notification {
-                    method: method.clone(),
-                    params,
-                });
-                tokio::spawn(async move {
-                    if let Err(err) = future.await {
-                        tracing::warn!("acp: notification {method} failed: {}", err.message);
-                    }
-                });
-            }
-            Kind::Invalid(id, why) => {
-                connection.respond(id, Err(RpcError::new(RpcError::INVALID_REQUEST, why)))
-            }
-        }
+        dispatch(&connection, &*handler, message);
     }
     // The client is gone: waiters get an error, the writer ends once the handlers drop
     // their senders.
@@ -236,6 +193,64 @@ where
     drop(handler);
     // Queued messages are left: nobody reads them any more.
     drop(writer);
+}
+
+/// Writes the queued lines in order until the queue closes or the output fails.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut queue: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = queue.recv().await {
+        if output.write_all(line.as_bytes()).await.is_err()
+            || output.write_all(b"\n").await.is_err()
+            || output.flush().await.is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// Routes one message: an answer to its waiter, a request or notification to `handler` in
+/// a task of its own (a request answered with its result), anything else an error answer.
+fn dispatch<H, F>(connection: &Arc<Connection>, handler: &H, message: Value)
+where
+    H: Fn(Incoming) -> F,
+    F: Future<Output = Result<Reply, RpcError>> + Send + 'static,
+{
+    match classify(&message) {
+        Kind::Answer => connection.route_answer(&message),
+        Kind::Request(id, method) => {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let future = handler(Incoming::Request { method, params });
+            let connection = connection.clone();
+            tokio::spawn(async move {
+                match future.await {
+                    Ok(reply) => {
+                        connection.respond(id, Ok(reply.result));
+                        for (method, params) in reply.then {
+                            connection.notify(&method, params);
+                        }
+                    }
+                    Err(err) => connection.respond(id, Err(err)),
+                }
+            });
+        }
+        Kind::Notification(method) => {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let future = handler(Incoming::Notification {
+                method: method.clone(),
+                params,
+            });
+            tokio::spawn(async move {
+                if let Err(err) = future.await {
+                    tracing::warn!("acp: notification {method} failed: {}", err.message);
+                }
+            });
+        }
+        Kind::Invalid(id, why) => {
+            connection.respond(id, Err(RpcError::new(RpcError::INVALID_REQUEST, why)))
+        }
+    }
 }
 
 enum Kind {

@@ -270,6 +270,44 @@ impl Worker {
         }
     }
 
+    fn open(&mut self, uri: Url, language_id: &str, version: i32, text: &str) {
+        let path = uri.to_file_path().ok();
+        let language = Language::detect(language_id, path.as_deref());
+        if self.documents.contains_key(&uri) {
+            tracing::warn!("didOpen of {uri}, which is already open: replacing it");
+        }
+        let document = Document::new(text, version, language, self.max_syntax_bytes);
+        self.touch(&uri);
+        self.documents.insert(uri, document);
+        self.evict_trees();
+    }
+
+    /// A didChange, applied whole or not at all.
+    fn change(&mut self, uri: &Url, version: i32, changes: &[TextChange]) {
+        let Some(document) = self.documents.get_mut(uri) else {
+            tracing::warn!("didChange for {uri}, which is not open: ignored");
+            return;
+        };
+        if version <= document.version {
+            tracing::warn!(
+                "didChange for {uri} with version {version}, not newer than {}: ignored",
+                document.version
+            );
+            return;
+        }
+        // No parse here: the next read reparses what changed (document.rs).
+        match document.apply_changes(changes, self.encoding) {
+            Ok(()) => document.version = version,
+            Err(err) => {
+                tracing::warn!("didChange for {uri} (version {version}) ignored: {err}")
+            }
+        }
+        self.touch(uri);
+        if self.over_tree_budget() {
+            self.evict_trees();
+        }
+    }
+
     fn handle(&mut self, command: Command) {
         match command {
             Command::Configure {
@@ -287,45 +325,12 @@ impl Worker {
                 language_id,
                 version,
                 text,
-            } => {
-                let path = uri.to_file_path().ok();
-                let language = Language::detect(&language_id, path.as_deref());
-                if self.documents.contains_key(&uri) {
-                    tracing::warn!("didOpen of {uri}, which is already open: replacing it");
-                }
-                let document = Document::new(&text, version, language, self.max_syntax_bytes);
-                self.touch(&uri);
-                self.documents.insert(uri, document);
-                self.evict_trees();
-            }
+            } => self.open(uri, &language_id, version, &text),
             Command::Change {
                 uri,
                 version,
                 changes,
-            } => {
-                let Some(document) = self.documents.get_mut(&uri) else {
-                    tracing::warn!("didChange for {uri}, which is not open: ignored");
-                    return;
-                };
-                if version <= document.version {
-                    tracing::warn!(
-                        "didChange for {uri} with version {version}, not newer than {}: ignored",
-                        document.version
-                    );
-                    return;
-                }
-                // No parse here: the next read reparses what changed (document.rs).
-                match document.apply_changes(&changes, self.encoding) {
-                    Ok(()) => document.version = version,
-                    Err(err) => {
-                        tracing::warn!("didChange for {uri} (version {version}) ignored: {err}")
-                    }
-                }
-                self.touch(&uri);
-                if self.over_tree_budget() {
-                    self.evict_trees();
-                }
-            }
+            } => self.change(&uri, version, &changes),
             Command::Close { uri } => {
                 self.last_used.remove(&uri);
                 if self.documents.remove(&uri).is_none() {
