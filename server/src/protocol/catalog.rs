@@ -1,5 +1,5 @@
-//! Every method of `protocol::lsp`, with its direction and the schemas of its params and
-//! result: what the TypeScript is generated from and what docs/protocol.md's method index
+//! The methods of `protocol::lsp` (its `methods()`), with their direction and the schemas
+//! of their params and results: what the TypeScript is generated from and what docs/protocol.md's method index
 //! is checked against. Its tests hold the list to the module's source (a type added there
 //! and not here fails) and to the docs.
 
@@ -10,7 +10,6 @@ use lsp_types::request::Request;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use super::lsp::*;
 use super::ClientRequest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +40,7 @@ fn type_name<T>() -> &'static str {
     full.rsplit("::").next().unwrap_or(full)
 }
 
-fn handled<R: ClientRequest>() -> Method
+pub(super) fn handled<R: ClientRequest>() -> Method
 where
     R::Params: JsonSchema,
     R::Result: JsonSchema,
@@ -56,7 +55,7 @@ where
     }
 }
 
-fn sent<R: Request>() -> Method
+pub(super) fn sent<R: Request>() -> Method
 where
     R::Params: JsonSchema,
     R::Result: JsonSchema,
@@ -71,7 +70,7 @@ where
     }
 }
 
-fn notified<N: Notification>() -> Method
+pub(super) fn notified<N: Notification>() -> Method
 where
     N::Params: JsonSchema,
 {
@@ -83,32 +82,6 @@ where
         params: schema::<N::Params>,
         result: None,
     }
-}
-
-/// The custom LSP methods, in the order the TypeScript lists them.
-pub fn methods() -> Vec<Method> {
-    vec![
-        handled::<SessionNew>(),
-        handled::<SessionList>(),
-        handled::<SessionLoad>(),
-        handled::<SessionPrompt>(),
-        handled::<SessionCancel>(),
-        handled::<SessionCommands>(),
-        handled::<SessionCompact>(),
-        handled::<SessionSetModel>(),
-        handled::<SessionSetMode>(),
-        handled::<SessionContext>(),
-        handled::<McpStatus>(),
-        handled::<McpResources>(),
-        handled::<DebugDocument>(),
-        handled::<DebugSyntax>(),
-        handled::<DebugAgentsMd>(),
-        handled::<DebugWorkspace>(),
-        notified::<SessionUpdate>(),
-        notified::<Status>(),
-        sent::<RequestPermission>(),
-        notified::<McpDidChangeStatus>(),
-    ]
 }
 
 /// The schemas of a method's params and result, and the definitions they refer to. What
@@ -178,7 +151,10 @@ mod tests {
     use super::*;
 
     fn listed() -> BTreeSet<String> {
-        methods().iter().map(|m| m.method.to_string()).collect()
+        crate::protocol::lsp::methods()
+            .iter()
+            .map(|m| m.method.to_string())
+            .collect()
     }
 
     #[test]
@@ -202,6 +178,30 @@ mod tests {
             documented_methods(doc),
             listed(),
             "docs/protocol.md's Method index against protocol/lsp.rs"
+        );
+    }
+
+    /// The ACP methods are ACP's; the docs' ACP section names each one agentls handles or
+    /// sends (in its table, or for `terminal/*` in the text after it).
+    #[test]
+    fn docs_acp_section_names_every_acp_method() {
+        let doc = include_str!("../../../docs/protocol.md");
+        let section = doc
+            .split("\n## ACP mode")
+            .nth(1)
+            .expect("docs/protocol.md has an ACP mode section");
+        let declared = declared_methods(include_str!("acp.rs"));
+        assert!(
+            declared.len() > 10,
+            "the METHOD lines were read: {declared:?}"
+        );
+        let missing: Vec<&String> = declared
+            .iter()
+            .filter(|m| !section.contains(&format!("`{m}")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in docs/protocol.md's ACP section: {missing:?}"
         );
     }
 

@@ -754,3 +754,33 @@ pub struct DebugAgentsMdConfig {
 pub struct DebugSyntaxConfig {
     pub max_document_bytes: usize,
 }
+
+/// Every method of this module, in the order the TypeScript lists them (a type left out
+/// fails `catalog`'s tests).
+#[cfg(test)]
+pub(super) fn methods() -> Vec<super::catalog::Method> {
+    use super::catalog::{handled, notified, sent};
+
+    vec![
+        handled::<SessionNew>(),
+        handled::<SessionList>(),
+        handled::<SessionLoad>(),
+        handled::<SessionPrompt>(),
+        handled::<SessionCancel>(),
+        handled::<SessionCommands>(),
+        handled::<SessionCompact>(),
+        handled::<SessionSetModel>(),
+        handled::<SessionSetMode>(),
+        handled::<SessionContext>(),
+        handled::<McpStatus>(),
+        handled::<McpResources>(),
+        handled::<DebugDocument>(),
+        handled::<DebugSyntax>(),
+        handled::<DebugAgentsMd>(),
+        handled::<DebugWorkspace>(),
+        notified::<SessionUpdate>(),
+        notified::<Status>(),
+        sent::<RequestPermission>(),
+        notified::<McpDidChangeStatus>(),
+    ]
+}

@@ -14,7 +14,7 @@ use super::catalog::{self, Direction};
 
 /// The whole generated file.
 pub fn generate() -> String {
-    let methods = catalog::methods();
+    let methods = super::lsp::methods();
     let schemas = catalog::schemas(&methods);
     let mut out = String::from(
         "// Generated from server/src/protocol/lsp.rs (the Rust types are the source): do not edit.\n\
