@@ -181,6 +181,22 @@ mod tests {
         );
     }
 
+    /// A client → server type without a handler would answer "method not found".
+    #[test]
+    fn every_handled_method_is_registered_in_the_lsp_service() {
+        let registrations = include_str!("../lsp/mod.rs");
+        let missing: Vec<&str> = crate::protocol::lsp::methods()
+            .iter()
+            .filter(|m| m.direction == Direction::ClientToServer)
+            .map(|m| m.type_name)
+            .filter(|name| !registrations.contains(&format!(".on::<ext::{name}>(")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not registered in lsp/mod.rs: {missing:?}"
+        );
+    }
+
     /// The ACP methods are ACP's; the docs' ACP section names each one agentls handles or
     /// sends (in its table, or for `terminal/*` in the text after it).
     #[test]
