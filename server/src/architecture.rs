@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The server's top-level modules, bottom row first: a module may name (`crate::X`) only
 /// modules on lower rows. `lib.rs` and `main.rs` are above every row.
 const SERVER_LAYERS: &[&[&str]] = &[
-    &["locks"],
+    &["locks", "protocol"],
     &["process_groups", "store"],
     &["gather", "provider"],
     &["host"],

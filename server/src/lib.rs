@@ -4,6 +4,8 @@
 //!
 //! - `acp`: the Agent Client Protocol front door (`agentls acp`);
 //! - `lsp`: the tower-lsp adapter and the transport in front of it;
+//! - `protocol`: the custom LSP methods and the ACP methods as types (name, params,
+//!   result), the floor both front doors stand on;
 //! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
 //!   recipe;
 //! - `host`: the `Host` trait every front end implements and the types tools and the store
@@ -29,6 +31,7 @@ pub mod locks;
 pub mod lsp;
 pub mod mcp;
 pub mod process_groups;
+pub mod protocol;
 pub mod provider;
 pub mod store;
 pub mod tools;

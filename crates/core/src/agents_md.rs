@@ -38,7 +38,7 @@ pub trait InstructionFiles {
     fn read(&self, path: &Path) -> FileContent;
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsFile {
     pub path: PathBuf,
@@ -50,7 +50,7 @@ pub struct AgentsFile {
     pub included_bytes: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsChain {
     pub dir: PathBuf,

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::front_matter::FrontMatter;
 
 /// Where a command (or a subagent) comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Builtin,
@@ -40,7 +40,7 @@ pub struct Command {
 }
 
 /// One entry of `agent/session/commands` and of `/help`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandInfo {
     pub name: String,

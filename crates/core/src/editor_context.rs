@@ -87,7 +87,7 @@ pub struct EditorContext {
     pub parts: Vec<PartReport>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PartReport {
     /// "header" | "selection" | "enclosingSymbol" | "diagnostics" | "outline" | "definitions"

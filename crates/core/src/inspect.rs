@@ -46,7 +46,7 @@ pub struct Inputs<'a> {
     pub calibration: Calibration,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextReport {
     pub context_window: usize,

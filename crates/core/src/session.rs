@@ -266,7 +266,7 @@ pub fn shorten(text: &str) -> String {
 }
 
 /// One row of the transcript a client renders (`agent/session/load`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(
     tag = "kind",
     rename_all = "camelCase",

@@ -128,7 +128,9 @@ pub struct TokenFigure {
 /// request. Applied to later estimates, it brings them close to the provider's own count
 /// even when the provider uses another tokenizer (a llama model's, Claude's) or frames
 /// messages differently.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Calibration {
     pub ratio: f64,
     pub samples: u32,

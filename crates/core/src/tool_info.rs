@@ -25,7 +25,9 @@ pub fn error(message: impl Into<String>) -> ToolError {
 }
 
 /// What a tool does, for the editor's UI and for the approval policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolKind {
     Read,
@@ -79,7 +81,9 @@ pub fn shorten(text: &str) -> String {
 }
 
 /// One step of the model's plan (`update_plan`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct PlanEntry {
     pub content: String,
     /// `pending`, `in_progress` or `completed`.

@@ -14,8 +14,7 @@ import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { editorState } from './editorState';
 import {
   type AgentStatus,
-  type CommandInfo,
-  type ContextReport,
+  type ClientRequests,
   type Diagnostic,
   type EditorState,
   type McpStatus,
@@ -23,9 +22,7 @@ import {
   type PermissionRequest,
   type PermissionResponse,
   type Range,
-  type SessionSummary,
   type SessionUpdateParams,
-  type TranscriptItem,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { formatStatus, thousands } from './status';
@@ -177,11 +174,15 @@ class Agent implements vscode.Disposable {
     }
   }
 
-  private async request<R>(method: string, params: object): Promise<R> {
+  /** A custom request, its params and result typed by its method (protocol.generated.ts). */
+  private async request<M extends keyof ClientRequests>(
+    method: M,
+    params: ClientRequests[M]['params'],
+  ): Promise<ClientRequests[M]['result']> {
     if (!this.client || !this.client.isRunning()) {
       throw new Error('the agentls server is not running (see the agentls output channel)');
     }
-    return this.client.sendRequest<R>(method, params);
+    return this.client.sendRequest<ClientRequests[M]['result']>(method, params);
   }
 
   // ---- configuration ----
@@ -258,7 +259,7 @@ class Agent implements vscode.Disposable {
         case 'commands': {
           // For the `/` suggestion list: read each time, so a new command file shows.
           const sessionId = await this.session();
-          const result = await this.request<{ commands: CommandInfo[] }>(Methods.sessionCommands, { sessionId });
+          const result = await this.request(Methods.sessionCommands, { sessionId });
           this.chat.post({ type: 'commands', commands: result.commands });
           break;
         }
@@ -301,7 +302,7 @@ class Agent implements vscode.Disposable {
 
   private async load(sessionId: string): Promise<void> {
     await this.leaveSession(sessionId);
-    const result = await this.request<{ sessionId: string; items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId });
+    const result = await this.request(Methods.sessionLoad, { sessionId });
     this.model = fromItems(result.sessionId, result.items);
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
@@ -311,7 +312,7 @@ class Agent implements vscode.Disposable {
     if (this.model.sessionId) {
       return this.model.sessionId;
     }
-    const result = await this.request<{ sessionId: string }>(Methods.sessionNew, {});
+    const result = await this.request(Methods.sessionNew, {});
     this.model.sessionId = result.sessionId;
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     return result.sessionId;
@@ -336,7 +337,7 @@ class Agent implements vscode.Disposable {
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
     this.post([addUser(this.model, text)]);
-    const result = await this.request<{ turnId: string }>(Methods.sessionPrompt, { sessionId, text, editor });
+    const result = await this.request(Methods.sessionPrompt, { sessionId, text, editor });
     turnStarted(this.model, result.turnId);
     this.chat.post({ type: 'running', running: isRunning(this.model) });
   }
@@ -350,7 +351,7 @@ class Agent implements vscode.Disposable {
   async newSession(): Promise<void> {
     await this.leaveSession();
     // The id first: the chat never holds a model without one (updates are matched to it).
-    const result = await this.request<{ sessionId: string }>(Methods.sessionNew, {});
+    const result = await this.request(Methods.sessionNew, {});
     this.model = emptyModel(result.sessionId);
     this.status = undefined;
     this.renderStatus();
@@ -360,7 +361,7 @@ class Agent implements vscode.Disposable {
   }
 
   async pickSession(): Promise<void> {
-    const { sessions } = await this.request<{ sessions: SessionSummary[] }>(Methods.sessionList, {});
+    const { sessions } = await this.request(Methods.sessionList, {});
     if (sessions.length === 0) {
       void vscode.window.showInformationMessage('agentls: no sessions yet in this workspace.');
       return;
@@ -396,7 +397,7 @@ class Agent implements vscode.Disposable {
     const result = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Window, title: 'agentls: compacting' },
       () =>
-        this.request<{ tokensBefore: number; tokensAfter: number; strategy: string }>(Methods.sessionCompact, {
+        this.request(Methods.sessionCompact, {
           sessionId,
           instructions: instructions || undefined,
         }),
@@ -410,12 +411,12 @@ class Agent implements vscode.Disposable {
    *  compactions so far and the headroom to the threshold (contextBar.ts draws it). */
   async showContext(): Promise<void> {
     const sessionId = this.model.sessionId;
-    const report = await this.request<ContextReport>(Methods.sessionContext, {
+    const report = await this.request(Methods.sessionContext, {
       sessionId,
       editor: this.currentEditorState(),
     });
     const items = sessionId
-      ? (await this.request<{ items: TranscriptItem[] }>(Methods.sessionLoad, { sessionId })).items
+      ? (await this.request(Methods.sessionLoad, { sessionId })).items
       : [];
     const layout = contextLayout(report, compactionsOf(items));
     if (!this.contextPanel) {
@@ -504,7 +505,7 @@ class Agent implements vscode.Disposable {
 
   /** `agentls.mcpStatus`: the MCP servers, their state and messages, asked afresh. */
   private async showMcpStatus(): Promise<void> {
-    const status = await this.request<McpStatus>(Methods.mcpStatus, {});
+    const status = await this.request(Methods.mcpStatus, {});
     this.onMcpStatus(status);
     if (status.servers.length === 0) {
       void vscode.window.showInformationMessage(`agentls: ${NO_SERVERS}`);

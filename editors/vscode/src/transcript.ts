@@ -226,7 +226,8 @@ export function fromItems(sessionId: string, items: TranscriptItem[]): ChatModel
           id: item.toolCallId,
           title: item.title ?? item.name,
           toolKind: item.toolKind ?? 'other',
-          status: item.status,
+          // The server records `completed`, `failed`, or `pending` when no output was.
+          status: item.status as ToolStatus,
           output: clip(item.output ?? ''),
         });
         model.tools[item.toolCallId] = change.index;

@@ -4,15 +4,22 @@
 //! client offers them (so the agent sees unsaved buffers and the editor applies the
 //! change), the disk otherwise.
 
+use crate::locks::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use lsp_types::notification::Notification;
+use lsp_types::request::Request;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::transport::Connection;
 use crate::host::{
     FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalOutcome, TerminalRun,
+};
+use crate::protocol::acp::{
+    CreateTerminal, KillTerminal, ReadTextFile, ReleaseTerminal, RequestPermission, SessionUpdate,
+    TerminalOutput, WaitForTerminalExit, WriteTextFile,
 };
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
@@ -51,12 +58,12 @@ impl AcpHost {
     }
 
     pub fn set_model(&self, model: &str) {
-        self.config.lock().unwrap_or_else(|e| e.into_inner()).model = Some(model.to_string());
+        self.config.locked().model = Some(model.to_string());
     }
 
     pub fn send_update(&self, session_id: &str, update: &Value) {
         self.connection.notify(
-            "session/update",
+            SessionUpdate::METHOD,
             json!({"sessionId": session_id, "update": update}),
         );
     }
@@ -66,15 +73,15 @@ impl AcpHost {
         let answer = self
             .connection
             .request(
-                "fs/read_text_file",
+                ReadTextFile::METHOD,
                 json!({"sessionId": self.session_id(), "path": path}),
             )
             .await
-            .map_err(|e| format!("fs/read_text_file failed: {}", e.message))?;
+            .map_err(|e| format!("{} failed: {}", ReadTextFile::METHOD, e.message))?;
         answer["content"]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| "fs/read_text_file answered without content".to_string())
+            .ok_or_else(|| format!("{} answered without content", ReadTextFile::METHOD))
     }
 }
 
@@ -96,7 +103,7 @@ impl AcpHost {
             }
         };
         let created = request(
-            "terminal/create",
+            CreateTerminal::METHOD,
             mapping::terminal_create(
                 &run.session_id,
                 &run.command,
@@ -111,8 +118,7 @@ impl AcpHost {
             .ok_or("terminal/create answered without a terminalId")?
             .to_string();
         self.terminals
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .insert(run.tool_call_id.clone(), terminal.clone());
         self.send_update(
             &run.session_id,
@@ -120,7 +126,7 @@ impl AcpHost {
         );
         let ids = json!({"sessionId": run.session_id, "terminalId": terminal});
         let waited = tokio::select! {
-            exit = request("terminal/wait_for_exit", ids.clone()) => Some(exit),
+            exit = request(WaitForTerminalExit::METHOD, ids.clone()) => Some(exit),
             () = tokio::time::sleep(run.timeout) => None,
             () = cancel.cancelled() => None,
         };
@@ -129,12 +135,12 @@ impl AcpHost {
             None => (!cancel.is_cancelled(), cancel.is_cancelled()),
         };
         if waited.is_none() {
-            if let Err(err) = request("terminal/kill", ids.clone()).await {
+            if let Err(err) = request(KillTerminal::METHOD, ids.clone()).await {
                 tracing::warn!("{err}");
             }
         }
-        let output = request("terminal/output", ids.clone()).await;
-        if let Err(err) = request("terminal/release", ids).await {
+        let output = request(TerminalOutput::METHOD, ids.clone()).await;
+        if let Err(err) = request(ReleaseTerminal::METHOD, ids).await {
             tracing::warn!("{err}");
         }
         let output = output?;
@@ -156,10 +162,7 @@ impl AcpHost {
 #[async_trait::async_trait]
 impl Host for AcpHost {
     fn config(&self) -> Config {
-        self.config
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.config.locked().clone()
     }
 
     fn prompts(&self) -> Arc<Prompts> {
@@ -210,12 +213,12 @@ impl Host for AcpHost {
         }
         self.connection
             .request(
-                "fs/write_text_file",
+                WriteTextFile::METHOD,
                 json!({"sessionId": self.session_id(), "path": path, "content": content}),
             )
             .await
             .map(|_| ())
-            .map_err(|e| format!("fs/write_text_file failed: {}", e.message))
+            .map_err(|e| format!("{} failed: {}", WriteTextFile::METHOD, e.message))
     }
 
     async fn run_in_terminal(
@@ -239,8 +242,7 @@ impl Host for AcpHost {
         let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
         let answer = tokio::time::timeout(
             timeout,
-            self.connection
-                .request("session/request_permission", params),
+            self.connection.request(RequestPermission::METHOD, params),
         )
         .await
         .map(|answer| {
@@ -248,12 +250,7 @@ impl Host for AcpHost {
                 .map(|answer| mapping::permission_choice(&answer).map(str::to_string))
                 .map_err(|err| err.message)
         });
-        PermissionOutcome::from_answer(
-            answer,
-            &request.options,
-            "session/request_permission",
-            timeout,
-        )
+        PermissionOutcome::from_answer(answer, &request.options, RequestPermission::METHOD, timeout)
     }
 
     fn notify(&self, notice: Notice) {
@@ -279,7 +276,7 @@ impl Host for AcpHost {
                     let _ = self.ends.send((turn_id, update));
                 } else if update["kind"] == "compaction" && self.fs.compaction {
                     let id = {
-                        let mut current = self.compaction.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut current = self.compaction.locked();
                         if update["phase"] == "started" || current.0.is_none() {
                             current.1 += 1;
                             current.0 = Some(format!("compaction-{}", current.1));
@@ -294,13 +291,9 @@ impl Host for AcpHost {
                         self.send_update(&session_id, &mapped);
                     }
                 } else if let Some(mut mapped) = mapping::session_update(&update) {
-                    let terminal = update["toolCallId"].as_str().and_then(|id| {
-                        self.terminals
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get(id)
-                            .cloned()
-                    });
+                    let terminal = update["toolCallId"]
+                        .as_str()
+                        .and_then(|id| self.terminals.locked().get(id).cloned());
                     if let Some(terminal) = terminal {
                         mapping::embed_terminal(&mut mapped, &terminal);
                     }

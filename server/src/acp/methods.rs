@@ -2,107 +2,27 @@
 //! parsed with `agent-client-protocol-schema`'s types; a request that does not parse gets
 //! `invalid params`, an unknown method `method not found`.
 
+use crate::locks::Locked;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde::Deserialize;
+use lsp_types::notification::Notification;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::host::{AcpHost, ClientFs};
 use super::transport::{Connection, Incoming, Reply, RpcError};
 use crate::agent::{Agent, AgentError};
+use crate::protocol::acp::{
+    Authenticate, Cancel, Initialize, InitializeParams, ListSessions, ListSessionsParams,
+    LoadSession, LoadSessionParams, NewSession, NewSessionParams, Prompt, PromptParams,
+    ResumeSession, SessionUpdate, SetConfigOption, SetConfigOptionParams, SetMode, SetModeParams,
+};
+use crate::protocol::{ClientNotification, ClientRequest};
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
 use agentls_core::prompts::Prompts;
-
-/// The params agentls reads of each request (ACP's names; unknown fields are ignored, as
-/// ACP's `_meta` and newer fields must be).
-mod params {
-    use super::*;
-
-    #[derive(Debug, Default, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Fs {
-        #[serde(default)]
-        pub read_text_file: bool,
-        #[serde(default)]
-        pub write_text_file: bool,
-    }
-
-    #[derive(Debug, Default, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct ClientCapabilities {
-        #[serde(default)]
-        pub fs: Fs,
-        #[serde(default)]
-        pub terminal: bool,
-        /// `{compaction?: {}}`: what the client takes of the session's updates.
-        #[serde(default)]
-        pub session: Value,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Initialize {
-        pub protocol_version: u16,
-        #[serde(default)]
-        pub client_capabilities: ClientCapabilities,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct NewSession {
-        pub cwd: PathBuf,
-        pub mcp_servers: Vec<Value>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct LoadSession {
-        pub session_id: String,
-        pub cwd: PathBuf,
-        /// Absent (allowed for `session/resume`): the servers already given stay.
-        #[serde(default)]
-        pub mcp_servers: Option<Vec<Value>>,
-    }
-
-    #[derive(Debug, Default, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct ListSessions {
-        #[serde(default)]
-        pub cwd: Option<PathBuf>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Prompt {
-        pub session_id: String,
-        pub prompt: Vec<agentls_core::acp::ContentBlock>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct SessionId {
-        pub session_id: String,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct SetMode {
-        pub session_id: String,
-        pub mode_id: String,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct SetConfigOption {
-        pub session_id: String,
-        pub config_id: String,
-        pub value: Value,
-    }
-}
 
 /// One ACP session: its agent, its host, and the `turnEnd`s its prompts wait for.
 struct AcpSession {
@@ -119,7 +39,12 @@ pub struct State {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+/// The params of request `R`, or `invalid params` naming the serde error.
+fn parse<R: ClientRequest>(params: Value) -> Result<R::Params, RpcError> {
+    serde_json::from_value(params).map_err(RpcError::invalid_params)
+}
+
+fn parse_notification<N: ClientNotification>(params: Value) -> Result<N::Params, RpcError> {
     serde_json::from_value(params).map_err(RpcError::invalid_params)
 }
 
@@ -151,23 +76,38 @@ impl State {
     pub async fn handle(self: Arc<Self>, incoming: Incoming) -> Result<Reply, RpcError> {
         match incoming {
             Incoming::Request { method, params } => match method.as_str() {
-                "initialize" => self.initialize(parse(params)?),
-                "authenticate" => Ok(Reply::new(json!({}))),
-                "session/new" => self.new_session(parse(params)?).await,
-                "session/load" => self.load_session(parse(params)?).await,
-                "session/resume" => self.resume_session(parse(params)?).await,
-                "session/list" => self.list_sessions(parse(params)?).await,
-                "session/prompt" => self.prompt(parse(params)?).await,
-                "session/set_mode" => self.set_mode(parse(params)?).await,
-                "session/set_config_option" => self.set_config_option(parse(params)?).await,
+                <Initialize as ClientRequest>::METHOD => {
+                    self.initialize(parse::<Initialize>(params)?)
+                }
+                <Authenticate as ClientRequest>::METHOD => Ok(Reply::new(json!({}))),
+                <NewSession as ClientRequest>::METHOD => {
+                    self.new_session(parse::<NewSession>(params)?).await
+                }
+                <LoadSession as ClientRequest>::METHOD => {
+                    self.load_session(parse::<LoadSession>(params)?).await
+                }
+                <ResumeSession as ClientRequest>::METHOD => {
+                    self.resume_session(parse::<ResumeSession>(params)?).await
+                }
+                <ListSessions as ClientRequest>::METHOD => {
+                    self.list_sessions(parse::<ListSessions>(params)?).await
+                }
+                <Prompt as ClientRequest>::METHOD => self.prompt(parse::<Prompt>(params)?).await,
+                <SetMode as ClientRequest>::METHOD => {
+                    self.set_mode(parse::<SetMode>(params)?).await
+                }
+                <SetConfigOption as ClientRequest>::METHOD => {
+                    self.set_config_option(parse::<SetConfigOption>(params)?)
+                        .await
+                }
                 other => Err(RpcError::new(
                     RpcError::METHOD_NOT_FOUND,
                     format!("method not found: {other}"),
                 )),
             },
             Incoming::Notification { method, params } => match method.as_str() {
-                "session/cancel" => {
-                    let params: params::SessionId = parse(params)?;
+                <Cancel as ClientNotification>::METHOD => {
+                    let params = parse_notification::<Cancel>(params)?;
                     let session = self.session(&params.session_id)?;
                     session
                         .agent
@@ -184,8 +124,8 @@ impl State {
         }
     }
 
-    fn initialize(&self, params: params::Initialize) -> Result<Reply, RpcError> {
-        *self.fs.lock().unwrap_or_else(|e| e.into_inner()) = ClientFs {
+    fn initialize(&self, params: InitializeParams) -> Result<Reply, RpcError> {
+        *self.fs.locked() = ClientFs {
             read: params.client_capabilities.fs.read_text_file,
             write: params.client_capabilities.fs.write_text_file,
             terminal: params.client_capabilities.terminal,
@@ -223,8 +163,7 @@ impl State {
 
     fn session(&self, id: &str) -> Result<Arc<AcpSession>, RpcError> {
         self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .get(id)
             .cloned()
             .ok_or_else(|| RpcError::new(RpcError::NOT_FOUND, format!("unknown session {id}")))
@@ -248,7 +187,7 @@ impl State {
             config: Mutex::new(config),
             prompts: self.prompts.clone(),
             root,
-            fs: *self.fs.lock().unwrap_or_else(|e| e.into_inner()),
+            fs: *self.fs.locked(),
             session_id: OnceLock::new(),
             ends: ends_tx,
             terminals: Mutex::new(HashMap::new()),
@@ -265,19 +204,13 @@ impl State {
         let _ = session.host.session_id.set(id.to_string());
         let session = Arc::new(session);
         self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .locked()
             .insert(id.to_string(), session.clone());
         session
     }
 
     fn config_options(session: &AcpSession, id: &str) -> Value {
-        let config = session
-            .host
-            .config
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let config = session.host.config.locked().clone();
         let model = config.model.clone().unwrap_or_default();
         mapping::config_options(
             &session.agent.mode_of(id),
@@ -297,7 +230,7 @@ impl State {
             }
         };
         (
-            "session/update".into(),
+            SessionUpdate::METHOD.into(),
             json!({"sessionId": id, "update": mapping::commands_update(&commands)}),
         )
     }
@@ -310,7 +243,7 @@ impl State {
         })
     }
 
-    async fn new_session(&self, params: params::NewSession) -> Result<Reply, RpcError> {
+    async fn new_session(&self, params: NewSessionParams) -> Result<Reply, RpcError> {
         let session = self.open(&params.cwd)?;
         // The client's MCP servers, beside the configured ones (the client's win a clash).
         session
@@ -350,7 +283,7 @@ impl State {
         Ok(self.register(id, session))
     }
 
-    async fn load_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
+    async fn load_session(&self, params: LoadSessionParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
         if let Some(servers) = params.mcp_servers {
@@ -367,7 +300,7 @@ impl State {
         Ok(reply)
     }
 
-    async fn resume_session(&self, params: params::LoadSession) -> Result<Reply, RpcError> {
+    async fn resume_session(&self, params: LoadSessionParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
         if let Some(servers) = params.mcp_servers {
@@ -381,7 +314,7 @@ impl State {
         Ok(reply)
     }
 
-    async fn list_sessions(&self, params: params::ListSessions) -> Result<Reply, RpcError> {
+    async fn list_sessions(&self, params: ListSessionsParams) -> Result<Reply, RpcError> {
         // The stores are per workspace: with a cwd, that one; without, every cwd of this
         // process's sessions and the current directory.
         let mut cwds: Vec<PathBuf> = match &params.cwd {
@@ -389,8 +322,7 @@ impl State {
             None => {
                 let mut cwds: Vec<PathBuf> = self
                     .sessions
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .locked()
                     .values()
                     .map(|s| s.host.root.clone())
                     .collect();
@@ -422,7 +354,7 @@ impl State {
         Ok(Reply::new(json!({ "sessions": sessions })))
     }
 
-    async fn prompt(&self, params: params::Prompt) -> Result<Reply, RpcError> {
+    async fn prompt(&self, params: PromptParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.session(&id)?;
         let text = mapping::prompt_text(
@@ -456,7 +388,7 @@ impl State {
         }
     }
 
-    async fn set_mode(&self, params: params::SetMode) -> Result<Reply, RpcError> {
+    async fn set_mode(&self, params: SetModeParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let mode = params.mode_id;
         let session = self.session(&id)?;
@@ -469,7 +401,7 @@ impl State {
         Ok(Reply::new(json!({})))
     }
 
-    async fn set_config_option(&self, params: params::SetConfigOption) -> Result<Reply, RpcError> {
+    async fn set_config_option(&self, params: SetConfigOptionParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         // A select's value: the id itself, or `{type, value}`.
         let value = match &params.value {

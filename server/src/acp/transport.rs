@@ -5,6 +5,7 @@
 //! routed back to the waiter. A line that is not a JSON-RPC message gets an error answer and
 //! the loop goes on.
 
+use crate::locks::Locked;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,10 +82,7 @@ impl Connection {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+        self.pending.locked().insert(id, tx);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         rx.await
             .unwrap_or_else(|_| Err(RpcError::new(RpcError::INTERNAL, "the connection closed")))
@@ -95,11 +93,7 @@ impl Connection {
             tracing::warn!("acp: an answer with an id we never sent: {message}");
             return;
         };
-        let waiter = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        let waiter = self.pending.locked().remove(&id);
         let Some(waiter) = waiter else {
             tracing::warn!("acp: an answer to no pending request (id {id})");
             return;
@@ -147,18 +141,8 @@ where
     H: Fn(Incoming) -> F + Send + Sync + 'static,
     F: Future<Output = Result<Reply, RpcError>> + Send + 'static,
 {
-    let (out, mut queue) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        while let Some(line) = queue.recv().await {
-            if output.write_all(line.as_bytes()).await.is_err()
-                || output.write_all(b"\n").await.is_err()
-                || output.flush().await.is_err()
-            {
-                break;
-            }
-        }
-    });
+    let (out, queue) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(write_lines(output, queue));
     let connection = Arc::new(Connection {
         out,
         pending: Mutex::new(HashMap::new()),
@@ -190,52 +174,73 @@ where
                 continue;
             }
         };
-        match classify(&message) {
-            Kind::Answer => connection.route_answer(&message),
-            Kind::Request(id, method) => {
-                let params = message.get("params").cloned().unwrap_or(Value::Null);
-                let future = handler(Incoming::Request { method, params });
-                let connection = connection.clone();
-                tokio::spawn(async move {
-                    match future.await {
-                        Ok(reply) => {
-                            connection.respond(id, Ok(reply.result));
-                            for (method, params) in reply.then {
-                                connection.notify(&method, params);
-                            }
-                        }
-                        Err(err) => connection.respond(id, Err(err)),
-                    }
-                });
-            }
-            Kind::Notification(method) => {
-                let params = message.get("params").cloned().unwrap_or(Value::Null);
-                let future = handler(Incoming::Notification {
-                    method: method.clone(),
-                    params,
-                });
-                tokio::spawn(async move {
-                    if let Err(err) = future.await {
-                        tracing::warn!("acp: notification {method} failed: {}", err.message);
-                    }
-                });
-            }
-            Kind::Invalid(id, why) => {
-                connection.respond(id, Err(RpcError::new(RpcError::INVALID_REQUEST, why)))
-            }
-        }
+        dispatch(&connection, &*handler, message);
     }
     // The client is gone: waiters get an error, the writer ends once the handlers drop
     // their senders.
-    connection
-        .pending
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    connection.pending.locked().clear();
     drop(connection);
     drop(handler);
     // Queued messages are left: nobody reads them any more.
     drop(writer);
+}
+
+/// Writes the queued lines in order until the queue closes or the output fails.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut queue: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(line) = queue.recv().await {
+        if output.write_all(line.as_bytes()).await.is_err()
+            || output.write_all(b"\n").await.is_err()
+            || output.flush().await.is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// Routes one message: an answer to its waiter, a request or notification to `handler` in
+/// a task of its own (a request answered with its result), anything else an error answer.
+fn dispatch<H, F>(connection: &Arc<Connection>, handler: &H, message: Value)
+where
+    H: Fn(Incoming) -> F,
+    F: Future<Output = Result<Reply, RpcError>> + Send + 'static,
+{
+    match classify(&message) {
+        Kind::Answer => connection.route_answer(&message),
+        Kind::Request(id, method) => {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let future = handler(Incoming::Request { method, params });
+            let connection = connection.clone();
+            tokio::spawn(async move {
+                match future.await {
+                    Ok(reply) => {
+                        connection.respond(id, Ok(reply.result));
+                        for (method, params) in reply.then {
+                            connection.notify(&method, params);
+                        }
+                    }
+                    Err(err) => connection.respond(id, Err(err)),
+                }
+            });
+        }
+        Kind::Notification(method) => {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let future = handler(Incoming::Notification {
+                method: method.clone(),
+                params,
+            });
+            tokio::spawn(async move {
+                if let Err(err) = future.await {
+                    tracing::warn!("acp: notification {method} failed: {}", err.message);
+                }
+            });
+        }
+        Kind::Invalid(id, why) => {
+            connection.respond(id, Err(RpcError::new(RpcError::INVALID_REQUEST, why)))
+        }
+    }
 }
 
 enum Kind {

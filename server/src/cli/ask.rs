@@ -4,6 +4,7 @@
 //! asked on the terminal (refused when stdin is not a terminal, unless `--approve`); edits
 //! are written to disk; the session is persisted like the server's.
 
+use crate::locks::Locked;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -184,7 +185,7 @@ struct CliHost {
 
 impl CliHost {
     fn stderr_line(&self, line: &str) {
-        let mut printing = self.printing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut printing = self.printing.locked();
         if printing.mid_line {
             println!();
             printing.mid_line = false;
@@ -276,10 +277,7 @@ impl Host for CliHost {
                 let chunk = text("text");
                 print!("{chunk}");
                 let _ = std::io::stdout().flush();
-                self.printing
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .mid_line = !chunk.ends_with('\n');
+                self.printing.locked().mid_line = !chunk.ends_with('\n');
             }
             "toolCall" => self.stderr_line(&format!("→ {}", text("title"))),
             "toolCallUpdate" => match update["status"].as_str() {

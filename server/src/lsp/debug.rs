@@ -1,36 +1,24 @@
 //! The `agentls/debug/*` requests: what the server knows of a document, its syntax, the
 //! AGENTS.md chain and the workspace, for tests and bug reports.
 
-use super::*;
+use super::to_proto::symbol_json;
+use super::{invalid_params, Backend};
 use crate::gather;
+use crate::locks::ReadWriteLocked;
+use crate::protocol::lsp::{
+    DebugAgentsMdConfig, DebugAgentsMdParams, DebugConfig, DebugDocumentParams,
+    DebugDocumentResult, DebugSyntaxConfig, DebugSyntaxParams, DebugSyntaxResult,
+    DebugWorkspaceResult, EnclosingSymbol, TokenizerState,
+};
+use crate::protocol::Json;
+use agentls_core::agents_md::AgentsChain;
 use agentls_core::document::DocumentSnapshot;
 use agentls_core::position;
 use agentls_core::syntax;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::path::Path;
 use tower_lsp::jsonrpc;
-use tower_lsp::lsp_types::*;
-
-#[derive(Deserialize)]
-pub(super) struct DebugDocumentParams {
-    pub(super) uri: Url,
-    /// Include the syntax tree as an s-expression.
-    #[serde(default)]
-    pub(super) sexp: bool,
-}
-
-#[derive(Deserialize)]
-pub(super) struct DebugSyntaxParams {
-    pub(super) uri: Url,
-    pub(super) position: Option<Position>,
-    pub(super) range: Option<tower_lsp::lsp_types::Range>,
-}
-
-#[derive(Deserialize, Serialize)]
-pub(super) struct DebugAgentsMdParams {
-    pub(super) uri: Option<Url>,
-}
+use tower_lsp::lsp_types::{Position, Url};
 
 impl Backend {
     pub(super) async fn snapshot(&self, uri: &Url) -> jsonrpc::Result<DocumentSnapshot> {
@@ -54,7 +42,7 @@ impl Backend {
     pub(super) async fn debug_document(
         &self,
         params: DebugDocumentParams,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<DebugDocumentResult> {
         let doc = self.snapshot(&params.uri).await?;
         let encoding = self.state.encoding();
         let text = doc.rope.to_string();
@@ -62,34 +50,39 @@ impl Backend {
             Some(tree) => syntax::outline(doc.language, text.as_bytes(), tree),
             None => Vec::new(),
         };
-        let outline: Vec<Value> = outline
+        let outline = outline
             .iter()
-            .map(|s| symbol_json(&doc, s, encoding, 0))
+            .map(|s| Json::new(symbol_json(&doc, s, encoding, 0)))
             .collect();
-        let mut result = json!({
-            "uri": params.uri,
-            "text": text,
-            "version": doc.version,
-            "language": doc.language.id(),
-            "positionEncoding": encoding.kind(),
-            "lineCount": position::line_count(&doc.rope),
-            "hasSyntaxTree": doc.tree.is_some(),
-            "parses": doc.parses,
-            "syntaxErrors": doc.tree.as_ref().is_some_and(|t| t.root_node().has_error()),
-            "outline": outline,
-        });
-        if params.sexp {
-            result["sexp"] = json!(doc.tree.as_ref().map(|t| t.root_node().to_sexp()));
-        }
-        Ok(result)
+        Ok(DebugDocumentResult {
+            line_count: position::line_count(&doc.rope),
+            has_syntax_tree: doc.tree.is_some(),
+            syntax_errors: doc.tree.as_ref().is_some_and(|t| t.root_node().has_error()),
+            sexp: params
+                .sexp
+                .then(|| doc.tree.as_ref().map(|t| t.root_node().to_sexp())),
+            uri: params.uri,
+            text,
+            version: doc.version,
+            language: doc.language.id().to_string(),
+            position_encoding: encoding.kind(),
+            parses: doc.parses,
+            outline,
+        })
     }
 
-    pub(super) async fn debug_syntax(&self, params: DebugSyntaxParams) -> jsonrpc::Result<Value> {
+    pub(super) async fn debug_syntax(
+        &self,
+        params: DebugSyntaxParams,
+    ) -> jsonrpc::Result<DebugSyntaxResult> {
         let uri = &params.uri;
         let doc = self.snapshot(uri).await?;
         let encoding = self.state.encoding();
         let text = doc.rope.to_string();
-        let mut result = json!({ "enclosingSymbol": null, "identifiers": [] });
+        let mut result = DebugSyntaxResult {
+            enclosing_symbol: None,
+            identifiers: Json::new(json!([])),
+        };
         let Some(tree) = &doc.tree else {
             return Ok(result);
         };
@@ -97,12 +90,12 @@ impl Backend {
             let byte = self.to_byte(uri, &doc, position)?;
             if let Some(found) = syntax::enclosing_symbol(doc.language, text.as_bytes(), tree, byte)
             {
-                result["enclosingSymbol"] = json!({
-                    "name": found.name,
-                    "kind": found.kind,
-                    "path": found.path,
-                    "range": position::byte_range_to_range(&doc.rope, found.range, encoding),
-                    "text": found.text,
+                result.enclosing_symbol = Some(EnclosingSymbol {
+                    name: found.name,
+                    kind: found.kind,
+                    path: found.path,
+                    range: position::byte_range_to_range(&doc.rope, found.range, encoding),
+                    text: found.text,
                 });
             }
         }
@@ -111,7 +104,7 @@ impl Backend {
             let end = self.to_byte(uri, &doc, range.end)?;
             let identifiers =
                 syntax::referenced_identifiers(doc.language, text.as_bytes(), tree, start..end);
-            result["identifiers"] = json!(identifiers);
+            result.identifiers = Json::new(json!(identifiers));
         }
         Ok(result)
     }
@@ -119,7 +112,7 @@ impl Backend {
     pub(super) async fn debug_agents_md(
         &self,
         params: DebugAgentsMdParams,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<AgentsChain> {
         let dir = match params.uri {
             Some(uri) => {
                 let path = uri
@@ -146,30 +139,32 @@ impl Backend {
                     .is_ok_and(|p| agentls_core::agents_md::is_instruction_file(&p))
             })
             .await;
-        let chain = gather::agents_chain(self, &self.state.config(), dir, &buffers).await;
-        serde_json::to_value(chain).map_err(|err| jsonrpc::Error {
-            code: jsonrpc::ErrorCode::InternalError,
-            message: err.to_string().into(),
-            data: None,
-        })
+        Ok(gather::agents_chain(self, &self.state.config(), dir, &buffers).await)
     }
 
-    pub(super) async fn debug_workspace(&self, _: Value) -> jsonrpc::Result<Value> {
+    pub(super) async fn debug_workspace(&self, _: Value) -> jsonrpc::Result<DebugWorkspaceResult> {
         let index = self.state.index.state();
         let config = self.state.config();
-        Ok(json!({
-            "roots": index.roots,
-            "status": index.status,
-            "fileCount": index.files.len(),
-            "indexMillis": index.elapsed_ms,
-            "positionEncoding": self.state.encoding().kind(),
-            "agentsMdCached": self.state.support.read().unwrap_or_else(|e| e.into_inner()).watched_files_registration,
-            // Whether the model's vocabulary is built (at `initialized`, in the background).
-            "tokenizer": { "name": config.tokenizer().name(), "built": config.tokenizer().is_built() },
-            "config": {
-                "agentsMd": { "maxBytes": config.agents_md_max_bytes },
-                "syntax": { "maxDocumentBytes": config.syntax_max_document_bytes },
+        let support = *self.state.support.read_locked();
+        Ok(DebugWorkspaceResult {
+            roots: index.roots,
+            status: Json::new(json!(index.status)),
+            file_count: index.files.len(),
+            index_millis: index.elapsed_ms,
+            position_encoding: self.state.encoding().kind(),
+            agents_md_cached: support.watched_files_registration,
+            tokenizer: TokenizerState {
+                name: config.tokenizer().name().to_string(),
+                built: config.tokenizer().is_built(),
             },
-        }))
+            config: DebugConfig {
+                agents_md: DebugAgentsMdConfig {
+                    max_bytes: config.agents_md_max_bytes,
+                },
+                syntax: DebugSyntaxConfig {
+                    max_document_bytes: config.syntax_max_document_bytes,
+                },
+            },
+        })
     }
 }

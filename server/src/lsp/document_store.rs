@@ -9,6 +9,7 @@
 //! change the client sent before it. Parsing is CPU work and stays off the async runtime; a
 //! change does not parse at all (the next read reparses what changed).
 
+use crate::locks::Locked;
 use agentls_core::document::{Document, DocumentSnapshot, TextChange, DEFAULT_MAX_SYNTAX_BYTES};
 use agentls_core::language::Language;
 use agentls_core::position::PositionEncoding;
@@ -90,14 +91,14 @@ impl DocumentStore {
 
     /// Sends the waiting batch with `command` at its end, now.
     fn send(&self, command: Command) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = self.waiting.locked();
         waiting.push(command);
         self.send_waiting(&mut waiting);
     }
 
     /// Adds an edit to the waiting batch; sends the batch once it is full.
     fn queue(&self, command: Command) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = self.waiting.locked();
         waiting.push(command);
         if waiting.len() >= BATCH {
             self.send_waiting(&mut waiting);
@@ -107,7 +108,7 @@ impl DocumentStore {
     /// Hands the waiting edits to the worker (the reader calls this before it waits for
     /// input, so that the worker applies them while the client types).
     pub fn flush(&self) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = self.waiting.locked();
         if !waiting.is_empty() {
             self.send_waiting(&mut waiting);
         }
@@ -270,6 +271,44 @@ impl Worker {
         }
     }
 
+    fn open(&mut self, uri: Url, language_id: &str, version: i32, text: &str) {
+        let path = uri.to_file_path().ok();
+        let language = Language::detect(language_id, path.as_deref());
+        if self.documents.contains_key(&uri) {
+            tracing::warn!("didOpen of {uri}, which is already open: replacing it");
+        }
+        let document = Document::new(text, version, language, self.max_syntax_bytes);
+        self.touch(&uri);
+        self.documents.insert(uri, document);
+        self.evict_trees();
+    }
+
+    /// A didChange, applied whole or not at all.
+    fn change(&mut self, uri: &Url, version: i32, changes: &[TextChange]) {
+        let Some(document) = self.documents.get_mut(uri) else {
+            tracing::warn!("didChange for {uri}, which is not open: ignored");
+            return;
+        };
+        if version <= document.version {
+            tracing::warn!(
+                "didChange for {uri} with version {version}, not newer than {}: ignored",
+                document.version
+            );
+            return;
+        }
+        // No parse here: the next read reparses what changed (document.rs).
+        match document.apply_changes(changes, self.encoding) {
+            Ok(()) => document.version = version,
+            Err(err) => {
+                tracing::warn!("didChange for {uri} (version {version}) ignored: {err}")
+            }
+        }
+        self.touch(uri);
+        if self.over_tree_budget() {
+            self.evict_trees();
+        }
+    }
+
     fn handle(&mut self, command: Command) {
         match command {
             Command::Configure {
@@ -287,45 +326,12 @@ impl Worker {
                 language_id,
                 version,
                 text,
-            } => {
-                let path = uri.to_file_path().ok();
-                let language = Language::detect(&language_id, path.as_deref());
-                if self.documents.contains_key(&uri) {
-                    tracing::warn!("didOpen of {uri}, which is already open: replacing it");
-                }
-                let document = Document::new(&text, version, language, self.max_syntax_bytes);
-                self.touch(&uri);
-                self.documents.insert(uri, document);
-                self.evict_trees();
-            }
+            } => self.open(uri, &language_id, version, &text),
             Command::Change {
                 uri,
                 version,
                 changes,
-            } => {
-                let Some(document) = self.documents.get_mut(&uri) else {
-                    tracing::warn!("didChange for {uri}, which is not open: ignored");
-                    return;
-                };
-                if version <= document.version {
-                    tracing::warn!(
-                        "didChange for {uri} with version {version}, not newer than {}: ignored",
-                        document.version
-                    );
-                    return;
-                }
-                // No parse here: the next read reparses what changed (document.rs).
-                match document.apply_changes(&changes, self.encoding) {
-                    Ok(()) => document.version = version,
-                    Err(err) => {
-                        tracing::warn!("didChange for {uri} (version {version}) ignored: {err}")
-                    }
-                }
-                self.touch(&uri);
-                if self.over_tree_budget() {
-                    self.evict_trees();
-                }
-            }
+            } => self.change(&uri, version, &changes),
             Command::Close { uri } => {
                 self.last_used.remove(&uri);
                 if self.documents.remove(&uri).is_none() {

@@ -2,44 +2,25 @@
 //! through the one gather recipe) and where its outputs go (notifications in order,
 //! `workspace/applyEdit`, approvals through `agent/session/requestPermission`, progress).
 
-use super::*;
+use super::progress::Progressor;
+use super::{client_request, to_proto, Backend, ClientSupport};
 use crate::gather::DocumentSource;
 use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
-use crate::lsp::{client_request, to_proto};
+use crate::locks::{Locked, ReadWriteLocked};
+use crate::protocol::lsp::{
+    PermissionOption, RequestPermission, SessionUpdate, SessionUpdateParams, Status,
+};
+use crate::protocol::{lsp, Json};
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
 use agentls_core::editor_state::EditorState;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
-use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tower_lsp::lsp_types::*;
-
-/// `agent/session/update`, `agent/status` and `agent/session/requestPermission`.
-pub(super) enum SessionUpdate {}
-
-impl notification::Notification for SessionUpdate {
-    type Params = Value;
-    const METHOD: &'static str = "agent/session/update";
-}
-
-pub(super) enum AgentStatus {}
-
-impl notification::Notification for AgentStatus {
-    type Params = Value;
-    const METHOD: &'static str = "agent/status";
-}
-
-pub(super) enum RequestPermission {}
-
-impl request::Request for RequestPermission {
-    type Params = Value;
-    type Result = Value;
-    const METHOD: &'static str = "agent/session/requestPermission";
-}
+use tower_lsp::lsp_types::{request, ApplyWorkspaceEditParams, MessageType, Url};
 
 /// The agent loop's host over LSP: context from the document store, edits through
 /// `workspace/applyEdit`, approvals through `agent/session/requestPermission`, updates as
@@ -80,14 +61,16 @@ impl LspHost {
                         update,
                     } => {
                         client
-                            .send_notification::<SessionUpdate>(json!({
-                                "sessionId": session_id,
-                                "turnId": turn_id,
-                                "update": update,
-                            }))
+                            .send_notification::<SessionUpdate>(SessionUpdateParams {
+                                session_id,
+                                turn_id,
+                                update: Json::new(update),
+                            })
                             .await
                     }
-                    Notice::Status(status) => client.send_notification::<AgentStatus>(status).await,
+                    Notice::Status(status) => {
+                        client.send_notification::<Status>(Json::new(status)).await
+                    }
                 }
             }
         });
@@ -107,12 +90,7 @@ impl LspHost {
     }
 
     pub(super) fn support(&self) -> ClientSupport {
-        *self
-            .backend
-            .state
-            .support
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        *self.backend.state.support.read_locked()
     }
 }
 
@@ -169,7 +147,7 @@ impl Host for LspHost {
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
         let timeout = std::time::Duration::from_millis(self.config().approval_timeout_ms);
         let options = request.options.clone();
-        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let params = permission_params(request);
         self.flush_notices().await;
         // Sent from its own task: a wait that times out here, or a turn cancelled while
         // it waits, leaves the request to take the client's late answer and ignore it.
@@ -180,7 +158,11 @@ impl Host for LspHost {
         .await
         .map(|answer| {
             answer
-                .map(|answer| answer["outcome"]["optionId"].as_str().map(str::to_string))
+                .map(|answer| {
+                    answer.value["outcome"]["optionId"]
+                        .as_str()
+                        .map(str::to_string)
+                })
                 .map_err(|err| err.message.to_string())
         });
         PermissionOutcome::from_answer(answer, &options, "requestPermission", timeout)
@@ -200,7 +182,7 @@ impl Host for LspHost {
     }
 
     fn progress(&self, id: &str, title: &str, end: Option<String>) {
-        let mut running = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut running = self.progress.locked();
         match end {
             Some(message) => {
                 if let Some(sender) = running.remove(id) {
@@ -221,6 +203,36 @@ impl Host for LspHost {
                 });
             }
         }
+    }
+}
+
+/// `agent/session/requestPermission`'s params from the loop's request (every field, by
+/// name: a field added there must be placed here).
+fn permission_params(request: PermissionRequest) -> lsp::PermissionRequest {
+    let PermissionRequest {
+        session_id,
+        turn_id,
+        tool_call,
+        options,
+    } = request;
+    lsp::PermissionRequest {
+        session_id,
+        turn_id,
+        tool_call: Json::new(tool_call),
+        options: options
+            .into_iter()
+            .map(
+                |crate::host::PermissionOption {
+                     option_id,
+                     kind,
+                     name,
+                 }| PermissionOption {
+                    option_id,
+                    kind,
+                    name,
+                },
+            )
+            .collect(),
     }
 }
 

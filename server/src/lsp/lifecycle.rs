@@ -2,7 +2,9 @@
 //! encoding), initialized, shutdown, code actions, saves, watched files, configuration and
 //! workspace folders.
 
-use super::*;
+use super::workspace::{roots_from, uri_to_dir};
+use super::{Backend, ClientSupport};
+use crate::locks::ReadWriteLocked;
 use agentls_core::agents_md;
 use agentls_core::position::PositionEncoding;
 use serde_json::{json, Value};
@@ -16,6 +18,64 @@ use tower_lsp::LanguageServer;
 /// VS Code shows it in the lightbulb and the refactor menu.
 pub(super) const ASK_ACTION_KIND: &str = "refactor.agentls";
 
+/// What the client can do, as far as the server uses it.
+fn client_support(capabilities: &ClientCapabilities) -> ClientSupport {
+    let workspace = capabilities.workspace.as_ref();
+    let workspace_edit = workspace.and_then(|w| w.workspace_edit.as_ref());
+    ClientSupport {
+        work_done_progress: capabilities
+            .window
+            .as_ref()
+            .and_then(|w| w.work_done_progress)
+            .unwrap_or(false),
+        watched_files_registration: workspace
+            .and_then(|w| w.did_change_watched_files)
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false),
+        apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
+        document_changes: workspace_edit
+            .and_then(|e| e.document_changes)
+            .unwrap_or(false),
+        create_files: workspace_edit
+            .and_then(|e| e.resource_operations.as_ref())
+            .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+    }
+}
+
+/// What `initialize` announces: the negotiated encoding, incremental sync, the code
+/// actions, workspace folders.
+fn server_capabilities(encoding: PositionEncoding) -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(encoding.kind()),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                    include_text: Some(false),
+                })),
+                ..Default::default()
+            },
+        )),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![
+                CodeActionKind::QUICKFIX,
+                CodeActionKind::from(ASK_ACTION_KIND),
+            ]),
+            resolve_provider: Some(false),
+            ..Default::default()
+        })),
+        workspace: Some(WorkspaceServerCapabilities {
+            workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                supported: Some(true),
+                change_notifications: Some(OneOf::Left(true)),
+            }),
+            file_operations: None,
+        }),
+        ..Default::default()
+    }
+}
+
 #[tower_lsp::async_trait]
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> jsonrpc::Result<InitializeResult> {
@@ -26,106 +86,32 @@ impl LanguageServer for Backend {
             .as_ref()
             .and_then(|g| g.position_encodings.as_deref());
         let encoding = PositionEncoding::negotiate(offered);
-        *state.encoding.write().unwrap_or_else(|e| e.into_inner()) = encoding;
-        *state.support.write().unwrap_or_else(|e| e.into_inner()) = ClientSupport {
-            work_done_progress: params
-                .capabilities
-                .window
-                .as_ref()
-                .and_then(|w| w.work_done_progress)
-                .unwrap_or(false),
-            watched_files_registration: params
-                .capabilities
-                .workspace
-                .as_ref()
-                .and_then(|w| w.did_change_watched_files)
-                .and_then(|d| d.dynamic_registration)
-                .unwrap_or(false),
-            apply_edit: params
-                .capabilities
-                .workspace
-                .as_ref()
-                .and_then(|w| w.apply_edit)
-                .unwrap_or(false),
-            document_changes: params
-                .capabilities
-                .workspace
-                .as_ref()
-                .and_then(|w| w.workspace_edit.as_ref())
-                .and_then(|e| e.document_changes)
-                .unwrap_or(false),
-            create_files: params
-                .capabilities
-                .workspace
-                .as_ref()
-                .and_then(|w| w.workspace_edit.as_ref())
-                .and_then(|e| e.resource_operations.as_ref())
-                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
-        };
+        *state.encoding.write_locked() = encoding;
+        *state.support.write_locked() = client_support(&params.capabilities);
         let problems = state.apply_settings(
             params
                 .initialization_options
                 .as_ref()
                 .unwrap_or(&Value::Null),
         );
-        *state
-            .initial_config_problems
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = problems;
+        *state.initial_config_problems.write_locked() = problems;
         state.index.begin(roots_from(&params));
         state.accepting_sync.store(true, Ordering::Release);
         tracing::info!(
             "initialized: position encoding {encoding:?}, roots {:?}",
             state.index.roots()
         );
-
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
                 name: "agentls".into(),
                 version: Some(env!("CARGO_PKG_VERSION").into()),
             }),
-            capabilities: ServerCapabilities {
-                position_encoding: Some(encoding.kind()),
-                text_document_sync: Some(TextDocumentSyncCapability::Options(
-                    TextDocumentSyncOptions {
-                        open_close: Some(true),
-                        change: Some(TextDocumentSyncKind::INCREMENTAL),
-                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
-                            include_text: Some(false),
-                        })),
-                        ..Default::default()
-                    },
-                )),
-                code_action_provider: Some(CodeActionProviderCapability::Options(
-                    CodeActionOptions {
-                        code_action_kinds: Some(vec![
-                            CodeActionKind::QUICKFIX,
-                            CodeActionKind::from(ASK_ACTION_KIND),
-                        ]),
-                        resolve_provider: Some(false),
-                        ..Default::default()
-                    },
-                )),
-                workspace: Some(WorkspaceServerCapabilities {
-                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
-                        supported: Some(true),
-                        change_notifications: Some(OneOf::Left(true)),
-                    }),
-                    file_operations: None,
-                }),
-                ..Default::default()
-            },
+            capabilities: server_capabilities(encoding),
         })
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        let problems = std::mem::take(
-            &mut *self
-                .state
-                .initial_config_problems
-                .write()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
+        let problems = std::mem::take(&mut *self.state.initial_config_problems.write_locked());
         for message in problems {
             self.client
                 .show_message(MessageType::WARNING, message)

@@ -3,16 +3,14 @@
 //! `agent/mcp/status`. The payload is that request's answer. Changes that land before the
 //! forwarder looks are sent as one notification, and an unchanged status is never sent again.
 
-use super::*;
+use std::sync::Arc;
+
 use serde_json::json;
-use tower_lsp::lsp_types::notification;
+use tower_lsp::Client;
 
-pub(super) enum DidChangeStatus {}
-
-impl notification::Notification for DidChangeStatus {
-    type Params = Value;
-    const METHOD: &'static str = "agent/mcp/didChangeStatus";
-}
+use crate::agent::Agent;
+use crate::protocol::lsp::McpDidChangeStatus;
+use crate::protocol::Json;
 
 /// Spawns the task that forwards `agent`'s MCP status changes to `client`. It ends with the
 /// agent (its manager's channel closes).
@@ -33,7 +31,7 @@ pub(super) fn forward(client: Client, agent: &Arc<Agent>) {
             drop(agent);
             if status != last {
                 client
-                    .send_notification::<DidChangeStatus>(status.clone())
+                    .send_notification::<McpDidChangeStatus>(Json::new(status.clone()))
                     .await;
                 last = status;
             }

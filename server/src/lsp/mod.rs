@@ -17,14 +17,14 @@ mod to_proto;
 pub mod transport;
 mod workspace;
 
+use crate::locks::ReadWriteLocked;
 use host::LspHost;
-use progress::Progressor;
 use sync::OrderedSync;
-use to_proto::symbol_json;
-use workspace::{roots_from, uri_to_dir};
 
 use crate::agent::Agent;
 use crate::lsp::document_store::DocumentStore;
+use crate::protocol::lsp as ext;
+use crate::protocol::{ClientNotification, ClientRequest};
 use crate::store::agents_md::DiskFiles;
 use crate::store::file_index::FileIndex;
 use agentls_core::config::Config;
@@ -34,8 +34,8 @@ use agentls_core::prompts::Prompts;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use tower_lsp::jsonrpc;
-use tower_lsp::{Client, LspService};
+use tower_lsp::jsonrpc::{self, Method};
+use tower_lsp::{Client, LspService, LspServiceBuilder};
 
 /// How the session ended, for the process exit code: the LSP spec asks for 0 after
 /// shutdown + exit and 1 for an exit without shutdown (or a client that just went away).
@@ -49,31 +49,10 @@ pub enum SessionEnd {
 pub async fn serve_stdio() -> SessionEnd {
     let documents = DocumentStore::spawn();
     let accepting_sync = Arc::new(AtomicBool::new(false));
-    let (service, socket) = LspService::build(|client| Backend {
+    let (service, socket) = custom_methods(LspService::build(|client| Backend {
         client,
         state: Arc::new(State::new(documents.clone(), accepting_sync.clone())),
-    })
-    .custom_method("agentls/debug/document", Backend::debug_document)
-    .custom_method("agentls/debug/syntax", Backend::debug_syntax)
-    .custom_method("agentls/debug/agentsMd", Backend::debug_agents_md)
-    .custom_method("agentls/debug/workspace", Backend::debug_workspace)
-    .custom_method("agent/session/context", Backend::session_context)
-    .custom_method("agent/session/new", Backend::session_new)
-    .custom_method("agent/session/list", Backend::session_list)
-    .custom_method("agent/session/commands", Backend::session_commands)
-    .custom_method("agent/session/load", Backend::session_load)
-    .custom_method("agent/session/prompt", Backend::session_prompt)
-    .custom_method("agent/session/cancel", Backend::session_cancel)
-    .custom_method("agent/session/compact", Backend::session_compact)
-    .custom_method("agent/session/setModel", Backend::session_set_model)
-    .custom_method("agent/session/setMode", Backend::session_set_mode)
-    .custom_method("agent/mcp/status", Backend::mcp_status)
-    .custom_method("agent/mcp/resources", Backend::mcp_resources)
-    .custom_method(transport::INVALID_REQUEST_METHOD, Backend::invalid_request)
-    .custom_method(
-        transport::MALFORMED_MESSAGE_METHOD,
-        Backend::malformed_message,
-    )
+    }))
     .finish();
     let lifecycle = Arc::new(Lifecycle::default());
     let batches = documents.clone();
@@ -109,6 +88,79 @@ pub async fn serve_stdio() -> SessionEnd {
         SessionEnd::Clean
     } else {
         SessionEnd::Unclean
+    }
+}
+
+/// The handler of every custom method, by its type in `protocol::lsp` (the method name is
+/// the type's), and of the transport's stand-ins for what it could not decode.
+fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
+    builder
+        .on::<ext::DebugDocument>(Backend::debug_document)
+        .on::<ext::DebugSyntax>(Backend::debug_syntax)
+        .on::<ext::DebugAgentsMd>(Backend::debug_agents_md)
+        .on::<ext::DebugWorkspace>(Backend::debug_workspace)
+        .on::<ext::SessionContext>(Backend::session_context)
+        .on::<ext::SessionNew>(Backend::session_new)
+        .on::<ext::SessionList>(Backend::session_list)
+        .on::<ext::SessionCommands>(Backend::session_commands)
+        .on::<ext::SessionLoad>(Backend::session_load)
+        .on::<ext::SessionPrompt>(Backend::session_prompt)
+        .on::<ext::SessionCancel>(Backend::session_cancel)
+        .on::<ext::SessionCompact>(Backend::session_compact)
+        .on::<ext::SessionSetModel>(Backend::session_set_model)
+        .on::<ext::SessionSetMode>(Backend::session_set_mode)
+        .on::<ext::McpStatus>(Backend::mcp_status)
+        .on::<ext::McpResources>(Backend::mcp_resources)
+        .on::<malformed::InvalidRequest>(Backend::invalid_request)
+        .on_notification::<malformed::MalformedMessage>(Backend::malformed_message)
+}
+
+/// Registration of a handler by the type of its method: params parsed as `R::Params`
+/// (tower-lsp answers -32602 naming the serde error when they do not parse), the answer
+/// `R::Result`.
+trait On {
+    fn on<R>(
+        self,
+        handler: impl for<'a> Method<&'a Backend, (R::Params,), jsonrpc::Result<R::Result>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self
+    where
+        R: ClientRequest;
+
+    fn on_notification<N>(
+        self,
+        handler: impl for<'a> Method<&'a Backend, (N::Params,), ()> + Clone + Send + Sync + 'static,
+    ) -> Self
+    where
+        N: ClientNotification;
+}
+
+impl On for LspServiceBuilder<Backend> {
+    fn on<R>(
+        self,
+        handler: impl for<'a> Method<&'a Backend, (R::Params,), jsonrpc::Result<R::Result>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self
+    where
+        R: ClientRequest,
+    {
+        self.custom_method(R::METHOD, handler)
+    }
+
+    fn on_notification<N>(
+        self,
+        handler: impl for<'a> Method<&'a Backend, (N::Params,), ()> + Clone + Send + Sync + 'static,
+    ) -> Self
+    where
+        N: ClientNotification,
+    {
+        self.custom_method(N::METHOD, handler)
     }
 }
 
@@ -166,21 +218,15 @@ impl State {
     }
 
     fn prompts(&self) -> Arc<Prompts> {
-        self.prompts
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.prompts.read_locked().clone()
     }
 
     fn config(&self) -> Config {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.config.read_locked().clone()
     }
 
     fn encoding(&self) -> PositionEncoding {
-        *self.encoding.read().unwrap_or_else(|e| e.into_inner())
+        *self.encoding.read_locked()
     }
 
     /// Applies settings; returns the messages to show the user.
@@ -192,7 +238,7 @@ impl State {
             Err(why) => (Value::Null, Some(format!("agentls: {why}; it was ignored"))),
         };
         let settings = &agentls_core::config::merge_settings(&file, settings);
-        let mut config = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let mut config = self.config.write_locked();
         let (next, update) = Config::from_settings(&config, settings);
         for key in &update.unknown_keys {
             tracing::info!("ignoring unknown configuration key `{key}`");
@@ -206,7 +252,7 @@ impl State {
             crate::store::prompts::override_dir(next.prompts_dir.as_deref()).as_deref(),
             next.compaction.prompt_file.as_deref(),
         );
-        *self.prompts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(prompts);
+        *self.prompts.write_locked() = Arc::new(prompts);
         *config = next;
         update
             .problems

@@ -1,6 +1,7 @@
 //! `$/progress` for long work (indexing, compaction), when the client can show it.
 
-use super::*;
+use super::State;
+use crate::locks::ReadWriteLocked;
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::notification::Progress;
 use tower_lsp::lsp_types::request::WorkDoneProgressCreate;
@@ -14,7 +15,7 @@ pub(super) struct Progressor {
 
 impl Progressor {
     pub(super) async fn start(client: &Client, state: &State, title: &str) -> Progressor {
-        let support = *state.support.read().unwrap_or_else(|e| e.into_inner());
+        let support = *state.support.read_locked();
         if !support.work_done_progress {
             return Progressor { token: None };
         }

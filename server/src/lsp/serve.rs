@@ -12,7 +12,7 @@
 use super::transport::{self, Frame, FrameReader, Incoming, InputClosed};
 use futures::channel::mpsc;
 use futures::future::{Either, Ready};
-use futures::{future, stream, FutureExt, SinkExt, StreamExt};
+use futures::{future, stream, FutureExt, Sink, SinkExt, Stream, StreamExt};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -77,27 +77,13 @@ pub async fn serve<I, O, S, E, F>(
         .forward(responses_tx.clone().sink_map_err(|_| ()))
         .map(|_| ());
 
-    let write_output = async {
-        let mut out = BufWriter::new(output);
-        let mut messages = stream::select(
+    let write_output = write_output(
+        output,
+        stream::select(
             responses_rx.map(Outgoing::Response),
             client_requests.map(Outgoing::Request),
-        );
-        while let Some(message) = messages.next().await {
-            if write(&mut out, &message).await.is_err() {
-                return;
-            }
-            // Write what else is ready, then flush once.
-            while let Some(Some(message)) = messages.next().now_or_never() {
-                if write(&mut out, &message).await.is_err() {
-                    return;
-                }
-            }
-            if out.flush().await.is_err() {
-                return;
-            }
-        }
-    };
+        ),
+    );
 
     let read_input = async {
         let mut reader = FrameReader::new(input, max_frame);
@@ -106,61 +92,13 @@ pub async fn serve<I, O, S, E, F>(
                 idle();
             }
             let frame = reader.next().await;
-            let request = match &frame {
-                Frame::End => break,
-                Frame::Skipped(why) => {
-                    tracing::warn!("{why}");
-                    transport::malformed(why)
-                }
-                Frame::Body(body) => match transport::decode(body) {
-                    Incoming::Request(request) => request,
-                    Incoming::Response(response) => {
-                        if let Err(err) = client_responses.send(response).await {
-                            tracing::error!("cannot hand a response to tower-lsp: {err}");
-                            break;
-                        }
-                        continue;
-                    }
-                    Incoming::Sync { method, params } => {
-                        if let Err(err) = future::poll_fn(|cx| service.poll_ready(cx)).await {
-                            tracing::info!("{err}");
-                            break;
-                        }
-                        if service.sync_now(method, params) {
-                            continue;
-                        }
-                        let params =
-                            serde_json::from_str::<Value>(params.get()).unwrap_or_default();
-                        Request::build(method).params(params).finish()
-                    }
-                },
+            let request = match next_request(frame, &mut service, &mut client_responses).await {
+                Step::Call(request) => request,
+                Step::Handled => continue,
+                Step::Stop => break,
             };
-            if let Err(err) = future::poll_fn(|cx| service.poll_ready(cx)).await {
-                // The service has exited: nothing more is read.
-                tracing::info!("{err}");
+            if !call(&mut service, request, &mut responses_tx, &mut tasks_tx).await {
                 break;
-            }
-            match service.call(request) {
-                Either::Left(ready) => match ready.into_inner() {
-                    Ok(None) => {}
-                    Ok(Some(response)) => {
-                        if responses_tx.send(response).await.is_err() {
-                            break;
-                        }
-                    }
-                    Err(err) => tracing::error!("{err}"),
-                },
-                Either::Right(pending) => {
-                    let task = pending.map(|answer| {
-                        answer.unwrap_or_else(|err| {
-                            tracing::error!("{err}");
-                            None
-                        })
-                    });
-                    if tasks_tx.send(task).await.is_err() {
-                        break;
-                    }
-                }
             }
         }
         idle();
@@ -171,6 +109,128 @@ pub async fn serve<I, O, S, E, F>(
     };
 
     futures::join!(write_output, read_input, run_tasks);
+}
+
+/// A pending answer of the service, its error logged.
+type Answer<F, E> = future::Map<F, fn(Result<Option<Response>, E>) -> Option<Response>>;
+
+fn logged<E: std::fmt::Display>(answer: Result<Option<Response>, E>) -> Option<Response> {
+    answer.unwrap_or_else(|err| {
+        tracing::error!("{err}");
+        None
+    })
+}
+
+/// Hands `request` to the service once it is ready: an answer at hand is queued for
+/// writing, a pending one joins the running tasks. False when the service exited or the
+/// output or the tasks are gone: nothing more is read.
+async fn call<S, E, F>(
+    service: &mut S,
+    request: Request,
+    responses: &mut mpsc::Sender<Response>,
+    tasks: &mut mpsc::Sender<Answer<F, E>>,
+) -> bool
+where
+    S: Service<
+        Request,
+        Response = Option<Response>,
+        Error = E,
+        Future = Either<Ready<Result<Option<Response>, E>>, F>,
+    >,
+    E: std::fmt::Display,
+    F: Future<Output = Result<Option<Response>, E>>,
+{
+    if let Err(err) = future::poll_fn(|cx| service.poll_ready(cx)).await {
+        tracing::info!("{err}");
+        return false;
+    }
+    match service.call(request) {
+        Either::Left(ready) => match ready.into_inner() {
+            Ok(None) => true,
+            Ok(Some(response)) => responses.send(response).await.is_ok(),
+            Err(err) => {
+                tracing::error!("{err}");
+                true
+            }
+        },
+        Either::Right(pending) => {
+            let logged: fn(Result<Option<Response>, E>) -> Option<Response> = logged::<E>;
+            tasks.send(pending.map(logged)).await.is_ok()
+        }
+    }
+}
+
+/// Writes the messages as they come; what is ready together is flushed once.
+async fn write_output<O: AsyncWrite + Unpin>(
+    output: O,
+    mut messages: impl Stream<Item = Outgoing> + Unpin,
+) {
+    let mut out = BufWriter::new(output);
+    while let Some(message) = messages.next().await {
+        if write(&mut out, &message).await.is_err() {
+            return;
+        }
+        while let Some(Some(message)) = messages.next().now_or_never() {
+            if write(&mut out, &message).await.is_err() {
+                return;
+            }
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// What a frame asks of the read loop.
+enum Step {
+    /// A request or notification for the service.
+    Call(Request),
+    /// Handled here: a client's answer passed on, a text sync applied.
+    Handled,
+    /// The input ended or the service is gone.
+    Stop,
+}
+
+/// The request a frame holds for the service. Answers to the server's requests go to
+/// tower-lsp; text syncs are applied at once when the service can (`SyncNow`); what is not
+/// a message becomes the transport's stand-in (`transport::malformed`).
+async fn next_request<S, E>(
+    frame: Frame,
+    service: &mut S,
+    client_responses: &mut (impl Sink<Response, Error = impl std::fmt::Display> + Unpin),
+) -> Step
+where
+    S: Service<Request, Error = E> + SyncNow,
+    E: std::fmt::Display,
+{
+    match &frame {
+        Frame::End => Step::Stop,
+        Frame::Skipped(why) => {
+            tracing::warn!("{why}");
+            Step::Call(transport::malformed(why))
+        }
+        Frame::Body(body) => match transport::decode(body) {
+            Incoming::Request(request) => Step::Call(request),
+            Incoming::Response(response) => match client_responses.send(response).await {
+                Ok(()) => Step::Handled,
+                Err(err) => {
+                    tracing::error!("cannot hand a response to tower-lsp: {err}");
+                    Step::Stop
+                }
+            },
+            Incoming::Sync { method, params } => {
+                if let Err(err) = future::poll_fn(|cx| service.poll_ready(cx)).await {
+                    tracing::info!("{err}");
+                    return Step::Stop;
+                }
+                if service.sync_now(method, params) {
+                    return Step::Handled;
+                }
+                let params = serde_json::from_str::<Value>(params.get()).unwrap_or_default();
+                Step::Call(Request::build(method).params(params).finish())
+            }
+        },
+    }
 }
 
 async fn write<W: AsyncWrite + Unpin>(out: &mut W, message: &Outgoing) -> std::io::Result<()> {

@@ -1,78 +1,25 @@
 //! The `agent/session/*` requests: thin translations to the agent (`crate::agent`) and back.
 
-use super::*;
+use super::{internal_error, invalid_params, Backend};
 use crate::agent::AgentError;
 use crate::gather;
 use crate::host::Gathered;
+use crate::locks::Locked;
+use crate::protocol::lsp::{
+    McpResourceList, McpServers, SessionCancelResult, SessionCommandsResult, SessionCompactParams,
+    SessionCompactResult, SessionContextParams, SessionListParams, SessionListResult,
+    SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
+    SessionPromptResult, SessionSetModeParams, SessionSetModeResult, SessionSetModelParams,
+    SessionSetModelResult, SessionSummary,
+};
+use crate::protocol::shapes::SessionIdParams;
+use crate::protocol::Json;
 use agentls_core::editor_state::EditorState;
 use agentls_core::history::History;
-use agentls_core::inspect;
+use agentls_core::inspect::{self, ContextReport};
 use agentls_core::tokens::Calibration;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tower_lsp::jsonrpc;
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionContextParams {
-    #[serde(default)]
-    pub(super) session_id: Option<String>,
-    #[serde(default)]
-    pub(super) editor: Option<EditorState>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionNewParams {
-    #[serde(default)]
-    pub(super) model: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionListParams {
-    #[serde(default)]
-    pub(super) include_children: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionIdParams {
-    pub(super) session_id: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionCompactParams {
-    pub(super) session_id: String,
-    #[serde(default)]
-    pub(super) instructions: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionSetModelParams {
-    pub(super) session_id: String,
-    pub(super) model: String,
-    #[serde(default)]
-    pub(super) context_window: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionSetModeParams {
-    pub(super) session_id: String,
-    pub(super) mode: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct SessionPromptParams {
-    pub(super) session_id: String,
-    pub(super) text: String,
-    #[serde(default)]
-    pub(super) editor: Option<EditorState>,
-}
 
 pub(super) fn agent_error(err: AgentError) -> jsonrpc::Error {
     if err.0.starts_with("unknown session")
@@ -93,91 +40,119 @@ impl Backend {
     pub(super) async fn session_new(
         &self,
         params: Option<SessionNewParams>,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<SessionNewResult> {
         let model = params.unwrap_or_default().model;
-        let id = self.agent().new_session(model).await.map_err(agent_error)?;
-        Ok(json!({ "sessionId": id }))
+        let session_id = self.agent().new_session(model).await.map_err(agent_error)?;
+        Ok(SessionNewResult { session_id })
     }
 
     pub(super) async fn session_list(
         &self,
         params: Option<SessionListParams>,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<SessionListResult> {
         let include_children = params.is_some_and(|p| p.include_children);
         let sessions = self
             .agent()
             .list(include_children)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "sessions": sessions }))
+        Ok(SessionListResult {
+            sessions: sessions.into_iter().map(summary_row).collect(),
+        })
     }
 
     /// `agent/mcp/status`: the MCP servers, their state and tool count.
-    pub(super) async fn mcp_status(&self, _params: Option<Value>) -> jsonrpc::Result<Value> {
-        Ok(self.agent().mcp_status())
+    pub(super) async fn mcp_status(
+        &self,
+        _params: Option<Value>,
+    ) -> jsonrpc::Result<Json<McpServers>> {
+        Ok(Json::new(self.agent().mcp_status()))
     }
 
     /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.
-    pub(super) async fn mcp_resources(&self, _params: Option<Value>) -> jsonrpc::Result<Value> {
-        Ok(self.agent().mcp_resources().await)
+    pub(super) async fn mcp_resources(
+        &self,
+        _params: Option<Value>,
+    ) -> jsonrpc::Result<Json<McpResourceList>> {
+        Ok(Json::new(self.agent().mcp_resources().await))
     }
 
     /// `agent/session/commands`: the built-in and custom slash commands, for completion.
-    pub(super) async fn session_commands(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+    pub(super) async fn session_commands(
+        &self,
+        params: SessionIdParams,
+    ) -> jsonrpc::Result<SessionCommandsResult> {
         let commands = self
             .agent()
             .commands(&params.session_id)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "commands": commands }))
+        Ok(SessionCommandsResult { commands })
     }
 
-    pub(super) async fn session_load(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+    pub(super) async fn session_load(
+        &self,
+        params: SessionIdParams,
+    ) -> jsonrpc::Result<SessionLoadResult> {
         let items = self
             .agent()
             .load(&params.session_id)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "sessionId": params.session_id, "items": items }))
+        Ok(SessionLoadResult {
+            session_id: params.session_id,
+            items,
+        })
     }
 
     pub(super) async fn session_prompt(
         &self,
         params: SessionPromptParams,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<SessionPromptResult> {
         let turn_id = self
             .agent()
             .prompt(&params.session_id, params.text, params.editor)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "turnId": turn_id }))
+        Ok(SessionPromptResult { turn_id })
     }
 
-    pub(super) async fn session_cancel(&self, params: SessionIdParams) -> jsonrpc::Result<Value> {
+    pub(super) async fn session_cancel(
+        &self,
+        params: SessionIdParams,
+    ) -> jsonrpc::Result<SessionCancelResult> {
         let cancelled = self
             .agent()
             .cancel(&params.session_id)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "cancelled": cancelled }))
+        Ok(SessionCancelResult { cancelled })
     }
 
     pub(super) async fn session_compact(
         &self,
         params: SessionCompactParams,
-    ) -> jsonrpc::Result<Value> {
-        let outcome = self
+    ) -> jsonrpc::Result<SessionCompactResult> {
+        let crate::agent::CompactionOutcome {
+            tokens_before,
+            tokens_after,
+            strategy,
+        } = self
             .agent()
             .compact(&params.session_id, params.instructions)
             .await
             .map_err(agent_error)?;
-        Ok(json!(outcome))
+        Ok(SessionCompactResult {
+            tokens_before,
+            tokens_after,
+            strategy,
+        })
     }
 
     pub(super) async fn session_set_model(
         &self,
         params: SessionSetModelParams,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<SessionSetModelResult> {
         if params.context_window == Some(0) {
             return Err(invalid_params("contextWindow must be a positive integer"));
         }
@@ -186,7 +161,7 @@ impl Backend {
             .set_model(&params.session_id, params.model, params.context_window)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "compacted": compacted }))
+        Ok(SessionSetModelResult { compacted })
     }
 
     /// `agent/session/setMode`: the session's approval policy (`ask`, `auto-edit`,
@@ -194,19 +169,19 @@ impl Backend {
     pub(super) async fn session_set_mode(
         &self,
         params: SessionSetModeParams,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<SessionSetModeResult> {
         self.agent()
             .set_mode(&params.session_id, &params.mode)
             .await
             .map_err(agent_error)?;
-        Ok(json!({ "mode": params.mode }))
+        Ok(SessionSetModeResult { mode: params.mode })
     }
 
     /// `agent/session/context`: what the model would be sent next, section by section.
     pub(super) async fn session_context(
         &self,
         params: Option<SessionContextParams>,
-    ) -> jsonrpc::Result<Value> {
+    ) -> jsonrpc::Result<ContextReport> {
         // Absent or null params: a fresh session, no editor.
         let params = params.unwrap_or_default();
         let config = self.state.config();
@@ -220,7 +195,7 @@ impl Backend {
             .map_err(invalid_params)?;
         let state = self.state.clone();
         let mcp_tools = self.agent().mcp_tool_specs();
-        let report = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             // The MCP servers' tools are offered after the built-in ones.
             let mut prompts = (*state.prompts()).clone();
             prompts.tools.extend(mcp_tools);
@@ -239,15 +214,11 @@ impl Backend {
                 ),
             };
             let inputs = gathered.inputs(&config, &prompts, &history, calibration);
-            let mut cache = state
-                .assembly_cache
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut cache = state.assembly_cache.locked();
             inspect::report(&inputs, "", &mut cache)
         })
         .await
-        .map_err(|err| internal_error(format!("context assembly failed: {err}")))?;
-        serde_json::to_value(report).map_err(|err| internal_error(err.to_string()))
+        .map_err(|err| internal_error(format!("context assembly failed: {err}")))
     }
 
     /// The context inputs of a turn: the editor's active document (open buffer, else the
@@ -256,5 +227,26 @@ impl Backend {
     /// environment. An editor state that names an unusable document is an error.
     pub async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
         gather::gather(self, &self.state.config(), editor).await
+    }
+}
+
+/// A row of `agent/session/list` from the agent's summary (every field, by name: a field
+/// added there must be placed here).
+fn summary_row(summary: crate::agent::SessionSummary) -> SessionSummary {
+    let crate::agent::SessionSummary {
+        session_id,
+        title,
+        updated_at,
+        turns,
+        parent_session_id,
+        parent_tool_call_id,
+    } = summary;
+    SessionSummary {
+        session_id,
+        title,
+        updated_at,
+        turns,
+        parent_session_id,
+        parent_tool_call_id,
     }
 }

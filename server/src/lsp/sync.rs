@@ -2,7 +2,7 @@
 //! synchronously, before tower-lsp's concurrent handler pool could reorder them (tower-lsp
 //! issue #284).
 
-use super::*;
+use super::Lifecycle;
 use crate::lsp::document_store::DocumentStore;
 use agentls_core::document::TextChange;
 use futures::future::{self, Either, Ready};

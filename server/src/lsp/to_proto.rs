@@ -47,7 +47,36 @@ pub(super) fn workspace_edit(
     encoding: PositionEncoding,
     support: ClientSupport,
 ) -> Result<WorkspaceEdit, String> {
-    let (path, version, edits, create) = match change {
+    let planned = text_edit(change, encoding);
+    let uri = Url::from_file_path(&planned.path)
+        .map_err(|()| format!("{} has no file: uri", planned.path.display()))?;
+    if support.document_changes {
+        document_changes(uri, planned, support)
+    } else if planned.create {
+        Err(
+            "the editor cannot create files through workspace/applyEdit (no documentChanges)"
+                .into(),
+        )
+    } else {
+        Ok(WorkspaceEdit {
+            changes: Some(HashMap::from([(uri, vec![planned.edit])])),
+            ..Default::default()
+        })
+    }
+}
+
+/// A change as one LSP text edit of its file.
+struct PlannedEdit {
+    path: std::path::PathBuf,
+    /// The open buffer's version it was planned against.
+    version: Option<i32>,
+    edit: TextEdit,
+    /// The file does not exist yet.
+    create: bool,
+}
+
+fn text_edit(change: FileChange, encoding: PositionEncoding) -> PlannedEdit {
+    match change {
         FileChange::Edit {
             path,
             version,
@@ -57,7 +86,12 @@ pub(super) fn workspace_edit(
         } => {
             let rope = ropey::Rope::from_str(&original);
             let range = position::byte_range_to_range(&rope, range, encoding);
-            (path, version, vec![TextEdit { range, new_text }], false)
+            PlannedEdit {
+                path,
+                version,
+                edit: TextEdit { range, new_text },
+                create: false,
+            }
         }
         FileChange::Write {
             path,
@@ -68,60 +102,51 @@ pub(super) fn workspace_edit(
             let create = original.is_none();
             let rope = ropey::Rope::from_str(original.as_deref().unwrap_or(""));
             let end = position::byte_to_position(&rope, rope.len_bytes(), encoding);
-            let range = Range::new(Position::new(0, 0), end);
-            (
+            PlannedEdit {
                 path,
                 version,
-                vec![TextEdit {
-                    range,
+                edit: TextEdit {
+                    range: Range::new(Position::new(0, 0), end),
                     new_text: content,
-                }],
-                create,
-            )
-        }
-    };
-    let uri =
-        Url::from_file_path(&path).map_err(|()| format!("{} has no file: uri", path.display()))?;
-    let edit = if support.document_changes {
-        let text_edit = TextDocumentEdit {
-            text_document: OptionalVersionedTextDocumentIdentifier {
-                uri: uri.clone(),
-                version,
-            },
-            edits: edits.into_iter().map(OneOf::Left).collect(),
-        };
-        let mut operations = Vec::new();
-        if create {
-            if !support.create_files {
-                return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
-            }
-            operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
-                CreateFile {
-                    uri: uri.clone(),
-                    options: Some(CreateFileOptions {
-                        overwrite: Some(false),
-                        ignore_if_exists: Some(true),
-                    }),
-                    annotation_id: None,
                 },
-            )));
+                create,
+            }
         }
-        operations.push(DocumentChangeOperation::Edit(text_edit));
-        WorkspaceEdit {
-            document_changes: Some(DocumentChanges::Operations(operations)),
-            ..Default::default()
+    }
+}
+
+/// The edit as document changes: a versioned text document edit, after a `CreateFile` for
+/// a new file.
+fn document_changes(
+    uri: Url,
+    planned: PlannedEdit,
+    support: ClientSupport,
+) -> Result<WorkspaceEdit, String> {
+    let mut operations = Vec::new();
+    if planned.create {
+        if !support.create_files {
+            return Err("the editor cannot create files through workspace/applyEdit (no resourceOperations: create)".into());
         }
-    } else {
-        if create {
-            return Err(
-                "the editor cannot create files through workspace/applyEdit (no documentChanges)"
-                    .into(),
-            );
-        }
-        WorkspaceEdit {
-            changes: Some(HashMap::from([(uri, edits)])),
-            ..Default::default()
-        }
-    };
-    Ok(edit)
+        operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
+            CreateFile {
+                uri: uri.clone(),
+                options: Some(CreateFileOptions {
+                    overwrite: Some(false),
+                    ignore_if_exists: Some(true),
+                }),
+                annotation_id: None,
+            },
+        )));
+    }
+    operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
+        text_document: OptionalVersionedTextDocumentIdentifier {
+            uri,
+            version: planned.version,
+        },
+        edits: vec![OneOf::Left(planned.edit)],
+    }));
+    Ok(WorkspaceEdit {
+        document_changes: Some(DocumentChanges::Operations(operations)),
+        ..Default::default()
+    })
 }

@@ -1,7 +1,9 @@
 //! The workspace's folders: indexing them, the AGENTS.md watchers, and the check that a path
 //! the client names lies inside.
 
-use super::*;
+use super::progress::Progressor;
+use super::{invalid_params, Backend};
+use crate::locks::ReadWriteLocked;
 use crate::store::file_index;
 use agentls_core::agents_md;
 use std::path::{Path, PathBuf};
@@ -37,7 +39,7 @@ pub(super) fn uri_to_dir(uri: &Url) -> Option<PathBuf> {
 
 impl Backend {
     pub(super) async fn register_agents_md_watchers(&self) {
-        let support = *self.state.support.read().unwrap_or_else(|e| e.into_inner());
+        let support = *self.state.support.read_locked();
         if !support.watched_files_registration {
             tracing::info!(
                 "client cannot watch files for us: AGENTS.md is re-read at every lookup"

@@ -2,6 +2,7 @@
 //! process group of its own, registered so that agentls's exit kills it) or a streamable-HTTP
 //! endpoint. Values are expanded (`${VAR}`) here, at the last moment, and never logged.
 
+use crate::locks::Locked;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -165,7 +166,7 @@ async fn connect_stdio(
             if let Some(pump) = pump {
                 let _ = tokio::time::timeout(STDERR_GRACE, pump).await;
             }
-            let tail = last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner()));
+            let tail = last_line(&stderr.locked());
             return Err(match tail {
                 Some(line) => format!("initialize failed: {e} (stderr: {line})"),
                 None => format!("initialize failed: {e}"),
@@ -195,7 +196,7 @@ async fn keep_stderr(
         }
         let text = String::from_utf8_lossy(&buf[..n]);
         tracing::debug!(server = %server, "MCP stderr: {}", cleaner.clean(&text).trim_end());
-        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tail = tail.locked();
         tail.push_str(&text);
         // Whole again: a key split between two reads is cut too.
         *tail = cleaner.clean(&tail);

@@ -7,6 +7,7 @@
 //! Must not: decide names, schemas or result text (core `mcp`), talk to the editor or the
 //! session log (the turn does, through `agent::turn::mcp_calls`).
 
+use crate::locks::Locked;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -99,7 +100,7 @@ impl Default for Manager {
 
 impl Manager {
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut self.inner.locked())
     }
 
     /// Makes the running servers those of `configs`: new or changed entries start in the
@@ -480,7 +481,7 @@ impl Supervisor {
             () = exited(pid) => ended.cancel(),
         }
         drop(group);
-        let reason = match last_line(&stderr.lock().unwrap_or_else(|e| e.into_inner())) {
+        let reason = match last_line(&stderr.locked()) {
             Some(line) => format!("the server stopped ({line})"),
             None => "the server stopped".to_string(),
         };

@@ -12,6 +12,10 @@ const report: ContextReport = {
   // What the server sends for 0.85 × (128,000 − 4,096).
   thresholdTokens: 105_318,
   autoCompact: true,
+  messages: [],
+  tokenizer: 'o200k_base',
+  calibration: { ratio: 1, samples: 0 },
+  editorParts: [],
   sections: [
     { name: 'tools', tokens: 3000, trust: 'trusted' },
     { name: 'system', tokens: 2000, trust: 'trusted' },

@@ -105,14 +105,14 @@ describe('MCP status view', () => {
   const status = (servers: McpStatus['servers']): McpStatus => ({ servers });
 
   it('names each state, the source and the reason', () => {
-    assert.equal(describeServer({ name: 'a', state: 'ready', tools: 1 }), 'ready, 1 tool');
-    assert.equal(describeServer({ name: 'a', state: 'starting', tools: 0 }), 'starting');
+    assert.equal(describeServer({ name: 'a', state: 'ready', tools: 1, source: 'settings' }), 'ready, 1 tool');
+    assert.equal(describeServer({ name: 'a', state: 'starting', tools: 0, source: 'settings' }), 'starting');
     assert.equal(
-      describeServer({ name: 'a', state: 'starting', tools: 0, message: 'the server stopped' }),
+      describeServer({ name: 'a', state: 'starting', tools: 0, source: 'settings', message: 'the server stopped' }),
       'starting again after: the server stopped',
     );
-    assert.equal(describeServer({ name: 'a', state: 'disabled', tools: 0 }), 'disabled (enabled: false)');
-    assert.equal(describeServer({ name: 'a', state: 'failed', tools: 0 }), 'failed: no reason given');
+    assert.equal(describeServer({ name: 'a', state: 'disabled', tools: 0, source: 'settings' }), 'disabled (enabled: false)');
+    assert.equal(describeServer({ name: 'a', state: 'failed', tools: 0, source: 'settings' }), 'failed: no reason given');
     assert.deepEqual(mcpTooltipLines(status([{ name: 'w', state: 'ready', tools: 2, source: 'workspace' }])), [
       'MCP servers (1 of 1 ready):',
       '  w (.mcp.json): ready, 2 tools',
@@ -122,7 +122,7 @@ describe('MCP status view', () => {
   it('has no MCP part and no warning without servers or failures', () => {
     assert.deepEqual(mcpTooltipLines(undefined), []);
     assert.deepEqual(mcpTooltipLines(status([])), []);
-    assert.equal(anyFailed(status([{ name: 'a', state: 'starting', tools: 0 }])), false);
+    assert.equal(anyFailed(status([{ name: 'a', state: 'starting', tools: 0, source: 'settings' }])), false);
     const view = formatStatus(undefined, status([]));
     assert.deepEqual(view, { text: '$(hubot)', tooltip: 'agentls: no session yet', warning: false });
   });
@@ -130,7 +130,7 @@ describe('MCP status view', () => {
   it('keeps the context figure and adds the warning marker when a server failed', () => {
     const view = formatStatus(
       { sessionId: 's', usedTokens: 100, contextWindow: 1000, fill: 0.1, estimated: false, state: 'idle', compactions: 0 },
-      status([{ name: 'x', state: 'failed', tools: 0, message: 'boom' }]),
+      status([{ name: 'x', state: 'failed', tools: 0, source: 'settings', message: 'boom' }]),
     );
     assert.equal(view.text, '$(hubot) 10% $(warning)');
     assert.match(view.tooltip, /Click to show the context breakdown\.\nMCP servers \(0 of 1 ready\):\n {2}x: failed: boom\n/);

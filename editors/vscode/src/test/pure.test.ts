@@ -45,7 +45,7 @@ describe('transcript', () => {
     applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'Hel' }));
     const [c] = applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'lo' }));
     assert.equal(c.index, 1);
-    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'c1', name: 'read_file', title: 'Read src/lib.rs', status: 'pending' }));
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'c1', name: 'read_file', title: 'Read src/lib.rs', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'a' }));
     applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress', output: 'b' }));
     const [t] = applyUpdate(m, up({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'completed' }));
@@ -78,7 +78,7 @@ describe('transcript', () => {
     const m = fromItems('s', [
       { kind: 'user', text: 'q' },
       { kind: 'assistant', text: 'a' },
-      { kind: 'toolCall', toolCallId: 'c', name: 'shell', title: 'Run `ls`', status: 'failed', output: 'x' },
+      { kind: 'toolCall', toolCallId: 'c', name: 'shell', title: 'Run `ls`', toolKind: 'execute', input: {}, status: 'failed', output: 'x' },
       { kind: 'compaction', summary: '', tokensBefore: 100, tokensAfter: 30, strategy: 'summary' },
       { kind: 'error', message: 'boom' },
       { kind: 'hook', event: 'Stop', command: 'check.sh', outcome: 'blocked', durationMs: 4, message: 'tests first' },
@@ -91,16 +91,16 @@ describe('transcript', () => {
   });
   it("nests a subagent's calls under its task call and shows nothing else of it", () => {
     const m = emptyModel('s');
-    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'task_1', name: 'task', title: 'explore: find x', status: 'pending' }));
+    applyUpdate(m, up({ kind: 'toolCall', toolCallId: 'task_1', name: 'task', title: 'explore: find x', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     const child = (update: SessionUpdate) => ({
       sessionId: 'child',
       turnId: 'ct',
       update: { ...update, parentToolCallId: 'task_1', parentSessionId: 's' },
     });
-    const [c] = applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'r1', name: 'read_file', title: 'Read a.rs', status: 'pending' }));
+    const [c] = applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'r1', name: 'read_file', title: 'Read a.rs', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     assert.equal(c.index, 0);
     applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'r1', status: 'completed', output: 'text' }));
-    applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'g1', name: 'grep', title: 'Grep `x`', status: 'pending' }));
+    applyUpdate(m, child({ kind: 'toolCall', toolCallId: 'g1', name: 'grep', title: 'Grep `x`', status: 'pending', toolKind: 'other', input: {}, locations: [] }));
     applyUpdate(m, child({ kind: 'toolCallUpdate', toolCallId: 'g1', status: 'failed' }));
     assert.deepEqual(applyUpdate(m, child({ kind: 'agentMessageChunk', text: 'child text' })), []);
     assert.deepEqual(applyUpdate(m, child({ kind: 'turnEnd', stopReason: 'endTurn' })), []);
@@ -108,14 +108,14 @@ describe('transcript', () => {
     assert.equal(toText(m), '- ✓ explore: find x\n    - ✓ Read a.rs\n    - ✗ Grep `x`');
     // Another session's child is not ours.
     assert.deepEqual(
-      applyUpdate(m, { sessionId: 'c2', turnId: 't', update: { kind: 'toolCall', toolCallId: 'z', name: 'grep', status: 'pending', parentToolCallId: 'task_1', parentSessionId: 'other' } }),
+      applyUpdate(m, { sessionId: 'c2', turnId: 't', update: { kind: 'toolCall', toolCallId: 'z', name: 'grep', title: 'Grep', toolKind: 'search', status: 'pending', input: {}, locations: [], parentToolCallId: 'task_1', parentSessionId: 'other' } }),
       [],
     );
   });
   it('compaction phases', () => {
     const m = emptyModel('s');
     applyUpdate(m, up({ kind: 'compaction', phase: 'started', tokensBefore: 900 }));
-    applyUpdate(m, up({ kind: 'compaction', phase: 'failed', message: 'no' }));
+    applyUpdate(m, up({ kind: 'compaction', phase: 'failed', tokensBefore: 900, message: 'no' }));
     assert.equal(toText(m), '> ℹ compacting the conversation (900 tokens)…\n> ⚠ compaction failed: no');
   });
 });

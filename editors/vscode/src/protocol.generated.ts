@@ -1,0 +1,542 @@
+// Generated from server/src/protocol/lsp.rs (the Rust types are the source): do not edit.
+// `UPDATE_EXPECT=1 cargo test -p agentls --lib protocol` writes it again.
+
+/** The context window's fill of a session (built by the agent loop). */
+export interface AgentStatus {
+  compactions: number;
+  contextWindow: number;
+  estimated: boolean;
+  fill: number;
+  sessionId: string;
+  /** `idle`, `running` or `compacting`. */
+  state: string;
+  usedTokens: number;
+}
+
+export interface AgentsChain {
+  dir: string;
+  files: AgentsFile[];
+  gitRoot: string | null;
+  omittedBytes: number;
+  /** The instructions as the model will see them; empty when there are none. */
+  text: string;
+  warnings: string[];
+}
+
+export interface AgentsFile {
+  bytes: number;
+  /** Relative to the workspace root when under it, else absolute. */
+  displayPath: string;
+  fromBuffer: boolean;
+  /** How much of it made it under the cap. */
+  includedBytes: number;
+  path: string;
+}
+
+/**
+ * The ratio between what the provider reports and what agentls counted for the same
+ * request. Applied to later estimates, it brings them close to the provider's own count
+ * even when the provider uses another tokenizer (a llama model's, Claude's) or frames
+ * messages differently.
+ */
+export interface Calibration {
+  ratio: number;
+  samples: number;
+}
+
+export type Cancelled = 'cancelled';
+
+/** One entry of `agent/session/commands` and of `/help`. */
+export interface CommandInfo {
+  argumentHint: string | null;
+  description: string;
+  name: string;
+  source: Source;
+}
+
+export type CompactionPhase = 'started' | 'completed' | 'failed';
+
+export interface ContextReport {
+  /** Whether compaction runs by itself at that threshold (`compaction.auto`). */
+  autoCompact: boolean;
+  calibration: Calibration;
+  contextWindow: number;
+  /** How the editor context block used its budget, part by part. */
+  editorParts: PartReport[];
+  estimated: boolean;
+  fill: number;
+  /** Exactly the `messages` the configured provider would be sent next. */
+  messages: unknown[];
+  sections: Section[];
+  /**
+   * The request size at which a model call waits for a compaction: `compaction.threshold`
+   * of the usable window (the window less the output reserve), as the turn computes it.
+   */
+  thresholdTokens: number;
+  tokenizer: string;
+  totalTokens: number;
+}
+
+export interface DebugAgentsMdConfig {
+  maxBytes: number;
+}
+
+export interface DebugAgentsMdParams {
+  /** A file or directory; default: the first workspace root. */
+  uri?: string;
+}
+
+export interface DebugConfig {
+  agentsMd: DebugAgentsMdConfig;
+  syntax: DebugSyntaxConfig;
+}
+
+export interface DebugDocumentParams {
+  /** Include the syntax tree as an s-expression. */
+  sexp?: boolean;
+  uri: string;
+}
+
+export interface DebugDocumentResult {
+  hasSyntaxTree: boolean;
+  language: string;
+  lineCount: number;
+  outline: OutlineSymbol[];
+  /** How many times the document was parsed so far. */
+  parses: number;
+  /** `utf-8`, `utf-16` or `utf-32`. */
+  positionEncoding: string;
+  /** Present when asked for: the tree, null without one. */
+  sexp?: string;
+  syntaxErrors: boolean;
+  text: string;
+  uri: string;
+  version: number;
+}
+
+export interface DebugSyntaxConfig {
+  maxDocumentBytes: number;
+}
+
+export interface DebugSyntaxParams {
+  position?: Position;
+  range?: Range;
+  uri: string;
+}
+
+export interface DebugSyntaxResult {
+  /** The innermost outline symbol containing `position`. */
+  enclosingSymbol: EnclosingSymbol | null;
+  /** The distinct identifiers referenced in `range`, in order of first appearance. */
+  identifiers: Identifier[];
+}
+
+export interface DebugWorkspaceResult {
+  agentsMdCached: boolean;
+  config: DebugConfig;
+  fileCount: number;
+  indexMillis: number;
+  positionEncoding: string;
+  roots: string[];
+  /** `notstarted`, `indexing` or `ready`. */
+  status: string;
+  /** Whether the model's vocabulary is built (at `initialized`, in the background). */
+  tokenizer: TokenizerState;
+}
+
+/** The fields of an LSP diagnostic the server reads (others are accepted and ignored). */
+export interface Diagnostic {
+  code?: DiagnosticCode;
+  message: string;
+  range: Range;
+  /** 1 error, 2 warning, 3 information, 4 hint. */
+  severity?: DiagnosticSeverity;
+  source?: string;
+}
+
+export type DiagnosticCode = number | string;
+
+/** An LSP `DiagnosticSeverity` (1 to 4). */
+export type DiagnosticSeverity = number;
+
+/**
+ * The schema of `agentls_core::editor_state::EditorState` (what the editor shows, sent
+ * with a prompt and with `agent/session/context`). Schema only: the server reads the core
+ * type; `tests::editor_state_matches_the_core_type` holds the two together.
+ */
+export interface EditorState {
+  diagnostics?: Diagnostic[];
+  position: Position;
+  selection?: Range;
+  uri: string;
+  visibleRange?: Range;
+}
+
+export interface EnclosingSymbol {
+  kind: string;
+  name: string;
+  path: string[];
+  range: Range;
+  text: string;
+}
+
+/** A change as whole texts (`oldText` null for a new file). */
+export interface FileDiff {
+  newText: string;
+  oldText: string | null;
+  path: string;
+}
+
+/** An identifier referenced in a range (built by `agentls_core::syntax`). */
+export interface Identifier {
+  /** `value`, `type`, `field` or `module`. */
+  kind: string;
+  name: string;
+}
+
+export interface McpResource {
+  description?: string;
+  mimeType?: string;
+  name: string;
+  server: string;
+  uri: string;
+}
+
+/** `agent/mcp/resources`'s result (built by `mcp::manager`). */
+export interface McpResourceList {
+  resources: McpResource[];
+}
+
+export interface McpServerStatus {
+  /** Why it failed, or why it is starting again. */
+  message?: string;
+  name: string;
+  /** Where it is configured: `settings`, `workspace` (.mcp.json) or `client`. */
+  source: string;
+  /** `starting`, `ready`, `failed` or `disabled`. */
+  state: string;
+  /** How many of its tools are offered to the model. */
+  tools: number;
+}
+
+/**
+ * The MCP servers' status: `agent/mcp/status`'s result, `agent/mcp/didChangeStatus`'s
+ * params (built by `mcp::manager`).
+ */
+export interface McpStatus {
+  /** Sorted by name. */
+  servers: McpServerStatus[];
+}
+
+/** A symbol of `agentls/debug/document`'s outline (built by `lsp::to_proto::symbol_json`). */
+export interface OutlineSymbol {
+  children: OutlineSymbol[];
+  kind: string;
+  name: string;
+  range: Range;
+  selectionRange: Range;
+}
+
+export interface PartReport {
+  /** Tokens of content removed to fit the budget; the whole part's size when omitted. */
+  cutTokens: number;
+  /** "header" | "selection" | "enclosingSymbol" | "diagnostics" | "outline" | "definitions" */
+  name: string;
+  /** True when nothing of the part fit and only its marker is in the text. */
+  omitted: boolean;
+  /**
+   * Tokens this part adds to the text: what was included (after any cut), or the
+   * omission marker's tokens when the part was omitted.
+   */
+  tokens: number;
+}
+
+export interface PermissionOption {
+  /** `allowOnce`, `allowAlways`, `rejectOnce` or `rejectAlways`. */
+  kind: string;
+  name: string;
+  optionId: string;
+}
+
+export type PermissionOutcome = { optionId: string } | Cancelled;
+
+/** Asks the user to approve a tool call (or a workspace hook, or MCP server). */
+export interface PermissionRequest {
+  options: PermissionOption[];
+  sessionId: string;
+  /** Built by the agent loop. */
+  toolCall: PermissionToolCall;
+  turnId: string;
+}
+
+/** The client's answer; an unknown option id, an error or no answer is a rejection. */
+export interface PermissionResponse {
+  outcome: PermissionOutcome;
+}
+
+/** The call a permission request is about. */
+export interface PermissionToolCall {
+  /** A unified diff, for an edit. */
+  diff?: string;
+  /** The same change as whole texts. */
+  edit?: FileDiff;
+  input: Record<string, unknown>;
+  kind: ToolKind;
+  locations?: ToolLocation[];
+  name: string;
+  parentToolCallId?: string;
+  /** A subagent's call: its name, its session and the `task` call that runs it. */
+  subagent?: string;
+  subagentSessionId?: string;
+  title: string;
+  toolCallId: string;
+}
+
+/** One step of the model's plan (`update_plan`). */
+export interface PlanEntry {
+  content: string;
+  /** `pending`, `in_progress` or `completed`. */
+  status: string;
+}
+
+/** An LSP position, in the negotiated encoding. */
+export interface Position {
+  character: number;
+  line: number;
+}
+
+export interface Range {
+  end: Position;
+  start: Position;
+}
+
+export interface Section {
+  name: string;
+  tokens: number;
+  trust: Trust;
+}
+
+export interface SessionCancelResult {
+  /** False when nothing was running or queued. */
+  cancelled: boolean;
+}
+
+export interface SessionCommandsResult {
+  commands: CommandInfo[];
+}
+
+export interface SessionCompactParams {
+  /** Steers the summary. */
+  instructions?: string;
+  sessionId: string;
+}
+
+export interface SessionCompactResult {
+  /** `trim`, `summary`, `middle_drop`, `oldest_drop`. */
+  strategy: string;
+  tokensAfter: number;
+  tokensBefore: number;
+}
+
+export interface SessionContextParams {
+  editor?: EditorState;
+  /** None: a fresh session (no history). */
+  sessionId?: string;
+}
+
+/**
+ * `{sessionId}`: the params of the requests that name only a session, in both protocols
+ * (`agent/session/load`, `agent/session/cancel`, …; ACP's `session/cancel`).
+ */
+export interface SessionIdParams {
+  sessionId: string;
+}
+
+export interface SessionListParams {
+  /** Subagents' sessions too. */
+  includeChildren?: boolean;
+}
+
+export interface SessionListResult {
+  /** Newest first. */
+  sessions: SessionSummary[];
+}
+
+export interface SessionLoadResult {
+  items: TranscriptItem[];
+  sessionId: string;
+}
+
+export interface SessionNewParams {
+  /** Default: `provider.model`. */
+  model?: string;
+}
+
+export interface SessionNewResult {
+  sessionId: string;
+}
+
+export interface SessionPromptParams {
+  editor?: EditorState;
+  sessionId: string;
+  text: string;
+}
+
+export interface SessionPromptResult {
+  turnId: string;
+}
+
+export interface SessionSetModeParams {
+  /**
+   * `ask`, `auto-edit` or `full-auto` (ACP's session modes, `agentls_core::acp::MODES`);
+   * another is refused with -32602.
+   */
+  mode: string;
+  sessionId: string;
+}
+
+export interface SessionSetModeResult {
+  mode: string;
+}
+
+export interface SessionSetModelParams {
+  /** Overrides the window for that session; 0 is refused. */
+  contextWindow?: number;
+  model: string;
+  sessionId: string;
+}
+
+export interface SessionSetModelResult {
+  /** True when the history was compacted first to fit the new window. */
+  compacted: boolean;
+}
+
+/** One row of `agent/session/list`. */
+export interface SessionSummary {
+  /** A subagent's session: the session whose `task` call ran it. */
+  parentSessionId?: string;
+  parentToolCallId?: string;
+  sessionId: string;
+  /** The first user message, shortened to 60 characters. */
+  title: string;
+  turns: number;
+  /** Milliseconds since the epoch. */
+  updatedAt: number;
+}
+
+/** What happened in a turn, in order (`kind`). */
+export type SessionUpdate =
+  | { kind: 'agentMessageChunk'; text: string }
+  | { kind: 'agentThoughtChunk'; text: string }
+  | { input: Record<string, unknown>; kind: 'toolCall'; locations: ToolLocation[]; name: string; status: ToolStatus; title: string; toolCallId: string; toolKind: ToolKind }
+  | { diff?: FileDiff; kind: 'toolCallUpdate'; output?: string; status: ToolStatus; toolCallId: string }
+  | { entries: PlanEntry[]; kind: 'plan' }
+  | { kind: 'queued' }
+  | { kind: 'warning'; message: string }
+  | { code?: string; kind: 'error'; message: string; retryable: boolean }
+  | { durationMs?: number; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
+  | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
+  | { key: string; kind: 'reminder'; source: string; text: string }
+  | { kind: 'turnEnd'; stopReason: StopReason; usage?: Usage };
+
+export interface SessionUpdateParams {
+  sessionId: string;
+  turnId: string;
+  /** Built by the agent loop. */
+  update: SubagentUpdate;
+}
+
+/** Where a command (or a subagent) comes from. */
+export type Source = 'builtin' | 'workspace' | 'user' | 'mcp';
+
+export type StopReason = 'endTurn' | 'cancelled' | 'maxSteps' | 'error';
+
+export type SubagentUpdate = SessionUpdate & { parentSessionId?: string; parentToolCallId?: string };
+
+export interface TokenizerState {
+  built: boolean;
+  name: string;
+}
+
+/** What a tool does, for the editor's UI and for the approval policy. */
+export type ToolKind = 'read' | 'search' | 'edit' | 'execute' | 'other';
+
+/** A file a tool call names: absolute path, 1-based line. */
+export interface ToolLocation {
+  line?: number;
+  path: string;
+}
+
+export type ToolStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+/** One row of the transcript a client renders (`agent/session/load`). */
+export type TranscriptItem =
+  | { kind: 'user'; text: string }
+  | { kind: 'assistant'; text: string }
+  | { input: unknown; kind: 'toolCall'; name: string; output: string | null; status: string; title: string; toolCallId: string; toolKind: ToolKind }
+  | { entries: PlanEntry[]; kind: 'plan' }
+  | { kind: 'compaction'; strategy: string; summary: string; tokensAfter: number; tokensBefore: number }
+  | { kind: 'error'; message: string }
+  | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
+  | { key: string; kind: 'reminder'; source: string; text: string };
+
+export type Trust = 'trusted' | 'untrusted';
+
+/** The model's usage summed over a turn's calls. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** The method names, by the Rust type of each method. */
+export const Methods = {
+  sessionNew: 'agent/session/new',
+  sessionList: 'agent/session/list',
+  sessionLoad: 'agent/session/load',
+  sessionPrompt: 'agent/session/prompt',
+  sessionCancel: 'agent/session/cancel',
+  sessionCommands: 'agent/session/commands',
+  sessionCompact: 'agent/session/compact',
+  sessionSetModel: 'agent/session/setModel',
+  sessionSetMode: 'agent/session/setMode',
+  sessionContext: 'agent/session/context',
+  mcpStatus: 'agent/mcp/status',
+  mcpResources: 'agent/mcp/resources',
+  debugDocument: 'agentls/debug/document',
+  debugSyntax: 'agentls/debug/syntax',
+  debugAgentsMd: 'agentls/debug/agentsMd',
+  debugWorkspace: 'agentls/debug/workspace',
+  sessionUpdate: 'agent/session/update',
+  status: 'agent/status',
+  requestPermission: 'agent/session/requestPermission',
+  mcpDidChangeStatus: 'agent/mcp/didChangeStatus',
+} as const;
+
+export interface ClientRequests {
+  'agent/session/new': { params: SessionNewParams | null; result: SessionNewResult };
+  'agent/session/list': { params: SessionListParams | null; result: SessionListResult };
+  'agent/session/load': { params: SessionIdParams; result: SessionLoadResult };
+  'agent/session/prompt': { params: SessionPromptParams; result: SessionPromptResult };
+  'agent/session/cancel': { params: SessionIdParams; result: SessionCancelResult };
+  'agent/session/commands': { params: SessionIdParams; result: SessionCommandsResult };
+  'agent/session/compact': { params: SessionCompactParams; result: SessionCompactResult };
+  'agent/session/setModel': { params: SessionSetModelParams; result: SessionSetModelResult };
+  'agent/session/setMode': { params: SessionSetModeParams; result: SessionSetModeResult };
+  'agent/session/context': { params: SessionContextParams | null; result: ContextReport };
+  'agent/mcp/status': { params: unknown; result: McpStatus };
+  'agent/mcp/resources': { params: unknown; result: McpResourceList };
+  'agentls/debug/document': { params: DebugDocumentParams; result: DebugDocumentResult };
+  'agentls/debug/syntax': { params: DebugSyntaxParams; result: DebugSyntaxResult };
+  'agentls/debug/agentsMd': { params: DebugAgentsMdParams; result: AgentsChain };
+  'agentls/debug/workspace': { params: unknown; result: DebugWorkspaceResult };
+}
+
+export interface ServerRequests {
+  'agent/session/requestPermission': { params: PermissionRequest; result: PermissionResponse };
+}
+
+export interface ServerNotifications {
+  'agent/session/update': { params: SessionUpdateParams };
+  'agent/status': { params: AgentStatus };
+  'agent/mcp/didChangeStatus': { params: McpStatus };
+}

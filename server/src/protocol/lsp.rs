@@ -1,0 +1,786 @@
+//! The custom LSP methods: one type per request or notification, with its params and
+//! result. `lsp/mod.rs` registers the client → server ones with `on::<R>`; the host sends
+//! the server → client ones with `send_notification::<N>` / `client_request::send::<R>`.
+//! docs/protocol.md ("Method index") lists the same methods.
+//!
+//! A params type wrapped in `Option` accepts `null` params (the same as `{}`).
+
+use lsp_types::notification::Notification;
+use lsp_types::request::Request;
+use lsp_types::{PositionEncodingKind, Url};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::shapes::{self, SessionIdParams};
+use super::{ClientRequest, Json};
+use agentls_core::agents_md::AgentsChain;
+use agentls_core::commands::CommandInfo;
+use agentls_core::editor_state::EditorState;
+use agentls_core::inspect::ContextReport;
+use agentls_core::session::TranscriptItem;
+use agentls_core::syntax::SymbolKind;
+use agentls_core::tool_info::{PlanEntry, ToolKind};
+
+// ---- agent/session/* (client → server) ----
+
+pub enum SessionNew {}
+
+impl ClientRequest for SessionNew {
+    type Params = Option<SessionNewParams>;
+    type Result = SessionNewResult;
+    const METHOD: &'static str = "agent/session/new";
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionNewParams {
+    /// Default: `provider.model`.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionNewResult {
+    pub session_id: String,
+}
+
+pub enum SessionList {}
+
+impl ClientRequest for SessionList {
+    type Params = Option<SessionListParams>;
+    type Result = SessionListResult;
+    const METHOD: &'static str = "agent/session/list";
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListParams {
+    /// Subagents' sessions too.
+    #[serde(default)]
+    pub include_children: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListResult {
+    /// Newest first.
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// One row of `agent/session/list`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub session_id: String,
+    /// The first user message, shortened to 60 characters.
+    pub title: String,
+    /// Milliseconds since the epoch.
+    pub updated_at: u64,
+    pub turns: u32,
+    /// A subagent's session: the session whose `task` call ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+pub enum SessionCommands {}
+
+impl ClientRequest for SessionCommands {
+    type Params = SessionIdParams;
+    type Result = SessionCommandsResult;
+    const METHOD: &'static str = "agent/session/commands";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCommandsResult {
+    pub commands: Vec<CommandInfo>,
+}
+
+pub enum SessionLoad {}
+
+impl ClientRequest for SessionLoad {
+    type Params = SessionIdParams;
+    type Result = SessionLoadResult;
+    const METHOD: &'static str = "agent/session/load";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLoadResult {
+    pub session_id: String,
+    pub items: Vec<TranscriptItem>,
+}
+
+pub enum SessionPrompt {}
+
+impl ClientRequest for SessionPrompt {
+    type Params = SessionPromptParams;
+    type Result = SessionPromptResult;
+    const METHOD: &'static str = "agent/session/prompt";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPromptParams {
+    pub session_id: String,
+    pub text: String,
+    #[serde(default)]
+    #[schemars(with = "Option<shapes::EditorState>")]
+    pub editor: Option<EditorState>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionPromptResult {
+    pub turn_id: String,
+}
+
+pub enum SessionCancel {}
+
+impl ClientRequest for SessionCancel {
+    type Params = SessionIdParams;
+    type Result = SessionCancelResult;
+    const METHOD: &'static str = "agent/session/cancel";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCancelResult {
+    /// False when nothing was running or queued.
+    pub cancelled: bool,
+}
+
+pub enum SessionCompact {}
+
+impl ClientRequest for SessionCompact {
+    type Params = SessionCompactParams;
+    type Result = SessionCompactResult;
+    const METHOD: &'static str = "agent/session/compact";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactParams {
+    pub session_id: String,
+    /// Steers the summary.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactResult {
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    /// `trim`, `summary`, `middle_drop`, `oldest_drop`.
+    pub strategy: String,
+}
+
+pub enum SessionSetModel {}
+
+impl ClientRequest for SessionSetModel {
+    type Params = SessionSetModelParams;
+    type Result = SessionSetModelResult;
+    const METHOD: &'static str = "agent/session/setModel";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModelParams {
+    pub session_id: String,
+    pub model: String,
+    /// Overrides the window for that session; 0 is refused.
+    #[serde(default)]
+    pub context_window: Option<usize>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModelResult {
+    /// True when the history was compacted first to fit the new window.
+    pub compacted: bool,
+}
+
+pub enum SessionSetMode {}
+
+impl ClientRequest for SessionSetMode {
+    type Params = SessionSetModeParams;
+    type Result = SessionSetModeResult;
+    const METHOD: &'static str = "agent/session/setMode";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModeParams {
+    pub session_id: String,
+    /// `ask`, `auto-edit` or `full-auto` (ACP's session modes, `agentls_core::acp::MODES`);
+    /// another is refused with -32602.
+    pub mode: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModeResult {
+    pub mode: String,
+}
+
+pub enum SessionContext {}
+
+impl ClientRequest for SessionContext {
+    type Params = Option<SessionContextParams>;
+    type Result = ContextReport;
+    const METHOD: &'static str = "agent/session/context";
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionContextParams {
+    /// None: a fresh session (no history).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "Option<shapes::EditorState>")]
+    pub editor: Option<EditorState>,
+}
+
+// ---- agent/mcp/* (client → server) ----
+
+pub enum McpStatus {}
+
+impl ClientRequest for McpStatus {
+    type Params = Option<Value>;
+    type Result = Json<McpServers>;
+    const METHOD: &'static str = "agent/mcp/status";
+}
+
+/// The MCP servers' status: `agent/mcp/status`'s result, `agent/mcp/didChangeStatus`'s
+/// params (built by `mcp::manager`).
+#[derive(Debug, JsonSchema)]
+#[schemars(rename = "McpStatus")]
+pub struct McpServers {
+    /// Sorted by name.
+    pub servers: Vec<McpServerStatus>,
+}
+
+#[derive(Debug, JsonSchema)]
+pub struct McpServerStatus {
+    pub name: String,
+    /// `starting`, `ready`, `failed` or `disabled`.
+    pub state: String,
+    /// How many of its tools are offered to the model.
+    pub tools: usize,
+    /// Where it is configured: `settings`, `workspace` (.mcp.json) or `client`.
+    pub source: String,
+    /// Why it failed, or why it is starting again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+pub enum McpResources {}
+
+impl ClientRequest for McpResources {
+    type Params = Option<Value>;
+    type Result = Json<McpResourceList>;
+    const METHOD: &'static str = "agent/mcp/resources";
+}
+
+/// `agent/mcp/resources`'s result (built by `mcp::manager`).
+#[derive(Debug, JsonSchema)]
+pub struct McpResourceList {
+    pub resources: Vec<McpResource>,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResource {
+    pub server: String,
+    pub uri: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+// ---- server → client ----
+
+pub enum SessionUpdate {}
+
+impl Notification for SessionUpdate {
+    type Params = SessionUpdateParams;
+    const METHOD: &'static str = "agent/session/update";
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUpdateParams {
+    pub session_id: String,
+    pub turn_id: String,
+    /// Built by the agent loop.
+    pub update: Json<SubagentUpdate>,
+}
+
+/// An update; for a subagent's session with the `task` call (and session) it belongs to.
+pub struct SubagentUpdate;
+
+/// The fields a subagent's session's updates add.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentCall {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+impl JsonSchema for SubagentUpdate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SubagentUpdate".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let update = generator.subschema_for::<Update>();
+        let parent = ParentCall::json_schema(generator);
+        schemars::json_schema!({ "allOf": [update, parent] })
+    }
+}
+
+/// What happened in a turn, in order (`kind`).
+#[derive(Debug, JsonSchema)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+#[schemars(rename = "SessionUpdate")]
+pub enum Update {
+    /// Streamed answer text.
+    AgentMessageChunk {
+        text: String,
+    },
+    /// Reasoning, when the provider streams it.
+    AgentThoughtChunk {
+        text: String,
+    },
+    ToolCall {
+        tool_call_id: String,
+        name: String,
+        title: String,
+        tool_kind: ToolKind,
+        status: ToolStatus,
+        /// The arguments object.
+        input: serde_json::Map<String, Value>,
+        locations: Vec<ToolLocation>,
+    },
+    ToolCallUpdate {
+        tool_call_id: String,
+        status: ToolStatus,
+        /// Shell output chunks while `in_progress`; the recorded output when done.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        /// An edit's change, on its `in_progress` update.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        diff: Option<FileDiff>,
+    },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    Queued,
+    Warning {
+        message: String,
+    },
+    Error {
+        message: String,
+        retryable: bool,
+        /// `contextLengthExceeded` when the conversation does not fit even after compacting.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
+    Compaction {
+        phase: CompactionPhase,
+        tokens_before: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tokens_after: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        strategy: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trigger: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A hook ran.
+    Hook {
+        event: String,
+        command: String,
+        /// `ok`, `blocked`, `error`, `timeout`, `cancelled`, `notApproved`.
+        outcome: String,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A reminder reached the model.
+    Reminder {
+        key: String,
+        source: String,
+        text: String,
+    },
+    TurnEnd {
+        stop_reason: StopReason,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionPhase {
+    Started,
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    EndTurn,
+    Cancelled,
+    MaxSteps,
+    Error,
+}
+
+/// The model's usage summed over a turn's calls.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A file a tool call names: absolute path, 1-based line.
+#[derive(Debug, JsonSchema)]
+pub struct ToolLocation {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// A change as whole texts (`oldText` null for a new file).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub path: String,
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+pub enum Status {}
+
+impl Notification for Status {
+    type Params = Json<AgentStatus>;
+    const METHOD: &'static str = "agent/status";
+}
+
+/// The context window's fill of a session (built by the agent loop).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStatus {
+    pub session_id: String,
+    pub used_tokens: usize,
+    pub context_window: usize,
+    pub fill: f64,
+    pub estimated: bool,
+    /// `idle`, `running` or `compacting`.
+    pub state: String,
+    pub compactions: u32,
+}
+
+pub enum RequestPermission {}
+
+impl Request for RequestPermission {
+    type Params = PermissionRequest;
+    type Result = Json<PermissionResponse>;
+    const METHOD: &'static str = "agent/session/requestPermission";
+}
+
+/// Asks the user to approve a tool call (or a workspace hook, or MCP server).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    pub session_id: String,
+    pub turn_id: String,
+    /// Built by the agent loop.
+    pub tool_call: Json<PermissionToolCall>,
+    pub options: Vec<PermissionOption>,
+}
+
+/// The call a permission request is about.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionToolCall {
+    pub tool_call_id: String,
+    pub name: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub input: serde_json::Map<String, Value>,
+    /// A unified diff, for an edit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The same change as whole texts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<FileDiff>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<ToolLocation>>,
+    /// A subagent's call: its name, its session and the `task` call that runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    pub option_id: String,
+    /// `allowOnce`, `allowAlways`, `rejectOnce` or `rejectAlways`.
+    pub kind: String,
+    pub name: String,
+}
+
+/// The client's answer; an unknown option id, an error or no answer is a rejection.
+#[derive(Debug, JsonSchema)]
+pub struct PermissionResponse {
+    pub outcome: PermissionOutcome,
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum PermissionOutcome {
+    Selected {
+        #[serde(rename = "optionId")]
+        option_id: String,
+    },
+    Cancelled(Cancelled),
+}
+
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Cancelled {
+    Cancelled,
+}
+
+pub enum McpDidChangeStatus {}
+
+impl Notification for McpDidChangeStatus {
+    type Params = Json<McpServers>;
+    const METHOD: &'static str = "agent/mcp/didChangeStatus";
+}
+
+// ---- agentls/debug/* (client → server; for tests and bug reports) ----
+
+pub enum DebugDocument {}
+
+impl ClientRequest for DebugDocument {
+    type Params = DebugDocumentParams;
+    type Result = DebugDocumentResult;
+    const METHOD: &'static str = "agentls/debug/document";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DebugDocumentParams {
+    #[schemars(with = "String")]
+    pub uri: Url,
+    /// Include the syntax tree as an s-expression.
+    #[serde(default)]
+    pub sexp: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugDocumentResult {
+    #[schemars(with = "String")]
+    pub uri: Url,
+    pub text: String,
+    pub version: i32,
+    pub language: String,
+    /// `utf-8`, `utf-16` or `utf-32`.
+    #[schemars(with = "String")]
+    pub position_encoding: PositionEncodingKind,
+    pub line_count: usize,
+    pub has_syntax_tree: bool,
+    /// How many times the document was parsed so far.
+    pub parses: u64,
+    pub syntax_errors: bool,
+    pub outline: Vec<Json<OutlineSymbol>>,
+    /// Present when asked for: the tree, null without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sexp: Option<Option<String>>,
+}
+
+/// A symbol of `agentls/debug/document`'s outline (built by `lsp::to_proto::symbol_json`).
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutlineSymbol {
+    pub name: String,
+    pub kind: String,
+    pub range: shapes::Range,
+    pub selection_range: shapes::Range,
+    pub children: Vec<OutlineSymbol>,
+}
+
+pub enum DebugSyntax {}
+
+impl ClientRequest for DebugSyntax {
+    type Params = DebugSyntaxParams;
+    type Result = DebugSyntaxResult;
+    const METHOD: &'static str = "agentls/debug/syntax";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DebugSyntaxParams {
+    #[schemars(with = "String")]
+    pub uri: Url,
+    #[schemars(with = "Option<shapes::Position>")]
+    pub position: Option<lsp_types::Position>,
+    #[schemars(with = "Option<shapes::Range>")]
+    pub range: Option<lsp_types::Range>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugSyntaxResult {
+    /// The innermost outline symbol containing `position`.
+    pub enclosing_symbol: Option<EnclosingSymbol>,
+    /// The distinct identifiers referenced in `range`, in order of first appearance.
+    pub identifiers: Json<Vec<Identifier>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EnclosingSymbol {
+    pub name: String,
+    #[schemars(with = "String")]
+    pub kind: SymbolKind,
+    pub path: Vec<String>,
+    #[schemars(with = "shapes::Range")]
+    pub range: lsp_types::Range,
+    pub text: String,
+}
+
+/// An identifier referenced in a range (built by `agentls_core::syntax`).
+#[derive(Debug, JsonSchema)]
+pub struct Identifier {
+    pub name: String,
+    /// `value`, `type`, `field` or `module`.
+    pub kind: String,
+}
+
+pub enum DebugAgentsMd {}
+
+impl ClientRequest for DebugAgentsMd {
+    type Params = DebugAgentsMdParams;
+    type Result = AgentsChain;
+    const METHOD: &'static str = "agentls/debug/agentsMd";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DebugAgentsMdParams {
+    /// A file or directory; default: the first workspace root.
+    #[schemars(with = "Option<String>")]
+    pub uri: Option<Url>,
+}
+
+pub enum DebugWorkspace {}
+
+impl ClientRequest for DebugWorkspace {
+    /// Any value (`{}`); absent params are refused.
+    type Params = Value;
+    type Result = DebugWorkspaceResult;
+    const METHOD: &'static str = "agentls/debug/workspace";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugWorkspaceResult {
+    pub roots: Vec<std::path::PathBuf>,
+    /// `notstarted`, `indexing` or `ready`.
+    pub status: Json<String>,
+    pub file_count: usize,
+    pub index_millis: u128,
+    #[schemars(with = "String")]
+    pub position_encoding: PositionEncodingKind,
+    pub agents_md_cached: bool,
+    /// Whether the model's vocabulary is built (at `initialized`, in the background).
+    pub tokenizer: TokenizerState,
+    pub config: DebugConfig,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TokenizerState {
+    pub name: String,
+    pub built: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugConfig {
+    pub agents_md: DebugAgentsMdConfig,
+    pub syntax: DebugSyntaxConfig,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugAgentsMdConfig {
+    pub max_bytes: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebugSyntaxConfig {
+    pub max_document_bytes: usize,
+}
+
+/// Every method of this module, in the order the TypeScript lists them (a type left out
+/// fails `catalog`'s tests).
+#[cfg(test)]
+pub(super) fn methods() -> Vec<super::catalog::Method> {
+    use super::catalog::{handled, notified, sent};
+
+    vec![
+        handled::<SessionNew>(),
+        handled::<SessionList>(),
+        handled::<SessionLoad>(),
+        handled::<SessionPrompt>(),
+        handled::<SessionCancel>(),
+        handled::<SessionCommands>(),
+        handled::<SessionCompact>(),
+        handled::<SessionSetModel>(),
+        handled::<SessionSetMode>(),
+        handled::<SessionContext>(),
+        handled::<McpStatus>(),
+        handled::<McpResources>(),
+        handled::<DebugDocument>(),
+        handled::<DebugSyntax>(),
+        handled::<DebugAgentsMd>(),
+        handled::<DebugWorkspace>(),
+        notified::<SessionUpdate>(),
+        notified::<Status>(),
+        sent::<RequestPermission>(),
+        notified::<McpDidChangeStatus>(),
+    ]
+}
