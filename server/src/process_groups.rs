@@ -91,7 +91,9 @@ impl Registry {
         if let Some(pipe) = self.warden.as_mut() {
             if let Err(err) = writeln!(pipe, "{line}") {
                 tracing::warn!("the warden is gone ({err}); children outlive a crash of agentls");
-                self.warden = None;
+                // Not closed: a child between fork and exec may still write to this
+                // descriptor (`watched_from_exec`), and a closed one's number could be reused.
+                std::mem::forget(self.warden.take());
                 WARDEN_ENABLED.store(false, Ordering::SeqCst);
             }
         }
@@ -143,14 +145,64 @@ fn start_warden(groups: &[u32]) -> Option<ChildStdin> {
     }
 }
 
-/// Starts the warden, if this process has one and it is not running yet, before a child
-/// is spawned: started only in `GroupGuard::new`, after the spawn, its own start (a fork and
-/// an exec) was a window in which a SIGKILL of agentls left the new child unwatched.
-pub(crate) fn ready_warden() {
+/// Has `command`'s child tell the warden its group itself, between fork and exec, so it is
+/// watched before it runs anything: told only by `GroupGuard::new`, after the spawn
+/// returned, a child that acted at once (a command that wrote its pid) could see agentls
+/// killed before it was listed, and outlive it. The warden is started here if needed, before
+/// the fork, so its own start is not inside that window either. `GroupGuard::new` tells it
+/// again (the warden keeps a set).
+pub(crate) fn watched_from_exec(command: &mut tokio::process::Command) {
+    let Some(fd) = ready_warden() else {
+        return;
+    };
+    // SAFETY: the closure runs in the child between fork and exec, and calls only
+    // async-signal-safe functions (getpid, signal, write) on a stack buffer.
+    unsafe {
+        command.pre_exec(move || {
+            tell_warden_from_child(fd);
+            Ok(())
+        });
+    }
+}
+
+/// The warden's pipe, started if this process has a warden and it is not running yet.
+fn ready_warden() -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
     let mut registry = registry();
     if registry.warden.is_none() && WARDEN_ENABLED.load(Ordering::SeqCst) {
         let running = registry.running.clone();
         registry.warden = start_warden(&running);
+    }
+    registry.warden.as_ref().map(|pipe| pipe.as_raw_fd())
+}
+
+/// Writes `+PID\n` for the calling process (a group leader: `process_group(0)`) to `fd`,
+/// without allocating. A warden that is gone must not kill the child with SIGPIPE.
+fn tell_warden_from_child(fd: std::os::fd::RawFd) {
+    let mut line = [0u8; 24];
+    line[0] = b'+';
+    // SAFETY: getpid has no memory effects.
+    let mut pid = unsafe { libc::getpid() } as u32;
+    let mut digits = [0u8; 10];
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (pid % 10) as u8;
+        count += 1;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    for i in 0..count {
+        line[1 + i] = digits[count - 1 - i];
+    }
+    line[1 + count] = b'\n';
+    // SAFETY: signal and write are async-signal-safe; `line` outlives the call. One write
+    // of at most 12 bytes to a pipe is atomic, so it never interleaves with agentls's own.
+    unsafe {
+        let previous = libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::write(fd, line.as_ptr().cast(), count + 2);
+        libc::signal(libc::SIGPIPE, previous);
     }
 }
 
@@ -242,7 +294,28 @@ fn apply(groups: &mut Vec<u32>, line: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::apply;
+    use super::{apply, tell_warden_from_child};
+
+    #[test]
+    fn a_child_tells_the_warden_its_pid_in_one_line() {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills the two descriptors; both are closed below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        tell_warden_from_child(fds[1]);
+        let mut buf = [0u8; 32];
+        // SAFETY: reads into `buf`, then closes the descriptors pipe(2) opened.
+        let read = unsafe {
+            let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+            n
+        };
+        let line = std::str::from_utf8(&buf[..read as usize]).unwrap();
+        assert_eq!(line, format!("+{}\n", std::process::id()));
+        let mut groups = Vec::new();
+        apply(&mut groups, line.trim_end());
+        assert_eq!(groups, vec![std::process::id()]);
+    }
 
     #[test]
     fn the_warden_keeps_the_groups_started_and_not_yet_ended() {

@@ -141,7 +141,7 @@ async fn connect_stdio(
         cmd.current_dir(dir);
     }
     cmd.process_group(0).kill_on_drop(true);
-    crate::process_groups::ready_warden();
+    crate::process_groups::watched_from_exec(&mut cmd);
     let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()

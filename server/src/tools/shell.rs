@@ -106,9 +106,9 @@ fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, Tool
         )));
     }
     let mut shell = tokio::process::Command::new(user_shell());
+    crate::process_groups::watched_from_exec(&mut shell);
     // The provider's key must not reach a command (`env` would print it to the model, the
     // editor and the session log).
-    crate::process_groups::ready_warden();
     for name in hidden_env {
         shell.env_remove(name);
     }

@@ -26,7 +26,7 @@ pub(super) async fn run_one(
     for name in hidden_env {
         command.env_remove(name);
     }
-    crate::process_groups::ready_warden();
+    crate::process_groups::watched_from_exec(&mut command);
     let spawned = command
         .arg("-c")
         .arg(&hook.command)
