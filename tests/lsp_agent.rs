@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
+use agentls_dev::fake_provider::{FakeProvider, Reply, Step};
 use common::agent::*;
 use common::{range_json, start, uri, Options};
 use serde_json::{json, Value};
@@ -930,7 +930,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Answers a server request the client left unanswered (`Answer::Silence`), now.
 async fn answer_late(
     server: &common::Server,
-    request: &agentls::dev::lsp_client::ServerMessage,
+    request: &agentls_dev::lsp_client::ServerMessage,
     result: Value,
 ) {
     let id = request.id.clone().expect("a request");
@@ -950,7 +950,7 @@ async fn until_request(
     server: &common::Server,
     method: &str,
     updates: &mut Vec<Value>,
-) -> agentls::dev::lsp_client::ServerMessage {
+) -> agentls_dev::lsp_client::ServerMessage {
     loop {
         let message = server.client.next_message().await.expect("server alive");
         if message.method == method {
@@ -973,18 +973,18 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
     fake.push_call_then_text("call_t2", "edit_file", &edit, "Still here.");
     let seen: Seen = Default::default();
     let record = seen.clone();
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(move |method, params| {
             record
                 .lock()
                 .unwrap()
                 .push((method.to_string(), params.clone()));
             match method {
-                "agent/session/requestPermission" => agentls::dev::lsp_client::Answer::Silence,
+                "agent/session/requestPermission" => agentls_dev::lsp_client::Answer::Silence,
                 "workspace/applyEdit" => {
-                    agentls::dev::lsp_client::Answer::Result(json!({"applied": true}))
+                    agentls_dev::lsp_client::Answer::Result(json!({"applied": true}))
                 }
-                _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+                _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
             }
         });
     let server = server(
@@ -1050,12 +1050,12 @@ async fn late_answers_to_progress_and_registration_requests_are_harmless() {
     let ws = workspace();
     let fake = FakeProvider::start().await;
     fake.push(FakeProvider::openai_text(&["Hello."], None));
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(|method, _| match method {
             "window/workDoneProgress/create" | "client/registerCapability" => {
-                agentls::dev::lsp_client::Answer::Silence
+                agentls_dev::lsp_client::Answer::Silence
             }
-            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+            _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
         });
     let server = common::start(Options {
         root: Some(&ws.root),
@@ -1104,10 +1104,10 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
         &[("call_a1", "edit_file", &[edit.as_str()])],
         None,
     ));
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(|method, _| match method {
-            "workspace/applyEdit" => agentls::dev::lsp_client::Answer::Silence,
-            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+            "workspace/applyEdit" => agentls_dev::lsp_client::Answer::Silence,
+            _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
         });
     let server = server(
         &ws,

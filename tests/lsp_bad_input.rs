@@ -286,7 +286,7 @@ async fn workspace_folders_can_change_at_run_time() {
 
 #[tokio::test]
 async fn requests_before_initialize_are_refused_and_the_server_survives() {
-    let client = agentls::dev::lsp_client::LspClient::spawn(
+    let client = agentls_dev::lsp_client::LspClient::spawn(
         &common::binary(),
         &[],
         &[("AGENTLS_LOG", "error")],

@@ -6,8 +6,8 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
-use agentls::dev::lsp_client::ServerMessage;
+use agentls_dev::fake_provider::{FakeProvider, Reply, Step};
+use agentls_dev::lsp_client::ServerMessage;
 use common::agent::*;
 use common::{git, start, Options, Server};
 use serde_json::{json, Value};
@@ -46,7 +46,7 @@ fn text_of(message: &Value) -> String {
 async fn server_with_env(
     ws: &Workspace,
     options: Value,
-    responder: Option<agentls::dev::lsp_client::Responder>,
+    responder: Option<agentls_dev::lsp_client::Responder>,
     env: Vec<(&str, String)>,
 ) -> Server {
     start(Options {

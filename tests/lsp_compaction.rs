@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{Reply, Step};
+use agentls_dev::fake_provider::{Reply, Step};
 use common::agent::*;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
@@ -581,11 +581,11 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
         Reply::Sse {
             steps: vec![
                 Step::Hold,
-                agentls::dev::fake_provider::openai_chunk(
+                agentls_dev::fake_provider::openai_chunk(
                     json!({"content": "[Done] read big.rs"}),
                     None,
                 ),
-                agentls::dev::fake_provider::openai_chunk(json!({}), Some("stop")),
+                agentls_dev::fake_provider::openai_chunk(json!({}), Some("stop")),
                 Step::Data("[DONE]".into()),
             ],
         },
@@ -633,7 +633,7 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
 /// grow.
 #[tokio::test]
 async fn the_compaction_eval_recalls_every_needle_after_successive_compactions() {
-    use agentls::dev::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
+    use agentls_dev::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
     let options = EvalOptions {
         sessions: 1,
         compactions: 3,

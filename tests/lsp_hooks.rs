@@ -5,8 +5,8 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, RecordedRequest};
-use agentls::dev::lsp_client::Responder;
+use agentls_dev::fake_provider::{FakeProvider, RecordedRequest};
+use agentls_dev::lsp_client::Responder;
 use common::agent::*;
 use common::{start, Options, Server};
 use serde_json::{json, Value};

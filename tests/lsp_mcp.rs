@@ -6,7 +6,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::mcp::{growing_server, installed, settled, status};
 use common::Server;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::mcp::{installed, settled};
 use common::Server;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use serde_json::json;
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::{start, Options};
 use serde_json::{json, Value};

@@ -15,14 +15,14 @@
 //! - `provider`: the HTTP exchange with model providers;
 //! - `store`: the disk (session logs, files, the workspace's file index, prompt overrides,
 //!   AGENTS.md, skills) and the process environment;
-//! - `cli`: `agentls ask` and `agentls context`;
-//! - `dev`: what only tests and benchmarks use (fake provider, LSP test client, demo,
-//!   benchmarks, the compaction eval).
+//! - `cli`: `agentls ask` and `agentls context`.
+//!
+//! What only tests and benchmarks use (fake provider, LSP test client, demo, benchmarks, the
+//! compaction eval) is the `agentls-dev` crate (crates/dev), outside the shipped binary.
 
 pub mod acp;
 pub mod agent;
 pub mod cli;
-pub mod dev;
 pub mod host;
 pub mod lsp;
 pub mod mcp;
@@ -32,7 +32,7 @@ pub mod store;
 pub mod tools;
 
 /// The layering rules of ARCHITECTURE.md that the compiler cannot see, checked over the
-/// sources: only `lsp/` speaks LSP transport, and `dev/` serves tests and benchmarks only.
+/// sources: only `lsp/` speaks LSP transport.
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
@@ -83,31 +83,13 @@ mod tests {
         let offenders: Vec<String> = non_test_code()
             .into_iter()
             .filter(|(name, code)| {
-                !(name.starts_with("lsp/") || name.starts_with("dev/") || name == "main.rs")
-                    && code.contains("tower_lsp")
+                !(name.starts_with("lsp/") || name == "main.rs") && code.contains("tower_lsp")
             })
             .map(|(name, _)| name)
             .collect();
         assert!(
             offenders.is_empty(),
             "tower_lsp outside lsp/: {offenders:?}"
-        );
-    }
-
-    #[test]
-    fn dev_serves_tests_and_benchmarks_only() {
-        let offenders: Vec<String> = non_test_code()
-            .into_iter()
-            .filter(|(name, code)| {
-                // main.rs and its grammar (cli/args.rs) offer the dev commands, so they name them.
-                !(name.starts_with("dev/") || name == "main.rs" || name == "cli/args.rs")
-                    && code.contains("crate::dev")
-            })
-            .map(|(name, _)| name)
-            .collect();
-        assert!(
-            offenders.is_empty(),
-            "server modules importing dev/: {offenders:?}"
         );
         assert!(
             non_test_code().len() > 40,

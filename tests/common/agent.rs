@@ -2,9 +2,9 @@
 //! provider, and readers of the updates a turn sends.
 
 use super::{start, Options, Server};
-pub use agentls::dev::fake_provider::FakeProvider;
-use agentls::dev::fake_provider::{RecordedRequest, Step};
-use agentls::dev::lsp_client::{Answer, Responder};
+pub use agentls_dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::{RecordedRequest, Step};
+use agentls_dev::lsp_client::{Answer, Responder};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::PathBuf;
@@ -105,7 +105,7 @@ pub async fn prompt(server: &Server, session: &str, text: &str) -> String {
 pub async fn updates_until_end(
     server: &Server,
     turn: &str,
-) -> (Vec<Value>, Vec<agentls::dev::lsp_client::ServerMessage>) {
+) -> (Vec<Value>, Vec<agentls_dev::lsp_client::ServerMessage>) {
     let mut updates = Vec::new();
     let mut others = Vec::new();
     loop {

@@ -4,7 +4,7 @@
 pub mod agent;
 pub mod mcp;
 
-use agentls::dev::lsp_client::{Answer, LspClient, Responder, RpcError};
+use agentls_dev::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! `agentls bench subagent`: how much a subagent keeps out of its parent's history. A real
+//! `agentls-dev bench subagent`: how much a subagent keeps out of its parent's history. A real
 //! agentls child serves the current directory (run it at the repository's root); the fake
 //! provider scripts a parent that hands one question to the built-in `explore` and a child
 //! that greps, lists and reads real files of the workspace before it answers. The figures
@@ -7,8 +7,8 @@
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::FakeProvider;
-use crate::dev::lsp_client::start_self;
+use crate::fake_provider::FakeProvider;
+use crate::lsp_client::start_agentls;
 use agentls_core::history::Item;
 use agentls_core::session::Event;
 
@@ -45,7 +45,7 @@ pub async fn run() -> Result<SubagentReport, String> {
         .and_then(|d| d.canonicalize())
         .map_err(|e| e.to_string())?;
     if !root.join("crates/core/src/approval.rs").is_file() {
-        return Err("run `agentls bench subagent` at the root of the agentls repository".into());
+        return Err("run `agentls-dev bench subagent` at the root of the agentls repository".into());
     }
     let state_dir =
         std::env::temp_dir().join(format!("agentls-bench-subagent-{}", std::process::id()));
@@ -81,7 +81,7 @@ async fn measure(
         "stateDir": state,
         "approval": "ask",
     });
-    let client = start_self(root, options, "error").await?;
+    let client = start_agentls(root, options, "error").await?;
     let session = client.new_session().await?;
     let answer = client
         .request(

@@ -1,4 +1,4 @@
-//! `agentls bench context`: assembling a request for a long session, incrementally (counts
+//! `agentls-dev bench context`: assembling a request for a long session, incrementally (counts
 //! cached with the history items and in the CountCache) against tokenizing the whole request
 //! from scratch, plus the tokenizers' throughput on code.
 
@@ -292,7 +292,7 @@ fn count_from_scratch(
 fn code_corpus() -> String {
     let sources = [
         include_str!("../../../crates/core/src/syntax.rs"),
-        include_str!("../lsp/mod.rs"),
+        include_str!("../../../server/src/lsp/mod.rs"),
         include_str!("../../../crates/core/src/history.rs"),
         include_str!("../../../crates/core/src/context.rs"),
         include_str!("../../../crates/core/src/document.rs"),

@@ -1,12 +1,12 @@
-//! `agentls bench memory`: the resident memory of a real agentls child, idle after
+//! `agentls-dev bench memory`: the resident memory of a real agentls child, idle after
 //! `initialize`, and loaded: 50 open buffers of 5,000 lines and a session of 200K tokens
 //! (written as a session log beforehand, then loaded over LSP). Read from /proc (VmRSS now,
 //! VmHWM the peak).
 
 use serde_json::json;
 
-use crate::dev::lsp_client::start_self;
-use crate::store::session_log::{self, SessionStore};
+use crate::lsp_client::start_agentls;
+use agentls::store::session_log::{self, SessionStore};
 use agentls_core::session::Event;
 
 pub struct MemoryOptions {
@@ -74,7 +74,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     let root = root.canonicalize().map_err(|e| e.to_string())?;
     let state = dir.join("state");
     // The session, written the way the server writes it.
-    let (entries, _) = crate::dev::bench_compaction::history(options.history_tokens);
+    let (entries, _) = crate::bench_compaction::history(options.history_tokens);
     let store = SessionStore::for_workspace(&state, &root);
     let id = session_log::new_session_id();
     let mut log = store.open(&id).map_err(|e| e.to_string())?;
@@ -95,7 +95,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     }
     log.sync().map_err(|e| e.to_string())?;
 
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({"stateDir": state, "provider": {"model": "bench-model"}}),
         "error",

@@ -1,4 +1,4 @@
-//! `agentls bench compaction`: the non-LLM parts of compaction on a 200K-token history
+//! `agentls-dev bench compaction`: the non-LLM parts of compaction on a 200K-token history
 //! (pure functions, in process), the latency of LSP requests while a slow summary call is
 //! in flight (a real agentls child, the fake provider holding the summary for seconds), and
 //! the wait a prompt sees at the threshold with a summary prepared ahead against a fresh one.
@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
-use crate::dev::lsp_client::{start_self, LspClient};
+use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
+use crate::lsp_client::{start_agentls, LspClient};
 use agentls_core::compaction;
 use agentls_core::history::{item_tokens, Entry, Item};
 use agentls_core::ledger::Ledger;
@@ -162,7 +162,7 @@ pub fn pure(options: &CompactionBenchOptions) -> (usize, usize, Vec<(&'static st
         let ledger = time(&mut runs[0].1, || {
             let mut ledger = Ledger::default();
             for event in &events {
-                ledger.observe(event, crate::tools::registry::Registry::builtin());
+                ledger.observe(event, agentls::tools::registry::Registry::builtin());
             }
             ledger
         });
@@ -271,7 +271,7 @@ async fn start(
     if let (Value::Object(init), Value::Object(extra)) = (&mut init, extra) {
         init.extend(extra);
     }
-    let client = start_self(&root, init, "error").await?;
+    let client = start_agentls(&root, init, "error").await?;
     let session = client.new_session().await?;
     Ok((client, session))
 }

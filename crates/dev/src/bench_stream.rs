@@ -1,4 +1,4 @@
-//! `agentls bench stream`: the streaming path through a real agentls child and the fake
+//! `agentls-dev bench stream`: the streaming path through a real agentls child and the fake
 //! provider on loopback. Two figures:
 //! - chunk latency: from the fake provider flushing an SSE chunk to the test client
 //!   receiving the `agentMessageChunk` it became (so it includes the provider → agentls
@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
-use crate::dev::lsp_client::{start_self, LspClient};
+use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
+use crate::lsp_client::{start_agentls, LspClient};
 
 pub struct StreamOptions {
     /// Content chunks per streamed answer.
@@ -100,7 +100,7 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({
             "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
@@ -152,7 +152,7 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
     latencies.sort();
 
     // Time to first token, agentls and direct alternated.
-    crate::provider::tls::install();
+    agentls::provider::tls::install();
     let http = reqwest::Client::new();
     let url = format!("{}/v1/chat/completions", fake.base_url());
     let mut through = Vec::new();
@@ -244,7 +244,7 @@ pub fn print_stream(options: &StreamOptions, report: &StreamReport) {
 }
 
 /// Time to first token through agentls and directly, against a real OpenAI-compatible
-/// server (`agentls bench ttft --base-url URL`): the same messages both ways (the direct
+/// server (`agentls-dev bench ttft --base-url URL`): the same messages both ways (the direct
 /// request sends what `agent/session/context` says agentls would send), rounds alternated,
 /// medians. Returns (through agentls, direct, rounds).
 pub async fn ttft_real(
@@ -268,7 +268,7 @@ async fn ttft_real_in(
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({
             "provider": {"kind": "openai", "baseUrl": base_url, "model": model, "maxOutputTokens": 8, "temperature": 0, "contextWindow": 4096},
@@ -280,7 +280,7 @@ async fn ttft_real_in(
     .await?;
     let prompts = agentls_core::prompts::Prompts::builtin();
     let tools = agentls_core::wire::openai::tools(&prompts.tools);
-    crate::provider::tls::install();
+    agentls::provider::tls::install();
     let http = reqwest::Client::new();
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut through = Vec::new();

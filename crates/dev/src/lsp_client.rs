@@ -1,10 +1,11 @@
 //! A small LSP client over a child process's stdio: Content-Length framing, request/response
 //! matching, notifications as a stream, and default answers to the server's own requests.
-//! Used by `agentls demo` and by the end-to-end tests, which drive the real binary with it.
+//! Used by `agentls-dev demo`, the benchmarks and the end-to-end tests, which drive the real binary with it.
 
-use crate::lsp::transport::{self, Frame, FrameReader};
+use agentls::lsp::transport::{self, Frame, FrameReader};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -356,14 +357,32 @@ async fn read_loop(
     pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
-/// This binary as an LSP server on the workspace `root`, initialized with `options`
+/// The `agentls` binary the dev kit drives: `$AGENTLS_BIN` when set, else the `agentls`
+/// beside this executable (cargo builds both into the same target directory).
+pub fn agentls_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("AGENTLS_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bin = exe.with_file_name(format!("agentls{}", std::env::consts::EXE_SUFFIX));
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "no agentls binary at {} (cargo build -p agentls, or set AGENTLS_BIN)",
+            bin.display()
+        ))
+    }
+}
+
+/// agentls as an LSP server on the workspace `root`, initialized with `options`
 /// (`initializationOptions`) and its log at `log_level`: how the benchmarks start agentls.
-pub async fn start_self(
+pub async fn start_agentls(
     root: &std::path::Path,
     options: Value,
     log_level: &str,
 ) -> Result<LspClient, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = agentls_binary()?;
     let client =
         LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", log_level)]).map_err(|e| e.to_string())?;
     let root_uri = tower_lsp::lsp_types::Url::from_file_path(root)

@@ -485,7 +485,7 @@ async fn serve(
     Ok(())
 }
 
-/// `agentls fake-provider [--script FILE]`: a fake provider as a process, for the editor
+/// `agentls-dev fake-provider [--script FILE]`: a fake provider as a process, for the editor
 /// plugins' tests. The script (JSON) is `{"replies": [R, …], "routes": {"needle": [R, …]}}`
 /// with replies as `reply_from_json` reads them; more can be pushed at `/__push`. Prints
 /// the base URL on stdout, then serves until stdin closes.
@@ -522,7 +522,7 @@ pub async fn run_process(script: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// The control endpoints, for a fake provider run as a process (`agentls fake-provider`)
+/// The control endpoints, for a fake provider run as a process (`agentls-dev fake-provider`)
 /// by tests in other languages: `POST /__push {"reply": R, "route"?: needle}` queues a
 /// reply, `GET /__requests` lists what was received, `POST /__release` lets a held
 /// stream go on.
@@ -569,7 +569,7 @@ fn control(
     }
 }
 
-/// A reply described in JSON (for `agentls fake-provider` and its `/__push`):
+/// A reply described in JSON (for `agentls-dev fake-provider` and its `/__push`):
 /// - `{"text": ["Hel", "lo"], "usage"?: [input, output], "chunkDelayMs"?: n, "firstDelayMs"?: n}`
 /// - `{"toolCalls": [{"id", "name", "arguments": string or object}], "usage"?: [i, o]}`
 /// - `{"http": {"status": 500, "body": "…", "headers"?: {"Retry-After": "1"}}}`

@@ -1,4 +1,4 @@
-//! `agentls eval-compaction`: how much of what matters survives compaction. Synthetic long
+//! `agentls-dev eval-compaction`: how much of what matters survives compaction. Synthetic long
 //! sessions are driven through the real agent loop (real tools in a temporary workspace,
 //! the fake provider on loopback speaking the real wire format), with needles planted on
 //! the way: files created and edited, error strings, exit codes, user constraints,
@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::agent::Agent;
-use crate::dev::fake_provider::{FakeProvider, Reply};
-use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
+use crate::fake_provider::{FakeProvider, Reply};
+use agentls::agent::Agent;
+use agentls::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::history::model_text;
 use agentls_core::prompts::Prompts;
@@ -222,11 +222,11 @@ pub async fn run(options: &EvalOptions) -> Result<EvalReport, String> {
     for (name, summarizer) in [
         (
             "poor",
-            Arc::new(poor_summary) as crate::dev::fake_provider::Responder,
+            Arc::new(poor_summary) as crate::fake_provider::Responder,
         ),
         (
             "extractive",
-            Arc::new(extractive_summary) as crate::dev::fake_provider::Responder,
+            Arc::new(extractive_summary) as crate::fake_provider::Responder,
         ),
     ] {
         let mut rounds = vec![Round::default(); options.compactions];
@@ -241,7 +241,7 @@ pub async fn run(options: &EvalOptions) -> Result<EvalReport, String> {
 async fn run_session(
     options: &EvalOptions,
     s: usize,
-    summarizer: crate::dev::fake_provider::Responder,
+    summarizer: crate::fake_provider::Responder,
     rounds: &mut [Round],
 ) -> Result<(), String> {
     let dir = tempfile_dir(s)?;
