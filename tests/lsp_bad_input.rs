@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{start, uri, Options};
+use common::{start, start_in, uri, Options};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -255,11 +255,7 @@ async fn workspace_folders_can_change_at_run_time() {
     std::fs::write(a_root.join("one.rs"), "").unwrap();
     std::fs::write(b_root.join("two.rs"), "").unwrap();
     std::fs::write(b_root.join("three.rs"), "").unwrap();
-    let server = start(Options {
-        root: Some(&a_root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&a_root).await;
     assert_eq!(server.index_ready().await["fileCount"], 1);
     server
         .client

@@ -95,6 +95,15 @@ pub async fn start(options: Options<'_>) -> Server {
     Server { client, init }
 }
 
+/// Spawns agentls on the workspace `root` with the default options.
+pub async fn start_in(root: &Path) -> Server {
+    start(Options {
+        root: Some(root),
+        ..Options::default()
+    })
+    .await
+}
+
 impl Server {
     pub async fn open(&self, uri: &str, language_id: &str, version: i32, text: &str) {
         self.client
