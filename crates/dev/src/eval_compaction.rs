@@ -268,23 +268,7 @@ async fn run_session(
     });
     let agent = Agent::new(host.clone());
     let session = agent.new_session(None).await.map_err(|e| e.0)?;
-    let mut needles = Needles::default();
-    needles.set(
-        "constraints",
-        vec![
-            format!("Never change the public API of src/api_{s}.rs."),
-            "Always run cargo fmt before finishing.".into(),
-        ],
-    );
-    needles.set(
-        "approvals",
-        vec![
-            "always allowed for this session: write_file".into(),
-            "always allowed for this session: edit_file".into(),
-            "always allowed for this session: shell commands starting `echo`".into(),
-        ],
-    );
-    needles.add("files", format!("src/lib_{s}.rs"));
+    let mut needles = planted(s);
     let mut k = 0;
     let mut result = Ok(());
     for round in rounds.iter_mut() {
@@ -304,44 +288,79 @@ async fn run_session(
             }
             k += 1;
         }
-        let outcome = agent.compact(&session, None).await.map_err(|e| e.0)?;
-        round.grew |= outcome.tokens_after >= outcome.tokens_before;
-        *round
-            .strategies
-            .entry(outcome.strategy.clone())
-            .or_default() += 1;
-        let (history, _, _) = agent.history_of(&session).await.map_err(|e| e.0)?;
-        let prompts = Prompts::builtin();
-        let context: String = history
-            .entries()
-            .iter()
-            .map(|e| model_text(&e.item, &prompts).into_owned())
-            .collect::<Vec<_>>()
-            .join("\n");
-        // The whole request: the history plus the static prefix (system prompt, tools).
-        let fill =
-            (history.tokens() + static_tokens(&history)) as f64 / options.context_window as f64;
-        round.max_fill_after = round.max_fill_after.max(fill);
-        let without_ledger = cut_ledger(&context);
-        for category in CATEGORIES {
-            let planted = needles
-                .by_category
-                .get(category)
-                .cloned()
-                .unwrap_or_default();
-            for (text, recall) in [
-                (&context, &mut round.recall),
-                (&without_ledger, &mut round.recall_without_ledger),
-            ] {
-                let found = planted.iter().filter(|n| text.contains(n.as_str())).count();
-                let entry = recall.entry(category).or_insert((0, 0));
-                entry.0 += found;
-                entry.1 += planted.len();
-            }
-        }
+        compact_and_score(&agent, &session, options, &needles, round).await?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// What the eval plants before the first turn: the user's constraints, the approvals given
+/// and the first file.
+fn planted(s: usize) -> Needles {
+    let mut needles = Needles::default();
+    needles.set(
+        "constraints",
+        vec![
+            format!("Never change the public API of src/api_{s}.rs."),
+            "Always run cargo fmt before finishing.".into(),
+        ],
+    );
+    needles.set(
+        "approvals",
+        vec![
+            "always allowed for this session: write_file".into(),
+            "always allowed for this session: edit_file".into(),
+            "always allowed for this session: shell commands starting `echo`".into(),
+        ],
+    );
+    needles.add("files", format!("src/lib_{s}.rs"));
+    needles
+}
+
+/// Compacts `session` and adds to `round` what survived: each category's recall with and
+/// without the ledger, the fill after, whether it grew, the strategy.
+async fn compact_and_score(
+    agent: &Arc<Agent>,
+    session: &str,
+    options: &EvalOptions,
+    needles: &Needles,
+    round: &mut Round,
+) -> Result<(), String> {
+    let outcome = agent.compact(session, None).await.map_err(|e| e.0)?;
+    round.grew |= outcome.tokens_after >= outcome.tokens_before;
+    *round
+        .strategies
+        .entry(outcome.strategy.clone())
+        .or_default() += 1;
+    let (history, _, _) = agent.history_of(session).await.map_err(|e| e.0)?;
+    let prompts = Prompts::builtin();
+    let context: String = history
+        .entries()
+        .iter()
+        .map(|e| model_text(&e.item, &prompts).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The whole request: the history plus the static prefix (system prompt, tools).
+    let fill = (history.tokens() + static_tokens(&history)) as f64 / options.context_window as f64;
+    round.max_fill_after = round.max_fill_after.max(fill);
+    let without_ledger = cut_ledger(&context);
+    for category in CATEGORIES {
+        let planted = needles
+            .by_category
+            .get(category)
+            .cloned()
+            .unwrap_or_default();
+        for (text, recall) in [
+            (&context, &mut round.recall),
+            (&without_ledger, &mut round.recall_without_ledger),
+        ] {
+            let found = planted.iter().filter(|n| text.contains(n.as_str())).count();
+            let entry = recall.entry(category).or_insert((0, 0));
+            entry.0 += found;
+            entry.1 += planted.len();
+        }
+    }
+    Ok(())
 }
 
 fn cut_ledger(context: &str) -> String {

@@ -306,16 +306,7 @@ async fn read_loop(
             (Some(method), id) => {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
                 if let Some(id) = &id {
-                    let answer = match responder(&method, &params) {
-                        Answer::Result(result) => {
-                            Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                        }
-                        Answer::Error(code, text) => Some(
-                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
-                        ),
-                        Answer::Silence => None,
-                    };
-                    if let Some(answer) = answer {
+                    if let Some(answer) = answer(&responder, id, &method, &params) {
                         let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
                     }
                 }
@@ -337,24 +328,39 @@ async fn read_loop(
                     let _ = orphans.send(message);
                     continue;
                 };
-                let result = match message.get("error") {
-                    Some(error) => Err(RpcError {
-                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                        message: error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    }),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                let _ = waiter.send((result, seq));
+                let _ = waiter.send((outcome(&message), seq));
             }
             (None, None) => eprintln!("lsp client: a frame with neither method nor id"),
         }
     }
     // Wake every waiter: the server is gone.
     pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// The client's answer to the server's request `id`, as `responder` chooses (none: silence).
+fn answer(responder: &Responder, id: &Value, method: &str, params: &Value) -> Option<Value> {
+    match responder(method, params) {
+        Answer::Result(result) => Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        Answer::Error(code, text) => {
+            Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}))
+        }
+        Answer::Silence => None,
+    }
+}
+
+/// A response's result, or its error.
+fn outcome(message: &Value) -> Result<Value, RpcError> {
+    match message.get("error") {
+        Some(error) => Err(RpcError {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        }),
+        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+    }
 }
 
 /// The `agentls` binary the dev kit drives: `$AGENTLS_BIN` when set, else the `agentls`
