@@ -1,4 +1,6 @@
-//! The command line: --version, --help, bad arguments, and the demo (the main job).
+//! The command line: --version, --help, bad arguments, `context`, `ask`, and the demo (the
+//! main job: agentls-dev's, driving this agentls). The dev commands' own grammar and the fake
+//! provider as a process are tested in dev_cli.rs.
 
 mod common;
 
@@ -24,9 +26,16 @@ fn version_and_help() {
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(
-        help.contains("demo") && help.contains("context") && help.contains("AGENTLS_LOG"),
+        help.contains("ask")
+            && help.contains("acp")
+            && help.contains("context")
+            && help.contains("AGENTLS_LOG"),
         "{help}"
     );
+    // The dev kit is agentls-dev's, not the shipped binary's.
+    for dev in ["demo", "bench", "fake-provider", "eval-compaction"] {
+        assert!(!help.contains(dev), "{dev} in: {help}");
+    }
 }
 
 /// Every subcommand has its own --help, naming its flags and their defaults.
@@ -34,18 +43,8 @@ fn version_and_help() {
 fn every_subcommand_has_a_help() {
     for (args, expected) in [
         (&["ask", "--help"][..], "--approve"),
+        (&["acp", "--help"], "--config"),
         (&["context", "--help"], "--json"),
-        (&["demo", "--help"], "[DIR]"),
-        (&["eval-compaction", "--help"], "--window"),
-        (&["fake-provider", "--help"], "--script"),
-        (&["bench", "--help"], "keystroke"),
-        (&["bench", "keystroke", "--help"], "[default: 10000]"),
-        (&["bench", "context", "--help"], "--history-tokens"),
-        (&["bench", "stream", "--help"], "--first-token-ms"),
-        (&["bench", "ttft", "--help"], "--base-url"),
-        (&["bench", "compaction", "--help"], "--summary-ms"),
-        (&["bench", "memory", "--help"], "--buffers"),
-        (&["bench", "startup", "--help"], "--files"),
     ] {
         let out = run(args);
         let help = String::from_utf8(out.stdout).unwrap();
@@ -60,34 +59,13 @@ fn every_subcommand_has_a_help() {
 fn bad_arguments_fail_with_exit_code_2_and_say_why() {
     for (args, expected) in [
         (&["--frobnicate"][..], "unexpected argument '--frobnicate'"),
-        (
-            &["bench", "keystroke", "--lines", "many"],
-            "invalid value 'many' for '--lines <LINES>'",
-        ),
-        (
-            &[
-                "bench",
-                "ttft",
-                "--base-url",
-                "http://127.0.0.1:9/v1",
-                "--turns",
-                "x",
-            ],
-            "invalid value 'x' for '--turns <TURNS>'",
-        ),
-        (&["bench", "context", "--rounds", "0"], "must be at least 1"),
-        (&["bench", "ttft"], "--base-url <URL>"),
-        (
-            &["bench", "memory", "--lines"],
-            "a value is required for '--lines <LINES>'",
-        ),
         (&["ask", "   "], "the question is empty"),
         (&["ask", "one", "two"], "unexpected argument 'two'"),
         (&["context"], "FILE[:LINE[:COL]]"),
-        (&["fake-provider", "--script"], "a value is required"),
+        (&["bench", "keystroke"], "unrecognized subcommand 'bench'"),
         (
-            &["bench", "frobnicate"],
-            "unrecognized subcommand 'frobnicate'",
+            &["fake-provider"],
+            "unrecognized subcommand 'fake-provider'",
         ),
     ] {
         let out = run(args);
@@ -98,8 +76,9 @@ fn bad_arguments_fail_with_exit_code_2_and_say_why() {
     }
 }
 
-#[test]
-fn demo_drives_a_real_session_and_prints_what_it_tracked() {
+/// `agentls-dev demo`'s session, run here against this agentls binary.
+#[tokio::test]
+async fn demo_drives_a_real_session_and_prints_what_it_tracked() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -110,18 +89,14 @@ fn demo_drives_a_real_session_and_prints_what_it_tracked() {
         "struct Config;\n\nimpl Config {\n    fn load() -> Self { Config }\n}\n\nfn main() {}\n",
     )
     .unwrap();
-    let out = Command::new(common::binary())
-        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
-        .args(["demo", root.to_str().unwrap()])
-        .env("AGENTLS_LOG", "error")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let env = [
+        ("XDG_CONFIG_HOME", common::NO_USER_CONFIG),
+        ("AGENTLS_LOG", "error"),
+    ];
+    let mut out = Vec::new();
+    let result = agentls_dev::demo::run_with((&common::binary(), &env), root, None, &mut out).await;
+    let stdout = String::from_utf8(out).unwrap();
+    assert!(result.is_ok(), "{stdout}\n{result:?}");
     for expected in [
         "position encoding \"utf-16\"",
         "workspace: Indexed 2 files",
@@ -224,7 +199,7 @@ fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
 /// continued with --session.
 #[tokio::test]
 async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
-    use agentls::dev::fake_provider::FakeProvider;
+    use agentls_dev::fake_provider::FakeProvider;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("project");
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -336,79 +311,4 @@ fn ask_without_a_provider_says_how_to_configure_one() {
         err.contains("no provider configured") && err.contains("OPENAI_API_KEY"),
         "{err}"
     );
-}
-
-/// `agentls fake-provider` as a process: scripted from a file and over `/__push`, answers
-/// in the real SSE format, lists what it received, exits when its stdin closes.
-#[tokio::test]
-async fn the_fake_provider_runs_as_a_process_for_other_test_suites() {
-    use tokio::io::AsyncBufReadExt;
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"replies": [{"text": ["Hello", " there"], "usage": [10, 2]}]})
-            .to_string(),
-    )
-    .unwrap();
-    let mut child = tokio::process::Command::new(common::binary())
-        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
-        .args(["fake-provider", "--script", script.to_str().unwrap()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = lines.next_line().await.unwrap().unwrap();
-    assert!(
-        base.starts_with("http://127.0.0.1:") && base.ends_with("/v1"),
-        "{base}"
-    );
-    // reqwest is built without a crypto provider: the process installs ring first.
-    agentls::provider::tls::install();
-    let http = reqwest::Client::new();
-    let ask = || async {
-        http.post(format!("{base}/chat/completions"))
-            .header("content-type", "application/json")
-            .body(r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#)
-            .send()
-            .await
-            .unwrap()
-    };
-    let first = ask().await.text().await.unwrap();
-    assert!(
-        first.contains("\"content\":\"Hello\"") && first.contains("[DONE]"),
-        "{first}"
-    );
-    let root = base.trim_end_matches("/v1");
-    let pushed = http
-        .post(format!("{root}/__push"))
-        .body(r#"{"reply": {"http": {"status": 429, "body": "slow down"}}}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(pushed.status(), 200);
-    assert_eq!(ask().await.status(), 429);
-    let bad = http
-        .post(format!("{root}/__push"))
-        .body(r#"{"reply": {"what": 1}}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
-    let seen: serde_json::Value = serde_json::from_str(
-        &http
-            .get(format!("{root}/__requests"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(seen.as_array().unwrap().len(), 2);
-    assert_eq!(seen[0]["path"], "/v1/chat/completions");
-    drop(child.stdin.take());
-    assert!(child.wait().await.unwrap().success());
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
+use agentls_dev::fake_provider::{FakeProvider, Reply, Step};
 use common::agent::*;
 use common::{range_json, start, uri, Options};
 use serde_json::{json, Value};
@@ -12,8 +12,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn a_read_file_turn_streams_the_tool_call_and_the_answer() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_tool_calls(
         &[(
             "call_1",
@@ -26,8 +25,7 @@ async fn a_read_file_turn_streams_the_tool_call_and_the_answer() {
         &["The function ", "returns 41."],
         Some((1200, 6)),
     ));
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
     let turn = prompt(&server, &session, "What does answer() return?").await;
     let (updates, others) = updates_until_end(&server, &turn).await;
 
@@ -120,8 +118,7 @@ async fn a_read_file_turn_streams_the_tool_call_and_the_answer() {
 
 #[tokio::test]
 async fn the_anthropic_provider_runs_the_same_turn() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::anthropic_tool_use(
         "Let me look.",
         "toolu_1",
@@ -138,8 +135,7 @@ async fn the_anthropic_provider_runs_the_same_turn() {
     });
     let server = server(&ws, options, None).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Where is answer defined?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Where is answer defined?").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "Let me look.Found it in src/lib.rs.");
     let done = tool_updates(&updates, "completed");
@@ -168,8 +164,7 @@ async fn the_anthropic_provider_runs_the_same_turn() {
 
 #[tokio::test]
 async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push_call_then_text("call_e1", "edit_file", &edit, "Done.");
@@ -187,8 +182,7 @@ async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
         .await;
     let session = new_session(&server).await;
 
-    let turn = prompt(&server, &session, "Make it 42").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Make it 42").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     let done = tool_updates(&updates, "completed");
     assert!(
@@ -232,8 +226,7 @@ async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
     assert_eq!(change["edits"][0]["newText"], "    42\n");
     assert_eq!(change["edits"][0]["range"], range_json([1, 0, 2, 0]));
 
-    let turn = prompt(&server, &session, "Again").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Again").await;
     let failed = tool_updates(&updates, "failed");
     assert!(
         failed[0]["output"].as_str().unwrap().contains("rejected"),
@@ -252,8 +245,7 @@ async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
 
 #[tokio::test]
 async fn allow_always_is_remembered_and_survives_a_restart() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let shell = json!({"command": "echo hi"}).to_string();
     for _ in 0..3 {
         fake.push(FakeProvider::openai_tool_calls(
@@ -271,8 +263,7 @@ async fn allow_always_is_remembered_and_survives_a_restart() {
     .await;
     let session = new_session(&server_a).await;
     for _ in 0..2 {
-        let turn = prompt(&server_a, &session, "say hi").await;
-        let (updates, _) = updates_until_end(&server_a, &turn).await;
+        let (updates, _) = run_turn(&server_a, &session, "say hi").await;
         let done = tool_updates(&updates, "completed");
         assert!(
             done[0]["output"].as_str().unwrap().contains("hi\n"),
@@ -298,8 +289,7 @@ async fn allow_always_is_remembered_and_survives_a_restart() {
         Some(responder_b),
     )
     .await;
-    let turn = prompt(&server_b, &session, "say hi again").await;
-    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    let (updates, _) = run_turn(&server_b, &session, "say hi again").await;
     assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
     let asked = seen_b
         .lock()
@@ -316,8 +306,7 @@ async fn allow_always_is_remembered_and_survives_a_restart() {
 
 #[tokio::test]
 async fn cancel_stops_a_stream_and_a_shell_command() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(Reply::Sse {
         steps: vec![
             openai_chunk(json!({"role": "assistant", "content": "Thinking about"})),
@@ -393,8 +382,7 @@ async fn cancel_stops_a_stream_and_a_shell_command() {
 
 #[tokio::test]
 async fn a_path_outside_the_workspace_is_refused() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_tool_calls(
         &[
             ("call_x", "read_file", &["{\"path\": \"../outside.txt\"}"]),
@@ -403,10 +391,8 @@ async fn a_path_outside_the_workspace_is_refused() {
         None,
     ));
     fake.push(FakeProvider::openai_text(&["I cannot read that."], None));
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "read the secret").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    let (updates, _) = run_turn(&server, &session, "read the secret").await;
     let failed = tool_updates(&updates, "failed");
     assert_eq!(failed.len(), 2, "{updates:?}");
     for update in failed {
@@ -420,8 +406,7 @@ async fn a_path_outside_the_workspace_is_refused() {
 
 #[tokio::test]
 async fn a_prompt_during_a_turn_is_queued_and_runs_after_it() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(Reply::Sse {
         steps: vec![
             openai_chunk(json!({"role": "assistant", "content": "first "})),
@@ -432,8 +417,7 @@ async fn a_prompt_during_a_turn_is_queued_and_runs_after_it() {
         ],
     });
     fake.push(FakeProvider::openai_text(&["second answer"], None));
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
     let first = prompt(&server, &session, "one").await;
     let _second = prompt(&server, &session, "two").await;
     let mut order = Vec::new();
@@ -476,8 +460,7 @@ async fn a_prompt_during_a_turn_is_queued_and_runs_after_it() {
 
 #[tokio::test]
 async fn provider_faults_become_clear_errors_and_retries() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // 429 then success: retried, with a warning.
     fake.push(Reply::Http {
         status: 429,
@@ -518,11 +501,9 @@ async fn provider_faults_become_clear_errors_and_retries() {
         "CONTEXT CHECKPOINT COMPACTION",
         FakeProvider::openai_text(&["[Done] a to d"], None),
     );
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
 
-    let turn = prompt(&server, &session, "a").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "a").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(answer_text(&updates), "after the retry");
     assert!(
@@ -530,14 +511,12 @@ async fn provider_faults_become_clear_errors_and_retries() {
         "{updates:?}"
     );
 
-    let turn = prompt(&server, &session, "b").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "b").await;
     assert_eq!(stop_reason(&updates), "error");
     let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
     assert_eq!(error["retryable"], true);
 
-    let turn = prompt(&server, &session, "c").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "c").await;
     assert_eq!(stop_reason(&updates), "error");
     assert_eq!(answer_text(&updates), "partial ans");
     assert_eq!(
@@ -545,13 +524,11 @@ async fn provider_faults_become_clear_errors_and_retries() {
         true
     );
 
-    let turn = prompt(&server, &session, "d").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "d").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(answer_text(&updates), "fine anyway");
 
-    let turn = prompt(&server, &session, "e").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "e").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "recovered");
     // The error told the real window: the session uses it from now on.
@@ -582,8 +559,7 @@ async fn a_missing_key_or_an_unreachable_server_names_the_setting_to_fix() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hello").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hello").await;
     let error = updates
         .iter()
         .find(|u| u["kind"] == "error")
@@ -606,8 +582,7 @@ async fn a_missing_key_or_an_unreachable_server_names_the_setting_to_fix() {
     })
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hello").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hello").await;
     let message = updates.iter().find(|u| u["kind"] == "error").unwrap()["message"]
         .as_str()
         .unwrap()
@@ -618,8 +593,7 @@ async fn a_missing_key_or_an_unreachable_server_names_the_setting_to_fix() {
 
 #[tokio::test]
 async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // The command's shell writes its pid, then becomes the sleep: after agentls's SIGKILL
     // it must not outlive it (its warden kills it; a regression hangs this test for an hour).
     let pid_file = ws.root.parent().unwrap().join("command.pid");
@@ -657,8 +631,7 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
         items[1]["status"], "failed",
         "the interrupted call is closed as aborted: {items:?}"
     );
-    let turn = prompt(&server_b, &session, "what happened?").await;
-    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    let (updates, _) = run_turn(&server_b, &session, "what happened?").await;
     assert_eq!(answer_text(&updates), "Recovered.");
     assert_invariants(&fake.requests());
     server_b.stop().await;
@@ -666,16 +639,12 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
 
 #[tokio::test]
 async fn slash_commands_and_mentions_are_handled_by_the_server() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Seen."], None));
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "/help").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    let (updates, _) = run_turn(&server, &session, "/help").await;
     assert!(answer_text(&updates).contains("/compact [focus]"));
-    let turn = prompt(&server, &session, "/frobnicate").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/frobnicate").await;
     let text = answer_text(&updates);
     assert!(
         text.contains("unknown command /frobnicate") && text.contains("/model NAME"),
@@ -720,8 +689,7 @@ async fn slash_commands_and_mentions_are_handled_by_the_server() {
 
 #[tokio::test]
 async fn a_turn_stops_after_max_steps() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     for i in 0..3 {
         let id = format!("call_{i}");
         fake.push(FakeProvider::openai_tool_calls(
@@ -736,8 +704,7 @@ async fn a_turn_stops_after_max_steps() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "loop forever").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "loop forever").await;
     assert_eq!(stop_reason(&updates), "maxSteps");
     assert_eq!(fake.requests().len(), 2);
     server.stop().await;
@@ -814,8 +781,7 @@ async fn unknown_sessions_and_bad_params_are_invalid_params() {
     }
     // No model configured: a clear error at the first prompt, not a crash.
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hi").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hi").await;
     let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
     assert!(
         error["message"]
@@ -829,8 +795,7 @@ async fn unknown_sessions_and_bad_params_are_invalid_params() {
 
 #[tokio::test]
 async fn reasoning_streams_as_thought_chunks_and_split_tool_calls_assemble() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(Reply::Sse {
         steps: vec![
             openai_chunk(json!({"role": "assistant", "reasoning_content": "The user wants "})),
@@ -842,10 +807,8 @@ async fn reasoning_streams_as_thought_chunks_and_split_tool_calls_assemble() {
         ],
     });
     fake.push(FakeProvider::openai_text(&["Found."], None));
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Where is answer?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    let (updates, _) = run_turn(&server, &session, "Where is answer?").await;
     let thoughts: String = updates
         .iter()
         .filter(|u| u["kind"] == "agentThoughtChunk")
@@ -864,21 +827,9 @@ async fn reasoning_streams_as_thought_chunks_and_split_tool_calls_assemble() {
 
 #[tokio::test]
 async fn a_torn_log_line_is_dropped_and_the_user_is_told() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
-    fake.push(FakeProvider::openai_text(&["First answer."], None));
-    fake.push(FakeProvider::openai_text(&["Second answer."], None));
-    let options = provider_options(&fake, &ws, json!({}));
-    let server_a = server(&ws, options.clone(), None).await;
-    let session = new_session(&server_a).await;
-    let turn = prompt(&server_a, &session, "one").await;
-    updates_until_end(&server_a, &turn).await;
-    server_a.stop().await;
+    let (ws, fake) = workspace_and_fake().await;
+    let (options, session, log) = one_turn_logged(&ws, &fake).await;
     // A crash mid-write: half an event at the end of the log.
-    let log = walk(ws.state.path())
-        .into_iter()
-        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
-        .expect("the session log");
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.extend_from_slice(b"{\"event\":\"item\",\"turnId\":\"t9\",\"entry\":{\"ite");
     std::fs::write(&log, bytes).unwrap();
@@ -907,11 +858,30 @@ async fn a_torn_log_line_is_dropped_and_the_user_is_told() {
         "{shown}"
     );
     // The session goes on, its log repaired.
-    let turn = prompt(&server_b, &session, "two").await;
-    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    let (updates, _) = run_turn(&server_b, &session, "two").await;
     assert_eq!(answer_text(&updates), "Second answer.");
     assert!(std::fs::read_to_string(&log).unwrap().ends_with('\n'));
     server_b.stop().await;
+}
+
+/// A first turn ("one", answered "First answer."; "Second answer." queued for the next) in a
+/// new session of a server since stopped: its options, the session and its log on disk.
+async fn one_turn_logged(
+    ws: &Workspace,
+    fake: &FakeProvider,
+) -> (Value, String, std::path::PathBuf) {
+    fake.push(FakeProvider::openai_text(&["First answer."], None));
+    fake.push(FakeProvider::openai_text(&["Second answer."], None));
+    let options = provider_options(fake, ws, json!({}));
+    let server_a = server(ws, options.clone(), None).await;
+    let session = new_session(&server_a).await;
+    run_turn(&server_a, &session, "one").await;
+    server_a.stop().await;
+    let log = walk(ws.state.path())
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
+        .expect("the session log");
+    (options, session, log)
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -930,7 +900,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Answers a server request the client left unanswered (`Answer::Silence`), now.
 async fn answer_late(
     server: &common::Server,
-    request: &agentls::dev::lsp_client::ServerMessage,
+    request: &agentls_dev::lsp_client::ServerMessage,
     result: Value,
 ) {
     let id = request.id.clone().expect("a request");
@@ -950,7 +920,7 @@ async fn until_request(
     server: &common::Server,
     method: &str,
     updates: &mut Vec<Value>,
-) -> agentls::dev::lsp_client::ServerMessage {
+) -> agentls_dev::lsp_client::ServerMessage {
     loop {
         let message = server.client.next_message().await.expect("server alive");
         if message.method == method {
@@ -964,8 +934,7 @@ async fn until_request(
 
 #[tokio::test]
 async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     // Turn 1: the request times out; turn 2: the turn is cancelled while it is open.
@@ -973,18 +942,18 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
     fake.push_call_then_text("call_t2", "edit_file", &edit, "Still here.");
     let seen: Seen = Default::default();
     let record = seen.clone();
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(move |method, params| {
             record
                 .lock()
                 .unwrap()
                 .push((method.to_string(), params.clone()));
             match method {
-                "agent/session/requestPermission" => agentls::dev::lsp_client::Answer::Silence,
+                "agent/session/requestPermission" => agentls_dev::lsp_client::Answer::Silence,
                 "workspace/applyEdit" => {
-                    agentls::dev::lsp_client::Answer::Result(json!({"applied": true}))
+                    agentls_dev::lsp_client::Answer::Result(json!({"applied": true}))
                 }
-                _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+                _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
             }
         });
     let server = server(
@@ -1018,8 +987,7 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
     answer_late(&server, &asked, allow).await;
 
     // The server lives on, and neither late "allow" applied the edit.
-    let turn = prompt(&server, &session, "Are you there?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Are you there?").await;
     assert_eq!(answer_text(&updates), "Still here.");
     assert!(
         !seen
@@ -1047,15 +1015,14 @@ async fn a_late_answer_to_a_permission_request_is_logged_and_never_acted_on() {
 
 #[tokio::test]
 async fn late_answers_to_progress_and_registration_requests_are_harmless() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Hello."], None));
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(|method, _| match method {
             "window/workDoneProgress/create" | "client/registerCapability" => {
-                agentls::dev::lsp_client::Answer::Silence
+                agentls_dev::lsp_client::Answer::Silence
             }
-            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+            _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
         });
     let server = common::start(Options {
         root: Some(&ws.root),
@@ -1088,26 +1055,24 @@ async fn late_answers_to_progress_and_registration_requests_are_harmless() {
     unknown.id = Some(json!(987_654));
     answer_late(&server, &unknown, Value::Null).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hi").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hi").await;
     assert_eq!(answer_text(&updates), "Hello.");
     server.stop().await;
 }
 
 #[tokio::test]
 async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[("call_a1", "edit_file", &[edit.as_str()])],
         None,
     ));
-    let responder: agentls::dev::lsp_client::Responder =
+    let responder: agentls_dev::lsp_client::Responder =
         std::sync::Arc::new(|method, _| match method {
-            "workspace/applyEdit" => agentls::dev::lsp_client::Answer::Silence,
-            _ => agentls::dev::lsp_client::Answer::Result(Value::Null),
+            "workspace/applyEdit" => agentls_dev::lsp_client::Answer::Silence,
+            _ => agentls_dev::lsp_client::Answer::Result(Value::Null),
         });
     let server = server(
         &ws,
@@ -1146,8 +1111,7 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
 
 #[tokio::test]
 async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // An empty stream makes the client ask again without streaming; that answer is a 200
     // holding an error, then a 200 holding nothing.
     fake.push(Reply::Sse { steps: vec![] });
@@ -1162,11 +1126,9 @@ async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message()
         headers: vec![],
         body: "{}".into(),
     });
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
 
-    let turn = prompt(&server, &session, "a").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "a").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     let error = updates
         .iter()
@@ -1180,8 +1142,7 @@ async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message()
         "{error}"
     );
 
-    let turn = prompt(&server, &session, "b").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "b").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     let error = updates
         .iter()
@@ -1199,28 +1160,15 @@ async fn a_200_whose_body_is_an_error_ends_the_turn_with_the_providers_message()
 
 #[tokio::test]
 async fn a_session_log_that_lost_its_first_line_uses_the_configured_model() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
-    fake.push(FakeProvider::openai_text(&["First answer."], None));
-    fake.push(FakeProvider::openai_text(&["Second answer."], None));
-    let options = provider_options(&fake, &ws, json!({}));
-    let server_a = server(&ws, options.clone(), None).await;
-    let session = new_session(&server_a).await;
-    let turn = prompt(&server_a, &session, "one").await;
-    updates_until_end(&server_a, &turn).await;
-    server_a.stop().await;
-    let log = walk(ws.state.path())
-        .into_iter()
-        .find(|p| p.file_name().unwrap().to_string_lossy() == format!("{session}.jsonl"))
-        .expect("the session log");
+    let (ws, fake) = workspace_and_fake().await;
+    let (options, session, log) = one_turn_logged(&ws, &fake).await;
     let text = std::fs::read_to_string(&log).unwrap();
     let (first, rest) = text.split_once('\n').unwrap();
     assert!(first.contains("test-model"), "{first}");
     std::fs::write(&log, rest).unwrap();
 
     let server_b = server(&ws, options, None).await;
-    let turn = prompt(&server_b, &session, "two").await;
-    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    let (updates, _) = run_turn(&server_b, &session, "two").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "Second answer.");
     assert_eq!(fake.requests().last().unwrap().body["model"], "test-model");
@@ -1232,8 +1180,7 @@ async fn a_session_log_that_lost_its_first_line_uses_the_configured_model() {
 /// and every call the provider is sent back has an id of its own.
 #[tokio::test]
 async fn a_call_id_the_provider_repeats_across_turns_keeps_its_real_outcome() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     let read = json!({"path": "src/lib.rs"}).to_string();
@@ -1248,8 +1195,7 @@ async fn a_call_id_the_provider_repeats_across_turns_keeps_its_real_outcome() {
     .await;
     let session = new_session(&server).await;
     for text in ["Read it", "Make it 42"] {
-        let turn = prompt(&server, &session, text).await;
-        let (updates, _) = updates_until_end(&server, &turn).await;
+        let (updates, _) = run_turn(&server, &session, text).await;
         assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     }
     let requests = fake.requests();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{start, uri, Options};
+use common::{start, start_in, uri, Options};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
@@ -43,11 +43,7 @@ fn repository() -> tempfile::TempDir {
 async fn nested_chain_root_to_leaf_with_override_precedence() {
     let repo = repository();
     let root = repo.path().canonicalize().unwrap();
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let chain = server.agents_md(&uri(&root.join("a/b/lib.rs"))).await;
     assert_eq!(
         file_names(&chain),
@@ -71,11 +67,7 @@ async fn without_a_git_root_only_the_directory_itself_counts() {
     write(&root.join("AGENTS.md"), "top\n");
     write(&root.join("sub/AGENTS.md"), "sub\n");
     write(&root.join("sub/x.py"), "x = 1\n");
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let chain = server.agents_md(&uri(&root.join("sub/x.py"))).await;
     assert_eq!(chain["gitRoot"], Value::Null);
     assert_eq!(file_names(&chain), ["sub/AGENTS.md"]);
@@ -112,11 +104,7 @@ async fn the_cap_from_configuration_truncates_and_says_so() {
 async fn an_open_buffer_wins_over_disk_and_edits_are_live() {
     let repo = repository();
     let root = repo.path().canonicalize().unwrap();
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let agents_uri = uri(&root.join("a/b/AGENTS.md"));
     let file_uri = uri(&root.join("a/b/lib.rs"));
     server
@@ -231,11 +219,7 @@ async fn watched_file_changes_refresh_the_cached_disk_content() {
 async fn without_a_watcher_every_lookup_reads_the_disk() {
     let repo = repository();
     let root = repo.path().canonicalize().unwrap();
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let file_uri = uri(&root.join("a/b/lib.rs"));
     assert!(server.agents_md(&file_uri).await["text"]
         .as_str()
@@ -258,11 +242,7 @@ async fn a_non_utf8_agents_md_is_skipped_and_the_rest_still_served() {
         [0xff, 0xfe, b'x', 0x00, 0x80],
     )
     .unwrap();
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let chain = server.agents_md(&uri(&root.join("a/b/lib.rs"))).await;
     // The broken override is skipped with a warning; a/AGENTS.md is the next candidate.
     assert_eq!(

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{start, uri, Options};
+use common::{start, start_in, uri, Options};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -255,11 +255,7 @@ async fn workspace_folders_can_change_at_run_time() {
     std::fs::write(a_root.join("one.rs"), "").unwrap();
     std::fs::write(b_root.join("two.rs"), "").unwrap();
     std::fs::write(b_root.join("three.rs"), "").unwrap();
-    let server = start(Options {
-        root: Some(&a_root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&a_root).await;
     assert_eq!(server.index_ready().await["fileCount"], 1);
     server
         .client
@@ -286,7 +282,7 @@ async fn workspace_folders_can_change_at_run_time() {
 
 #[tokio::test]
 async fn requests_before_initialize_are_refused_and_the_server_survives() {
-    let client = agentls::dev::lsp_client::LspClient::spawn(
+    let client = agentls_dev::lsp_client::LspClient::spawn(
         &common::binary(),
         &[],
         &[("AGENTLS_LOG", "error")],

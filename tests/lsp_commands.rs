@@ -6,8 +6,8 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, Reply, Step};
-use agentls::dev::lsp_client::ServerMessage;
+use agentls_dev::fake_provider::{FakeProvider, Reply, Step};
+use agentls_dev::lsp_client::ServerMessage;
 use common::agent::*;
 use common::{git, start, Options, Server};
 use serde_json::{json, Value};
@@ -46,7 +46,7 @@ fn text_of(message: &Value) -> String {
 async fn server_with_env(
     ws: &Workspace,
     options: Value,
-    responder: Option<agentls::dev::lsp_client::Responder>,
+    responder: Option<agentls_dev::lsp_client::Responder>,
     env: Vec<(&str, String)>,
 ) -> Server {
     start(Options {
@@ -131,8 +131,7 @@ async fn a_workspace_command_reaches_the_model_as_one_prompt_with_its_tools_and_
 
     // The next turn of the session has every tool and the session's model again.
     fake.push(FakeProvider::openai_text(&["Hi."], None));
-    let turn = prompt(&server, &session, "hello").await;
-    updates_until_end(&server, &turn).await;
+    run_turn(&server, &session, "hello").await;
     let body = &fake.requests()[1].body;
     assert_eq!(body["model"], "test-model");
     assert!(
@@ -143,8 +142,7 @@ async fn a_workspace_command_reaches_the_model_as_one_prompt_with_its_tools_and_
     assert!(tool_names(body).contains(&"edit_file".to_string()));
 
     // A command the user rejects sends nothing and says why.
-    let turn = prompt(&server, &session, "/review src/lib.rs").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/review src/lib.rs").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
     assert!(
@@ -274,10 +272,8 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
     let commit = &listed["commands"][5];
     assert_eq!(commit["argumentHint"], "MESSAGE");
 
-    let turn = prompt(&server, &session, "/review").await;
-    updates_until_end(&server, &turn).await;
-    let turn = prompt(&server, &session, "/git:commit fix the parser").await;
-    updates_until_end(&server, &turn).await;
+    run_turn(&server, &session, "/review").await;
+    run_turn(&server, &session, "/git:commit fix the parser").await;
     let requests = fake.requests();
     let first = text_of(messages_of(&requests[0].body, "user")[0]);
     assert!(
@@ -289,8 +285,7 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
 
     // /help lists both kinds; a file added now counts at once.
     fs::write(commands.join("later.md"), "Added later").unwrap();
-    let turn = prompt(&server, &session, "/help").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/help").await;
     let help = answer_text(&updates);
     assert!(help.contains("/compact [focus]"), "{help}");
     assert!(help.contains("/git:commit MESSAGE"), "{help}");
@@ -359,8 +354,7 @@ async fn a_task_runs_a_child_with_its_own_context_tools_and_approvals() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "remember PARENTHISTORY").await;
-    updates_until_end(&server, &turn).await;
+    run_turn(&server, &session, "remember PARENTHISTORY").await;
 
     let turn = prompt(&server, &session, "Fix answer() with the fixer").await;
     let (updates, others) = updates_until_end(&server, &turn).await;
@@ -553,12 +547,10 @@ fn push_two_explore_tasks(fake: &FakeProvider) {
 
 #[tokio::test]
 async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // A waits until B has finished: only possible when they run together.
     push_two_explore_tasks(&fake);
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
     let turn = prompt(&server, &session, "find both").await;
     // B's child ends while A's is held.
     loop {
@@ -597,13 +589,11 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
 
 #[tokio::test]
 async fn max_concurrent_one_runs_the_tasks_one_after_the_other() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // A's child is held until its request has arrived.
     push_two_explore_tasks(&fake);
-    let options = provider_options(&fake, &ws, json!({"subagents": {"maxConcurrent": 1}}));
-    let server = server(&ws, options, None).await;
-    let session = new_session(&server).await;
+    let (server, session) =
+        session_server(&ws, &fake, json!({"subagents": {"maxConcurrent": 1}})).await;
     let turn = prompt(&server, &session, "find both").await;
     while !fake
         .requests()
@@ -670,8 +660,7 @@ async fn max_concurrent_one_runs_the_tasks_one_after_the_other() {
 
 #[tokio::test]
 async fn cancelling_the_parent_cancels_the_child() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let task = json!({"agent": "explore", "prompt": "find GAMMATASK"}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[("call_t", "task", &[task.as_str()])],
@@ -689,8 +678,7 @@ async fn cancelling_the_parent_cancels_the_child() {
             ],
         },
     );
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
     let turn = prompt(&server, &session, "search").await;
     // The child is streaming.
     let child_id = loop {
@@ -740,8 +728,7 @@ async fn cancelling_the_parent_cancels_the_child() {
 
 #[tokio::test]
 async fn a_child_that_stops_at_its_step_limit_is_a_failed_task_and_the_parent_goes_on() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let task = json!({"agent": "explore", "prompt": "find DELTATASK"}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[("call_d", "task", &[task.as_str()])],
@@ -763,8 +750,7 @@ async fn a_child_that_stops_at_its_step_limit_is_a_failed_task_and_the_parent_go
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "search").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "search").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let failed = tool_updates(&updates, "failed");
     assert_eq!(failed.len(), 1, "{updates:?}");

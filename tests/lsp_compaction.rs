@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{Reply, Step};
+use agentls_dev::fake_provider::{Reply, Step};
 use common::agent::*;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
@@ -102,10 +102,16 @@ async fn run_two_turns(server: &Server, session: &str) -> Vec<Value> {
     all
 }
 
+/// A server wired to `fake` with this file's settings (and `extra`), and a new session.
+async fn compaction_server(ws: &Workspace, fake: &FakeProvider, extra: Value) -> (Server, String) {
+    let server = server(ws, options(fake, ws, extra), None).await;
+    let session = new_session(&server).await;
+    (server, session)
+}
+
 /// Runs a prompt to its end and returns its updates.
 async fn turn(server: &Server, session: &str, text: &str) -> Vec<Value> {
-    let turn = prompt(server, session, text).await;
-    updates_until_end(server, &turn).await.0
+    run_turn(server, session, text).await.0
 }
 
 /// `agent/session/compact` for `session` (with `instructions` when given).
@@ -145,8 +151,7 @@ async fn at_the_threshold_a_poor_summary_still_leaves_the_ledger_intact() {
     script_two_turns(&fake);
     summary(&fake, text("I did some stuff."));
     fake.push(text("Tests fail."));
-    let server = server(&ws, options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = compaction_server(&ws, &fake, json!({})).await;
     let seen = run_two_turns(&server, &session).await;
 
     let compaction: Vec<&Value> = seen.iter().filter(|u| u["kind"] == "compaction").collect();
@@ -352,8 +357,7 @@ async fn a_failed_summary_call_falls_back_to_a_rule_based_drop_with_the_ledger()
         },
     );
     fake.push(text("Tests fail."));
-    let server = server(&ws, options(&fake, &ws, json!({})), None).await;
-    let session = new_session(&server).await;
+    let (server, session) = compaction_server(&ws, &fake, json!({})).await;
     let seen = run_two_turns(&server, &session).await;
     let completed = seen
         .iter()
@@ -391,13 +395,8 @@ async fn a_context_length_answer_is_compacted_and_retried_once() {
     summary(&fake, text("[Done] read big.rs"));
     fake.push(text("Answer after the retry."));
     // A window the estimate thinks is large: only the provider knows better.
-    let server = server(
-        &ws,
-        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    let (server, session) =
+        compaction_server(&ws, &fake, json!({"provider": {"contextWindow": 128000}})).await;
     turn(&server, &session, "Please read src/big.rs.").await;
     let updates = turn(&server, &session, "And now?").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
@@ -423,17 +422,12 @@ async fn an_invalid_checkpoint_is_asked_again_then_the_style_falls_back_to_hando
     summary(&fake, text("Sure! Here is the summary: it went well."));
     summary(&fake, text("{\"summary\": \"missing the intent\"}"));
     summary(&fake, text("# Compaction Handoff\n[Done] read big.rs"));
-    let server = server(
+    let (server, session) = compaction_server(
         &ws,
-        options(
-            &fake,
-            &ws,
-            json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "checkpoint"}}),
-        ),
-        None,
+        &fake,
+        json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "checkpoint"}}),
     )
     .await;
-    let session = new_session(&server).await;
     turn(&server, &session, "Please read src/big.rs.").await;
     let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary");
@@ -478,13 +472,8 @@ async fn switching_to_a_smaller_model_compacts_first_with_the_old_one() {
     fake.push(read("r1", "src/big.rs"));
     fake.push(text("Read it."));
     summary(&fake, text("[Done] read big.rs"));
-    let server = server(
-        &ws,
-        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    let (server, session) =
+        compaction_server(&ws, &fake, json!({"provider": {"contextWindow": 128000}})).await;
     turn(&server, &session, "Please read src/big.rs.").await;
 
     let bigger = server
@@ -539,13 +528,7 @@ async fn a_summary_prepared_ahead_is_swapped_in_at_the_threshold() {
     summary(&fake, text("[Done] prepared summary of the big.rs read"));
     fake.push(read("r2", "src/big2.rs"));
     fake.push(text("Read the second."));
-    let server = server(
-        &ws,
-        options(&fake, &ws, json!({"compaction": {"prepareAt": 0.5, "threshold": 0.85}, "provider": {"contextWindow": 12000}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    let (server, session) = compaction_server(&ws, &fake, json!({"compaction": {"prepareAt": 0.5, "threshold": 0.85}, "provider": {"contextWindow": 12000}})).await;
     turn(&server, &session, "Please read src/big.rs.").await;
     // The background summary call happened during or right after that turn.
     while fake.requests().len() < 3 {
@@ -581,22 +564,17 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
         Reply::Sse {
             steps: vec![
                 Step::Hold,
-                agentls::dev::fake_provider::openai_chunk(
+                agentls_dev::fake_provider::openai_chunk(
                     json!({"content": "[Done] read big.rs"}),
                     None,
                 ),
-                agentls::dev::fake_provider::openai_chunk(json!({}), Some("stop")),
+                agentls_dev::fake_provider::openai_chunk(json!({}), Some("stop")),
                 Step::Data("[DONE]".into()),
             ],
         },
     );
-    let server = server(
-        &ws,
-        options(&fake, &ws, json!({"provider": {"contextWindow": 128000}})),
-        None,
-    )
-    .await;
-    let session = new_session(&server).await;
+    let (server, session) =
+        compaction_server(&ws, &fake, json!({"provider": {"contextWindow": 128000}})).await;
     turn(&server, &session, "Please read src/big.rs.").await;
 
     let compact = server
@@ -633,7 +611,7 @@ async fn requests_are_answered_while_a_summary_is_in_flight() {
 /// grow.
 #[tokio::test]
 async fn the_compaction_eval_recalls_every_needle_after_successive_compactions() {
-    use agentls::dev::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
+    use agentls_dev::eval_compaction::{percent, run, EvalOptions, CATEGORIES};
     let options = EvalOptions {
         sessions: 1,
         compactions: 3,
@@ -682,17 +660,12 @@ async fn the_state_snapshot_style_uses_its_prompt_and_an_inflating_summary_is_di
         &fake,
         text("<state_snapshot>\n  <overall_goal>read big.rs</overall_goal>\n</state_snapshot>"),
     );
-    let server = server(
+    let (server, session) = compaction_server(
         &ws,
-        options(
-            &fake,
-            &ws,
-            json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "state_snapshot"}}),
-        ),
-        None,
+        &fake,
+        json!({"provider": {"contextWindow": 128000}, "compaction": {"style": "state_snapshot"}}),
     )
     .await;
-    let session = new_session(&server).await;
     turn(&server, &session, "Please read src/big.rs.").await;
     let outcome = compact(&server, &session, None).await;
     assert_eq!(outcome["strategy"], "summary");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{range_json, start, uri, Options};
+use common::{range_json, start, start_in, uri, Options};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -200,11 +200,7 @@ async fn the_context_holds_instructions_skills_environment_and_the_editor_state(
 #[tokio::test]
 async fn without_an_editor_state_it_assembles_for_a_fresh_session() {
     let (_dir, root) = workspace();
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     for params in [json!({}), Value::Null] {
         let report = server
             .client
@@ -232,11 +228,7 @@ async fn a_file_that_is_not_open_is_read_from_disk_inside_the_workspace_only() {
     let (_dir, root) = workspace();
     let outside = tempfile::tempdir().unwrap();
     write(&outside.path().join("x.rs"), "fn x() {}\n");
-    let server = start(Options {
-        root: Some(&root),
-        ..Options::default()
-    })
-    .await;
+    let server = start_in(&root).await;
     let context = |uri: String, line: u32| json!({"editor": {"uri": uri, "position": {"line": line, "character": 0}}});
     // Not open, in the workspace: read from disk, with its syntax; the line past the end
     // clamps to the end of the file.

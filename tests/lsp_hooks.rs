@@ -5,8 +5,8 @@
 
 mod common;
 
-use agentls::dev::fake_provider::{FakeProvider, RecordedRequest};
-use agentls::dev::lsp_client::Responder;
+use agentls_dev::fake_provider::{FakeProvider, RecordedRequest};
+use agentls_dev::lsp_client::Responder;
 use common::agent::*;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
@@ -94,8 +94,7 @@ fn permission_requests(seen: &Seen) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_pre_tool_use_hook_exiting_2_blocks_rm_and_the_model_sees_why() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let guard = script(
         &ws,
         "no-rm.sh",
@@ -120,8 +119,7 @@ exit 0"#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Clean up").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Clean up").await;
 
     assert_eq!(stop_reason(&updates), "endTurn");
     assert!(ws.root.join("src/lib.rs").exists(), "nothing is removed");
@@ -154,8 +152,7 @@ exit 0"#,
 
 #[tokio::test]
 async fn a_permission_decision_allow_runs_read_file_without_asking_under_approval_ask() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let allow = script(
         &ws,
         "allow-reads.sh",
@@ -176,8 +173,7 @@ fi"#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "What does answer() return?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "What does answer() return?").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert!(permission_requests(&seen).is_empty(), "not asked");
     let done = tool_updates(&updates, "completed");
@@ -191,8 +187,7 @@ fi"#,
 
 #[tokio::test]
 async fn a_post_tool_use_hook_formats_the_file_edit_file_changed() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     // A "formatter": strips trailing whitespace from the edited file, as a user's
     // `rustfmt "$file"` hook would reformat it.
     let formatter = script(
@@ -221,8 +216,7 @@ echo "$file $ok" >> "$AGENTLS_PROJECT_DIR/../formatted.log""#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Make it 42").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Make it 42").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     let hooks = hook_updates(&updates, "PostToolUse");
     assert_eq!(hooks.len(), 1, "{updates:?}");
@@ -244,8 +238,7 @@ echo "$file $ok" >> "$AGENTLS_PROJECT_DIR/../formatted.log""#,
 
 #[tokio::test]
 async fn a_user_prompt_submit_hooks_stdout_reaches_the_model_as_a_reminder() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let context = script(
         &ws,
         "context.sh",
@@ -261,8 +254,7 @@ echo "Sprint rule: every change needs a test. (prompt was: $prompt)""#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Plan the work").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Plan the work").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     let reminder = updates
         .iter()
@@ -299,8 +291,7 @@ echo "Sprint rule: every change needs a test. (prompt was: $prompt)""#,
 
 #[tokio::test]
 async fn a_stop_hook_makes_the_turn_go_on_once_and_not_twice() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let log = ws.root.parent().unwrap().join("stop.log");
     let stop = script(
         &ws,
@@ -322,8 +313,7 @@ exit 2"#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Fix it").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Fix it").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(answer_text(&updates), "Done.Tests pass; done.");
     let requests = fake.requests();
@@ -355,8 +345,7 @@ fn write_workspace_hooks(root: &Path, command: &str) {
 
 #[tokio::test]
 async fn a_workspace_hook_asks_first_and_is_not_run_when_refused() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let marker = ws.root.parent().unwrap().join("workspace-hook-ran");
     let command = format!("touch {} && echo 'from the repository'", marker.display());
     write_workspace_hooks(&ws.root, &command);
@@ -365,8 +354,7 @@ async fn a_workspace_hook_asks_first_and_is_not_run_when_refused() {
     let (responder, seen) = responder(&["rejectOnce"]);
     let server = hooked_server(&ws, &fake, json!({}), Some(responder)).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hi").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hi").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     let asked = permission_requests(&seen);
     assert_eq!(asked.len(), 1);
@@ -377,8 +365,7 @@ async fn a_workspace_hook_asks_first_and_is_not_run_when_refused() {
     assert_eq!(hooks[0]["outcome"], "notApproved");
     assert!(!body_text(&fake.requests()[0]).contains("from the repository"));
     // The refusal holds for this server: not asked again, still not run.
-    let turn = prompt(&server, &session, "hi again").await;
-    let _ = updates_until_end(&server, &turn).await;
+    let _ = run_turn(&server, &session, "hi again").await;
     assert_eq!(permission_requests(&seen).len(), 1);
     assert!(!marker.exists());
     server.stop().await;
@@ -386,8 +373,7 @@ async fn a_workspace_hook_asks_first_and_is_not_run_when_refused() {
 
 #[tokio::test]
 async fn an_approved_workspace_hook_is_remembered_until_it_changes() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let marker = ws.root.parent().unwrap().join("approved-hook-ran");
     let command = format!("echo run >> {}", marker.display());
     write_workspace_hooks(&ws.root, &command);
@@ -397,8 +383,7 @@ async fn an_approved_workspace_hook_is_remembered_until_it_changes() {
     let (responder_a, seen_a) = responder(&["allowAlways"]);
     let server_a = hooked_server(&ws, &fake, json!({}), Some(responder_a)).await;
     let session = new_session(&server_a).await;
-    let turn = prompt(&server_a, &session, "one").await;
-    let _ = updates_until_end(&server_a, &turn).await;
+    let _ = run_turn(&server_a, &session, "one").await;
     assert_eq!(permission_requests(&seen_a).len(), 1);
     assert_eq!(fs::read_to_string(&marker).unwrap(), "run\n");
     server_a.stop().await;
@@ -407,15 +392,13 @@ async fn an_approved_workspace_hook_is_remembered_until_it_changes() {
     let (responder_b, seen_b) = responder(&["rejectOnce"]);
     let server_b = hooked_server(&ws, &fake, json!({}), Some(responder_b)).await;
     let session = new_session(&server_b).await;
-    let turn = prompt(&server_b, &session, "two").await;
-    let _ = updates_until_end(&server_b, &turn).await;
+    let _ = run_turn(&server_b, &session, "two").await;
     assert!(permission_requests(&seen_b).is_empty());
     assert_eq!(fs::read_to_string(&marker).unwrap(), "run\nrun\n");
 
     // A changed hook is another hook: asked again (and refused here).
     write_workspace_hooks(&ws.root, &format!("{command}; echo changed"));
-    let turn = prompt(&server_b, &session, "three").await;
-    let _ = updates_until_end(&server_b, &turn).await;
+    let _ = run_turn(&server_b, &session, "three").await;
     assert_eq!(permission_requests(&seen_b).len(), 1);
     assert_eq!(fs::read_to_string(&marker).unwrap(), "run\nrun\n");
     server_b.stop().await;
@@ -423,8 +406,7 @@ async fn an_approved_workspace_hook_is_remembered_until_it_changes() {
 
 #[tokio::test]
 async fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_goes_on() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let pid_file = ws.root.parent().unwrap().join("hang.pid");
     let hang = script(
         &ws,
@@ -440,8 +422,7 @@ async fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_goes_on() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "hi").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hi").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(answer_text(&updates), "Still here.");
     let hooks = hook_updates(&updates, "UserPromptSubmit");
@@ -462,8 +443,7 @@ async fn a_hanging_hook_is_killed_at_its_timeout_and_the_turn_goes_on() {
 
 #[tokio::test]
 async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let context = script(
         &ws,
         "house-style.sh",
@@ -474,8 +454,7 @@ async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
     let settings = json!({"hooks": hooks_setting("UserPromptSubmit", None, &context, None)});
     let server_a = hooked_server(&ws, &fake, settings.clone(), None).await;
     let session = new_session(&server_a).await;
-    let turn = prompt(&server_a, &session, "first").await;
-    let (updates, _) = updates_until_end(&server_a, &turn).await;
+    let (updates, _) = run_turn(&server_a, &session, "first").await;
     assert_eq!(
         updates.iter().filter(|u| u["kind"] == "reminder").count(),
         1
@@ -498,8 +477,7 @@ async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
             .ends_with("House style: tabs, not spaces."),
         "{loaded}"
     );
-    let turn = prompt(&server_b, &session, "second").await;
-    let (updates, _) = updates_until_end(&server_b, &turn).await;
+    let (updates, _) = run_turn(&server_b, &session, "second").await;
     // The hook ran again and said the same: the reminder is not repeated.
     assert_eq!(
         hook_updates(&updates, "UserPromptSubmit")[0]["outcome"],
@@ -521,8 +499,7 @@ async fn a_reminder_shown_once_is_not_shown_again_after_a_reload() {
 
 #[tokio::test]
 async fn a_risky_pattern_is_warned_about_once_per_session() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let write = |path: &str, content: &str| json!({"path": path, "content": content}).to_string();
     let first = write("src/a.py", "x = eval(input())\n");
     let second = write("src/b.py", "y = eval(data)\n");
@@ -539,8 +516,7 @@ async fn a_risky_pattern_is_warned_about_once_per_session() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "write them").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "write them").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     let reminders: Vec<&Value> = updates.iter().filter(|u| u["kind"] == "reminder").collect();
     assert_eq!(reminders.len(), 1, "{updates:?}");
@@ -593,12 +569,10 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     let extra = json!({"approval": "full-auto", "hooks": settings});
     let server = hooked_server(&ws, &fake, extra.clone(), Some(responder(&[]).0)).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Read big.rs and add new.rs").await;
-    let _ = updates_until_end(&server, &turn).await;
+    let _ = run_turn(&server, &session, "Read big.rs and add new.rs").await;
     let outcome = session_request(&server, "agent/session/compact", &session).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
-    let turn = prompt(&server, &session, "Go on").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Go on").await;
     let reminder = updates
         .iter()
         .find(|u| u["kind"] == "reminder" && u["source"] == "compaction")
@@ -616,8 +590,7 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
 
     let server = hooked_server(&ws, &fake, extra, None).await;
     session_request(&server, "agent/session/load", &session).await;
-    let turn = prompt(&server, &session, "Again").await;
-    let _ = updates_until_end(&server, &turn).await;
+    let _ = run_turn(&server, &session, "Again").await;
     assert_eq!(
         fs::read_to_string(&log).unwrap(),
         "SessionStart new\nPreCompact manual\nSessionStart compact\nSessionStart loaded\n"
@@ -627,8 +600,7 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
 
 #[tokio::test]
 async fn updated_input_replaces_the_arguments_and_post_tool_use_sees_failed_calls_too() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let redirect = script(
         &ws,
         "redirect.sh",
@@ -661,8 +633,7 @@ fi"#,
         hooks_setting("PostToolUse", Some("read_file"), &post, None)["PostToolUse"].clone();
     let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "Read them").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Read them").await;
     let done = tool_updates(&updates, "completed");
     assert_eq!(done.len(), 1, "{updates:?}");
     assert_eq!(done[0]["toolCallId"], "c1");
@@ -680,8 +651,7 @@ fi"#,
 
 #[tokio::test]
 async fn a_user_prompt_submit_block_keeps_the_prompt_from_the_model() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let guard = script(
         &ws,
         "no-secrets.sh",
@@ -698,8 +668,7 @@ fi"#,
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "my password is hunter2").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "my password is hunter2").await;
     assert_eq!(stop_reason(&updates), "error");
     let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
     assert_eq!(error["code"], "blockedByHook");
@@ -709,8 +678,7 @@ fi"#,
         .contains("prompts must not contain passwords"));
     assert!(fake.requests().is_empty(), "nothing was sent");
     // The next prompt goes through, and the blocked one is not in its history.
-    let turn = prompt(&server, &session, "hello").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hello").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert!(!body_text(&fake.requests()[0]).contains("hunter2"));
     server.stop().await;
@@ -718,8 +686,7 @@ fi"#,
 
 #[tokio::test]
 async fn a_cancel_kills_a_running_hook_and_ends_the_turn() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let pid_file = ws.root.parent().unwrap().join("slow.pid");
     let slow = script(
         &ws,

@@ -6,7 +6,7 @@
 
 mod common;
 
-use agentls::dev::lsp_client::LspClient;
+use agentls_dev::lsp_client::LspClient;
 use common::{start, Options};
 use serde_json::{json, Value};
 

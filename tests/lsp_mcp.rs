@@ -6,7 +6,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::mcp::{growing_server, installed, settled, status};
 use common::Server;
@@ -38,8 +38,7 @@ fn tool_message(request: &Value, call_id: &str) -> String {
 #[tokio::test]
 async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_run_after_approval()
 {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let echo = json!({"message": "hello from agentls"}).to_string();
     let sum = json!({"a": 2, "b": 40}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
@@ -80,8 +79,7 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     assert!(section("mcpTools") > 500, "{report}");
     assert!(section("tools") > 500, "{report}");
 
-    let turn = prompt(&server, &session, "Echo and add.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo and add.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     // Asked like shell (auto-edit asks for commands), the server and tool named.
     let asked: Vec<_> = seen
@@ -123,8 +121,7 @@ async fn the_everything_servers_echo_and_sum_are_offered_after_the_builtins_and_
     );
     fake.push(FakeProvider::openai_text(&["Go on."], None));
     session_request(&server, "agent/session/compact", &session).await;
-    let turn = prompt(&server, &session, "Next.").await;
-    updates_until_end(&server, &turn).await;
+    run_turn(&server, &session, "Next.").await;
     let after = fake.requests().last().unwrap().body.to_string();
     assert!(
         after.contains(
@@ -169,8 +166,7 @@ async fn server_with(
 
 #[tokio::test]
 async fn a_python_server_from_pypi_answers_over_stdio() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let args = json!({"timezone": "UTC"}).to_string();
     fake.push_call_then_text("call_t", "mcp__time__get_current_time", &args, "It is now.");
     let server = server_with(
@@ -183,8 +179,7 @@ async fn a_python_server_from_pypi_answers_over_stdio() {
     let session = new_session(&server).await;
     let entry = settled(&server, "time").await;
     assert_eq!(entry["state"], "ready", "{entry}");
-    let turn = prompt(&server, &session, "What time is it?").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "What time is it?").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     let answer = tool_message(&requests[1].body, "call_t");
@@ -213,8 +208,7 @@ async fn the_everything_server_in_streamable_http_mode() {
     {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let echo = json!({"message": "over http"}).to_string();
     fake.push_call_then_text("call_h", "mcp__web__echo", &echo, "Done.");
     let server = server_with(
@@ -228,8 +222,7 @@ async fn the_everything_server_in_streamable_http_mode() {
     let session = new_session(&server).await;
     let entry = settled(&server, "web").await;
     assert_eq!(entry["state"], "ready", "{entry}");
-    let turn = prompt(&server, &session, "Echo over HTTP.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo over HTTP.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let answer = tool_message(&fake.requests()[1].body, "call_h");
     assert!(answer.contains("Echo: over http"), "{answer}");
@@ -239,8 +232,7 @@ async fn the_everything_server_in_streamable_http_mode() {
 
 #[tokio::test]
 async fn a_server_that_never_starts_is_failed_and_the_session_works_without_it() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Hello."], None));
     let server = server_with(
         &ws,
@@ -268,8 +260,7 @@ async fn a_server_that_never_starts_is_failed_and_the_session_works_without_it()
         assert!(entry["message"].as_str().unwrap().contains(why), "{entry}");
     }
     assert_eq!(settled(&server, "off").await["state"], "disabled");
-    let turn = prompt(&server, &session, "Hi").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Hi").await;
     assert_eq!(answer_text(&updates), "Hello.");
     let names = tool_names(&fake.requests()[0].body);
     assert!(names.iter().all(|n| !n.starts_with("mcp__")), "{names:?}");
@@ -279,8 +270,7 @@ async fn a_server_that_never_starts_is_failed_and_the_session_works_without_it()
 
 #[tokio::test]
 async fn a_long_running_call_is_cancelled_and_the_server_still_answers() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let long = json!({"duration": 600, "steps": 600}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[(
@@ -323,8 +313,7 @@ async fn a_long_running_call_is_cancelled_and_the_server_still_answers() {
     let failed = tool_updates(&updates, "failed");
     assert_eq!(failed.len(), 1, "{updates:?}");
     // The server is not stuck in the cancelled call: the next turn's echo answers.
-    let turn = prompt(&server, &session, "Echo.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     let echoed = tool_message(&requests.last().unwrap().body, "call_e");
@@ -387,8 +376,7 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
         assert_ne!(entry["state"], "failed", "{entry}");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let turn = prompt(&server, &session, "Echo.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     let echoed = tool_message(&requests.last().unwrap().body, "call_e");
@@ -407,8 +395,7 @@ async fn a_server_that_crashes_mid_call_fails_the_call_restarts_and_answers_the_
 
 #[tokio::test]
 async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let grow = json!({"name": "sprout"}).to_string();
     fake.push_call_then_text("call_g", "mcp__growing__grow", &grow, "Grown.");
     fake.push(FakeProvider::openai_tool_calls(
@@ -430,15 +417,13 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
         (&json!("ready"), &json!(1)),
         "{entry}"
     );
-    let turn = prompt(&server, &session, "Grow a sprout.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Grow a sprout.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     // notifications/tools/list_changed made agentls list the tools again.
     while status(&server).await["servers"][0]["tools"] != 2 {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let turn = prompt(&server, &session, "Use it.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Use it.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     let before = tool_names(&requests[0].body);
@@ -463,8 +448,7 @@ async fn a_tool_added_at_run_time_is_offered_from_the_next_request_on() {
 
 #[tokio::test]
 async fn a_key_the_server_echoes_on_stderr_never_reaches_its_failed_message() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let server = server_with(
         &ws,
         &fake,
@@ -487,8 +471,7 @@ async fn a_key_the_server_echoes_on_stderr_never_reaches_its_failed_message() {
 
 #[tokio::test]
 async fn a_reopened_session_starts_the_servers_before_its_first_prompt() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let servers = json!({"time": {"command": installed().time}});
     let first = server_with(&ws, &fake, servers.clone(), "full-auto").await;
     let session = new_session(&first).await;
@@ -502,8 +485,7 @@ async fn a_reopened_session_starts_the_servers_before_its_first_prompt() {
 
 #[tokio::test]
 async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let pid_file = ws.root.parent().unwrap().join("everything.pid");
     // agentls is killed with SIGKILL, so none of its own code runs.
     let (everything, sleeper_file) = everything_with_a_sleeper(&ws, &pid_file);
@@ -520,8 +502,7 @@ async fn a_kill_9_of_agentls_leaves_no_server_process_behind() {
 
 #[tokio::test]
 async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_tool_calls(
         &[
             ("call_h", "mcp__bad__huge", &["{}"]),
@@ -546,8 +527,7 @@ async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
     let entry = settled(&server, "bad").await;
     assert_eq!(entry["state"], "ready", "{entry}");
     assert_eq!(entry["tools"], 3, "{entry}");
-    let turn = prompt(&server, &session, "Misbehave.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Misbehave.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     // The schema as sent: an object schema, without what providers reject.
@@ -591,8 +571,7 @@ async fn a_bad_server_never_takes_agentls_down_or_breaks_the_pairing() {
     assert!(unknown.contains("unknown tool"), "{unknown}");
     assert_invariants(&requests);
     // Still serving.
-    let turn = prompt(&server, &session, "Again.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Again.").await;
     assert_eq!(answer_text(&updates), "Still fine.");
     server.stop().await;
 }
@@ -648,8 +627,7 @@ async fn workspace_mcp_json_servers_start_only_once_the_user_approved_them() {
     assert_eq!(names, ["everything"], "the refused server is not started");
     assert!(!ws.root.join("refused-ran").exists());
     // The next turn offers and calls its tools, without asking again.
-    let turn = prompt(&server, &session, "Echo.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
     let echoed = tool_message(&requests.last().unwrap().body, "call_w");
@@ -668,8 +646,7 @@ async fn workspace_mcp_json_servers_start_only_once_the_user_approved_them() {
 
 #[tokio::test]
 async fn a_read_only_server_tool_runs_without_asking_under_auto_edit_and_another_asks() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let echo = json!({"message": "trusted"}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
         &[
@@ -694,8 +671,7 @@ async fn a_read_only_server_tool_runs_without_asking_under_auto_edit_and_another
     let server = server(&ws, options, Some(responder)).await;
     let session = new_session(&server).await;
     assert_eq!(settled(&server, "everything").await["state"], "ready");
-    let turn = prompt(&server, &session, "Echo and toggle.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Echo and toggle.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let asked: Vec<String> = seen
         .lock()

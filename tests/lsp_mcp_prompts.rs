@@ -7,7 +7,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::mcp::{installed, settled};
 use common::Server;
@@ -67,8 +67,7 @@ fn warnings(updates: &[Value]) -> Vec<String> {
 
 #[tokio::test]
 async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reaches_the_model() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Sunny."], None));
     fake.push(FakeProvider::openai_text(&["Analysed."], None));
     let (server, session) = ready(&fake, &ws).await;
@@ -103,8 +102,7 @@ async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reac
     // The built-ins are still first.
     assert_eq!(commands[0]["source"], "builtin");
     // And /help lists them after the others.
-    let turn = prompt(&server, &session, "/help").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/help").await;
     let help = answer_text(&updates);
     let section = help
         .split("MCP prompts:\n")
@@ -180,13 +178,11 @@ async fn the_everything_servers_prompts_are_commands_and_one_with_arguments_reac
 #[tokio::test]
 async fn a_missing_argument_an_unknown_prompt_and_a_server_error_send_nothing_and_the_session_goes_on(
 ) {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Still here."], None));
     let (server, session) = ready(&fake, &ws).await;
 
-    let turn = prompt(&server, &session, "/mcp__everything__args-prompt").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/mcp__everything__args-prompt").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     assert_eq!(
         errors(&updates),
@@ -196,8 +192,7 @@ async fn a_missing_argument_an_unknown_prompt_and_a_server_error_send_nothing_an
         ]
     );
 
-    let turn = prompt(&server, &session, "/mcp__everything__no-such-prompt x").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/mcp__everything__no-such-prompt x").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     let error = &errors(&updates)[0];
     assert!(
@@ -224,8 +219,7 @@ async fn a_missing_argument_an_unknown_prompt_and_a_server_error_send_nothing_an
     assert!(fake.requests().is_empty(), "nothing reached the model");
 
     // The session is still usable.
-    let turn = prompt(&server, &session, "hello").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "hello").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "Still here.");
     assert_eq!(fake.requests().len(), 1);
@@ -234,8 +228,7 @@ async fn a_missing_argument_an_unknown_prompt_and_a_server_error_send_nothing_an
 
 #[tokio::test]
 async fn a_resource_mention_attaches_the_servers_document_and_an_unknown_one_is_reported() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Read them."], None));
     let (server, session) = ready(&fake, &ws).await;
 
@@ -301,14 +294,12 @@ async fn a_resource_mention_attaches_the_servers_document_and_an_unknown_one_is_
 
 #[tokio::test]
 async fn a_prompt_typed_before_the_server_is_ready_waits_for_its_first_start() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Done."], None));
     let server = server(&ws, options(&fake, &ws), None).await;
     let session = new_session(&server).await;
     // No wait for `ready`: the server is still starting (node takes a while).
-    let turn = prompt(&server, &session, "/mcp__everything__simple-prompt").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/mcp__everything__simple-prompt").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let sent = last_user_content(&fake.requests()[0].body);
     assert!(
@@ -320,8 +311,7 @@ async fn a_prompt_typed_before_the_server_is_ready_waits_for_its_first_start() {
 
 #[tokio::test]
 async fn a_resource_named_before_the_server_is_ready_is_read_once_it_is() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     fake.push(FakeProvider::openai_text(&["Done."], None));
     let server = server(&ws, options(&fake, &ws), None).await;
     let session = new_session(&server).await;
@@ -357,8 +347,7 @@ async fn mcp_commands(server: &Server, session: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_changed_prompt_list_is_listed_again_and_a_huge_prompt_is_cut_to_the_budget() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let fixture =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp_prompts_server.py");
     let options = provider_options(
@@ -382,8 +371,7 @@ async fn a_changed_prompt_list_is_listed_again_and_a_huge_prompt_is_cut_to_the_b
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Added."], None));
-    let turn = prompt(&server, &session, "Add a prompt.").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "Add a prompt.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     loop {
         let names = mcp_commands(&server, &session).await;
@@ -401,16 +389,14 @@ async fn a_changed_prompt_list_is_listed_again_and_a_huge_prompt_is_cut_to_the_b
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     fake.push(FakeProvider::openai_text(&["Bye."], None));
-    let turn = prompt(&server, &session, "/mcp__fixture__farewell Bob").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/mcp__fixture__farewell Bob").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let sent = last_user_content(&fake.requests()[2].body);
     assert!(sent.contains("Say goodbye to Bob."), "{sent}");
 
     // 10 MB from the server: cut head and tail to toolOutputLimit, the cut marked.
     fake.push(FakeProvider::openai_text(&["Long."], None));
-    let turn = prompt(&server, &session, "/mcp__fixture__huge").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "/mcp__fixture__huge").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let sent = last_user_content(&fake.requests()[3].body);
     let body = sent

@@ -75,8 +75,7 @@ fn assert_no_repeats(seen: &[Value]) {
 
 #[tokio::test]
 async fn a_missing_server_is_pushed_as_failed_and_the_everything_server_as_starting_then_ready() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let options = provider_options(
         &fake,
         &ws,
@@ -128,8 +127,7 @@ async fn a_missing_server_is_pushed_as_failed_and_the_everything_server_as_start
 
 #[tokio::test]
 async fn an_unchanged_status_is_not_sent_again_and_a_configuration_change_is() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let servers = |name: &str| {
         provider_options(
             &fake,
@@ -169,8 +167,7 @@ async fn an_unchanged_status_is_not_sent_again_and_a_configuration_change_is() {
 
 #[tokio::test]
 async fn a_tool_added_at_run_time_is_pushed_with_the_new_tool_count() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let grow = json!({"name": "sprout"}).to_string();
     fake.push_call_then_text("call_g", "mcp__growing__grow", &grow, "Grown.");
     let options = provider_options(

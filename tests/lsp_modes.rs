@@ -3,14 +3,13 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use serde_json::json;
 
 #[tokio::test]
 async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let echo = json!({"command": "echo from-a"}).to_string();
     fake.push_call_then_text("call_a", "shell", &echo, "A done.");
     let echo_b = json!({"command": "echo from-b"}).to_string();
@@ -35,8 +34,7 @@ async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only()
         .unwrap();
     assert_eq!(answer["mode"], "full-auto");
 
-    let turn = prompt(&server, &a, "run it").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &a, "run it").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
     let asked = |seen: &Seen| {
@@ -49,8 +47,7 @@ async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only()
     assert_eq!(asked(&seen), 0, "full-auto runs without asking");
 
     // The other session still follows `approval: ask`.
-    let turn = prompt(&server, &b, "run it").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &b, "run it").await;
     assert_eq!(stop_reason(&updates), "endTurn");
     assert_eq!(asked(&seen), 1, "session b asks");
 
@@ -68,8 +65,7 @@ async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only()
 
 #[tokio::test]
 async fn tool_calls_carry_locations_and_edits_their_diff() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push_call_then_text("call_e", "edit_file", &edit, "Changed.");
@@ -81,8 +77,7 @@ async fn tool_calls_carry_locations_and_edits_their_diff() {
     )
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "make it 42").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "make it 42").await;
     let path = ws.root.canonicalize().unwrap().join("src/lib.rs");
     let call = updates.iter().find(|u| u["kind"] == "toolCall").unwrap();
     assert_eq!(call["locations"], json!([{"path": path}]));
@@ -131,8 +126,7 @@ async fn the_user_settings_file_lies_under_the_editors_settings() {
     })
     .await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "run it").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "run it").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
     assert!(

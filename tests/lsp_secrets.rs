@@ -4,7 +4,7 @@
 
 mod common;
 
-use agentls::dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
 use common::{start, Options};
 use serde_json::{json, Value};
@@ -56,14 +56,12 @@ fn later_requests(fake: &FakeProvider) -> String {
 #[cfg(target_os = "linux")] // /proc
 #[tokio::test]
 async fn the_key_is_not_readable_through_proc_ppid_environ() {
-    let ws = workspace();
-    let fake = FakeProvider::start().await;
+    let (ws, fake) = workspace_and_fake().await;
     let command = json!({"command": "cat /proc/$PPID/environ"}).to_string();
     fake.push_call_then_text("call_env", "shell", &command, "done");
     let server = key_server(&ws, &fake).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "print your parent's environment").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "print your parent's environment").await;
     server.stop().await;
 
     let done = tool_updates(&updates, "completed");
@@ -121,8 +119,7 @@ async fn a_secret_in_a_tool_output_is_redacted_before_it_is_recorded() {
     fake.push(FakeProvider::openai_text(&["done"], None));
     let server = key_server(&ws, &fake).await;
     let session = new_session(&server).await;
-    let turn = prompt(&server, &session, "read leak.txt and echo the token").await;
-    let (updates, _) = updates_until_end(&server, &turn).await;
+    let (updates, _) = run_turn(&server, &session, "read leak.txt and echo the token").await;
     server.stop().await;
 
     let done = tool_updates(&updates, "completed");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use agentls::dev::lsp_client::Answer;
+use agentls_dev::lsp_client::Answer;
 use common::{start, Options, Server};
 use serde_json::{json, Value};
 use std::future::Future;

@@ -2,29 +2,24 @@
 //! This crate holds the edges around the pure core (`agentls_core`); see ARCHITECTURE.md for
 //! the map.
 //!
-//! - `acp`: the Agent Client Protocol front door (`agentls acp`);
-//! - `lsp`: the tower-lsp adapter and the transport in front of it;
-//! - `protocol`: the custom LSP methods and the ACP methods as types (name, params,
-//!   result), the floor both front doors stand on;
-//! - `agent`: sessions, their queues, the turn loop, tool calls, compaction jobs, the gather
-//!   recipe;
-//! - `host`: the `Host` trait every front end implements and the types tools and the store
-//!   share with it (`FileChange`, permission requests): the floor under `tools` and `store`;
-//! - `tools`: the model's tools, one file each, and their registry;
-//! - `mcp`: the MCP client (servers' connections and their supervisor);
-//! - `process_groups`: every child's process group, and the warden that kills them after a
-//!   crash of agentls;
-//! - `provider`: the HTTP exchange with model providers;
-//! - `store`: the disk (session logs, files, the workspace's file index, prompt overrides,
-//!   AGENTS.md, skills) and the process environment;
-//! - `cli`: `agentls ask` and `agentls context`;
-//! - `dev`: what only tests and benchmarks use (fake provider, LSP test client, demo,
-//!   benchmarks, the compaction eval).
+//! In layers, top first (a module names only modules below it; `architecture` checks it):
+//! - `lsp`, `acp`, `cli`: the front doors (the tower-lsp adapter, the Agent Client
+//!   Protocol, `agentls ask` and `agentls context`);
+//! - `agent`: sessions, their queues, the turn and its rooms (model step, tool dispatch,
+//!   prompt input, hooks, compaction jobs);
+//! - `tools`, `mcp`: the model's tools (one file each, and their list), the MCP client;
+//! - `host`: the `Host` trait every front door implements and what crosses it;
+//! - `gather`, `provider`: the one gather recipe; the HTTP exchange with model providers;
+//! - `process_groups`, `store`: every child's process group and the warden; the disk and
+//!   the process environment;
+//! - `locks`, `protocol`: the one way to take a std lock; the protocol's types.
+//!
+//! What only tests and benchmarks use (fake provider, LSP test client, demo, benchmarks, the
+//! compaction eval) is the `agentls-dev` crate (crates/dev), outside the shipped binary.
 
 pub mod acp;
 pub mod agent;
 pub mod cli;
-pub mod dev;
 pub mod gather;
 pub mod host;
 pub mod locks;

@@ -1,8 +1,8 @@
-//! The `agentls` binary: an LSP server on stdio by default, plus a few subcommands. The
-//! grammar of the command line is `agentls::cli::args`.
+//! The `agentls` binary: an LSP server on stdio by default, plus `ask`, `acp` and `context`.
+//! The grammar of the command line is `agentls::cli::args`; the dev commands (benchmarks,
+//! demo, fake provider) are `agentls-dev`'s (crates/dev).
 
-use agentls::cli::args::{Bench, Cli, Command};
-use agentls::dev::bench;
+use agentls::cli::args::{Cli, Command};
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -43,9 +43,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => serve_stdio(),
-        Some(Command::Demo { dir, file }) => {
-            run_async(|| agentls::dev::demo::run(&dir, file.as_deref()))
-        }
         Some(Command::Ask(args)) => {
             let options = args.into();
             match runtime()
@@ -81,19 +78,6 @@ fn main() -> ExitCode {
             }
             Err(err) => fail(&err),
         },
-        Some(Command::Bench(which)) => run_bench(which),
-        Some(Command::EvalCompaction(args)) => {
-            let options = args.into();
-            report(
-                runtime()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::dev::eval_compaction::run(&options))),
-                |report| agentls::dev::eval_compaction::print(&options, report),
-            )
-        }
-        Some(Command::FakeProvider { script }) => {
-            run_async(|| agentls::dev::fake_provider::run_process(script.as_deref()))
-        }
     }
 }
 
@@ -113,115 +97,6 @@ fn serve_stdio() -> ExitCode {
             }
         }
         Err(err) => fail(&format!("cannot start the runtime: {err}")),
-    }
-}
-
-fn run_bench(which: Bench) -> ExitCode {
-    match which {
-        Bench::Keystroke(args) => {
-            let options = args.into();
-            let in_process = bench::keystroke(&options);
-            bench::print_keystroke(&options, &in_process);
-            let over_lsp = runtime()
-                .map_err(|e| e.to_string())
-                .and_then(|rt| rt.block_on(bench::keystroke_over_lsp(&options)));
-            report(over_lsp, |report| {
-                bench::print_keystroke_over_lsp(&options, report)
-            })
-        }
-        Bench::NullServer => match runtime() {
-            Ok(rt) => {
-                rt.block_on(agentls::dev::null_server::serve());
-                ExitCode::SUCCESS
-            }
-            Err(err) => fail(&err.to_string()),
-        },
-        Bench::Context(args) => {
-            let options = args.into();
-            let report = agentls::dev::bench_context::context(&options);
-            agentls::dev::bench_context::print_context(&options, &report);
-            ExitCode::SUCCESS
-        }
-        Bench::Stream(args) => {
-            let options = args.into();
-            report(
-                runtime()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::dev::bench_stream::stream(&options))),
-                |report| agentls::dev::bench_stream::print_stream(&options, report),
-            )
-        }
-        Bench::Ttft(args) => report(
-            runtime().map_err(|e| e.to_string()).and_then(|rt| {
-                rt.block_on(agentls::dev::bench_stream::ttft_real(
-                    &args.base_url,
-                    &args.model,
-                    args.turns,
-                ))
-            }),
-            |(through, direct, rounds)| {
-                println!(
-                    "time to first token on {}, median of {rounds} rounds: through agentls {:.1} ms, direct {:.1} ms, ratio {:.3}",
-                    args.model,
-                    through.as_secs_f64() * 1e3,
-                    direct.as_secs_f64() * 1e3,
-                    through.as_secs_f64() / direct.as_secs_f64().max(1e-9)
-                )
-            },
-        ),
-        Bench::Compaction(args) => {
-            let options = args.into();
-            report(
-                runtime()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::dev::bench_compaction::run(&options))),
-                |report| agentls::dev::bench_compaction::print(&options, report),
-            )
-        }
-        Bench::Memory(args) => {
-            let options = args.into();
-            report(
-                runtime()
-                    .map_err(|e| e.to_string())
-                    .and_then(|rt| rt.block_on(agentls::dev::bench_memory::run(&options))),
-                |report| agentls::dev::bench_memory::print(&options, report),
-            )
-        }
-        Bench::Startup(args) => report(
-            runtime()
-                .map_err(|e| e.to_string())
-                .and_then(|rt| rt.block_on(bench::startup(args.files))),
-            bench::print_startup,
-        ),
-        Bench::Subagent => report(
-            runtime()
-                .map_err(|e| e.to_string())
-                .and_then(|rt| rt.block_on(agentls::dev::bench_subagent::run())),
-            agentls::dev::bench_subagent::print,
-        ),
-    }
-}
-
-/// Runs an async job that only reports success or an error.
-fn run_async<F: std::future::Future<Output = Result<(), String>>>(
-    job: impl FnOnce() -> F,
-) -> ExitCode {
-    report(
-        runtime()
-            .map_err(|e| e.to_string())
-            .and_then(|rt| rt.block_on(job())),
-        |()| {},
-    )
-}
-
-/// Prints a job's report, or its error with exit code 1.
-fn report<T>(result: Result<T, String>, print: impl FnOnce(&T)) -> ExitCode {
-    match result {
-        Ok(value) => {
-            print(&value);
-            ExitCode::SUCCESS
-        }
-        Err(err) => fail(&err),
     }
 }
 

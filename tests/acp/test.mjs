@@ -1,8 +1,9 @@
 // End-to-end tests of `agentls acp` driven by the official ACP TypeScript library's client
 // side (`ClientSideConnection` of @agentclientprotocol/sdk, which validates every message
-// it receives against the protocol's schema), against the real binary and its scripted
-// fake provider. Run by scripts/acp-test, which installs the library into a cache and sets
-// ACP_SDK (its entry point) and AGENTLS_BIN. Prints `acp: N passed, M failed`.
+// it receives against the protocol's schema), against the real binary and the dev kit's
+// scripted fake provider. Run by scripts/acp-test, which installs the library into a cache
+// and sets ACP_SDK (its entry point), AGENTLS_BIN and AGENTLS_DEV_BIN (agentls-dev, the fake
+// provider's binary). Prints `acp: N passed, M failed`.
 //
 // No test waits on a clock: every wait is for a message (an update, an answer, a request).
 
@@ -16,6 +17,7 @@ import assert from "node:assert/strict";
 
 const acp = await import(process.env.ACP_SDK);
 const BIN = process.env.AGENTLS_BIN;
+const DEV_BIN = process.env.AGENTLS_DEV_BIN;
 const children = [];
 
 // ---- fixtures ----
@@ -30,11 +32,11 @@ function workspace(files) {
   return dir;
 }
 
-/** `agentls fake-provider --script FILE`: resolves to its base URL. */
+/** `agentls-dev fake-provider --script FILE`: resolves to its base URL. */
 async function fake(script) {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "agentls-acp-fake-")), "script.json");
   fs.writeFileSync(file, JSON.stringify(script));
-  const child = spawn(BIN, ["fake-provider", "--script", file], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(DEV_BIN, ["fake-provider", "--script", file], { stdio: ["pipe", "pipe", "inherit"] });
   children.push(child);
   const lines = readline.createInterface({ input: child.stdout });
   const url = await new Promise((resolve, reject) => {

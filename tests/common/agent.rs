@@ -2,9 +2,9 @@
 //! provider, and readers of the updates a turn sends.
 
 use super::{start, Options, Server};
-pub use agentls::dev::fake_provider::FakeProvider;
-use agentls::dev::fake_provider::{RecordedRequest, Step};
-use agentls::dev::lsp_client::{Answer, Responder};
+pub use agentls_dev::fake_provider::FakeProvider;
+use agentls_dev::fake_provider::{RecordedRequest, Step};
+use agentls_dev::lsp_client::{Answer, Responder, ServerMessage};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::PathBuf;
@@ -33,6 +33,11 @@ pub fn workspace() -> Workspace {
         root,
         state: tempfile::tempdir().unwrap(),
     }
+}
+
+/// A workspace and a fake provider: the prologue of most agent tests.
+pub async fn workspace_and_fake() -> (Workspace, FakeProvider) {
+    (workspace(), FakeProvider::start().await)
 }
 
 pub fn provider_options(fake: &FakeProvider, ws: &Workspace, extra: Value) -> Value {
@@ -70,6 +75,13 @@ pub async fn server(ws: &Workspace, init_options: Value, responder: Option<Respo
     .await
 }
 
+/// A server wired to `fake` (with the `extra` settings) and a new session in it.
+pub async fn session_server(ws: &Workspace, fake: &FakeProvider, extra: Value) -> (Server, String) {
+    let server = server(ws, provider_options(fake, ws, extra), None).await;
+    let session = new_session(&server).await;
+    (server, session)
+}
+
 pub async fn new_session(server: &Server) -> String {
     let answer = server
         .client
@@ -100,12 +112,20 @@ pub async fn prompt(server: &Server, session: &str, text: &str) -> String {
     answer["turnId"].as_str().unwrap().to_string()
 }
 
+/// One whole turn: `text` prompted in `session`, then every update until its turnEnd and
+/// the other messages seen on the way (`prompt` then `updates_until_end`).
+pub async fn run_turn(
+    server: &Server,
+    session: &str,
+    text: &str,
+) -> (Vec<Value>, Vec<ServerMessage>) {
+    let turn = prompt(server, session, text).await;
+    updates_until_end(server, &turn).await
+}
+
 /// Every `agent/session/update` of `turn` until its turnEnd, and the other messages seen
 /// on the way (status notifications, server requests).
-pub async fn updates_until_end(
-    server: &Server,
-    turn: &str,
-) -> (Vec<Value>, Vec<agentls::dev::lsp_client::ServerMessage>) {
+pub async fn updates_until_end(server: &Server, turn: &str) -> (Vec<Value>, Vec<ServerMessage>) {
     let mut updates = Vec::new();
     let mut others = Vec::new();
     loop {

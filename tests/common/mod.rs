@@ -4,7 +4,7 @@
 pub mod agent;
 pub mod mcp;
 
-use agentls::dev::lsp_client::{Answer, LspClient, Responder, RpcError};
+use agentls_dev::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -93,6 +93,15 @@ pub async fn start(options: Options<'_>) -> Server {
         .expect("initialize");
     client.notify("initialized", json!({})).await.unwrap();
     Server { client, init }
+}
+
+/// Spawns agentls on the workspace `root` with the default options.
+pub async fn start_in(root: &Path) -> Server {
+    start(Options {
+        root: Some(root),
+        ..Options::default()
+    })
+    .await
 }
 
 impl Server {

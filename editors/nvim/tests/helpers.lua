@@ -16,14 +16,14 @@ function M.workspace(files)
   return vim.fn.resolve(dir)
 end
 
---- `agentls fake-provider` with `script` ({replies = {...}, routes = {...}}); its base URL.
+--- `agentls-dev fake-provider` with `script` ({replies = {...}, routes = {...}}); its base URL.
 function M.fake(script)
   local file = vim.fn.tempname() .. ".json"
   local f = assert(io.open(file, "w"))
   f:write(vim.json.encode(script))
   f:close()
   local url
-  local process = vim.system({ os.getenv("AGENTLS_BIN"), "fake-provider", "--script", file }, {
+  local process = vim.system({ os.getenv("AGENTLS_DEV_BIN"), "fake-provider", "--script", file }, {
     stdin = true,
     stdout = function(_, data)
       if data and not url then

@@ -17,12 +17,12 @@ use expect_test::{expect, Expect};
 use serde_json::{json, Value};
 
 use super::Agent;
-use crate::dev::fake_provider::{FakeProvider, RecordedRequest, Reply};
 use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::history::Item;
 use agentls_core::prompts::{AbortReason, Prompts};
 use agentls_core::session::Session;
+use agentls_dev::fake_provider::{FakeProvider, RecordedRequest, Reply};
 
 /// How the scripted user answers a permission request.
 #[derive(Debug, Clone, Copy)]

@@ -5,12 +5,6 @@
 //! shown in `--help` are read from the options' own `Default`, so they cannot drift.
 
 use crate::cli::ask::AskOptions;
-use crate::dev::bench::KeystrokeOptions;
-use crate::dev::bench_compaction::CompactionBenchOptions;
-use crate::dev::bench_context::ContextOptions;
-use crate::dev::bench_memory::MemoryOptions;
-use crate::dev::bench_stream::StreamOptions;
-use crate::dev::eval_compaction::EvalOptions;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -41,14 +35,6 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Start agentls as a child, drive a scripted LSP session on DIR and print what it tracked
-    Demo {
-        /// The workspace to open
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// The file to open in it (default: one the demo picks)
-        file: Option<PathBuf>,
-    },
     /// One agent turn without an editor: the answer on stdout, tool calls on stderr, the
     /// session persisted
     Ask(AskArgs),
@@ -58,19 +44,6 @@ pub enum Command {
     /// Show what the model would see for FILE at that position: sections, token counts,
     /// editor context
     Context(ContextArgs),
-    /// Measure a hot path (see BENCHMARKS.md for the figures and the machine)
-    #[command(subcommand)]
-    Bench(Bench),
-    /// Recall of planted facts after 1..N compactions, poor and extractive summarizers (fake
-    /// provider)
-    EvalCompaction(EvalArgs),
-    /// A scripted OpenAI-compatible provider on loopback (for editor plugin tests): prints its
-    /// base URL, serves until stdin closes
-    FakeProvider {
-        /// A JSON script of replies and routes
-        #[arg(long, value_name = "FILE")]
-        script: Option<String>,
-    },
 }
 
 #[derive(Args, Debug)]
@@ -129,231 +102,6 @@ pub struct ContextArgs {
     pub json: bool,
 }
 
-#[derive(Subcommand, Debug)]
-pub enum Bench {
-    /// The keystroke path: document core vs bare rope + tree-sitter in process, and over LSP
-    /// against a do-nothing server
-    Keystroke(KeystrokeArgs),
-    /// The floor of `bench keystroke`: a tower-lsp server that does nothing
-    #[command(hide = true)]
-    NullServer,
-    /// Context assembly for a long session, incremental vs tokenizing from scratch;
-    /// tokenizer throughput
-    Context(ContextBenchArgs),
-    /// Streaming through agentls from a fake provider: chunk latency p50/p99, time to first
-    /// token vs direct
-    Stream(StreamArgs),
-    /// Time to first token through agentls vs direct, on a real OpenAI-compatible server
-    Ttft(TtftArgs),
-    /// Non-LLM compaction steps on a long history; LSP latency during a slow summary;
-    /// prepared-swap wait
-    Compaction(CompactionArgs),
-    /// RSS idle and with open buffers and a long session
-    Memory(MemoryArgs),
-    /// initialize latency and index time on a generated workspace
-    Startup(StartupArgs),
-    /// Tokens an `explore` subagent run over this repository keeps out of the parent's
-    /// history (run at the repository's root)
-    Subagent,
-}
-
-#[derive(Args, Debug)]
-pub struct KeystrokeArgs {
-    /// Lines of the generated Rust file
-    #[arg(long, default_value_t = KeystrokeOptions::default().lines, value_parser = at_least::<1>)]
-    lines: usize,
-    /// Edits per in-process round
-    #[arg(long, default_value_t = KeystrokeOptions::default().edits, value_parser = at_least::<0>)]
-    edits: usize,
-    /// Rounds, in process and over LSP (the median is reported)
-    #[arg(long, default_value_t = KeystrokeOptions::default().rounds, value_parser = at_least::<1>)]
-    rounds: usize,
-    /// Edits of the burst sent over LSP
-    #[arg(long, default_value_t = KeystrokeOptions::default().lsp_edits, value_parser = at_least::<0>)]
-    lsp_edits: usize,
-    /// The agentls binary measured over LSP (e.g. another build, to compare); the floor is
-    /// always this binary's do-nothing server
-    #[arg(long)]
-    server: Option<PathBuf>,
-}
-
-impl From<KeystrokeArgs> for KeystrokeOptions {
-    fn from(args: KeystrokeArgs) -> Self {
-        KeystrokeOptions {
-            lines: args.lines,
-            edits: args.edits,
-            rounds: args.rounds,
-            lsp_edits: args.lsp_edits,
-            server: args.server,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct ContextBenchArgs {
-    /// Tokens of the generated history
-    #[arg(long, default_value_t = ContextOptions::default().history_tokens, value_parser = at_least::<0>)]
-    history_tokens: usize,
-    /// Open buffers
-    #[arg(long, default_value_t = ContextOptions::default().buffers, value_parser = at_least::<1>)]
-    buffers: usize,
-    /// Rounds (the median is reported)
-    #[arg(long, default_value_t = ContextOptions::default().rounds, value_parser = at_least::<1>)]
-    rounds: usize,
-}
-
-impl From<ContextBenchArgs> for ContextOptions {
-    fn from(args: ContextBenchArgs) -> Self {
-        ContextOptions {
-            history_tokens: args.history_tokens,
-            buffers: args.buffers,
-            rounds: args.rounds,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct StreamArgs {
-    /// Content chunks per streamed answer
-    #[arg(long, default_value_t = StreamOptions::default().chunks, value_parser = at_least::<1>)]
-    chunks: usize,
-    /// Turns (answers) per figure
-    #[arg(long, default_value_t = StreamOptions::default().turns, value_parser = at_least::<1>)]
-    turns: usize,
-    /// The fake model's thinking time before its first token
-    #[arg(long, default_value_t = StreamOptions::default().first_token_ms)]
-    first_token_ms: u64,
-    /// Time between two chunks
-    #[arg(long, default_value_t = StreamOptions::default().gap_ms)]
-    gap_ms: u64,
-}
-
-impl From<StreamArgs> for StreamOptions {
-    fn from(args: StreamArgs) -> Self {
-        StreamOptions {
-            chunks: args.chunks,
-            turns: args.turns,
-            first_token_ms: args.first_token_ms,
-            gap_ms: args.gap_ms,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct TtftArgs {
-    /// The server's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1)
-    #[arg(long, value_name = "URL")]
-    pub base_url: String,
-    /// The model name sent to the server
-    #[arg(long, default_value = "smollm2")]
-    pub model: String,
-    /// Rounds (the median is reported)
-    #[arg(long, default_value_t = 10, value_parser = at_least::<1>)]
-    pub turns: usize,
-}
-
-#[derive(Args, Debug)]
-pub struct CompactionArgs {
-    /// Tokens of the generated history
-    #[arg(long, default_value_t = CompactionBenchOptions::default().history_tokens, value_parser = at_least::<1000>)]
-    history_tokens: usize,
-    /// Rounds (the median is reported)
-    #[arg(long, default_value_t = CompactionBenchOptions::default().rounds, value_parser = at_least::<1>)]
-    rounds: usize,
-    /// How long the slow summary call takes, in ms
-    #[arg(long, default_value_t = CompactionBenchOptions::default().summary_ms, value_parser = at_least_u64::<500>)]
-    summary_ms: u64,
-}
-
-impl From<CompactionArgs> for CompactionBenchOptions {
-    fn from(args: CompactionArgs) -> Self {
-        CompactionBenchOptions {
-            history_tokens: args.history_tokens,
-            rounds: args.rounds,
-            summary_ms: args.summary_ms,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct MemoryArgs {
-    /// Open buffers
-    #[arg(long, default_value_t = MemoryOptions::default().buffers, value_parser = at_least::<0>)]
-    buffers: usize,
-    /// Lines per buffer
-    #[arg(long, default_value_t = MemoryOptions::default().lines, value_parser = at_least::<1>)]
-    lines: usize,
-    /// Tokens of the loaded session
-    #[arg(long, default_value_t = MemoryOptions::default().history_tokens, value_parser = at_least::<1000>)]
-    history_tokens: usize,
-}
-
-impl From<MemoryArgs> for MemoryOptions {
-    fn from(args: MemoryArgs) -> Self {
-        MemoryOptions {
-            buffers: args.buffers,
-            lines: args.lines,
-            history_tokens: args.history_tokens,
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct StartupArgs {
-    /// Files of the generated workspace
-    #[arg(long, default_value_t = 100_000, value_parser = at_least::<0>)]
-    pub files: usize,
-}
-
-#[derive(Args, Debug)]
-pub struct EvalArgs {
-    /// Sessions (each plants its own facts)
-    #[arg(long, default_value_t = EvalOptions::default().sessions, value_parser = at_least::<1>)]
-    sessions: usize,
-    /// Compactions per session
-    #[arg(long, default_value_t = EvalOptions::default().compactions, value_parser = at_least::<1>)]
-    compactions: usize,
-    /// Turns before the first compaction, and between two
-    #[arg(long, default_value_t = EvalOptions::default().turns, value_parser = at_least::<1>)]
-    turns: usize,
-    /// The context window, in tokens
-    #[arg(long, default_value_t = EvalOptions::default().context_window, value_parser = at_least::<4096>)]
-    window: usize,
-}
-
-impl From<EvalArgs> for EvalOptions {
-    fn from(args: EvalArgs) -> Self {
-        EvalOptions {
-            sessions: args.sessions,
-            compactions: args.compactions,
-            turns: args.turns,
-            context_window: args.window,
-        }
-    }
-}
-
-/// A whole number no smaller than `MIN` (a count, a size): anything else is refused.
-fn at_least<const MIN: usize>(text: &str) -> Result<usize, String> {
-    let value: usize = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a whole number"))?;
-    if value < MIN {
-        return Err(format!("must be at least {MIN}"));
-    }
-    Ok(value)
-}
-
-fn at_least_u64<const MIN: u64>(text: &str) -> Result<u64, String> {
-    at_least::<0>(text).and_then(|v| {
-        let v = v as u64;
-        if v < MIN {
-            Err(format!("must be at least {MIN}"))
-        } else {
-            Ok(v)
-        }
-    })
-}
-
 fn not_blank(text: &str) -> Result<String, String> {
     if text.trim().is_empty() {
         Err("the question is empty".to_string())
@@ -379,14 +127,14 @@ mod tests {
     #[test]
     fn bad_values_are_refused_not_replaced() {
         for args in [
-            &["bench", "ttft", "--base-url", "http://x", "--turns", "x"][..],
-            &["bench", "keystroke", "--lines", "many"],
-            &["bench", "keystroke", "--rounds", "0"],
-            &["bench", "memory", "--frobnicate", "1"],
-            &["eval-compaction", "--window", "100"],
-            &["ask", " "],
+            &["ask", " "][..],
             &["context"],
             &["--frobnicate"],
+            // The dev kit's commands are agentls-dev's, not the product's.
+            &["demo"],
+            &["bench", "keystroke"],
+            &["eval-compaction"],
+            &["fake-provider"],
         ] {
             let err = parse(args).expect_err(&args.join(" "));
             assert_eq!(err.exit_code(), 2, "{}: {err}", args.join(" "));
@@ -395,16 +143,6 @@ mod tests {
 
     #[test]
     fn values_reach_the_options() {
-        let Some(Command::Bench(Bench::Keystroke(args))) =
-            parse(&["bench", "keystroke", "--lines", "7"])
-                .unwrap()
-                .command
-        else {
-            panic!("not keystroke")
-        };
-        let options = KeystrokeOptions::from(args);
-        assert_eq!(options.lines, 7);
-        assert_eq!(options.rounds, KeystrokeOptions::default().rounds);
         let Some(Command::Ask(args)) = parse(&["ask", "why?", "--file", "a.rs:3", "--approve"])
             .unwrap()
             .command

@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 export const BIN = path.resolve(process.env.AGENTLS_BIN ?? path.join(__dirname, '../../../../../target/debug/agentls'));
+/** The dev kit's binary (the fake provider): $AGENTLS_DEV_BIN, else the one beside agentls. */
+export const DEV_BIN = path.resolve(process.env.AGENTLS_DEV_BIN ?? path.join(path.dirname(BIN), 'agentls-dev'));
 
 export function workspace(files: Record<string, string>): string {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentls-vscode-')));
@@ -21,11 +23,11 @@ export interface Fake {
   stop(): void;
 }
 
-/** `agentls fake-provider --script`: its base URL; it exits when its stdin closes. */
+/** `agentls-dev fake-provider --script`: its base URL; it exits when its stdin closes. */
 export async function fakeProvider(script: object): Promise<Fake> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentls-fake-')), 'script.json');
   fs.writeFileSync(file, JSON.stringify(script));
-  const child: ChildProcess = spawn(BIN, ['fake-provider', '--script', file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawn(DEV_BIN, ['fake-provider', '--script', file], { stdio: ['pipe', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (d: Buffer) => {

@@ -1,10 +1,12 @@
 //! A small LSP client over a child process's stdio: Content-Length framing, request/response
 //! matching, notifications as a stream, and default answers to the server's own requests.
-//! Used by `agentls demo` and by the end-to-end tests, which drive the real binary with it.
+//! Used by `agentls-dev demo`, the benchmarks and the end-to-end tests, which drive the real binary with it.
 
-use crate::lsp::transport::{self, Frame, FrameReader};
+use agentls::locks::Locked;
+use agentls::lsp::transport::{self, Frame, FrameReader};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -159,10 +161,7 @@ impl LspClient {
     ) -> (Result<Value, RpcError>, u64) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+        self.pending.locked().insert(id, tx);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.await_answer(rx, self.send_raw(body.to_string().as_bytes()).await)
             .await
@@ -172,10 +171,7 @@ impl LspClient {
     /// own, counted from 1) and waits for the answer to that id.
     pub async fn request_raw(&self, id: i64, body: &[u8]) -> Result<Value, RpcError> {
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, tx);
+        self.pending.locked().insert(id, tx);
         self.await_answer(rx, self.send_raw(body).await).await.0
     }
 
@@ -305,16 +301,7 @@ async fn read_loop(
             (Some(method), id) => {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
                 if let Some(id) = &id {
-                    let answer = match responder(&method, &params) {
-                        Answer::Result(result) => {
-                            Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                        }
-                        Answer::Error(code, text) => Some(
-                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
-                        ),
-                        Answer::Silence => None,
-                    };
-                    if let Some(answer) = answer {
+                    if let Some(answer) = answer(&responder, id, &method, &params) {
                         let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
                     }
                 }
@@ -326,44 +313,72 @@ async fn read_loop(
                 });
             }
             (None, Some(id)) => {
-                let waiter = id.as_i64().and_then(|id| {
-                    pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id)
-                });
+                let waiter = id.as_i64().and_then(|id| pending.locked().remove(&id));
                 let Some(waiter) = waiter else {
                     let _ = orphans.send(message);
                     continue;
                 };
-                let result = match message.get("error") {
-                    Some(error) => Err(RpcError {
-                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                        message: error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    }),
-                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                };
-                let _ = waiter.send((result, seq));
+                let _ = waiter.send((outcome(&message), seq));
             }
             (None, None) => eprintln!("lsp client: a frame with neither method nor id"),
         }
     }
     // Wake every waiter: the server is gone.
-    pending.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    pending.locked().clear();
 }
 
-/// This binary as an LSP server on the workspace `root`, initialized with `options`
+/// The client's answer to the server's request `id`, as `responder` chooses (none: silence).
+fn answer(responder: &Responder, id: &Value, method: &str, params: &Value) -> Option<Value> {
+    match responder(method, params) {
+        Answer::Result(result) => Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+        Answer::Error(code, text) => {
+            Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}))
+        }
+        Answer::Silence => None,
+    }
+}
+
+/// A response's result, or its error.
+fn outcome(message: &Value) -> Result<Value, RpcError> {
+    match message.get("error") {
+        Some(error) => Err(RpcError {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        }),
+        None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+    }
+}
+
+/// The `agentls` binary the dev kit drives: `$AGENTLS_BIN` when set, else the `agentls`
+/// beside this executable (cargo builds both into the same target directory).
+pub fn agentls_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("AGENTLS_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let bin = exe.with_file_name(format!("agentls{}", std::env::consts::EXE_SUFFIX));
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "no agentls binary at {} (cargo build -p agentls, or set AGENTLS_BIN)",
+            bin.display()
+        ))
+    }
+}
+
+/// agentls as an LSP server on the workspace `root`, initialized with `options`
 /// (`initializationOptions`) and its log at `log_level`: how the benchmarks start agentls.
-pub async fn start_self(
+pub async fn start_agentls(
     root: &std::path::Path,
     options: Value,
     log_level: &str,
 ) -> Result<LspClient, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = agentls_binary()?;
     let client =
         LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", log_level)]).map_err(|e| e.to_string())?;
     let root_uri = tower_lsp::lsp_types::Url::from_file_path(root)

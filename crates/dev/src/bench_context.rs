@@ -1,4 +1,4 @@
-//! `agentls bench context`: assembling a request for a long session, incrementally (counts
+//! `agentls-dev bench context`: assembling a request for a long session, incrementally (counts
 //! cached with the history items and in the CountCache) against tokenizing the whole request
 //! from scratch, plus the tokenizers' throughput on code.
 
@@ -151,25 +151,9 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
     let source = active_doc.snapshot.rope.to_string();
     // Cursor positions: inside each `area` body of the active buffer.
     let cursors: Vec<usize> = source.match_indices("let base").map(|(at, _)| at).collect();
-    let environment = Environment {
-        cwd: "/w".into(),
-        approval_policy: "ask".into(),
-        sandbox_mode: "none".into(),
-        shell: "bash".into(),
-        workspace_roots: vec!["/w".into()],
-        date: "2026-11-22".into(),
-    };
+    let environment = environment();
     let mut cache = AssemblyCache::default();
-    let active_at = |cursor: usize| ActiveDocument {
-        display_path: active_doc.display_path.clone(),
-        snapshot: active_doc.snapshot.clone(),
-        editor: ResolvedEditor {
-            cursor,
-            selection: Some(cursor..cursor + 200),
-            visible: None,
-            diagnostics: Vec::new(),
-        },
-    };
+    let active_at = |cursor: usize| active_at(&active_doc, cursor);
     // Assembly as a turn does it: static context, turn block, the request with its counts.
     let assemble = |history: &History, active: &ActiveDocument, cache: &mut AssemblyCache| {
         let inputs = inspect::Inputs {
@@ -211,21 +195,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
         moved.push(start.elapsed() - wire_time);
 
         let start = Instant::now();
-        history.record(
-            Item::User {
-                text: format!("follow-up {round}"),
-                context: None,
-            },
-            config.tool_output_limit,
-            &prompts,
-        );
-        history.record(
-            Item::Assistant {
-                text: format!("answer {round}"),
-            },
-            config.tool_output_limit,
-            &prompts,
-        );
+        record_exchange(&mut history, round, &config, &prompts);
         let (_, _, wire_time) = std::hint::black_box(assemble(&history, &first, &mut cache));
         turn.push(start.elapsed() - wire_time);
 
@@ -235,23 +205,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
     }
 
     let corpus = code_corpus();
-    // Median of five passes: one pass is at the mercy of the machine's drift.
-    let throughput = [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase]
-        .into_iter()
-        .map(|kind| {
-            kind.warm();
-            let mut tokens = 0;
-            let times: Vec<Duration> = (0..5)
-                .map(|_| {
-                    let start = Instant::now();
-                    tokens = kind.count(&corpus);
-                    start.elapsed()
-                })
-                .collect();
-            let seconds = median(times).as_secs_f64();
-            (kind.name(), corpus.len() as f64 / 1e6 / seconds, tokens)
-        })
-        .collect();
+    let throughput = throughput(&corpus);
 
     ContextBenchReport {
         history_items: history.len(),
@@ -266,6 +220,72 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
         throughput,
         corpus_bytes: corpus.len(),
     }
+}
+
+/// `doc` as the active buffer, the cursor at `cursor` and 200 bytes selected from there.
+fn active_at(doc: &OtherDocument, cursor: usize) -> ActiveDocument {
+    ActiveDocument {
+        display_path: doc.display_path.clone(),
+        snapshot: doc.snapshot.clone(),
+        editor: ResolvedEditor {
+            cursor,
+            selection: Some(cursor..cursor + 200),
+            visible: None,
+            diagnostics: Vec::new(),
+        },
+    }
+}
+
+/// The environment block of every assembled request.
+fn environment() -> Environment {
+    Environment {
+        cwd: "/w".into(),
+        approval_policy: "ask".into(),
+        sandbox_mode: "none".into(),
+        shell: "bash".into(),
+        workspace_roots: vec!["/w".into()],
+        date: "2026-11-22".into(),
+    }
+}
+
+/// A user message and its answer: what a new turn adds to the history.
+fn record_exchange(history: &mut History, round: usize, config: &Config, prompts: &Prompts) {
+    history.record(
+        Item::User {
+            text: format!("follow-up {round}"),
+            context: None,
+        },
+        config.tool_output_limit,
+        prompts,
+    );
+    history.record(
+        Item::Assistant {
+            text: format!("answer {round}"),
+        },
+        config.tool_output_limit,
+        prompts,
+    );
+}
+
+/// Each tokenizer's name, MB/s on `corpus` and its count, the median of five passes (one
+/// pass is at the mercy of the machine's drift).
+fn throughput(corpus: &str) -> Vec<(&'static str, f64, usize)> {
+    [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase]
+        .into_iter()
+        .map(|kind| {
+            kind.warm();
+            let mut tokens = 0;
+            let times: Vec<Duration> = (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    tokens = kind.count(corpus);
+                    start.elapsed()
+                })
+                .collect();
+            let seconds = median(times).as_secs_f64();
+            (kind.name(), corpus.len() as f64 / 1e6 / seconds, tokens)
+        })
+        .collect()
 }
 
 fn count_from_scratch(
@@ -292,7 +312,7 @@ fn count_from_scratch(
 fn code_corpus() -> String {
     let sources = [
         include_str!("../../../crates/core/src/syntax.rs"),
-        include_str!("../lsp/mod.rs"),
+        include_str!("../../../server/src/lsp/mod.rs"),
         include_str!("../../../crates/core/src/history.rs"),
         include_str!("../../../crates/core/src/context.rs"),
         include_str!("../../../crates/core/src/document.rs"),

@@ -1,4 +1,4 @@
-//! `agentls bench compaction`: the non-LLM parts of compaction on a 200K-token history
+//! `agentls-dev bench compaction`: the non-LLM parts of compaction on a 200K-token history
 //! (pure functions, in process), the latency of LSP requests while a slow summary call is
 //! in flight (a real agentls child, the fake provider holding the summary for seconds), and
 //! the wait a prompt sees at the threshold with a summary prepared ahead against a fresh one.
@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
-use crate::dev::lsp_client::{start_self, LspClient};
+use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
+use crate::lsp_client::{start_agentls, LspClient};
 use agentls_core::compaction;
 use agentls_core::event::Event;
 use agentls_core::history::{item_tokens, Entry, Item};
@@ -162,7 +162,7 @@ pub fn pure(options: &CompactionBenchOptions) -> (usize, usize, Vec<(&'static st
         let ledger = time(&mut runs[0].1, || {
             let mut ledger = Ledger::default();
             for event in &events {
-                ledger.observe(event, crate::tools::registry::Registry::builtin());
+                ledger.observe(event, agentls::tools::registry::Registry::builtin());
             }
             ledger
         });
@@ -271,7 +271,7 @@ async fn start(
     if let (Value::Object(init), Value::Object(extra)) = (&mut init, extra) {
         init.extend(extra);
     }
-    let client = start_self(&root, init, "error").await?;
+    let client = start_agentls(&root, init, "error").await?;
     let session = client.new_session().await?;
     Ok((client, session))
 }
@@ -316,7 +316,17 @@ async fn lsp(
     options: &CompactionBenchOptions,
     dir: &std::path::Path,
 ) -> Result<LspFigures, String> {
-    // 1. Requests while a slow summary is in flight.
+    let (probes, p50, p99, max, compact_wall) = during_summary(options, dir).await?;
+    let waits = threshold_waits(dir).await?;
+    Ok((probes, p50, p99, max, compact_wall, waits[0], waits[1]))
+}
+
+/// Requests while a slow summary is in flight: how many, their p50, p99 and max, and the
+/// compaction's wall time.
+async fn during_summary(
+    options: &CompactionBenchOptions,
+    dir: &std::path::Path,
+) -> Result<(usize, Duration, Duration, Duration, Duration), String> {
     let fake = FakeProvider::start().await;
     fake.push(read("r1", "src/big.rs"));
     fake.push(FakeProvider::openai_text(&["Read it."], None));
@@ -346,27 +356,8 @@ async fn lsp(
         while fake.requests().len() < 3 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let mut latencies = Vec::new();
         let until = Instant::now() + Duration::from_millis(options.summary_ms.saturating_sub(200));
-        let mut i = 0u32;
-        while Instant::now() < until {
-            let probe = Instant::now();
-            let result = match i % 3 {
-                0 => client.request("agent/session/context", json!({"sessionId": session})).await,
-                1 => client
-                    .request(
-                        "textDocument/codeAction",
-                        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}, "context": {"diagnostics": []}}),
-                    )
-                    .await,
-                _ => client.request("agent/session/list", json!({})).await,
-            };
-            result.map_err(|e| e.to_string())?;
-            latencies.push(probe.elapsed());
-            i += 1;
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok::<_, String>(latencies)
+        probe_until(&client, &session, uri.as_str(), until).await
     };
     let (outcome, latencies) = tokio::join!(compact, probes);
     outcome.map_err(|e| e.to_string())?;
@@ -385,9 +376,42 @@ async fn lsp(
         latencies.last().copied().unwrap_or_default(),
     );
     let _ = client.shutdown().await;
+    Ok((latencies.len(), p50, p99, max, compact_wall))
+}
 
-    // 2. The wait at the threshold: prepared ahead versus computed then (each summary call
-    // takes a second).
+/// The latency of each request of a round of context, code action and session list, sent
+/// every 10 ms until `until`.
+async fn probe_until(
+    client: &LspClient,
+    session: &str,
+    uri: &str,
+    until: Instant,
+) -> Result<Vec<Duration>, String> {
+    let mut latencies = Vec::new();
+    let mut i = 0u32;
+    while Instant::now() < until {
+        let probe = Instant::now();
+        let result = match i % 3 {
+            0 => client.request("agent/session/context", json!({"sessionId": session})).await,
+            1 => client
+                .request(
+                    "textDocument/codeAction",
+                    json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}, "context": {"diagnostics": []}}),
+                )
+                .await,
+            _ => client.request("agent/session/list", json!({})).await,
+        };
+        result.map_err(|e| e.to_string())?;
+        latencies.push(probe.elapsed());
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(latencies)
+}
+
+/// The wait at the threshold: prepared ahead versus computed then (each summary call
+/// takes a second).
+async fn threshold_waits(dir: &std::path::Path) -> Result<Vec<Duration>, String> {
     let mut waits = Vec::new();
     for prepare_at in [0.5, 0.99] {
         let fake = FakeProvider::start().await;
@@ -419,15 +443,7 @@ async fn lsp(
         ));
         let _ = client.shutdown().await;
     }
-    Ok((
-        latencies.len(),
-        p50,
-        p99,
-        max,
-        compact_wall,
-        waits[0],
-        waits[1],
-    ))
+    Ok(waits)
 }
 
 pub fn print(options: &CompactionBenchOptions, report: &CompactionBenchReport) {

@@ -1,5 +1,5 @@
 //! A language server that does nothing: tower-lsp over stdio, incremental sync announced,
-//! every notification dropped. `agentls bench keystroke` measures agentls's CPU per edit
+//! every notification dropped. `agentls-dev bench keystroke` measures agentls's CPU per edit
 //! against it: the floor any tower-lsp server pays for reading and decoding a didChange.
 
 use tower_lsp::jsonrpc::Result;

@@ -1,12 +1,12 @@
-//! `agentls bench memory`: the resident memory of a real agentls child, idle after
+//! `agentls-dev bench memory`: the resident memory of a real agentls child, idle after
 //! `initialize`, and loaded: 50 open buffers of 5,000 lines and a session of 200K tokens
 //! (written as a session log beforehand, then loaded over LSP). Read from /proc (VmRSS now,
 //! VmHWM the peak).
 
 use serde_json::json;
 
-use crate::dev::lsp_client::start_self;
-use crate::store::session_log::{self, SessionStore};
+use crate::lsp_client::{start_agentls, LspClient};
+use agentls::store::session_log::{self, SessionStore};
 use agentls_core::event::Event;
 
 pub struct MemoryOptions {
@@ -73,29 +73,9 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
     let root = root.canonicalize().map_err(|e| e.to_string())?;
     let state = dir.join("state");
-    // The session, written the way the server writes it.
-    let (entries, _) = crate::dev::bench_compaction::history(options.history_tokens);
-    let store = SessionStore::for_workspace(&state, &root);
-    let id = session_log::new_session_id();
-    let mut log = store.open(&id).map_err(|e| e.to_string())?;
-    log.append(&Event::SessionStarted {
-        session_id: id.clone(),
-        model: "bench-model".into(),
-        workspace: root.to_string_lossy().into_owned(),
-        at: session_log::now_millis(),
-        parent: None,
-    })
-    .map_err(|e| e.to_string())?;
-    for entry in &entries {
-        log.append(&Event::Item {
-            turn_id: "t".into(),
-            entry: entry.clone(),
-        })
-        .map_err(|e| e.to_string())?;
-    }
-    log.sync().map_err(|e| e.to_string())?;
+    let (id, history_items) = write_session(options.history_tokens, &state, &root)?;
 
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({"stateDir": state, "provider": {"model": "bench-model"}}),
         "error",
@@ -117,6 +97,70 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
     let idle = rss(pid)?;
     let idle_split = status_fields(pid, "RssAnon:", "RssFile:")?;
 
+    let buffer_bytes = open_buffers(&client, &root, options).await?;
+    let buffers_rss = rss(pid)?;
+    let loaded = client
+        .request("agent/session/load", json!({"sessionId": id}))
+        .await
+        .map_err(|e| e.to_string())?;
+    if loaded["items"].as_array().map_or(0, Vec::len) == 0 {
+        return Err("the session did not load".into());
+    }
+    let session_rss = rss(pid)?;
+    // What the model would be sent: the whole history assembled once.
+    client
+        .request("agent/session/context", json!({"sessionId": id}))
+        .await
+        .map_err(|e| e.to_string())?;
+    let loaded_rss = rss(pid)?;
+    let _ = client.shutdown().await;
+    Ok(MemoryReport {
+        idle,
+        idle_split,
+        buffers: buffers_rss,
+        session: session_rss,
+        loaded: loaded_rss,
+        buffer_bytes,
+        history_items,
+    })
+}
+
+/// A session of about `tokens` tokens, written the way the server writes it: its id and
+/// how many items it holds.
+fn write_session(
+    tokens: usize,
+    state: &std::path::Path,
+    root: &std::path::Path,
+) -> Result<(String, usize), String> {
+    let (entries, _) = crate::bench_compaction::history(tokens);
+    let store = SessionStore::for_workspace(state, root);
+    let id = session_log::new_session_id();
+    let mut log = store.open(&id).map_err(|e| e.to_string())?;
+    log.append(&Event::SessionStarted {
+        session_id: id.clone(),
+        model: "bench-model".into(),
+        workspace: root.to_string_lossy().into_owned(),
+        at: session_log::now_millis(),
+        parent: None,
+    })
+    .map_err(|e| e.to_string())?;
+    for entry in &entries {
+        log.append(&Event::Item {
+            turn_id: "t".into(),
+            entry: entry.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    log.sync().map_err(|e| e.to_string())?;
+    Ok((id, entries.len()))
+}
+
+/// Opens `options.buffers` generated buffers and reads each once; their bytes.
+async fn open_buffers(
+    client: &LspClient,
+    root: &std::path::Path,
+    options: &MemoryOptions,
+) -> Result<usize, String> {
     let mut buffer_bytes = 0;
     for b in 0..options.buffers {
         let text: String = (0..options.lines)
@@ -146,31 +190,7 @@ async fn measure(options: &MemoryOptions, dir: &std::path::Path) -> Result<Memor
             .await
             .map_err(|e| e.to_string())?;
     }
-    let buffers_rss = rss(pid)?;
-    let loaded = client
-        .request("agent/session/load", json!({"sessionId": id}))
-        .await
-        .map_err(|e| e.to_string())?;
-    if loaded["items"].as_array().map_or(0, Vec::len) == 0 {
-        return Err("the session did not load".into());
-    }
-    let session_rss = rss(pid)?;
-    // What the model would be sent: the whole history assembled once.
-    client
-        .request("agent/session/context", json!({"sessionId": id}))
-        .await
-        .map_err(|e| e.to_string())?;
-    let loaded_rss = rss(pid)?;
-    let _ = client.shutdown().await;
-    Ok(MemoryReport {
-        idle,
-        idle_split,
-        buffers: buffers_rss,
-        session: session_rss,
-        loaded: loaded_rss,
-        buffer_bytes,
-        history_items: entries.len(),
-    })
+    Ok(buffer_bytes)
 }
 
 pub fn print(options: &MemoryOptions, report: &MemoryReport) {

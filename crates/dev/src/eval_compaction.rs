@@ -1,4 +1,4 @@
-//! `agentls eval-compaction`: how much of what matters survives compaction. Synthetic long
+//! `agentls-dev eval-compaction`: how much of what matters survives compaction. Synthetic long
 //! sessions are driven through the real agent loop (real tools in a temporary workspace,
 //! the fake provider on loopback speaking the real wire format), with needles planted on
 //! the way: files created and edited, error strings, exit codes, user constraints,
@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::agent::Agent;
-use crate::dev::fake_provider::{FakeProvider, Reply};
-use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
+use crate::fake_provider::{FakeProvider, Reply};
+use agentls::agent::Agent;
+use agentls::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::history::model_text;
 use agentls_core::prompts::Prompts;
@@ -222,11 +222,11 @@ pub async fn run(options: &EvalOptions) -> Result<EvalReport, String> {
     for (name, summarizer) in [
         (
             "poor",
-            Arc::new(poor_summary) as crate::dev::fake_provider::Responder,
+            Arc::new(poor_summary) as crate::fake_provider::Responder,
         ),
         (
             "extractive",
-            Arc::new(extractive_summary) as crate::dev::fake_provider::Responder,
+            Arc::new(extractive_summary) as crate::fake_provider::Responder,
         ),
     ] {
         let mut rounds = vec![Round::default(); options.compactions];
@@ -241,7 +241,7 @@ pub async fn run(options: &EvalOptions) -> Result<EvalReport, String> {
 async fn run_session(
     options: &EvalOptions,
     s: usize,
-    summarizer: crate::dev::fake_provider::Responder,
+    summarizer: crate::fake_provider::Responder,
     rounds: &mut [Round],
 ) -> Result<(), String> {
     let dir = tempfile_dir(s)?;
@@ -268,23 +268,7 @@ async fn run_session(
     });
     let agent = Agent::new(host.clone());
     let session = agent.new_session(None).await.map_err(|e| e.0)?;
-    let mut needles = Needles::default();
-    needles.set(
-        "constraints",
-        vec![
-            format!("Never change the public API of src/api_{s}.rs."),
-            "Always run cargo fmt before finishing.".into(),
-        ],
-    );
-    needles.set(
-        "approvals",
-        vec![
-            "always allowed for this session: write_file".into(),
-            "always allowed for this session: edit_file".into(),
-            "always allowed for this session: shell commands starting `echo`".into(),
-        ],
-    );
-    needles.add("files", format!("src/lib_{s}.rs"));
+    let mut needles = planted(s);
     let mut k = 0;
     let mut result = Ok(());
     for round in rounds.iter_mut() {
@@ -304,44 +288,79 @@ async fn run_session(
             }
             k += 1;
         }
-        let outcome = agent.compact(&session, None).await.map_err(|e| e.0)?;
-        round.grew |= outcome.tokens_after >= outcome.tokens_before;
-        *round
-            .strategies
-            .entry(outcome.strategy.clone())
-            .or_default() += 1;
-        let (history, _, _) = agent.history_of(&session).await.map_err(|e| e.0)?;
-        let prompts = Prompts::builtin();
-        let context: String = history
-            .entries()
-            .iter()
-            .map(|e| model_text(&e.item, &prompts).into_owned())
-            .collect::<Vec<_>>()
-            .join("\n");
-        // The whole request: the history plus the static prefix (system prompt, tools).
-        let fill =
-            (history.tokens() + static_tokens(&history)) as f64 / options.context_window as f64;
-        round.max_fill_after = round.max_fill_after.max(fill);
-        let without_ledger = cut_ledger(&context);
-        for category in CATEGORIES {
-            let planted = needles
-                .by_category
-                .get(category)
-                .cloned()
-                .unwrap_or_default();
-            for (text, recall) in [
-                (&context, &mut round.recall),
-                (&without_ledger, &mut round.recall_without_ledger),
-            ] {
-                let found = planted.iter().filter(|n| text.contains(n.as_str())).count();
-                let entry = recall.entry(category).or_insert((0, 0));
-                entry.0 += found;
-                entry.1 += planted.len();
-            }
-        }
+        compact_and_score(&agent, &session, options, &needles, round).await?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// What the eval plants before the first turn: the user's constraints, the approvals given
+/// and the first file.
+fn planted(s: usize) -> Needles {
+    let mut needles = Needles::default();
+    needles.set(
+        "constraints",
+        vec![
+            format!("Never change the public API of src/api_{s}.rs."),
+            "Always run cargo fmt before finishing.".into(),
+        ],
+    );
+    needles.set(
+        "approvals",
+        vec![
+            "always allowed for this session: write_file".into(),
+            "always allowed for this session: edit_file".into(),
+            "always allowed for this session: shell commands starting `echo`".into(),
+        ],
+    );
+    needles.add("files", format!("src/lib_{s}.rs"));
+    needles
+}
+
+/// Compacts `session` and adds to `round` what survived: each category's recall with and
+/// without the ledger, the fill after, whether it grew, the strategy.
+async fn compact_and_score(
+    agent: &Arc<Agent>,
+    session: &str,
+    options: &EvalOptions,
+    needles: &Needles,
+    round: &mut Round,
+) -> Result<(), String> {
+    let outcome = agent.compact(session, None).await.map_err(|e| e.0)?;
+    round.grew |= outcome.tokens_after >= outcome.tokens_before;
+    *round
+        .strategies
+        .entry(outcome.strategy.clone())
+        .or_default() += 1;
+    let (history, _, _) = agent.history_of(session).await.map_err(|e| e.0)?;
+    let prompts = Prompts::builtin();
+    let context: String = history
+        .entries()
+        .iter()
+        .map(|e| model_text(&e.item, &prompts).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The whole request: the history plus the static prefix (system prompt, tools).
+    let fill = (history.tokens() + static_tokens(&history)) as f64 / options.context_window as f64;
+    round.max_fill_after = round.max_fill_after.max(fill);
+    let without_ledger = cut_ledger(&context);
+    for category in CATEGORIES {
+        let planted = needles
+            .by_category
+            .get(category)
+            .cloned()
+            .unwrap_or_default();
+        for (text, recall) in [
+            (&context, &mut round.recall),
+            (&without_ledger, &mut round.recall_without_ledger),
+        ] {
+            let found = planted.iter().filter(|n| text.contains(n.as_str())).count();
+            let entry = recall.entry(category).or_insert((0, 0));
+            entry.0 += found;
+            entry.1 += planted.len();
+        }
+    }
+    Ok(())
 }
 
 fn cut_ledger(context: &str) -> String {

@@ -7,6 +7,7 @@
 //! reaches the client is byte for byte what a provider sends, including faults: HTTP error
 //! statuses with Retry-After, malformed lines, a stream cut without its final chunk, delays.
 
+use agentls::locks::Locked;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -181,7 +182,7 @@ impl FakeProvider {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Script> {
-        self.script.lock().unwrap_or_else(|e| e.into_inner())
+        self.script.locked()
     }
 
     /// An OpenAI stream of text chunks, then `stop`, the usage chunk when given, `[DONE]`.
@@ -392,8 +393,41 @@ async fn serve(
         stream.flush().await?;
         return Ok(());
     }
+    let reply = next_reply(&script, request);
+    match reply {
+        Reply::Http {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                reason(status),
+                body.len()
+            );
+            for (name, value) in headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Reply::Sse { steps } => {
+            if !write_sse(&mut stream, steps, &script, &release).await? {
+                return Ok(());
+            }
+        }
+    }
+    stream.flush().await?;
+    let _ = stream.shutdown().await;
+    Ok(())
+}
+
+/// The reply to `request` (recorded first): a routed one whose needle its body holds, else a
+/// responder's, else the next in line, else a 500 that says nothing was scripted.
+fn next_reply(script: &Mutex<Script>, request: RecordedRequest) -> Reply {
     let reply = {
-        let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
+        let mut script = script.locked();
         let body = request.body.to_string();
         script.requests.push(request);
         let routed = script
@@ -416,76 +450,58 @@ async fn serve(
             },
         }
     };
-    let reply = reply.unwrap_or_else(|| Reply::Http {
+    reply.unwrap_or_else(|| Reply::Http {
         status: 500,
         headers: vec![],
         body:
             json!({"error": {"message": "fake provider: no reply was scripted for this request"}})
                 .to_string(),
-    });
-    match reply {
-        Reply::Http {
-            status,
-            headers,
-            body,
-        } => {
-            let mut head = format!(
-                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-                reason(status),
-                body.len()
-            );
-            for (name, value) in headers {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("\r\n");
-            stream.write_all(head.as_bytes()).await?;
-            stream.write_all(body.as_bytes()).await?;
-        }
-        Reply::Sse { steps } => {
-            stream
-                .write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
-                )
-                .await?;
-            for step in steps {
-                let bytes = match step {
-                    Step::Data(data) => format!("data: {data}\n\n"),
-                    Step::Event { event, data } => format!("event: {event}\ndata: {data}\n\n"),
-                    Step::Raw(raw) => raw,
-                    Step::Delay(delay) => {
-                        tokio::time::sleep(delay).await;
-                        continue;
-                    }
-                    Step::Hold => {
-                        if let Ok(permit) = release.acquire().await {
-                            permit.forget();
-                        }
-                        continue;
-                    }
-                    Step::Cut => {
-                        // Abrupt: no final chunk, so the client sees a broken body.
-                        stream.flush().await?;
-                        return Ok(());
-                    }
-                };
-                let chunk = format!("{:x}\r\n{bytes}\r\n", bytes.len());
-                stream.write_all(chunk.as_bytes()).await?;
-                stream.flush().await?;
-                script
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .sent
-                    .push(Instant::now());
-            }
-            stream.write_all(b"0\r\n\r\n").await?;
-        }
-    }
-    stream.flush().await?;
-    let _ = stream.shutdown().await;
-    Ok(())
+    })
 }
 
-/// `agentls fake-provider [--script FILE]`: a fake provider as a process, for the editor
+/// Streams `steps` as a chunked SSE body; false when a `Step::Cut` broke it off.
+async fn write_sse(
+    stream: &mut TcpStream,
+    steps: Vec<Step>,
+    script: &Mutex<Script>,
+    release: &tokio::sync::Semaphore,
+) -> std::io::Result<bool> {
+    stream
+        .write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        )
+        .await?;
+    for step in steps {
+        let bytes = match step {
+            Step::Data(data) => format!("data: {data}\n\n"),
+            Step::Event { event, data } => format!("event: {event}\ndata: {data}\n\n"),
+            Step::Raw(raw) => raw,
+            Step::Delay(delay) => {
+                tokio::time::sleep(delay).await;
+                continue;
+            }
+            Step::Hold => {
+                if let Ok(permit) = release.acquire().await {
+                    permit.forget();
+                }
+                continue;
+            }
+            Step::Cut => {
+                // Abrupt: no final chunk, so the client sees a broken body.
+                stream.flush().await?;
+                return Ok(false);
+            }
+        };
+        let chunk = format!("{:x}\r\n{bytes}\r\n", bytes.len());
+        stream.write_all(chunk.as_bytes()).await?;
+        stream.flush().await?;
+        script.locked().sent.push(Instant::now());
+    }
+    stream.write_all(b"0\r\n\r\n").await?;
+    Ok(true)
+}
+
+/// `agentls-dev fake-provider [--script FILE]`: a fake provider as a process, for the editor
 /// plugins' tests. The script (JSON) is `{"replies": [R, …], "routes": {"needle": [R, …]}}`
 /// with replies as `reply_from_json` reads them; more can be pushed at `/__push`. Prints
 /// the base URL on stdout, then serves until stdin closes.
@@ -522,7 +538,7 @@ pub async fn run_process(script: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-/// The control endpoints, for a fake provider run as a process (`agentls fake-provider`)
+/// The control endpoints, for a fake provider run as a process (`agentls-dev fake-provider`)
 /// by tests in other languages: `POST /__push {"reply": R, "route"?: needle}` queues a
 /// reply, `GET /__requests` lists what was received, `POST /__release` lets a held
 /// stream go on.
@@ -531,7 +547,7 @@ fn control(
     script: &Arc<Mutex<Script>>,
     release: &Arc<tokio::sync::Semaphore>,
 ) -> (u16, Value) {
-    let mut script = script.lock().unwrap_or_else(|e| e.into_inner());
+    let mut script = script.locked();
     match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/__push") => match reply_from_json(&request.body["reply"]) {
             Ok(reply) => {
@@ -569,39 +585,18 @@ fn control(
     }
 }
 
-/// A reply described in JSON (for `agentls fake-provider` and its `/__push`):
+/// A reply described in JSON (for `agentls-dev fake-provider` and its `/__push`):
 /// - `{"text": ["Hel", "lo"], "usage"?: [input, output], "chunkDelayMs"?: n, "firstDelayMs"?: n}`
 /// - `{"toolCalls": [{"id", "name", "arguments": string or object}], "usage"?: [i, o]}`
 /// - `{"http": {"status": 500, "body": "…", "headers"?: {"Retry-After": "1"}}}`
 /// - `{"contextLengthExceeded": true}`
 /// - `{"steps": [{"data": "…"} | {"raw": "…"} | {"delayMs": n} | {"cut": true} | {"hold": true}]}`
 pub fn reply_from_json(value: &Value) -> Result<Reply, String> {
-    let usage = |v: &Value| -> Option<(u64, u64)> {
-        let pair = v["usage"].as_array()?;
-        Some((pair.first()?.as_u64()?, pair.get(1)?.as_u64()?))
-    };
+    let usage = value["usage"]
+        .as_array()
+        .and_then(|pair| Some((pair.first()?.as_u64()?, pair.get(1)?.as_u64()?)));
     if let Some(chunks) = value["text"].as_array() {
-        let chunks: Vec<&str> = chunks.iter().filter_map(Value::as_str).collect();
-        let Reply::Sse { steps } = FakeProvider::openai_text(&chunks, usage(value)) else {
-            unreachable!("openai_text streams")
-        };
-        let between = value["chunkDelayMs"].as_u64().map(Duration::from_millis);
-        let first = value["firstDelayMs"].as_u64().map(Duration::from_millis);
-        let mut timed = Vec::new();
-        for (i, step) in steps.into_iter().enumerate() {
-            // Step 0 is the role chunk; content chunks follow.
-            if i == 1 {
-                if let Some(first) = first {
-                    timed.push(Step::Delay(first));
-                }
-            } else if i > 1 && i <= chunks.len() {
-                if let Some(between) = between {
-                    timed.push(Step::Delay(between));
-                }
-            }
-            timed.push(step);
-        }
-        return Ok(Reply::Sse { steps: timed });
+        return Ok(timed_text(value, chunks, usage));
     }
     if let Some(calls) = value["toolCalls"].as_array() {
         let owned: Vec<(String, String, String)> = calls
@@ -623,25 +618,10 @@ pub fn reply_from_json(value: &Value) -> Result<Reply, String> {
                 )
             })
             .collect();
-        return Ok(FakeProvider::openai_whole_tool_calls(&owned, usage(value)));
+        return Ok(FakeProvider::openai_whole_tool_calls(&owned, usage));
     }
     if let Some(http) = value.get("http") {
-        return Ok(Reply::Http {
-            status: http["status"].as_u64().unwrap_or(500) as u16,
-            headers: http["headers"]
-                .as_object()
-                .map(|h| {
-                    h.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            body: match &http["body"] {
-                Value::String(text) => text.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            },
-        });
+        return Ok(http_from_json(http));
     }
     if value["contextLengthExceeded"] == true {
         return Ok(FakeProvider::openai_context_length_exceeded());
@@ -649,27 +629,76 @@ pub fn reply_from_json(value: &Value) -> Result<Reply, String> {
     if let Some(steps) = value["steps"].as_array() {
         let steps = steps
             .iter()
-            .map(|step| {
-                if let Some(data) = step["data"].as_str() {
-                    Ok(Step::Data(data.to_string()))
-                } else if let Some(raw) = step["raw"].as_str() {
-                    Ok(Step::Raw(raw.to_string()))
-                } else if let Some(ms) = step["delayMs"].as_u64() {
-                    Ok(Step::Delay(Duration::from_millis(ms)))
-                } else if step["cut"] == true {
-                    Ok(Step::Cut)
-                } else if step["hold"] == true {
-                    Ok(Step::Hold)
-                } else {
-                    Err(format!("unknown step {step}"))
-                }
-            })
+            .map(step_from_json)
             .collect::<Result<Vec<_>, _>>()?;
         return Ok(Reply::Sse { steps });
     }
     Err(format!(
         "unknown reply {value}: use text, toolCalls, http, contextLengthExceeded or steps"
     ))
+}
+
+/// `{"text": [...]}`: streamed chunks, with `firstDelayMs` before the first content chunk
+/// and `chunkDelayMs` between the next ones.
+fn timed_text(value: &Value, chunks: &[Value], usage: Option<(u64, u64)>) -> Reply {
+    let chunks: Vec<&str> = chunks.iter().filter_map(Value::as_str).collect();
+    let Reply::Sse { steps } = FakeProvider::openai_text(&chunks, usage) else {
+        unreachable!("openai_text streams")
+    };
+    let between = value["chunkDelayMs"].as_u64().map(Duration::from_millis);
+    let first = value["firstDelayMs"].as_u64().map(Duration::from_millis);
+    let mut timed = Vec::new();
+    for (i, step) in steps.into_iter().enumerate() {
+        // Step 0 is the role chunk; content chunks follow.
+        if i == 1 {
+            if let Some(first) = first {
+                timed.push(Step::Delay(first));
+            }
+        } else if i > 1 && i <= chunks.len() {
+            if let Some(between) = between {
+                timed.push(Step::Delay(between));
+            }
+        }
+        timed.push(step);
+    }
+    Reply::Sse { steps: timed }
+}
+
+/// `{"http": {"status", "headers", "body"}}`: a whole HTTP answer.
+fn http_from_json(http: &Value) -> Reply {
+    Reply::Http {
+        status: http["status"].as_u64().unwrap_or(500) as u16,
+        headers: http["headers"]
+            .as_object()
+            .map(|h| {
+                h.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        body: match &http["body"] {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// One step of `{"steps": [...]}`.
+fn step_from_json(step: &Value) -> Result<Step, String> {
+    if let Some(data) = step["data"].as_str() {
+        Ok(Step::Data(data.to_string()))
+    } else if let Some(raw) = step["raw"].as_str() {
+        Ok(Step::Raw(raw.to_string()))
+    } else if let Some(ms) = step["delayMs"].as_u64() {
+        Ok(Step::Delay(Duration::from_millis(ms)))
+    } else if step["cut"] == true {
+        Ok(Step::Cut)
+    } else if step["hold"] == true {
+        Ok(Step::Hold)
+    } else {
+        Err(format!("unknown step {step}"))
+    }
 }
 
 async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {

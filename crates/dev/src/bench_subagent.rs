@@ -1,4 +1,4 @@
-//! `agentls bench subagent`: how much a subagent keeps out of its parent's history. A real
+//! `agentls-dev bench subagent`: how much a subagent keeps out of its parent's history. A real
 //! agentls child serves the current directory (run it at the repository's root); the fake
 //! provider scripts a parent that hands one question to the built-in `explore` and a child
 //! that greps, lists and reads real files of the workspace before it answers. The figures
@@ -7,8 +7,8 @@
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::FakeProvider;
-use crate::dev::lsp_client::start_self;
+use crate::fake_provider::FakeProvider;
+use crate::lsp_client::start_agentls;
 use agentls_core::event::Event;
 use agentls_core::history::Item;
 
@@ -45,7 +45,9 @@ pub async fn run() -> Result<SubagentReport, String> {
         .and_then(|d| d.canonicalize())
         .map_err(|e| e.to_string())?;
     if !root.join("crates/core/src/approval.rs").is_file() {
-        return Err("run `agentls bench subagent` at the root of the agentls repository".into());
+        return Err(
+            "run `agentls-dev bench subagent` at the root of the agentls repository".into(),
+        );
     }
     let state_dir =
         std::env::temp_dir().join(format!("agentls-bench-subagent-{}", std::process::id()));
@@ -55,10 +57,8 @@ pub async fn run() -> Result<SubagentReport, String> {
     result
 }
 
-async fn measure(
-    root: &std::path::Path,
-    state: &std::path::Path,
-) -> Result<SubagentReport, String> {
+/// The parent's `task` call, the explore child's searches and answer, the parent's answer.
+async fn scripted_provider() -> FakeProvider {
     let fake = FakeProvider::start().await;
     let task = json!({"agent": "explore", "prompt": "Where is it decided whether a tool call needs the user's approval, and where is the user asked? Report paths and lines."}).to_string();
     fake.push(FakeProvider::openai_tool_calls(
@@ -76,12 +76,20 @@ async fn measure(
     }
     fake.push_for(needle, FakeProvider::openai_text(&[ANSWER], None));
     fake.push(FakeProvider::openai_text(&["Found it."], None));
+    fake
+}
+
+async fn measure(
+    root: &std::path::Path,
+    state: &std::path::Path,
+) -> Result<SubagentReport, String> {
+    let fake = scripted_provider().await;
     let options = json!({
         "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
         "stateDir": state,
         "approval": "ask",
     });
-    let client = start_self(root, options, "error").await?;
+    let client = start_agentls(root, options, "error").await?;
     let session = client.new_session().await?;
     let answer = client
         .request(
@@ -118,15 +126,6 @@ async fn measure(
     let _ = client.notify("exit", Value::Null).await;
     let parent_events = events_of(state, &session)?;
     let child_events = events_of(state, &child)?;
-    let items = |events: &[Event]| -> Vec<(Item, usize)> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Item { entry, .. } => Some((entry.item.clone(), entry.tokens)),
-                _ => None,
-            })
-            .collect()
-    };
     let child_items = items(&child_events);
     let parent_items = items(&parent_events);
     Ok(SubagentReport {
@@ -147,6 +146,17 @@ async fn measure(
             .sum(),
         parent_history_tokens: parent_items.iter().map(|(_, t)| t).sum(),
     })
+}
+
+/// The items of `events` with their token counts.
+fn items(events: &[Event]) -> Vec<(Item, usize)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Item { entry, .. } => Some((entry.item.clone(), entry.tokens)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The events of a session's log under `state` (found by its file name).

@@ -1,4 +1,4 @@
-//! `agentls bench keystroke`: the keystroke path measured against its floor.
+//! `agentls-dev bench keystroke`: the keystroke path measured against its floor.
 //!
 //! In process, the same single-character edits spread over a generated Rust file go (a)
 //! through the document core (LSP position conversion, staged rope edit, `Tree::edit`; the
@@ -301,7 +301,7 @@ async fn burst(
     read: (&str, serde_json::Value),
     then: Option<(&str, serde_json::Value)>,
 ) -> Result<(Duration, Duration, serde_json::Value), String> {
-    use crate::dev::lsp_client::LspClient;
+    use crate::lsp_client::LspClient;
     use serde_json::json;
     let client =
         LspClient::spawn(exe, args, &[("AGENTLS_LOG", "error")]).map_err(|e| e.to_string())?;
@@ -377,7 +377,7 @@ pub async fn keystroke_over_lsp(options: &KeystrokeOptions) -> Result<LspKeystro
     let document = ("agentls/debug/document", json!({ "uri": uri }));
     let server = match &options.server {
         Some(path) => path.clone(),
-        None => std::env::current_exe().map_err(|e| e.to_string())?,
+        None => crate::lsp_client::agentls_binary()?,
     };
     let mut rounds = Vec::new();
     for round in 0..options.rounds.max(1) {
@@ -471,7 +471,7 @@ pub fn print_keystroke_over_lsp(options: &KeystrokeOptions, report: &LspKeystrok
     );
 }
 
-/// `agentls bench startup`: how long `initialize` takes and how long the background index
+/// `agentls-dev bench startup`: how long `initialize` takes and how long the background index
 /// takes, on a generated workspace of `files` files (100 per directory).
 pub struct StartupReport {
     pub initialize: Duration,
@@ -492,10 +492,9 @@ pub async fn startup(files: usize) -> Result<StartupReport, String> {
             std::fs::write(dir.join(format!("f{i}.rs")), "fn f() {}\n")
                 .map_err(|e| e.to_string())?;
         }
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let client =
-            crate::dev::lsp_client::LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")])
-                .map_err(|e| e.to_string())?;
+        let exe = crate::lsp_client::agentls_binary()?;
+        let client = crate::lsp_client::LspClient::spawn(&exe, &[], &[("AGENTLS_LOG", "warn")])
+            .map_err(|e| e.to_string())?;
         let root_uri = tower_lsp::lsp_types::Url::from_file_path(&root)
             .map_err(|()| "temp dir is not absolute".to_string())?;
         let started = Instant::now();

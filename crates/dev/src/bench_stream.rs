@@ -1,4 +1,4 @@
-//! `agentls bench stream`: the streaming path through a real agentls child and the fake
+//! `agentls-dev bench stream`: the streaming path through a real agentls child and the fake
 //! provider on loopback. Two figures:
 //! - chunk latency: from the fake provider flushing an SSE chunk to the test client
 //!   receiving the `agentMessageChunk` it became (so it includes the provider → agentls
@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::dev::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
-use crate::dev::lsp_client::{start_self, LspClient};
+use crate::fake_provider::{openai_chunk, FakeProvider, Reply, Step};
+use crate::lsp_client::{start_agentls, LspClient};
 
 pub struct StreamOptions {
     /// Content chunks per streamed answer.
@@ -100,7 +100,7 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({
             "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
@@ -112,11 +112,61 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
     let session = client.new_session().await?;
 
     // Chunk latency: answers with no thinking time, many chunks.
+    let mut latencies = chunk_latencies(&client, &session, &fake, options).await?;
+    latencies.sort();
+
+    // Time to first token, agentls and direct alternated.
+    agentls::provider::tls::install();
+    let http = reqwest::Client::new();
+    let url = format!("{}/v1/chat/completions", fake.base_url());
+    let mut through = Vec::new();
+    let mut direct = Vec::new();
+    for _ in 0..options.turns {
+        fake.push(answer(3, first_token, gap));
+        let started = Instant::now();
+        let turn = prompt(&client, &session, "first token please").await?;
+        let mut first = None;
+        loop {
+            let message = client.next_message().await.ok_or("agentls exited")?;
+            if message.params["turnId"] != turn.as_str() {
+                continue;
+            }
+            match message.params["update"]["kind"].as_str() {
+                Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
+                Some("turnEnd") => break,
+                _ => {}
+            }
+        }
+        through.push(first.ok_or("no chunk arrived")?);
+
+        fake.push(answer(3, first_token, gap));
+        direct.push(direct_first_token(&http, &url).await?);
+    }
+    let _ = client.shutdown().await;
+    Ok(StreamReport {
+        samples: latencies.len(),
+        latency_p50: percentile(&latencies, 0.50),
+        latency_p99: percentile(&latencies, 0.99),
+        latency_max: latencies.last().copied().unwrap_or_default(),
+        ttft_agentls: median(through),
+        ttft_direct: median(direct),
+    })
+}
+
+/// The delay from the fake provider's flush of each content chunk to its arrival as an
+/// `agentMessageChunk`, over `options.turns` answers of `options.chunks` chunks.
+async fn chunk_latencies(
+    client: &LspClient,
+    session: &str,
+    fake: &FakeProvider,
+    options: &StreamOptions,
+) -> Result<Vec<Duration>, String> {
+    let gap = Duration::from_millis(options.gap_ms);
     let mut latencies = Vec::new();
     for _ in 0..options.turns {
         let offset = fake.sent_times().len();
         fake.push(answer(options.chunks, Duration::ZERO, gap));
-        let turn = prompt(&client, &session, "stream please").await?;
+        let turn = prompt(client, session, "stream please").await?;
         let mut received: Vec<(usize, Instant)> = Vec::new();
         loop {
             let message = client.next_message().await.ok_or("agentls exited")?;
@@ -149,60 +199,28 @@ async fn run(options: &StreamOptions, dir: &std::path::Path) -> Result<StreamRep
             }
         }
     }
-    latencies.sort();
+    Ok(latencies)
+}
 
-    // Time to first token, agentls and direct alternated.
-    crate::provider::tls::install();
-    let http = reqwest::Client::new();
-    let url = format!("{}/v1/chat/completions", fake.base_url());
-    let mut through = Vec::new();
-    let mut direct = Vec::new();
-    for _ in 0..options.turns {
-        fake.push(answer(3, first_token, gap));
-        let started = Instant::now();
-        let turn = prompt(&client, &session, "first token please").await?;
-        let mut first = None;
-        loop {
-            let message = client.next_message().await.ok_or("agentls exited")?;
-            if message.params["turnId"] != turn.as_str() {
-                continue;
-            }
-            match message.params["update"]["kind"].as_str() {
-                Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
-                Some("turnEnd") => break,
-                _ => {}
-            }
+/// Time to the first content chunk of the fake provider's next answer, asked directly.
+async fn direct_first_token(http: &reqwest::Client, url: &str) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(json!({"model": "bench-model", "stream": true, "messages": [{"role": "user", "content": "first token please"}]}).to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut seen = Vec::new();
+    let mut first = None;
+    while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
+        seen.extend_from_slice(&bytes);
+        if first.is_none() && contains(&seen, b"\"c0 \"") {
+            first = Some(started.elapsed());
         }
-        through.push(first.ok_or("no chunk arrived")?);
-
-        fake.push(answer(3, first_token, gap));
-        let started = Instant::now();
-        let mut response = http
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(json!({"model": "bench-model", "stream": true, "messages": [{"role": "user", "content": "first token please"}]}).to_string())
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut seen = Vec::new();
-        let mut first = None;
-        while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
-            seen.extend_from_slice(&bytes);
-            if first.is_none() && contains(&seen, b"\"c0 \"") {
-                first = Some(started.elapsed());
-            }
-        }
-        direct.push(first.ok_or("no chunk arrived directly")?);
     }
-    let _ = client.shutdown().await;
-    Ok(StreamReport {
-        samples: latencies.len(),
-        latency_p50: percentile(&latencies, 0.50),
-        latency_p99: percentile(&latencies, 0.99),
-        latency_max: latencies.last().copied().unwrap_or_default(),
-        ttft_agentls: median(through),
-        ttft_direct: median(direct),
-    })
+    first.ok_or_else(|| "no chunk arrived directly".to_string())
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -244,7 +262,7 @@ pub fn print_stream(options: &StreamOptions, report: &StreamReport) {
 }
 
 /// Time to first token through agentls and directly, against a real OpenAI-compatible
-/// server (`agentls bench ttft --base-url URL`): the same messages both ways (the direct
+/// server (`agentls-dev bench ttft --base-url URL`): the same messages both ways (the direct
 /// request sends what `agent/session/context` says agentls would send), rounds alternated,
 /// medians. Returns (through agentls, direct, rounds).
 pub async fn ttft_real(
@@ -258,6 +276,33 @@ pub async fn ttft_real(
     result
 }
 
+/// Time from `started` to `turn`'s first `agentMessageChunk` (none if it ended without one);
+/// an error update fails.
+async fn first_chunk(
+    client: &LspClient,
+    turn: &str,
+    started: Instant,
+) -> Result<Option<Duration>, String> {
+    let mut first = None;
+    loop {
+        let message = client.next_message().await.ok_or("agentls exited")?;
+        if message.params["turnId"] != turn {
+            continue;
+        }
+        match message.params["update"]["kind"].as_str() {
+            Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
+            Some("turnEnd") => return Ok(first),
+            Some("error") => {
+                return Err(format!(
+                    "the turn failed: {}",
+                    message.params["update"]["message"]
+                ))
+            }
+            _ => {}
+        }
+    }
+}
+
 async fn ttft_real_in(
     base_url: &str,
     model: &str,
@@ -268,7 +313,7 @@ async fn ttft_real_in(
         .join("project")
         .canonicalize()
         .map_err(|e| e.to_string())?;
-    let client = start_self(
+    let client = start_agentls(
         &root,
         json!({
             "provider": {"kind": "openai", "baseUrl": base_url, "model": model, "maxOutputTokens": 8, "temperature": 0, "contextWindow": 4096},
@@ -280,7 +325,7 @@ async fn ttft_real_in(
     .await?;
     let prompts = agentls_core::prompts::Prompts::builtin();
     let tools = agentls_core::wire::openai::tools(&prompts.tools);
-    crate::provider::tls::install();
+    agentls::provider::tls::install();
     let http = reqwest::Client::new();
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut through = Vec::new();
@@ -291,25 +336,9 @@ async fn ttft_real_in(
         let text = format!("Say the number {round}.");
         let started = Instant::now();
         let turn = prompt(&client, &session, &text).await?;
-        let mut first = None;
-        loop {
-            let message = client.next_message().await.ok_or("agentls exited")?;
-            if message.params["turnId"] != turn.as_str() {
-                continue;
-            }
-            match message.params["update"]["kind"].as_str() {
-                Some("agentMessageChunk") if first.is_none() => first = Some(started.elapsed()),
-                Some("turnEnd") => break,
-                Some("error") => {
-                    return Err(format!(
-                        "the turn failed: {}",
-                        message.params["update"]["message"]
-                    ))
-                }
-                _ => {}
-            }
-        }
-        let Some(first) = first else { continue };
+        let Some(first) = first_chunk(&client, &turn, started).await? else {
+            continue;
+        };
         through.push(first);
 
         // Directly: the messages agentls sent for that turn.

@@ -1,0 +1,140 @@
+//! The `agentls-dev` binary: the dev kit's commands (benchmarks, the compaction eval, the
+//! demo, the fake provider). The grammar of its command line is `agentls_dev::args`.
+
+use agentls_dev::args::{Bench, Cli, Command};
+use agentls_dev::{
+    bench, bench_compaction, bench_context, bench_memory, bench_stream, bench_subagent, demo,
+    eval_compaction, fake_provider, null_server,
+};
+use clap::Parser;
+use std::process::ExitCode;
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+fn main() -> ExitCode {
+    // The same start-up as agentls's: the eval runs the agent in process, and its tools' child
+    // processes are watched by a warden, which is this executable started as `__warden`.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            agentls::process_groups::WARDEN_SUBCOMMAND,
+        ))
+    {
+        return agentls::process_groups::run_warden();
+    }
+    agentls::process_groups::enable_warden();
+    agentls::store::secrets::take_from_environment();
+    // rustls's crypto provider (ring), before any HTTPS client exists.
+    agentls::provider::tls::install();
+    // A usage error (unknown flag, bad value) exits with 2 and a message; --help and
+    // --version exit with 0.
+    match Cli::parse().command {
+        Command::Demo { dir, file } => run_async(|| demo::run(&dir, file.as_deref())),
+        Command::Bench(which) => run_bench(which),
+        Command::EvalCompaction(args) => {
+            let options = args.into();
+            report(block_on(eval_compaction::run(&options)), |report| {
+                eval_compaction::print(&options, report)
+            })
+        }
+        Command::FakeProvider { script } => {
+            run_async(|| fake_provider::run_process(script.as_deref()))
+        }
+    }
+}
+
+fn run_bench(which: Bench) -> ExitCode {
+    match which {
+        Bench::Keystroke(args) => {
+            let options = args.into();
+            let in_process = bench::keystroke(&options);
+            bench::print_keystroke(&options, &in_process);
+            report(block_on(bench::keystroke_over_lsp(&options)), |report| {
+                bench::print_keystroke_over_lsp(&options, report)
+            })
+        }
+        Bench::NullServer => run_async(|| async {
+            null_server::serve().await;
+            Ok(())
+        }),
+        Bench::Context(args) => {
+            let options = args.into();
+            let report = bench_context::context(&options);
+            bench_context::print_context(&options, &report);
+            ExitCode::SUCCESS
+        }
+        Bench::Stream(args) => {
+            let options = args.into();
+            report(block_on(bench_stream::stream(&options)), |report| {
+                bench_stream::print_stream(&options, report)
+            })
+        }
+        Bench::Ttft(args) => run_ttft(args),
+        Bench::Compaction(args) => {
+            let options = args.into();
+            report(block_on(bench_compaction::run(&options)), |report| {
+                bench_compaction::print(&options, report)
+            })
+        }
+        Bench::Memory(args) => {
+            let options = args.into();
+            report(block_on(bench_memory::run(&options)), |report| {
+                bench_memory::print(&options, report)
+            })
+        }
+        Bench::Startup(args) => report(block_on(bench::startup(args.files)), bench::print_startup),
+        Bench::Subagent => report(block_on(bench_subagent::run()), bench_subagent::print),
+    }
+}
+
+fn run_ttft(args: agentls_dev::args::TtftArgs) -> ExitCode {
+    report(
+        block_on(bench_stream::ttft_real(
+            &args.base_url,
+            &args.model,
+            args.turns,
+        )),
+        |(through, direct, rounds)| {
+            println!(
+                "time to first token on {}, median of {rounds} rounds: through agentls {:.1} ms, direct {:.1} ms, ratio {:.3}",
+                args.model,
+                through.as_secs_f64() * 1e3,
+                direct.as_secs_f64() * 1e3,
+                through.as_secs_f64() / direct.as_secs_f64().max(1e-9)
+            )
+        },
+    )
+}
+
+/// Runs `job` on a new multi-threaded runtime; a runtime that cannot start is an error.
+fn block_on<T>(job: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    runtime()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(job))
+}
+
+/// Runs an async job that only reports success or an error.
+fn run_async<F: std::future::Future<Output = Result<(), String>>>(
+    job: impl FnOnce() -> F,
+) -> ExitCode {
+    report(block_on(job()), |()| {})
+}
+
+/// Prints a job's report, or its error with exit code 1.
+fn report<T>(result: Result<T, String>, print: impl FnOnce(&T)) -> ExitCode {
+    match result {
+        Ok(value) => {
+            print(&value);
+            ExitCode::SUCCESS
+        }
+        Err(err) => fail(&err),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("agentls-dev: {message}");
+    ExitCode::FAILURE
+}
