@@ -3,6 +3,7 @@
 //! demo, fake provider) are `agentls-dev`'s (crates/dev).
 
 use agentls::cli::args::{Cli, Command};
+use agentls::cli::process::runtime;
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -16,28 +17,11 @@ fn init_logging() {
         .init();
 }
 
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-}
-
 fn main() -> ExitCode {
-    // The warden (see `process_groups`) is agentls's own executable; it needs nothing else,
-    // so it is dispatched before the command line is parsed and before any setup.
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(
-            agentls::process_groups::WARDEN_SUBCOMMAND,
-        ))
-    {
-        return agentls::process_groups::run_warden();
+    // The warden, the keys out of the environment, TLS: before anything else.
+    if let Some(warden) = agentls::cli::process::start() {
+        return warden;
     }
-    agentls::process_groups::enable_warden();
-    // First, before any thread starts: the API keys are taken out of the initial environment
-    // block, where tool processes could read them through /proc/$PPID/environ.
-    agentls::store::secrets::take_from_environment();
-    // rustls's crypto provider (ring), before any HTTPS client exists.
-    agentls::provider::tls::install();
     // A usage error (unknown flag, bad value) exits with 2 and a message; --help and
     // --version exit with 0.
     let cli = Cli::parse();

@@ -1,6 +1,7 @@
 //! The `agentls-dev` binary: the dev kit's commands (benchmarks, the compaction eval, the
 //! demo, the fake provider). The grammar of its command line is `agentls_dev::args`.
 
+use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command};
 use agentls_dev::{
     bench, bench_compaction, bench_context, bench_memory, bench_stream, bench_subagent, demo,
@@ -9,26 +10,11 @@ use agentls_dev::{
 use clap::Parser;
 use std::process::ExitCode;
 
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-}
-
 fn main() -> ExitCode {
-    // The same start-up as agentls's: the eval runs the agent in process, and its tools' child
-    // processes are watched by a warden, which is this executable started as `__warden`.
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(
-            agentls::process_groups::WARDEN_SUBCOMMAND,
-        ))
-    {
-        return agentls::process_groups::run_warden();
+    // The warden, the keys out of the environment, TLS: before anything else.
+    if let Some(warden) = agentls::cli::process::start() {
+        return warden;
     }
-    agentls::process_groups::enable_warden();
-    agentls::store::secrets::take_from_environment();
-    // rustls's crypto provider (ring), before any HTTPS client exists.
-    agentls::provider::tls::install();
     // A usage error (unknown flag, bad value) exits with 2 and a message; --help and
     // --version exit with 0.
     match Cli::parse().command {

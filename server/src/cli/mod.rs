@@ -1,6 +1,8 @@
 //! The command-line front ends other than the language server: `agentls ask` (one agent turn
-//! in the terminal) and `agentls context` (what the model would receive).
+//! in the terminal) and `agentls context` (what the model would receive), and `process`, what
+//! every agentls executable does first.
 
 pub mod args;
 pub mod ask;
 pub mod context;
+pub mod process;
