@@ -35,7 +35,6 @@ mod turn;
 
 pub use compact::CompactionOutcome;
 use sessions::SessionHandle;
-pub use sessions::SessionSummary;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentError(pub String);

@@ -10,7 +10,7 @@ use crate::protocol::lsp::{
     SessionCompactResult, SessionContextParams, SessionListParams, SessionListResult,
     SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
     SessionPromptResult, SessionSetModeParams, SessionSetModeResult, SessionSetModelParams,
-    SessionSetModelResult, SessionSummary,
+    SessionSetModelResult,
 };
 use crate::protocol::shapes::SessionIdParams;
 use crate::protocol::Json;
@@ -56,9 +56,7 @@ impl Backend {
             .list(include_children)
             .await
             .map_err(agent_error)?;
-        Ok(SessionListResult {
-            sessions: sessions.into_iter().map(summary_row).collect(),
-        })
+        Ok(SessionListResult { sessions })
     }
 
     /// `agent/mcp/status`: the MCP servers, their state and tool count.
@@ -133,20 +131,10 @@ impl Backend {
         &self,
         params: SessionCompactParams,
     ) -> jsonrpc::Result<SessionCompactResult> {
-        let crate::agent::CompactionOutcome {
-            tokens_before,
-            tokens_after,
-            strategy,
-        } = self
-            .agent()
+        self.agent()
             .compact(&params.session_id, params.instructions)
             .await
-            .map_err(agent_error)?;
-        Ok(SessionCompactResult {
-            tokens_before,
-            tokens_after,
-            strategy,
-        })
+            .map_err(agent_error)
     }
 
     pub(super) async fn session_set_model(
@@ -227,26 +215,5 @@ impl Backend {
     /// environment. An editor state that names an unusable document is an error.
     pub async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
         gather::gather(self, &self.state.config(), editor).await
-    }
-}
-
-/// A row of `agent/session/list` from the agent's summary (every field, by name: a field
-/// added there must be placed here).
-fn summary_row(summary: crate::agent::SessionSummary) -> SessionSummary {
-    let crate::agent::SessionSummary {
-        session_id,
-        title,
-        updated_at,
-        turns,
-        parent_session_id,
-        parent_tool_call_id,
-    } = summary;
-    SessionSummary {
-        session_id,
-        title,
-        updated_at,
-        turns,
-        parent_session_id,
-        parent_tool_call_id,
     }
 }

@@ -171,7 +171,7 @@ pub struct SessionCompactParams {
     pub instructions: Option<String>,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCompactResult {
     pub tokens_before: usize,

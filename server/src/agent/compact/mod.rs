@@ -34,14 +34,8 @@ pub use agentls_core::compaction::plan::{Trigger, Window};
 use agentls_core::context::StaticContext;
 use agentls_core::history::History;
 
-/// What `agent/session/compact` answers.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompactionOutcome {
-    pub tokens_before: usize,
-    pub tokens_after: usize,
-    pub strategy: String,
-}
+/// What a compaction did: what `agent/session/compact` answers.
+pub use crate::protocol::lsp::SessionCompactResult as CompactionOutcome;
 
 #[derive(Default)]
 pub(in crate::agent) struct Prepared {

@@ -10,6 +10,7 @@ use crate::agent::turn::Turn;
 use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
+use crate::protocol::lsp::SessionSummary;
 pub(in crate::agent) mod live;
 mod modes;
 
@@ -97,20 +98,6 @@ impl SessionHandle {
     pub(in crate::agent) fn stop(&self) {
         self.state().running = None;
     }
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionSummary {
-    pub session_id: String,
-    pub title: String,
-    pub updated_at: u64,
-    pub turns: u32,
-    /// A subagent's session: the session whose `task` call ran it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_session_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_tool_call_id: Option<String>,
 }
 
 impl Agent {
