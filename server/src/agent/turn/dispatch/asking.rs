@@ -163,28 +163,21 @@ impl Turn {
         let prefix = command
             .filter(|_| matches!(outcome, "allowAlways" | "rejectAlways"))
             .map(approval::command_prefix);
+        let answer = |turn_id: &str| Event::Permission {
+            turn_id: turn_id.to_string(),
+            tool_call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome: outcome.to_string(),
+            prefix: prefix.clone(),
+        };
         if let Some(child) = &self.scope.child {
-            let event = Event::Permission {
-                turn_id: child.parent_turn_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                outcome: outcome.to_string(),
-                prefix: prefix.clone(),
-            };
+            let event = answer(&child.parent_turn_id);
             let mut parent = child.parent.live.lock().await;
             if let Err(err) = parent.record(&event, Durability::Buffered, Registry::builtin()) {
                 tracing::warn!("cannot record a subagent's approval in its parent's log: {err}");
             }
         }
-        let _ = self
-            .record(Event::Permission {
-                turn_id: self.turn_id.clone(),
-                tool_call_id: call.id.clone(),
-                tool: call.name.clone(),
-                outcome: outcome.to_string(),
-                prefix,
-            })
-            .await;
+        let _ = self.record(answer(&self.turn_id)).await;
     }
 }
 
