@@ -125,7 +125,7 @@ pub trait Tool: Send + Sync + 'static {
     /// The name the model calls it by (its entry in `prompts/tools.json`).
     const NAME: &'static str;
     /// Its arguments; `prompts/tools.json` describes the same fields to the model.
-    type Input: DeserializeOwned + JsonSchema + Send + Sync;
+    type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
     fn kind(&self) -> ToolKind;
     /// A short title for the call's row in the UI, from the model's arguments as they came
     /// (the call is shown before they are checked, so they may be anything: a missing field
@@ -162,9 +162,18 @@ pub trait AnyTool: Send + Sync + 'static {
     fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str>;
     /// The JSON Schema derived from the tool's input type.
     fn input_schema(&self) -> Value;
-    /// The arguments parsed and the call prepared; Err is what the model reads.
-    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String>;
-    async fn run(&self, cx: &ToolContext, arguments: &Value, prepared: Prepared) -> ToolOutcome;
+    /// The arguments parsed (once: `run` takes them from the `Ready`) and the call
+    /// prepared; Err is what the model reads.
+    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Ready, String>;
+    /// Runs a call this tool's `prepare` made ready.
+    async fn run(&self, cx: &ToolContext, ready: Ready) -> ToolOutcome;
+}
+
+/// A call that passed `AnyTool::prepare`: its input, parsed into the tool's `Input` type
+/// (erased here, since the registry holds tools of every input type), and what was prepared.
+pub struct Ready {
+    input: Box<dyn std::any::Any + Send + Sync>,
+    pub prepared: Prepared,
 }
 
 #[async_trait::async_trait]
@@ -193,15 +202,22 @@ impl<T: Tool> AnyTool for T {
         input::schema_of::<T::Input>()
     }
 
-    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Prepared, String> {
+    async fn prepare(&self, cx: &ToolContext, arguments: &Value) -> Result<Ready, String> {
         let input = parse(self, cx, arguments)?;
-        Tool::prepare(self, cx, &input).await
+        let prepared = Tool::prepare(self, cx, &input).await?;
+        Ok(Ready {
+            input: Box::new(input),
+            prepared,
+        })
     }
 
-    async fn run(&self, cx: &ToolContext, arguments: &Value, prepared: Prepared) -> ToolOutcome {
-        match parse(self, cx, arguments) {
-            Ok(input) => Tool::run(self, cx, input, prepared).await,
-            Err(refusal) => ToolOutcome::failed(refusal),
+    async fn run(&self, cx: &ToolContext, ready: Ready) -> ToolOutcome {
+        match ready.input.downcast::<T::Input>() {
+            Ok(input) => Tool::run(self, cx, *input, ready.prepared).await,
+            Err(_) => ToolOutcome::failed(format!(
+                "{} was given a call another tool prepared",
+                T::NAME
+            )),
         }
     }
 }

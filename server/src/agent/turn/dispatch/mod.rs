@@ -234,13 +234,13 @@ impl Turn {
         arguments: &Value,
         permission: Option<Permission>,
     ) -> Result<(String, bool), (String, bool)> {
-        let prepared = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
+        let ready = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
         let command = tool.command(arguments);
         let gate = self.gate(&call.name, kind, command, permission).await;
-        let diff = prepared.diff().map(str::to_string);
+        let diff = ready.prepared.diff().map(str::to_string);
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
         // LSP panels' jump-to-change.
-        let edit = match &prepared {
+        let edit = match &ready.prepared {
             Prepared::Change { change, .. } => Some(change.as_diff()),
             Prepared::Nothing => None,
         };
@@ -259,7 +259,7 @@ impl Turn {
             running["diff"] = edit.clone();
         }
         self.update(running);
-        let outcome = tool.run(cx, arguments, prepared).await;
+        let outcome = tool.run(cx, ready).await;
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
         }

@@ -14,7 +14,7 @@ use crate::agent::turn::Turn;
 use crate::agent::Agent;
 use crate::store;
 use crate::store::session_log;
-use crate::tools::registry::{Prepared, Registry, ToolOutcome};
+use crate::tools::registry::{Registry, ToolOutcome};
 use crate::tools::task::{ChildOutcome, SubagentRunner};
 use agentls_core::event::Event;
 use agentls_core::history::Item;
@@ -186,7 +186,7 @@ impl Turn {
             }
             let cx = self.tool_context(call);
             match task.prepare(&cx, &arguments).await {
-                Ok(_) => jobs.push(Ok((call.id.clone(), cx, arguments))),
+                Ok(ready) => jobs.push(Ok((call.id.clone(), cx, ready))),
                 Err(message) => jobs.push(Err((message, false))),
             }
         }
@@ -195,9 +195,9 @@ impl Turn {
         let this = &*self;
         let outcomes: Vec<Result<ToolOutcome, (String, bool)>> =
             futures::stream::iter(jobs.into_iter().map(|job| async move {
-                let (call_id, cx, arguments) = job?;
+                let (call_id, cx, ready) = job?;
                 this.update(json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress"}));
-                Ok(task.run(&cx, &arguments, Prepared::Nothing).await)
+                Ok(task.run(&cx, ready).await)
             }))
             .buffered(max)
             .collect()
