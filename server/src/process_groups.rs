@@ -92,7 +92,7 @@ impl Registry {
             if let Err(err) = writeln!(pipe, "{line}") {
                 tracing::warn!("the warden is gone ({err}); children outlive a crash of agentls");
                 // Not closed: a child between fork and exec may still write to this
-                // descriptor (`watched_from_exec`), and a closed one's number could be reused.
+                // descriptor (`own_group`), and a closed one's number could be reused.
                 std::mem::forget(self.warden.take());
                 WARDEN_ENABLED.store(false, Ordering::SeqCst);
             }
@@ -145,13 +145,16 @@ fn start_warden(groups: &[u32]) -> Option<ChildStdin> {
     }
 }
 
-/// Has `command`'s child tell the warden its group itself, between fork and exec, so it is
-/// watched before it runs anything: told only by `GroupGuard::new`, after the spawn
-/// returned, a child that acted at once (a command that wrote its pid) could see agentls
-/// killed before it was listed, and outlive it. The warden is started here if needed, before
-/// the fork, so its own start is not inside that window either. `GroupGuard::new` tells it
-/// again (the warden keeps a set).
-pub(crate) fn watched_from_exec(command: &mut tokio::process::Command) {
+/// Makes `command`'s child a group of its own, owned the one way every child here is: its
+/// group leader is the child (so a kill reaches everything it started), it is killed if its
+/// handle drops, and it tells the warden its group itself, between fork and exec, so it is
+/// watched before it runs anything: told only by `GroupGuard::new`, after the spawn returned,
+/// a child that acted at once (a command that wrote its pid) could see agentls killed before
+/// it was listed, and outlive it. The warden is started here if needed, before the fork, so
+/// its own start is not inside that window either. `GroupGuard::new` tells it again (the
+/// warden keeps a set).
+pub(crate) fn own_group(command: &mut tokio::process::Command) {
+    command.process_group(0).kill_on_drop(true);
     let Some(fd) = ready_warden() else {
         return;
     };

@@ -140,8 +140,7 @@ async fn connect_stdio(
     if let Some(dir) = child.cwd {
         cmd.current_dir(dir);
     }
-    cmd.process_group(0).kill_on_drop(true);
-    crate::process_groups::watched_from_exec(&mut cmd);
+    crate::process_groups::own_group(&mut cmd);
     let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()

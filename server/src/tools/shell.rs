@@ -106,7 +106,8 @@ fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, Tool
         )));
     }
     let mut shell = tokio::process::Command::new(user_shell());
-    crate::process_groups::watched_from_exec(&mut shell);
+    // A group of its own, so a kill reaches everything the command started.
+    crate::process_groups::own_group(&mut shell);
     // The provider's key must not reach a command (`env` would print it to the model, the
     // editor and the session log).
     for name in hidden_env {
@@ -123,9 +124,6 @@ fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, Tool
         .env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
-        // A group of its own, so a kill reaches everything the command started.
-        .process_group(0)
-        .kill_on_drop(true)
         .spawn()
         .map_err(|err| {
             error(format!(

@@ -26,7 +26,7 @@ pub(super) async fn run_one(
     for name in hidden_env {
         command.env_remove(name);
     }
-    crate::process_groups::watched_from_exec(&mut command);
+    crate::process_groups::own_group(&mut command);
     let spawned = command
         .arg("-c")
         .arg(&hook.command)
@@ -36,8 +36,6 @@ pub(super) async fn run_one(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
