@@ -8,8 +8,12 @@ use agentls_dev::lsp_client::{Answer, LspClient, Responder, RpcError};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
+/// The binary under test: this build's, or `AGENTLS_TEST_BINARY` (an older build, to show
+/// that a new test fails on it).
 pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentls"))
+    std::env::var_os("AGENTLS_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agentls")))
 }
 
 pub fn uri(path: &Path) -> String {

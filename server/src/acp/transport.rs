@@ -3,7 +3,9 @@
 //! the client — a permission, a file — never blocks the read loop); one task writes, in the
 //! order messages were queued. Requests to the client get ids here and their answers are
 //! routed back to the waiter. A line that is not a JSON-RPC message gets an error answer and
-//! the loop goes on.
+//! the loop goes on; so does a line longer than the message limit
+//! (`protocol::limits`, `AGENTLS_MAX_FRAME_BYTES`), which is skipped as it arrives, never
+//! held whole.
 
 use crate::locks::Locked;
 use std::collections::HashMap;
@@ -12,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 /// A JSON-RPC error object.
@@ -149,16 +151,22 @@ where
         next_id: AtomicU64::new(0),
     });
     let handler = Arc::new(make_handler(connection.clone()));
-    let mut lines = BufReader::new(input).lines();
+    let mut input = BufReader::new(input);
+    let max_line = crate::protocol::limits::max_frame_bytes();
+    let mut line = Vec::new();
     loop {
         // A line that is not UTF-8 or not JSON gets the same parse error.
-        let parsed = match lines.next_line().await {
-            Ok(Some(line)) if line.trim().is_empty() => continue,
-            Ok(Some(line)) => serde_json::from_str::<Value>(&line).map_err(|e| e.to_string()),
-            Ok(None) => break,
+        let parsed = match read_line(&mut input, max_line, &mut line).await {
+            Ok(Line::End) => break,
+            Ok(Line::TooLong(length)) => Err(format!(
+                "a message of {length} bytes or more: larger than the limit of {max_line} bytes ({}); refused",
+                crate::protocol::limits::MAX_FRAME_ENV
+            )),
+            Ok(Line::Text) if line.trim_ascii().is_empty() => continue,
+            Ok(Line::Text) => serde_json::from_slice::<Value>(&line).map_err(|e| e.to_string()),
             Err(err) => {
                 tracing::warn!("acp: unreadable input: {err}");
-                Err(err.to_string())
+                break;
             }
         };
         let message = match parsed {
@@ -183,6 +191,56 @@ where
     drop(handler);
     // Queued messages are left: nobody reads them any more.
     drop(writer);
+}
+
+/// What `read_line` found.
+#[derive(Debug, PartialEq)]
+enum Line {
+    /// A line (without its newline) is in the buffer.
+    Text,
+    /// A line longer than the limit, skipped as it arrived: at least this many bytes.
+    TooLong(usize),
+    /// The input ended.
+    End,
+}
+
+/// Reads one line into `line`, holding at most `max` bytes of it: the rest of a longer line
+/// is read and dropped as it arrives, so a huge line costs no more memory than the limit.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    max: usize,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    line.clear();
+    let mut dropped = 0usize;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (dropped, line.is_empty()) {
+                (0, true) => Line::End,
+                (0, false) => Line::Text,
+                _ => Line::TooLong(dropped),
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if dropped == 0 && line.len() + chunk.len() <= max {
+            line.extend_from_slice(chunk);
+        } else {
+            dropped += line.len() + chunk.len();
+            line.clear();
+            line.shrink_to(0);
+        }
+        let consumed = chunk.len() + usize::from(newline.is_some());
+        input.consume(consumed);
+        if newline.is_some() {
+            return Ok(if dropped > 0 {
+                Line::TooLong(dropped)
+            } else {
+                Line::Text
+            });
+        }
+    }
 }
 
 /// Writes the queued lines in order until the queue closes or the output fails.
@@ -279,5 +337,36 @@ fn classify(message: &Value) -> Kind {
             id.filter(valid_id).unwrap_or(Value::Null),
             "invalid request: no method".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_line, Line};
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_and_the_next_one_read() {
+        let input = format!("{}\n{{\"a\":1}}\r\nlast", "x".repeat(100));
+        let mut input = tokio::io::BufReader::with_capacity(7, input.as_bytes());
+        let mut line = Vec::new();
+        assert_eq!(
+            read_line(&mut input, 16, &mut line).await.unwrap(),
+            Line::TooLong(100)
+        );
+        assert!(line.capacity() <= 16, "held {} bytes", line.capacity());
+        assert_eq!(
+            read_line(&mut input, 16, &mut line).await.unwrap(),
+            Line::Text
+        );
+        assert_eq!(line, b"{\"a\":1}\r");
+        assert_eq!(
+            read_line(&mut input, 16, &mut line).await.unwrap(),
+            Line::Text
+        );
+        assert_eq!(line, b"last");
+        assert_eq!(
+            read_line(&mut input, 16, &mut line).await.unwrap(),
+            Line::End
+        );
     }
 }

@@ -27,35 +27,17 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tower_lsp::jsonrpc::{Id, Request, Response};
 
+pub use crate::protocol::limits::{max_frame_bytes, MAX_FRAME_ENV};
+
 pub const INVALID_REQUEST_METHOD: &str = "agentls/internal/invalidRequest";
 pub const MALFORMED_MESSAGE_METHOD: &str = "agentls/internal/malformedMessage";
 
-/// The environment variable that sets the largest frame accepted, in bytes.
-pub const MAX_FRAME_ENV: &str = "AGENTLS_MAX_FRAME_BYTES";
-/// The default largest frame: far above a 20 MB document sent whole in a didOpen.
-pub const DEFAULT_MAX_FRAME_BYTES: usize = 128 * 1024 * 1024;
 /// A header block longer than this is not one.
 const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// How long a body may stall before a complete JSON value in it is taken as the message
 /// (its Content-Length was too long and nothing follows yet).
 const STALLED_BODY: Duration = Duration::from_millis(200);
 const HEADER_NAME: &[u8] = b"content-length";
-
-/// The frame limit from `AGENTLS_MAX_FRAME_BYTES`, else the default.
-pub fn max_frame_bytes() -> usize {
-    match std::env::var(MAX_FRAME_ENV) {
-        Ok(value) => match value.trim().parse::<usize>() {
-            Ok(n) if n > 0 => n,
-            _ => {
-                tracing::warn!(
-                    "{MAX_FRAME_ENV}={value:?} is not a positive integer; using {DEFAULT_MAX_FRAME_BYTES}"
-                );
-                DEFAULT_MAX_FRAME_BYTES
-            }
-        },
-        Err(_) => DEFAULT_MAX_FRAME_BYTES,
-    }
-}
 
 /// Signalled once the input has ended and every frame the client sent has been handed to
 /// the service.

@@ -7,12 +7,14 @@
 //!
 //! - `lsp`: the custom LSP requests and notifications (`agent/*`, `agentls/debug/*`);
 //! - `acp`: the ACP methods agentls handles and sends;
+//! - `limits`: how large one incoming message may be (both front doors);
 //! - `shapes`: the parts of the params and results that are not one method's own.
 //!
 //! Rule: a payload built as JSON outside this module (by the agent or the MCP manager) is a
 //! `Json<T>`: sent as it was built, described by `T` for the schema and the TypeScript.
 
 pub mod acp;
+pub mod limits;
 pub mod lsp;
 pub mod shapes;
 
