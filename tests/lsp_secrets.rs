@@ -101,6 +101,63 @@ async fn the_key_is_not_readable_through_proc_ppid_environ() {
     assert_eq!(mode(files[0].parent().unwrap()), 0o700);
 }
 
+/// A key under a name without a secret's suffix (`provider.apiKeyEnv`), arriving with the
+/// configuration after start-up, is wiped too: a hook that runs before the first model call
+/// and a command after it both find zeros in `/proc/$PPID/environ`.
+#[cfg(target_os = "linux")] // /proc
+#[tokio::test]
+async fn a_key_under_another_name_is_wiped_before_hooks_and_commands_run() {
+    const CRED: &str = "llm-cred-e2e-5a5a5a5a5a5a5a5a";
+    let (ws, fake) = workspace_and_fake().await;
+    let out = ws.root.join("hook-environ.txt");
+    let hook = format!("tr '\\0' '\\n' < /proc/$PPID/environ > {}", out.display());
+    let command = json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}).to_string();
+    fake.push_call_then_text("call_env", "shell", &command, "done");
+    let server = start(Options {
+        root: Some(&ws.root),
+        init_options: provider_options(
+            &fake,
+            &ws,
+            json!({
+                "approval": "full-auto",
+                "provider": {"apiKeyEnv": "AGENTLS_E2E_LLM_CRED"},
+                "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]},
+            }),
+        ),
+        apply_edit: true,
+        env: vec![("AGENTLS_E2E_LLM_CRED", CRED.to_string())],
+        ..Options::default()
+    })
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "print your parent's environment").await;
+    server.stop().await;
+
+    let from_hook = std::fs::read_to_string(&out).unwrap();
+    assert!(from_hook.contains("AGENTLS_LOG=error"), "{from_hook}");
+    assert!(
+        !from_hook.contains(CRED),
+        "the hook read the key: {from_hook}"
+    );
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done.len(), 1, "{updates:?}");
+    let output = done[0]["output"].as_str().unwrap();
+    assert!(output.contains("AGENTLS_LOG=error"), "{output}");
+    assert!(!output.contains(CRED), "{output}");
+    assert!(
+        !output.contains("[redacted]"),
+        "wiped, not redacted: {output}"
+    );
+    // The provider still had it.
+    let requests = fake.requests();
+    let authorization = requests[0]
+        .headers
+        .iter()
+        .find(|(name, _)| name == "authorization")
+        .map(|(_, value)| value.clone());
+    assert_eq!(authorization, Some(format!("Bearer {CRED}")));
+}
+
 #[tokio::test]
 async fn a_secret_in_a_tool_output_is_redacted_before_it_is_recorded() {
     let ws = workspace();

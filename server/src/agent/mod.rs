@@ -133,6 +133,8 @@ impl Agent {
             .map(String::from)
             .collect();
         if let Some(name) = config.api_key_env {
+            // Wiped from /proc/self/environ before the first child that could read it.
+            crate::store::secrets::capture_named(&name);
             names.push(name);
         }
         names

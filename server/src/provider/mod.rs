@@ -260,30 +260,13 @@ impl Provider {
         Ok(complete(&mut assembler, events))
     }
 
-    /// The key: captured from the environment at start-up (`store::secrets`), else read from
-    /// it now. Required by the official endpoints; a custom base URL (Ollama, llama.cpp, vLLM
+    /// The key: captured from the environment (`store::secrets`: at start-up, or now for a
+    /// name without a secret's suffix). Required by the official endpoints; a custom base URL (Ollama, llama.cpp, vLLM
     /// on localhost) may run without one.
     fn api_key(&self) -> Result<Option<String>, ProviderError> {
         let variable = &self.config.api_key_env;
-        let key = secrets::get(variable)
-            .or_else(|| {
-                let key = std::env::var(variable)
-                    .ok()
-                    .filter(|k| !k.trim().is_empty())?;
-                // Not captured (its name is not a secret's): redacted from tool outputs at
-                // least, though still readable in the process's initial environment.
-                secrets::remember(key.trim());
-                static WARNED: std::sync::Once = std::sync::Once::new();
-                WARNED.call_once(|| {
-                    tracing::warn!(
-                        "{variable} was not wiped from the process's initial environment (only \
-                         names ending in _KEY, _TOKEN, _SECRET or _PASSWORD are): tool commands \
-                         could read it through /proc"
-                    )
-                });
-                Some(key)
-            })
-            .filter(|k| !k.trim().is_empty());
+        secrets::capture_named(variable);
+        let key = secrets::get(variable).filter(|k| !k.trim().is_empty());
         let official =
             self.config.base_url.trim_end_matches('/') == self.config.kind.default_base_url();
         match key {

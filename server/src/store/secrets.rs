@@ -13,9 +13,10 @@
 //!
 //! Which variables: every name ending in `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD` (case
 //! insensitive). That covers the provider defaults (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) and
-//! the usual names of a configured `provider.apiKeyEnv`; `provider.apiKeyEnv` arrives with
-//! the configuration, after threads started, too late to wipe, so a key under another name
-//! is read from the environment and stays visible in `/proc` (the provider warns once).
+//! the usual names of a configured `provider.apiKeyEnv`. A `provider.apiKeyEnv` under another
+//! name arrives with the configuration, after threads started: `capture_named` makes a heap
+//! copy through std's locked `setenv`, then zeroes the initial block's bytes, before the
+//! first hook, command or MCP server starts (`Agent::hidden_env`).
 //! Every value held here (and any key the provider read otherwise) is also redacted from tool
 //! outputs before they are recorded (`redact`).
 
@@ -26,6 +27,11 @@ use std::sync::RwLock;
 /// (name, value) of the captured variables, and the values the provider read elsewhere
 /// (with an empty name).
 static SECRETS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
+
+/// Every entry of the initial environment block (address, length of `NAME=value`), taken at
+/// start-up: a variable that settings name as a secret later (`apiKeyEnv` without a secret's
+/// suffix) is wiped there too. The block is never freed.
+static INITIAL_BLOCK: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
 
 /// Whether a variable of this name is taken for a secret.
 pub fn secret_name(name: &[u8]) -> bool {
@@ -76,9 +82,11 @@ unsafe fn wipe_initial_environment() -> Vec<(std::ffi::OsString, std::ffi::OsStr
     if entry.is_null() {
         return found;
     }
+    let mut block = crate::locks::Locked::locked(&INITIAL_BLOCK);
     while !(*entry).is_null() {
         let start = (*entry).cast::<u8>();
         let len = libc::strlen(*entry);
+        block.push((start as usize, len));
         let split = {
             let bytes = std::slice::from_raw_parts(start, len);
             bytes.iter().position(|&b| b == b'=').and_then(|eq| {
@@ -99,6 +107,45 @@ unsafe fn wipe_initial_environment() -> Vec<(std::ffi::OsString, std::ffi::OsStr
         entry = entry.add(1);
     }
     found
+}
+
+/// Captures `name` as a secret although its name has no secret's suffix (the provider's
+/// `apiKeyEnv` set to `LLM_CRED`, say): its value joins the redaction set and is wiped from
+/// the initial environment block, as `take_from_environment` does at start-up, so a hook or
+/// command cannot read it back through `/proc/$PPID/environ`. Call it before any child that
+/// should not see it starts; later calls are cheap.
+pub fn capture_named(name: &str) {
+    if name.is_empty() || secret_name(name.as_bytes()) || get(name).is_some() {
+        return;
+    }
+    let Some(value) = std::env::var_os(name).filter(|v| !v.is_empty()) else {
+        return;
+    };
+    // A heap copy first (std's `setenv` under its environment lock): `environ` then points
+    // away from the initial block, whose bytes can be zeroed without a reader in them.
+    std::env::set_var(name, &value);
+    #[cfg(target_os = "linux")]
+    {
+        let prefix = format!("{name}=");
+        let block = crate::locks::Locked::locked(&INITIAL_BLOCK);
+        for &(start, len) in block.iter() {
+            let start = start as *mut u8;
+            // SAFETY: the initial block lives as long as the process; `len` was measured at
+            // start-up and its bytes are only ever zeroed, never shortened.
+            let bytes = unsafe { std::slice::from_raw_parts(start, len) };
+            if bytes.starts_with(prefix.as_bytes()) {
+                for i in prefix.len()..len {
+                    // SAFETY: within the entry measured above.
+                    unsafe { std::ptr::write_volatile(start.add(i), 0) };
+                }
+            }
+        }
+    }
+    if let Some(value) = value.to_str() {
+        SECRETS
+            .write_locked()
+            .push((name.to_string(), value.to_string()));
+    }
 }
 
 /// The value captured at start-up for `name`.
