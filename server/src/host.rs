@@ -35,6 +35,13 @@ pub enum FileChange {
 }
 
 impl FileChange {
+    /// The file the change is to.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            FileChange::Edit { path, .. } | FileChange::Write { path, .. } => path,
+        }
+    }
+
     /// The file's whole text once the change is made. An edit's range comes from `prepare`
     /// over the same `original`; one that does not fit it leaves the text as it was.
     pub fn new_text(&self) -> String {
@@ -75,11 +82,11 @@ impl FileChange {
 
     /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
     pub fn as_diff(&self) -> Value {
-        let (path, original) = match self {
-            FileChange::Edit { path, original, .. } => (path, Some(original)),
-            FileChange::Write { path, original, .. } => (path, original.as_ref()),
+        let original = match self {
+            FileChange::Edit { original, .. } => Some(original),
+            FileChange::Write { original, .. } => original.as_ref(),
         };
-        serde_json::json!({"path": path, "oldText": original, "newText": self.new_text()})
+        serde_json::json!({"path": self.path(), "oldText": original, "newText": self.new_text()})
     }
 }
 

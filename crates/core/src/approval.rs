@@ -62,6 +62,32 @@ pub fn gate(
     Gate::Ask
 }
 
+/// Why a tool's write to `relative` (a path inside a workspace root, `/`-separated) is asked
+/// whatever the mode and the remembered answers, or None: the files that make agentls or
+/// git run commands later (`.agents/`: hooks, commands, subagents, skills; `.mcp.json`;
+/// `.git/`: its hooks and config), and `hook_scripts`, the workspace files a configured
+/// hook's command names. Under `auto-edit` the model could otherwise rewrite an approved
+/// hook's script and have it run at once, with no shell approval.
+pub fn protected_write(relative: &str, hook_scripts: &[String]) -> Option<String> {
+    let under = |dir: &str| relative == dir || relative.starts_with(&format!("{dir}/"));
+    if under(".agents") {
+        return Some(
+            "it changes the workspace's agent configuration (.agents/: hooks, commands, subagents, skills)"
+                .into(),
+        );
+    }
+    if relative == ".mcp.json" {
+        return Some("it changes the workspace's MCP servers (.mcp.json)".into());
+    }
+    if under(".git") {
+        return Some("it changes git's own files (.git/: hooks and config run commands)".into());
+    }
+    if hook_scripts.iter().any(|script| script == relative) {
+        return Some(format!("{relative} is run by a configured hook"));
+    }
+    None
+}
+
 /// The simple commands of a command line, split at `;`, `&`, `|` and newlines (so at `&&`
 /// and `||` too), and whether the line is plain: no command substitution, backquote,
 /// redirection, subshell or variable expansion, whose effect a prefix cannot describe.
@@ -98,6 +124,36 @@ pub fn command_prefix(command: &str) -> String {
             format!("{program} {sub}")
         }
         _ => program.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod protected_tests {
+    use super::protected_write;
+
+    #[test]
+    fn configuration_git_and_hook_scripts_are_protected_and_nothing_else() {
+        let scripts = ["scripts/fmt.sh".to_string()];
+        for path in [
+            ".agents",
+            ".agents/hooks.json",
+            ".agents/commands/x.md",
+            ".mcp.json",
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "scripts/fmt.sh",
+        ] {
+            assert!(protected_write(path, &scripts).is_some(), "{path}");
+        }
+        for path in [
+            "src/lib.rs",
+            ".agentsx/a",
+            "docs/.mcp.json",
+            ".gitignore",
+            "scripts/fmt.sh.bak",
+        ] {
+            assert!(protected_write(path, &scripts).is_none(), "{path}");
+        }
     }
 }
 

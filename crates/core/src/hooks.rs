@@ -90,6 +90,36 @@ pub struct Hook {
     pub source: HookSource,
 }
 
+/// The words of a hook's command that may name a file it runs (`sh .agents/fmt.sh`,
+/// `./scripts/lint`, `python3 "$CLAUDE_PROJECT_DIR/tools/check.py"`), relative to the
+/// workspace root where hooks run: every word that is not an option, an assignment or a
+/// shell operator, with quotes and a leading project-directory variable taken off. Which of
+/// them are files is for the caller to see on disk.
+pub fn named_files(command: &str) -> Vec<String> {
+    const PROJECT_DIRS: [&str; 4] = [
+        "$AGENTLS_PROJECT_DIR/",
+        "${AGENTLS_PROJECT_DIR}/",
+        "$CLAUDE_PROJECT_DIR/",
+        "${CLAUDE_PROJECT_DIR}/",
+    ];
+    let mut words = Vec::new();
+    for word in command.split(|c: char| c.is_whitespace() || ";&|()<>`".contains(c)) {
+        let word = word.replace(['"', '\''], "");
+        let word = PROJECT_DIRS
+            .iter()
+            .find_map(|dir| word.strip_prefix(dir))
+            .unwrap_or(&word)
+            .trim_start_matches("./");
+        if word.is_empty() || word.starts_with('-') || word.contains(['$', '=', '*', '?']) {
+            continue;
+        }
+        if !words.iter().any(|w| w == word) {
+            words.push(word.to_string());
+        }
+    }
+    words
+}
+
 impl Hook {
     /// What a workspace approval is remembered for: a changed hook is another hook.
     pub fn fingerprint(&self) -> String {
@@ -487,6 +517,21 @@ pub fn combine(verdicts: &[Verdict]) -> Verdict {
         updated_input: verdicts.iter().rev().find_map(|v| v.updated_input.clone()),
         context: join(collect(|v| v.context.clone())),
         warning: join(collect(|v| v.warning.clone())),
+    }
+}
+
+#[cfg(test)]
+mod named_files_tests {
+    use super::named_files;
+
+    #[test]
+    fn the_words_that_may_be_scripts() {
+        assert_eq!(named_files("sh .agents/fmt.sh"), ["sh", ".agents/fmt.sh"]);
+        assert_eq!(
+            named_files("python3 \"$CLAUDE_PROJECT_DIR/tools/check.py\" --strict && ./lint>out"),
+            ["python3", "tools/check.py", "lint", "out"]
+        );
+        assert_eq!(named_files("X=1 jq -r '.a' | cat"), ["jq", ".a", "cat"]);
     }
 }
 

@@ -112,21 +112,40 @@ pub fn parse(
     ))
 }
 
-/// The subagents of a session: the workspace's win over the user's, which win over the
-/// built-in; sorted by name.
+/// The subagents of a session: the user's over the built-in ones, the workspace's over the
+/// user's; sorted by name. A workspace subagent never takes a built-in's name: a repository
+/// could otherwise swap the read-only `explore` for one with `shell` and write tools, which
+/// the parent model would call believing it safe. It is left out, with the problem to show.
 pub fn merge(
     builtin: Vec<Subagent>,
     workspace: Vec<Subagent>,
     user: Vec<Subagent>,
-) -> Vec<Subagent> {
+) -> (Vec<Subagent>, Vec<String>) {
+    let mut problems = Vec::new();
+    let workspace = workspace.into_iter().filter(|agent| {
+        let taken = builtin.iter().any(|b| b.name == agent.name);
+        if taken {
+            problems.push(format!(
+                "the workspace's subagent `{}` has the name of a built-in subagent: it is not \
+                 used (rename its file in .agents/agents/ to use it)",
+                agent.name
+            ));
+        }
+        !taken
+    });
     let mut merged: Vec<Subagent> = Vec::new();
-    for agent in workspace.into_iter().chain(user).chain(builtin) {
+    for agent in workspace
+        .collect::<Vec<_>>()
+        .into_iter()
+        .chain(user)
+        .chain(builtin)
+    {
         if !merged.iter().any(|a| a.name == agent.name) {
             merged.push(agent);
         }
     }
     merged.sort_by(|a, b| a.name.cmp(&b.name));
-    merged
+    (merged, problems)
 }
 
 /// A `task` call's arguments checked against the subagents: the subagent and the prompt,
@@ -213,10 +232,20 @@ mod tests {
         let ws = parse("explore", Source::Workspace, "Mine.", KNOWN)
             .unwrap()
             .0;
+        let ws_b = parse("b", Source::Workspace, "B.", KNOWN).unwrap().0;
         let user = parse("b", Source::User, "B.", KNOWN).unwrap().0;
-        let agents = merge(vec![explore("Built in.")], vec![ws], vec![user]);
+        let (agents, problems) = merge(vec![explore("Built in.")], vec![ws, ws_b], vec![user]);
         let shown: Vec<_> = agents.iter().map(|a| (a.name.as_str(), a.source)).collect();
-        assert_eq!(shown, [("b", Source::User), ("explore", Source::Workspace)]);
+        assert_eq!(
+            shown,
+            [("b", Source::Workspace), ("explore", Source::Builtin)]
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("`explore` has the name of a built-in"));
+        let user_explore = parse("explore", Source::User, "Mine.", KNOWN).unwrap().0;
+        let (own, problems) = merge(vec![explore("Built in.")], vec![], vec![user_explore]);
+        assert_eq!(own[0].source, Source::User, "the user's own may replace it");
+        assert!(problems.is_empty());
 
         let (agent, prompt) =
             validate_task(&json!({"agent": "b", "prompt": "find x"}), &agents).unwrap();

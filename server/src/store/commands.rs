@@ -143,7 +143,9 @@ pub fn load_subagents_from(
     let user = user.map_or_else(Vec::new, |dir| {
         subagents_in(dir, Source::User, known_tools, &mut problems)
     });
-    let merged = subagents::merge(vec![subagents::explore(explore_prompt)], workspace, user);
+    let (merged, mut taken) =
+        subagents::merge(vec![subagents::explore(explore_prompt)], workspace, user);
+    problems.append(&mut taken);
     (merged, problems)
 }
 

@@ -1,5 +1,6 @@
-//! Which workspace hooks and MCP entries the user approved: asked once per workspace and
-//! per entry's content, remembered on disk next to the workspace's session logs.
+//! Which workspace hooks and MCP entries the user approved: asked once per workspace root
+//! and per entry's content (for a hook, with the content of the workspace scripts its
+//! command names), remembered on disk next to the workspace's session logs.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -12,6 +13,34 @@ use crate::agent::Agent;
 use crate::host::{PermissionOption, PermissionRequest};
 use agentls_core::hooks::Hook;
 use agentls_core::reminders;
+
+/// The SHA-256 of a script's content (hex), read as a regular file only and up to 16 MiB: a
+/// script that is missing, special or larger has a digest that says so, and any change to
+/// it changes the approval's fingerprint.
+fn digest_of(path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX_SCRIPT_BYTES: u64 = 16 << 20;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let Ok(file) = opened else {
+        return "missing".into();
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() && meta.len() <= MAX_SCRIPT_BYTES => {}
+        Ok(meta) if meta.is_file() => return format!("too large: {} bytes", meta.len()),
+        _ => return "not a regular file".into(),
+    }
+    let mut bytes = Vec::new();
+    if file.take(MAX_SCRIPT_BYTES).read_to_end(&mut bytes).is_err() {
+        return "unreadable".into();
+    }
+    let digest = Sha256::digest(&bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Workspace hooks the user answered for good, on disk (`hook-approvals.json`).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -72,7 +101,9 @@ impl Agent {
     }
 
     /// Whether a workspace hook may run: remembered, or asked now (kind `execute`, its
-    /// command shown).
+    /// command and the scripts it runs shown). The approval covers the root the hook is in
+    /// and what its scripts hold: the same hook in another folder, or after its script
+    /// changed, is asked again.
     pub(super) async fn approved(
         &self,
         handle: &SessionHandle,
@@ -80,7 +111,20 @@ impl Agent {
         hook: &Hook,
         cancel: &CancellationToken,
     ) -> bool {
-        let fingerprint = hook.fingerprint();
+        let root = self.host.roots().first().cloned().unwrap_or_default();
+        let scripts: Vec<(String, String)> = super::scripts_of(&root, &hook.command)
+            .into_iter()
+            .map(|script| {
+                let digest = digest_of(&root.join(&script));
+                (script, digest)
+            })
+            .collect();
+        let fingerprint = json!({
+            "root": root,
+            "hook": hook.fingerprint(),
+            "scripts": scripts,
+        })
+        .to_string();
         let matcher = hook.matcher.clone().unwrap_or_default();
         let tool_call = json!({
             "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
@@ -92,6 +136,7 @@ impl Agent {
                 "event": hook.event.name(),
                 "matcher": matcher,
                 "file": ".agents/hooks.json",
+                "scripts": scripts.iter().map(|(path, _)| path).collect::<Vec<_>>(),
             },
         });
         self.workspace_entry_approved(handle, turn_id, &fingerprint, tool_call, "hook", cancel)
@@ -119,9 +164,12 @@ impl Agent {
             "Do not run it".to_string(),
             format!("Never run this {what} in this workspace"),
         );
+        // A subagent's hook is asked in its parent's session, labelled, as its calls are.
+        let mut tool_call = tool_call;
+        let (session_id, turn_id) = handle.ask_route(turn_id, &mut tool_call);
         let request = PermissionRequest {
-            session_id: handle.id.clone(),
-            turn_id: turn_id.to_string(),
+            session_id,
+            turn_id,
             tool_call,
             options,
         };

@@ -130,15 +130,27 @@ fn read_file(path: &Path, source: HookSource) -> (Vec<Hook>, Vec<String>) {
     }
 }
 
+/// The workspace files a hook's command names (`hooks::named_files` that are regular files
+/// inside `root`, where hooks run), as `/`-separated paths relative to it.
+pub(in crate::agent) fn scripts_of(root: &Path, command: &str) -> Vec<String> {
+    let Ok(root) = root.canonicalize() else {
+        return Vec::new();
+    };
+    hooks::named_files(command)
+        .into_iter()
+        .filter_map(|word| {
+            let path = root.join(&word).canonicalize().ok()?;
+            let relative = path.strip_prefix(&root).ok()?;
+            path.is_file()
+                .then(|| relative.to_string_lossy().replace('\\', "/"))
+        })
+        .collect()
+}
+
 impl Agent {
     /// Every configured hook: settings, then the user file, then the workspace file (read
-    /// each time, so an edit applies at once); problems are reported once.
-    fn configured_hooks(
-        &self,
-        handle: &SessionHandle,
-        turn_id: &str,
-        cancel: &CancellationToken,
-    ) -> Hooks {
+    /// each time, so an edit applies at once); with the problems found reading them.
+    fn read_hooks(&self) -> (Hooks, Vec<String>) {
         let mut all = Hooks {
             hooks: self.host.config().hooks,
         };
@@ -153,6 +165,35 @@ impl Agent {
             all.extend(hooks);
             problems.extend(more);
         }
+        (all, problems)
+    }
+
+    /// Why a tool's change to `path` is asked in every mode (`approval::protected_write`),
+    /// or None: agentls's and git's configuration in a workspace root, and the scripts the
+    /// configured hooks run.
+    pub(in crate::agent) fn protected_write(&self, path: &Path) -> Option<String> {
+        let (hooks, _) = self.read_hooks();
+        self.host.roots().iter().find_map(|root| {
+            let root = root.canonicalize().unwrap_or_else(|_| root.clone());
+            let relative = path.strip_prefix(&root).ok()?;
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            let scripts: Vec<String> = hooks
+                .hooks
+                .iter()
+                .flat_map(|hook| scripts_of(&root, &hook.command))
+                .collect();
+            agentls_core::approval::protected_write(&relative, &scripts)
+        })
+    }
+
+    /// Every configured hook (`read_hooks`); problems are reported once.
+    fn configured_hooks(
+        &self,
+        handle: &SessionHandle,
+        turn_id: &str,
+        cancel: &CancellationToken,
+    ) -> Hooks {
+        let (all, problems) = self.read_hooks();
         for problem in problems {
             if self.hooks.with(|s| s.warned.insert(problem.clone())) {
                 tracing::warn!("hooks: {problem}");

@@ -76,9 +76,44 @@ pub(in crate::agent) struct SessionHandle {
     pub(in crate::agent) updates: Mutex<()>,
     /// A subagent's session: its parent (its updates carry it).
     pub(in crate::agent) parent: Option<agentls_core::event::ParentLink>,
+    /// A subagent's session: where its permission requests are asked (set as it starts).
+    pub(in crate::agent) asks_in: std::sync::OnceLock<AskedIn>,
+}
+
+/// Where a subagent asks its user: the parent's session and turn (the only ones the client
+/// knows), with its requests labelled with its name.
+#[derive(Debug, Clone)]
+pub(in crate::agent) struct AskedIn {
+    pub(in crate::agent) agent: String,
+    pub(in crate::agent) parent_session_id: String,
+    pub(in crate::agent) parent_turn_id: String,
+    pub(in crate::agent) parent_call_id: String,
 }
 
 impl SessionHandle {
+    /// The session and turn a permission request of this session's turn `turn_id` is asked
+    /// in; a subagent's `tool_call` is labelled (its name in the title, `subagent`,
+    /// `subagentSessionId`, `parentToolCallId`). The one route of every request: tool calls,
+    /// workspace hooks, MCP servers.
+    pub(in crate::agent) fn ask_route(
+        &self,
+        turn_id: &str,
+        tool_call: &mut serde_json::Value,
+    ) -> (String, String) {
+        let Some(asked_in) = self.asks_in.get() else {
+            return (self.id.clone(), turn_id.to_string());
+        };
+        let title = tool_call["title"].as_str().unwrap_or_default();
+        tool_call["title"] = format!("{}: {title}", asked_in.agent).into();
+        tool_call["subagent"] = asked_in.agent.clone().into();
+        tool_call["subagentSessionId"] = self.id.clone().into();
+        tool_call["parentToolCallId"] = asked_in.parent_call_id.clone().into();
+        (
+            asked_in.parent_session_id.clone(),
+            asked_in.parent_turn_id.clone(),
+        )
+    }
+
     pub(in crate::agent) fn state(&self) -> std::sync::MutexGuard<'_, QueueState> {
         self.state.locked()
     }
@@ -268,6 +303,7 @@ impl Agent {
             prepared: Mutex::new(Prepared::default()),
             prepared_done: tokio::sync::Notify::new(),
             updates: Mutex::new(()),
+            asks_in: std::sync::OnceLock::new(),
             parent,
         });
         let mut sessions = self.sessions.locked();

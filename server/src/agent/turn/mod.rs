@@ -298,10 +298,11 @@ impl Turn {
             },
             Err(message) => Err(message),
         };
+        let text = self.fit_to_window(&prompt.text, &config, &model).await;
         let recorded = match started {
             Ok(()) => self
                 .record_item(Item::User {
-                    text: prompt.text.clone(),
+                    text,
                     context: Some(block.text.clone()),
                 })
                 .await
@@ -313,6 +314,35 @@ impl Turn {
             return Err(Stop::Error);
         }
         self.opened(config, prompts, model, static_context).await
+    }
+
+    /// The user's message as it is recorded: one larger than half of what the model's window
+    /// leaves for input is cut head and tail with a marker (and the user told), so a pasted
+    /// log never makes every later request larger than the window.
+    async fn fit_to_window(
+        &self,
+        text: &str,
+        config: &agentls_core::config::Config,
+        model: &str,
+    ) -> String {
+        use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+        let window = {
+            let live = self.handle.live.lock().await;
+            self.agent.window_of(&live.session)
+        };
+        let limit = (window.estimated(window.usable) / 2).max(1);
+        let cut = truncate_middle(
+            text,
+            TruncationPolicy::Tokens(limit),
+            tokenizer_for(config, model),
+        );
+        if cut.removed > 0 {
+            self.warn(format!(
+                "your message is larger than half of the model's {}-token window: its middle was cut ({} tokens left out)",
+                window.context_window, cut.removed
+            ));
+        }
+        cut.text
     }
 
     /// Ends a turn that sent nothing: its start and the error recorded, the error told.

@@ -64,6 +64,19 @@ impl Turn {
         {
             return Flow::Next;
         }
+        // Compaction had its chance: a request still larger than the window is not sent.
+        if used > window.context_window {
+            self.fail(
+                format!(
+                    "the request would be about {used} tokens, more than the model's {}-token window, even after compacting: it was not sent. Start a new session, or shorten what you attach.",
+                    window.context_window
+                ),
+                false,
+                Some("contextOverflow"),
+            )
+            .await;
+            return Flow::Done(Stop::Error);
+        }
         self.steps += 1;
         {
             let live = self.handle.live.lock().await;

@@ -15,6 +15,15 @@ use agentls_core::event::Event;
 use agentls_core::hooks::Permission;
 use agentls_core::tool_info::ToolKind;
 
+/// What a permission request shows beside the call: the planned change (its diff, and as
+/// {path, oldText, newText}) and why it is asked when the mode alone would not ask.
+#[derive(Debug, Default)]
+pub(in crate::agent) struct Shown {
+    pub(in crate::agent) diff: Option<String>,
+    pub(in crate::agent) edit: Option<Value>,
+    pub(in crate::agent) reason: Option<String>,
+}
+
 impl Turn {
     /// Whether a call runs, asks or is refused: a PreToolUse hook's `permissionDecision`
     /// first (deny never gets here), else the approval rules under the session's policy (a
@@ -63,10 +72,9 @@ impl Turn {
         kind: ToolKind,
         arguments: &Value,
         command: Option<&str>,
-        diff: Option<String>,
-        edit: Option<Value>,
+        shown: Shown,
     ) -> Result<(), String> {
-        let request = self.permission_request(call, kind, arguments, command, diff, edit);
+        let request = self.permission_request(call, kind, arguments, command, shown);
         let outcome = tokio::select! {
             outcome = self.host().request_permission(request) => outcome,
             () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
@@ -96,8 +104,7 @@ impl Turn {
         kind: ToolKind,
         arguments: &Value,
         command: Option<&str>,
-        diff: Option<String>,
-        edit: Option<Value>,
+        shown: Shown,
     ) -> PermissionRequest {
         let (always, never) = match command {
             Some(command) => {
@@ -121,11 +128,18 @@ impl Turn {
             "kind": kind,
             "input": arguments,
         });
-        if let Some(diff) = diff {
+        if let Some(diff) = shown.diff {
             tool_call["diff"] = Value::String(diff);
         }
-        if let Some(edit) = edit {
+        if let Some(edit) = shown.edit {
             tool_call["edit"] = edit;
+        }
+        if let Some(reason) = shown.reason {
+            tool_call["title"] = json!(format!(
+                "{} (asked in every mode: {reason})",
+                self.title_of(&call.name, arguments)
+            ));
+            tool_call["reason"] = json!(reason);
         }
         tool_call["locations"] = locations(
             &PathBoundary {
@@ -134,20 +148,7 @@ impl Turn {
             arguments,
         );
         // A subagent's call is asked in its parent's session, labelled with its name.
-        let (session_id, turn_id) = match &self.scope.child {
-            Some(child) => {
-                tool_call["title"] = json!(format!(
-                    "{}: {}",
-                    child.agent,
-                    self.title_of(&call.name, arguments)
-                ));
-                tool_call["subagent"] = json!(child.agent);
-                tool_call["subagentSessionId"] = json!(self.handle.id);
-                tool_call["parentToolCallId"] = json!(child.parent_call_id);
-                (child.parent.id.clone(), child.parent_turn_id.clone())
-            }
-            None => (self.handle.id.clone(), self.turn_id.clone()),
-        };
+        let (session_id, turn_id) = self.handle.ask_route(&self.turn_id, &mut tool_call);
         PermissionRequest {
             session_id,
             turn_id,

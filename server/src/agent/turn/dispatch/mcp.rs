@@ -6,6 +6,7 @@
 
 use crate::agent::mcp_servers::approval_key;
 use crate::agent::mcp_servers::WORKSPACE_FILE;
+use crate::agent::turn::dispatch::asking::Shown;
 use crate::agent::turn::Call;
 use crate::agent::turn::Turn;
 use crate::tools::registry::Registry;
@@ -100,7 +101,7 @@ impl Turn {
             Gate::Refuse(why) => return (format!("not run: {why}"), false),
             Gate::Ask => {
                 if let Err(message) = self
-                    .ask(call, tool.kind(), &arguments, None, None, None)
+                    .ask(call, tool.kind(), &arguments, None, Shown::default())
                     .await
                 {
                     return (message, false);

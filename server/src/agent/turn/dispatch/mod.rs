@@ -236,19 +236,30 @@ impl Turn {
     ) -> Result<(String, bool), (String, bool)> {
         let ready = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
         let command = tool.command(arguments);
-        let gate = self.gate(&call.name, kind, command, permission).await;
+        let mut gate = self.gate(&call.name, kind, command, permission).await;
         let diff = ready.prepared.diff().map(str::to_string);
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
         // LSP panels' jump-to-change.
-        let edit = match &ready.prepared {
-            Prepared::Change { change, .. } => Some(change.as_diff()),
-            Prepared::Nothing => None,
+        let (edit, reason) = match &ready.prepared {
+            Prepared::Change { change, .. } => (
+                Some(change.as_diff()),
+                self.agent.protected_write(change.path()),
+            ),
+            Prepared::Nothing => (None, None),
         };
+        if reason.is_some() && gate == Gate::Run {
+            gate = Gate::Ask;
+        }
         match gate {
             Gate::Run => {}
             Gate::Refuse(why) => return Err((format!("not run: {why}"), false)),
             Gate::Ask => {
-                self.ask(call, kind, arguments, command, diff.clone(), edit.clone())
+                let shown = asking::Shown {
+                    diff: diff.clone(),
+                    edit: edit.clone(),
+                    reason,
+                };
+                self.ask(call, kind, arguments, command, shown)
                     .await
                     .map_err(|m| (m, false))?;
             }

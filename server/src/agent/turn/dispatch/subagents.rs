@@ -7,7 +7,7 @@
 //! stops at `subagents.maxSteps`, is cancelled with its parent, and gives back only its
 //! final message.
 
-use crate::agent::sessions::SessionHandle;
+use crate::agent::sessions::{AskedIn, SessionHandle};
 use crate::agent::turn::Call;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
@@ -51,7 +51,6 @@ pub(in crate::agent) struct Scope {
 
 /// A subagent's turn: whose it is and where it answers.
 pub(in crate::agent) struct ChildOf {
-    pub(in crate::agent) agent: String,
     pub(in crate::agent) parent: Arc<SessionHandle>,
     pub(in crate::agent) parent_turn_id: String,
     pub(in crate::agent) parent_call_id: String,
@@ -86,7 +85,6 @@ impl SubagentRunner for Runner {
 
     async fn run(&self, agent: &Subagent, prompt: &str) -> ChildOutcome {
         let link = ChildOf {
-            agent: agent.name.clone(),
             parent: self.parent.clone(),
             parent_turn_id: self.parent_turn_id.clone(),
             parent_call_id: self.call_id.clone(),
@@ -300,6 +298,12 @@ async fn run_child(
             ))
         }
     };
+    let _ = handle.asks_in.set(AskedIn {
+        agent: agent.name.clone(),
+        parent_session_id: link.parent.id.clone(),
+        parent_turn_id: link.parent_turn_id.clone(),
+        parent_call_id: link.parent_call_id.clone(),
+    });
     let mut turn = Turn::new(
         owner.clone(),
         handle.clone(),
