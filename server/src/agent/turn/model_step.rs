@@ -72,7 +72,7 @@ impl Turn {
                     window.context_window
                 ),
                 false,
-                Some("contextOverflow"),
+                Some("contextLengthExceeded"),
             )
             .await;
             return Flow::Done(Stop::Error);
