@@ -483,6 +483,25 @@ test("a subagent's tool calls show in the client's session; its own text does no
   assert.equal(text(c.updates, "agent_message_chunk"), "Found it.", "the child's own text stays inside its task call");
 });
 
+test("a workspace hook fired inside a subagent is asked in the client's session, labelled", async () => {
+  const hooks = { hooks: { PreToolUse: [{ matcher: "read_file", hooks: [{ type: "command", command: "true" }] }] } };
+  const ws = workspace({ "a.txt": "KAPPA is here\n", ".agents/hooks.json": JSON.stringify(hooks) });
+  const c = await start(
+    {
+      replies: [{ toolCalls: [{ id: "t1", name: "task", arguments: { agent: "explore", prompt: "find KAPPA" } }] }, { text: ["Found it."] }],
+      routes: { "read-only search subagent": [{ toolCalls: [{ id: "r1", name: "read_file", arguments: { path: "a.txt" } }] }, { text: ["KAPPA is in a.txt:1"] }] },
+    },
+    ws,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Where is KAPPA?" }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const asked = c.permissions.filter((p) => /Workspace hook/.test(p.toolCall.title || ""));
+  assert.equal(asked.length, 1, JSON.stringify(c.permissions));
+  assert.equal(asked[0].sessionId, sessionId, "asked in the session the client knows");
+  assert.match(asked[0].toolCall.title, /^explore: Workspace hook \(PreToolUse\): true/);
+});
+
 /** The everything MCP server installed by scripts/mcp-servers (./test exports its path). */
 function everythingServer() {
   if (process.env.AGENTLS_MCP_EVERYTHING) return process.env.AGENTLS_MCP_EVERYTHING;
