@@ -85,6 +85,8 @@ pub struct ReminderTexts {
     pub hook: String,
     /// `{reason}`.
     pub stop_hook: String,
+    /// `{tool}`, `{count}`, `{limit}`: the model repeats one call.
+    pub repeated_call: String,
     /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).
     pub risky: std::collections::BTreeMap<String, String>,
 }

@@ -283,6 +283,30 @@ pub fn from_hook(event: &str, command: &str, text: &str, texts: &ReminderTexts) 
     }
 }
 
+/// The model made the same call (`tool`, same arguments) `count` times in a row; the turn
+/// stops at `limit`.
+pub fn repeated_call(
+    turn_id: &str,
+    tool: &str,
+    count: usize,
+    limit: usize,
+    texts: &ReminderTexts,
+) -> Reminder {
+    Reminder {
+        key: format!("repeat:{turn_id}:{tool}:{count}"),
+        version: String::new(),
+        source: "loop",
+        text: fill(
+            &texts.repeated_call,
+            &[
+                ("tool", tool),
+                ("count", &count.to_string()),
+                ("limit", &limit.to_string()),
+            ],
+        ),
+    }
+}
+
 /// A Stop hook's reason to go on: one per turn.
 pub fn stop_continue(turn_id: &str, reason: &str, texts: &ReminderTexts) -> Reminder {
     Reminder {

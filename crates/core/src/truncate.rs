@@ -13,6 +13,18 @@ pub enum TruncationPolicy {
     Bytes(usize),
 }
 
+impl TruncationPolicy {
+    /// This policy, or `tokens` when that is tighter (a byte policy keeps its bytes and is
+    /// held to the tokens by a second cut: `Tokens` then).
+    pub fn at_most_tokens(self, tokens: usize) -> TruncationPolicy {
+        match self {
+            TruncationPolicy::Tokens(limit) => TruncationPolicy::Tokens(limit.min(tokens)),
+            TruncationPolicy::Bytes(limit) if limit <= tokens => TruncationPolicy::Bytes(limit),
+            TruncationPolicy::Bytes(_) => TruncationPolicy::Tokens(tokens),
+        }
+    }
+}
+
 /// Tool outputs are cut to this unless configured otherwise (`toolOutputLimit`).
 pub const DEFAULT_TOOL_OUTPUT_LIMIT: TruncationPolicy = TruncationPolicy::Tokens(10_000);
 

@@ -12,7 +12,9 @@ use agentls_core::truncate::line_count;
 use crate::store::files::read_text;
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::ArgumentProblem;
-use crate::tools::registry::{blocking, text_arg, Prepared, Tool, ToolContext, ToolOutcome};
+use crate::tools::registry::{
+    blocking, text_arg, OutputBudget, Prepared, Tool, ToolContext, ToolOutcome,
+};
 
 /// Lines `read_file` returns when the model gives no limit.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
@@ -28,6 +30,20 @@ pub fn read_file(
     offset: Option<usize>,
     limit: Option<usize>,
     buffer: Option<&str>,
+) -> Result<String, ToolError> {
+    read_file_within(ws, path, offset, limit, buffer, None)
+}
+
+/// `read_file`, its page ending earlier when its lines would take more than `budget` (what
+/// the window has left): the marker then says where to read on, so a large file is read in
+/// pages instead of forcing a compaction.
+pub fn read_file_within(
+    ws: &PathBoundary,
+    path: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    buffer: Option<&str>,
+    budget: Option<OutputBudget>,
 ) -> Result<String, ToolError> {
     let resolved = ws.resolve(path)?;
     let shown = ws.display(&resolved);
@@ -52,22 +68,47 @@ pub fn read_file(
         )));
     }
     let last = (first - 1).saturating_add(limit).min(total);
-    let numbered: Vec<String> = text
+    let mut numbered: Vec<String> = text
         .lines()
         .enumerate()
         .skip(first - 1)
         .take(last + 1 - first)
         .map(|(index, line)| format!("L{}: {}", index + 1, cut_line(line, MAX_READ_LINE_CHARS)))
         .collect();
+    let fitted = budget.map_or(numbered.len(), |budget| lines_within(&numbered, budget));
+    let cut_to_fit = fitted < numbered.len();
+    numbered.truncate(fitted);
+    let last = first - 1 + numbered.len();
     let mut out = numbered.join("\n");
     if last < total {
         out.push_str(&format!(
-            "\n[lines {first}–{last} of {total}; read more with offset={}]",
+            "\n[lines {first}–{last} of {total}{}; read more with offset={}]",
+            if cut_to_fit {
+                ", as many as the context window has room for"
+            } else {
+                ""
+            },
             last + 1
         ));
     }
     Ok(out)
 }
+
+/// How many of `lines` fit `budget` tokens, keeping room for the marker; at least one.
+fn lines_within(lines: &[String], budget: OutputBudget) -> usize {
+    let available = budget.tokens.saturating_sub(MARKER_TOKENS);
+    let mut used = 0;
+    for (index, line) in lines.iter().enumerate() {
+        used += budget.tokenizer.count(line) + 1;
+        if used > available {
+            return index.max(1);
+        }
+    }
+    lines.len()
+}
+
+/// What the page marker and the output's framing may take.
+const MARKER_TOKENS: usize = 48;
 
 /// `line` cut after `max_chars` characters, with a marker saying how much was cut.
 pub(super) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
@@ -141,13 +182,15 @@ impl Tool for ReadFile {
         };
         let buffer = cx.host.buffer(&path).await.map(|(text, _)| text);
         let boundary = cx.boundary.clone();
+        let budget = cx.output_budget;
         blocking(move || {
-            read_file(
+            read_file_within(
                 &boundary,
                 &input.path,
                 input.offset,
                 input.limit,
                 buffer.as_deref(),
+                budget,
             )
         })
         .await

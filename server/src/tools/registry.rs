@@ -39,6 +39,17 @@ pub struct ToolContext {
     pub on_output: Arc<dyn Fn(&str) + Send + Sync>,
     /// Runs subagents (`task`); None where no subagent may start (inside a subagent).
     pub subagents: Option<Arc<dyn SubagentRunner>>,
+    /// What the window has left for this call's output, in the session's tokens: a tool
+    /// that can return less (a `read_file` page) fits it; the recorded output is cut to it
+    /// in any case.
+    pub output_budget: Option<OutputBudget>,
+}
+
+/// Tokens an output may take, counted with the session's tokenizer.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputBudget {
+    pub tokens: usize,
+    pub tokenizer: agentls_core::tokens::TokenizerKind,
 }
 
 /// The work a tool did before the approval, handed to its `run`.

@@ -281,6 +281,61 @@ pub fn kept_tail_start(entries: &[Entry], keep_rounds: usize, max_tokens: usize)
     start
 }
 
+/// The history's last round (one model step with its calls and outputs, or a user message)
+/// with its tool outputs cut head and tail so that the round fits `budget` tokens: what the
+/// running turn needs next survives a compaction however large it was. Nothing when the
+/// round's other items alone exceed the budget.
+pub fn last_round_within(
+    entries: &[Entry],
+    budget: usize,
+    prompts: &Prompts,
+    tokenizer: TokenizerKind,
+) -> Vec<Entry> {
+    let start = round_starts(entries).last().copied().unwrap_or(0);
+    let round = &entries[start..];
+    let outputs = round
+        .iter()
+        .filter(|e| matches!(e.item, Item::ToolOutput { .. }))
+        .count();
+    let others: usize = round
+        .iter()
+        .filter(|e| !matches!(e.item, Item::ToolOutput { .. }))
+        .map(|e| e.tokens)
+        .sum();
+    if tokens_of(round) <= budget {
+        return round.to_vec();
+    }
+    if outputs == 0 || others >= budget {
+        return Vec::new();
+    }
+    // Each output's share, less what its framing costs (the item's tokens beyond its text).
+    let share = (budget - others) / outputs;
+    round
+        .iter()
+        .map(|entry| match &entry.item {
+            Item::ToolOutput {
+                call_id,
+                name,
+                content,
+                success,
+            } if entry.tokens > share => {
+                let framing = entry.tokens.saturating_sub(tokenizer.count(content));
+                let text = share.saturating_sub(framing + 16).max(1);
+                let item = Item::ToolOutput {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content: truncate_middle(content, TruncationPolicy::Tokens(text), tokenizer)
+                        .text,
+                    success: *success,
+                };
+                let tokens = item_tokens(&item, prompts, tokenizer);
+                Entry { item, tokens }
+            }
+            _ => entry.clone(),
+        })
+        .collect()
+}
+
 /// The real user messages of `entries` (what the user typed, not the turn's context
 /// block), newest first within `budget` tokens, the one crossing it cut to what is left;
 /// returned oldest first.

@@ -18,8 +18,8 @@
 //! [`warnings`] after a compaction.
 
 use super::{
-    kept_tail_start, rebuild, round_starts, rule_based, select_user_messages, summary_text,
-    tokens_of, trim, verify, CompactionConfig, Strategy, Style,
+    kept_tail_start, last_round_within, rebuild, round_starts, rule_based, select_user_messages,
+    summary_text, tokens_of, trim, verify, CompactionConfig, Strategy, Style,
 };
 use crate::event::CompactionMetrics;
 use crate::history::{item_tokens, Entry, Item};
@@ -348,22 +348,30 @@ pub fn finish(
     // Where the verbatim tail may start: after the prepared point (what came since is not
     // in that summary), or, for a fresh summary of everything, the last rounds when they
     // fit, else nothing.
-    let (summary, tail_starts) = match summary {
+    let (summary, tails) = match summary {
         SummarySource::Prepared(prepared) => {
             metrics.trigger = "prepared".into();
-            (Ok(used(&mut metrics, prepared.summary)), vec![prepared.cut])
+            let tail = entries[prepared.cut..].to_vec();
+            (
+                Ok(used(&mut metrics, prepared.summary)),
+                vec![(prepared.cut, tail)],
+            )
         }
         SummarySource::Fresh(summary) => {
             let tail = kept_tail_start(&entries, input.config.keep_recent_rounds, target / 2);
             (
                 summary.map(|summary| used(&mut metrics, summary)),
-                vec![tail, entries.len()],
+                vec![
+                    (tail, entries[tail..].to_vec()),
+                    last_round_shrunk(input, &entries, target / 2),
+                    (entries.len(), Vec::new()),
+                ],
             )
         }
     };
     // A summary that does not verify is discarded.
     let reason = match summary {
-        Ok(summary) => match rebuilt_around(input, &entries, &summary, &tail_starts, user_budget) {
+        Ok(summary) => match rebuilt_around(input, &entries, &summary, &tails, user_budget) {
             Ok(rebuilt) => {
                 metrics.strategy = Strategy::Summary.name().into();
                 return Ok(planned(input, rebuilt, metrics));
@@ -375,24 +383,37 @@ pub fn finish(
     fallback(input, &entries, reason, user_budget, metrics)
 }
 
-/// The history rebuilt around `summary` with the first verbatim tail (from `tail_starts`)
-/// that verifies; Err: why the last one did not.
+/// The last round (the running turn's latest calls and outputs) with its outputs cut to fit
+/// `budget`, and where it starts: a tail that keeps what the next step needs when the
+/// rounds as they are do not fit.
+fn last_round_shrunk(input: &PlanInput, entries: &[Entry], budget: usize) -> (usize, Vec<Entry>) {
+    let tail = last_round_within(entries, budget, input.prompts, input.tokenizer);
+    let start = if tail.is_empty() {
+        entries.len()
+    } else {
+        round_starts(entries).last().copied().unwrap_or(0)
+    };
+    (start, tail)
+}
+
+/// The history rebuilt around `summary` with the first tail of `tails` (where it starts in
+/// `entries`, and its entries) that verifies; Err: why the last one did not.
 fn rebuilt_around(
     input: &PlanInput,
     entries: &[Entry],
     summary: &str,
-    tail_starts: &[usize],
+    tails: &[(usize, Vec<Entry>)],
     user_budget: usize,
 ) -> Result<Vec<Entry>, String> {
     let (prompts, tokenizer, ledger) = (input.prompts, input.tokenizer, input.ledger);
     let tokens_before = tokens_of(input.entries);
     let mut why = String::new();
-    for &cut in tail_starts {
-        let users = select_user_messages(&entries[..cut], user_budget, tokenizer);
+    for (cut, tail) in tails {
+        let users = select_user_messages(&entries[..*cut], user_budget, tokenizer);
         let rebuilt = rebuild(
             &users,
             summary_text(summary, ledger),
-            &entries[cut..],
+            tail,
             prompts,
             tokenizer,
         );
@@ -440,14 +461,26 @@ fn fallback(
         metrics.strategy = dropped.strategy.name().into();
         return Ok(planned(input, rebuilt, metrics));
     }
-    // Even the last round is too large (one enormous message): keep only the user's
-    // messages, cut to their budget, and the ledger. The session stays usable.
-    let users = select_user_messages(entries, user_budget, tokenizer);
-    let rebuilt = rebuild(&users, text, &[], prompts, tokenizer);
-    verify(tokens_before, &rebuilt, ledger)
-        .map_err(|why| format!("compaction could not make the history smaller: {why}"))?;
-    metrics.strategy = Strategy::OldestDrop.name().into();
-    Ok(planned(input, rebuilt, metrics))
+    // Even the last round is too large (one enormous output or message): the user's
+    // messages cut to their budget, the ledger, and the last round with its outputs cut
+    // head and tail (what the running turn needs next); failing that, without it. The
+    // session stays usable.
+    let shrunk = last_round_shrunk(input, entries, target / 2);
+    let mut why = String::new();
+    for (cut, tail) in [shrunk, (entries.len(), Vec::new())] {
+        let users = select_user_messages(&entries[..cut], user_budget, tokenizer);
+        let rebuilt = rebuild(&users, text.clone(), &tail, prompts, tokenizer);
+        match verify(tokens_before, &rebuilt, ledger) {
+            Ok(()) => {
+                metrics.strategy = Strategy::OldestDrop.name().into();
+                return Ok(planned(input, rebuilt, metrics));
+            }
+            Err(reason) => why = reason,
+        }
+    }
+    Err(format!(
+        "compaction could not make the history smaller: {why}"
+    ))
 }
 
 /// `summary`'s text, its style and cost noted in `metrics`.

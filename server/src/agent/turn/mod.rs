@@ -96,6 +96,25 @@ pub(in crate::agent) struct Turn {
     /// What this turn may use beyond the session's defaults: a custom command's tools and
     /// model, or a subagent's.
     pub(in crate::agent) scope: Scope,
+    /// What the window has left for each output of the calls being run (`run_calls`).
+    pub(in crate::agent) output_budget: Option<crate::tools::registry::OutputBudget>,
+    /// The last call made (name and arguments) and how many times in a row.
+    pub(in crate::agent) repeats: Option<(String, usize)>,
+    /// Whether this turn's last compaction made room (`Turn::measure_compaction`).
+    pub(in crate::agent) compaction_check: CompactionCheck,
+}
+
+/// What the request after a compaction of the turn showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(in crate::agent) enum CompactionCheck {
+    /// No compaction in this turn yet.
+    #[default]
+    None,
+    /// Compacted: the next request measures it.
+    Measure,
+    Helped,
+    /// The fill stayed near the threshold: no more compactions in this turn.
+    NoRoom,
 }
 
 /// A tool call the model asked for.
@@ -129,6 +148,9 @@ impl Turn {
             stop_hook_active: false,
             halt: None,
             scope,
+            output_budget: None,
+            repeats: None,
+            compaction_check: CompactionCheck::None,
         }
     }
 
@@ -159,9 +181,11 @@ impl Turn {
         let prompts = self.host().prompts();
         let entry = {
             let live = self.handle.live.lock().await;
-            live.session
-                .history
-                .entry_for(item, config.tool_output_limit, &prompts)
+            let policy = match self.output_budget {
+                Some(budget) => config.tool_output_limit.at_most_tokens(budget.tokens),
+                None => config.tool_output_limit,
+            };
+            live.session.history.entry_for(item, policy, &prompts)
         };
         self.record(Event::Item {
             turn_id: self.turn_id.clone(),

@@ -5,6 +5,7 @@
 
 use crate::agent::compact;
 use crate::agent::turn::Call;
+use crate::agent::turn::CompactionCheck;
 use crate::agent::turn::Flow;
 use crate::agent::turn::ModelReply;
 use crate::agent::turn::Opened;
@@ -58,6 +59,7 @@ impl Turn {
         let estimated = request.total_tokens;
         let used = calibration.apply(estimated);
         self.last_estimate = Some(used);
+        self.measure_compaction(used, window);
         if self
             .compact_first(opened, used, window, compacted_for_this_call)
             .await
@@ -101,8 +103,15 @@ impl Turn {
             let live = self.handle.live.lock().await;
             self.agent.triggers(&live.session, used)
         };
+        if compact && !*compacted_for_this_call && self.compaction_check == CompactionCheck::NoRoom
+        {
+            // It cannot make room here: the request goes out as it is while it fits the
+            // window (outputs are cut to what is left), or the turn ends (`step`).
+            return false;
+        }
         if compact && !*compacted_for_this_call {
             *compacted_for_this_call = true;
+            self.compaction_check = CompactionCheck::Measure;
             let outcome = self
                 .agent
                 .compact_now(
@@ -127,6 +136,26 @@ impl Turn {
                 .prepare_in_background(&self.handle, &opened.static_context);
         }
         false
+    }
+
+    /// The request right after a compaction of this turn tells whether it made room: one
+    /// still within 10 points of the threshold did not, and the turn compacts no more (told
+    /// once), instead of compacting at every step for nothing.
+    fn measure_compaction(&mut self, used: usize, window: compact::Window) {
+        if self.compaction_check != CompactionCheck::Measure {
+            return;
+        }
+        let threshold = self.host().config().compaction.threshold;
+        let fill = used as f64 / (window.usable as f64).max(1.0);
+        if fill >= threshold - 0.10 {
+            self.compaction_check = CompactionCheck::NoRoom;
+            self.warn(format!(
+                "compacting did not make room: the request is still {:.0}% of the usable window; this turn will not compact again",
+                fill * 100.0
+            ));
+        } else {
+            self.compaction_check = CompactionCheck::Helped;
+        }
     }
 
     /// What a model call brought back, recorded: its text, then its error or its usage, then

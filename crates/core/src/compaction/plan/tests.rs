@@ -338,6 +338,63 @@ fn when_even_the_last_round_is_too_large_only_the_users_messages_remain() {
     );
 }
 
+/// The running turn's question and its one read, larger than the window: the read stays,
+/// cut head and tail, with or without a summary (the step after it needs it).
+fn question_and_huge_read() -> Vec<Entry> {
+    use super::super::tests::{call, output};
+    let lines: String = (1..=700)
+        .map(|i| format!("let value_{i} = stage({i});\n"))
+        .collect();
+    vec![
+        user("what does src/big.rs compute?"),
+        call("r1", "src/big.rs"),
+        output("r1", &lines),
+    ]
+}
+
+#[test]
+fn the_running_turns_latest_read_is_kept_cut_when_a_summary_fails() {
+    let entries = question_and_huge_read();
+    check(
+        input(&entries, 700),
+        SummarySource::Fresh(Err("the summary call failed: HTTP 500".into())),
+        expect![[r#"
+            oldest_drop (threshold): 6378 → 467 tokens, 3 → 4 items; 0 outputs trimmed, 1 tool rounds kept
+            fallback: the summary call failed: HTTP 500
+            user        11  what does src/big.rs compute?
+            summary    109  No model summary is available for this part of the conversation (the summary call failed: HTTP 500). 1 older items were removed (oldest drop); what matters from them is in the ledger below, which is exact.
+                  │
+                  │ <ledger>
+                  │ ## Files modified
+                  │ - src/m2.rs
+                  │ </ledger>
+            call        13  r1 {"path":"src/big.rs"}
+            output     334  r1 Total output lines: 700⏎⏎let value_1 = stage(1);⏎let value_2…
+        "#]],
+    );
+}
+
+#[test]
+fn the_running_turns_latest_read_is_kept_cut_beside_a_fresh_summary() {
+    let entries = question_and_huge_read();
+    check(
+        input(&entries, 700),
+        SummarySource::Fresh(Ok(summary("[Asked] what big.rs computes; read it."))),
+        expect![[r#"
+            summary (threshold): 6378 → 432 tokens, 3 → 4 items; 0 outputs trimmed, 1 tool rounds kept; handoff summary of 1200 + 80 tokens
+            user        11  what does src/big.rs compute?
+            summary     74  [Asked] what big.rs computes; read it.
+                  │
+                  │ <ledger>
+                  │ ## Files modified
+                  │ - src/m2.rs
+                  │ </ledger>
+            call        13  r1 {"path":"src/big.rs"}
+            output     334  r1 Total output lines: 700⏎⏎let value_1 = stage(1);⏎let value_2…
+        "#]],
+    );
+}
+
 #[test]
 fn a_history_nothing_makes_smaller_is_an_error() {
     let entries = vec![user("hi")];

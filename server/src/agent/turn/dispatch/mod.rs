@@ -10,7 +10,13 @@ mod asking;
 pub(in crate::agent) mod mcp;
 pub(in crate::agent) mod subagents;
 
-use crate::tools::registry::{AnyTool, Effect, Prepared, Registry, ToolContext};
+use crate::tools::registry::{AnyTool, Effect, OutputBudget, Prepared, Registry, ToolContext};
+
+/// The same call this many times in a row: the model is reminded that its result will not
+/// change.
+const REPEAT_REMINDER: usize = 3;
+/// This many times in a row: the call is not run and the turn ends.
+const REPEAT_LIMIT: usize = 5;
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
 
@@ -30,6 +36,7 @@ impl Turn {
     /// Records the model's calls, then runs them in order; the calls a cancel leaves get
     /// an "aborted" output, so the history never holds a call without its output.
     pub(in crate::agent::turn) async fn run_calls(&mut self, calls: &[Call]) -> Option<Stop> {
+        self.output_budget = Some(self.room_for_outputs(calls.len()).await);
         for call in calls {
             if let Err(message) = self
                 .record_item(Item::ToolCall {
@@ -66,6 +73,11 @@ impl Turn {
                 .take_while(|c| c.name == agentls_core::subagents::TASK_TOOL)
                 .count();
             let batch = &calls[index..index + tasks.max(1)];
+            if tasks == 0 {
+                if let Some(stop) = self.refuse_repeated(&calls[index..]).await {
+                    return Some(stop);
+                }
+            }
             let results = if tasks > 0 {
                 self.run_tasks(batch).await
             } else {
@@ -80,6 +92,83 @@ impl Turn {
             index += batch.len();
         }
         None
+    }
+
+    /// What the window has left for each of `calls` outputs: the room below the fill at which
+    /// a summary starts being prepared (`compaction.prepareAt`: on a local model that request
+    /// would queue before the turn's own; the usable window when automatic compaction is off)
+    /// after the last request
+    /// and an allowance for the model's reply, shared between the calls; never less than an
+    /// eighth of the window (a read must bring something; a compaction keeps the latest
+    /// outputs, cut), never more than `toolOutputLimit` allows.
+    async fn room_for_outputs(&self, calls: usize) -> OutputBudget {
+        let config = self.host().config();
+        let (window, tokenizer) = {
+            let live = self.handle.live.lock().await;
+            (
+                self.agent.window_of(&live.session),
+                live.session.history.tokenizer(),
+            )
+        };
+        let ceiling = if config.compaction.auto {
+            (config.compaction.prepare_at * window.usable as f64) as usize
+        } else {
+            window.usable
+        };
+        let used = self.last_estimate.unwrap_or(0) + window.usable / 20;
+        let room = window.estimated(ceiling.saturating_sub(used)) / calls.max(1);
+        let floor = window.estimated(window.usable) / 8;
+        let tokens = match config.tool_output_limit {
+            TruncationPolicy::Tokens(limit) => room.max(floor).min(limit),
+            TruncationPolicy::Bytes(_) => room.max(floor),
+        };
+        OutputBudget { tokens, tokenizer }
+    }
+
+    /// The repeated-call guard, before `calls[0]` runs: the same call (name and arguments)
+    /// made `REPEAT_REMINDER` times in a row gets the model a reminder; at `REPEAT_LIMIT` it
+    /// is not run (nor the calls after it) and the turn ends with `repeatedToolCall`.
+    async fn refuse_repeated(&mut self, calls: &[Call]) -> Option<Stop> {
+        let call = &calls[0];
+        let signature = format!(
+            "{}\u{0}{}",
+            call.name,
+            serde_json::from_str::<Value>(&call.arguments)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|_| call.arguments.clone())
+        );
+        let count = match &self.repeats {
+            Some((last, count)) if *last == signature => count + 1,
+            _ => 1,
+        };
+        self.repeats = Some((signature, count));
+        if count == REPEAT_REMINDER {
+            let texts = self.host().prompts().reminders.clone();
+            self.agent.hooks.queue(
+                &self.handle.id,
+                agentls_core::reminders::repeated_call(
+                    &self.turn_id,
+                    &call.name,
+                    count,
+                    REPEAT_LIMIT,
+                    &texts,
+                ),
+            );
+        }
+        if count < REPEAT_LIMIT {
+            return None;
+        }
+        let message = format!(
+            "the model called {} {count} times in a row with the same arguments: the turn was stopped",
+            call.name
+        );
+        for skipped in calls {
+            let _ = self
+                .finish_call(skipped, format!("not run: {message}"), false)
+                .await;
+        }
+        self.fail(message, false, Some("repeatedToolCall")).await;
+        Some(Stop::Error)
     }
 
     /// Records a call's output and tells the client it finished. Known secret values are
@@ -362,6 +451,7 @@ impl Turn {
                 );
             }),
             subagents: self.subagent_runner(call),
+            output_budget: self.output_budget,
         }
     }
 
