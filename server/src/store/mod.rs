@@ -14,4 +14,5 @@ pub mod secrets;
 pub mod session_log;
 pub mod settings;
 pub mod skills;
+pub mod untrusted_file;
 pub mod user_config;
