@@ -202,6 +202,33 @@ async fn a_skill_linked_to_stdin_a_fifo_or_dev_zero_is_skipped_and_the_server_an
     every_target(KINDS[5]).await;
 }
 
+/// `read_file` on a FIFO inside the workspace (the path boundary lets it through: it is
+/// inside) or on a link to `/dev/stdin`: the call fails with the reason and the turn ends.
+#[tokio::test]
+async fn read_file_on_a_fifo_or_stdin_fails_the_call_and_the_turn_ends() {
+    for (name, why) in [("pipe.txt", "FIFO"), ("stdin.txt", "outside the workspace")] {
+        let case = format!("read_file {name}");
+        let ws = workspace();
+        match name {
+            "pipe.txt" => mkfifo(&ws.root.join(name)),
+            _ => symlink("/dev/stdin", ws.root.join(name)).unwrap(),
+        }
+        let fake = FakeProvider::start().await;
+        let arguments = json!({"path": name}).to_string();
+        fake.push_call_then_text("call_r", "read_file", &arguments, "Done.");
+        let server = server(&ws, provider_options(&fake, &ws, json!({})), None).await;
+        let session = common::agent::new_session(&server).await;
+        let (updates, _) = within(&case, "a turn", run_turn(&server, &session, "read it"))
+            .await
+            .unwrap();
+        assert_eq!(stop_reason(&updates), "endTurn", "{case}: {updates:?}");
+        let failed = common::agent::tool_updates(&updates, "failed");
+        let output = failed.first().map(|u| u.to_string()).unwrap_or_default();
+        assert!(output.contains(why), "{case}: {updates:?}");
+        server.stop().await;
+    }
+}
+
 // ---- files out of the workspace ----
 
 const KEY_MATERIAL: &str = "FAKEKEYb3BlbnNzaC1rZXktdjEAAAAA";
