@@ -204,6 +204,23 @@ mod tests {
     }
 
     #[test]
+    fn a_commands_folder_linked_out_of_the_workspace_is_not_read() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("x.md"), "not ours").unwrap();
+        std::fs::create_dir_all(root.path().join(".agents")).unwrap();
+        for kind in ["commands", "agents"] {
+            let link = root.path().join(".agents").join(kind);
+            std::os::unix::fs::symlink(elsewhere.path(), link).unwrap();
+        }
+        assert!(load_commands_from(&[root.path().to_path_buf()], None).is_empty());
+        let roots = [root.path().to_path_buf()];
+        let (agents, problems) = load_subagents_from(&roots, None, "Explore.", &[]);
+        assert_eq!(agents.len(), 1, "only the built-in");
+        assert!(problems[0].contains("x.md: it leads to "), "{problems:?}");
+    }
+
+    #[test]
     fn subagents_with_problems_and_the_builtin() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join(".agents/agents");
