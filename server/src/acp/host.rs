@@ -201,8 +201,8 @@ impl Host for AcpHost {
             let current = if self.fs.read {
                 self.client_read(&path).await?
             } else {
-                std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                // Through the one reader: a FIFO or device in the workspace must not block.
+                crate::store::files::read_text(&path).map_err(|refused| refused.0)?
             };
             if &current != original {
                 return Err(format!(

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::Agent;
 use crate::mcp::manager::Launch;
+use crate::store::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use agentls_core::mcp::config::{overlay, parse, ServerConfig, ServerSource};
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
@@ -27,8 +28,14 @@ impl Agent {
         let Some(root) = self.host.roots().first().cloned() else {
             return Vec::new();
         };
-        let Ok(text) = std::fs::read_to_string(root.join(WORKSPACE_FILE)) else {
-            return Vec::new();
+        let path = root.join(WORKSPACE_FILE);
+        let text = match read_config_file(&path, Some(&root), MAX_CONFIG_FILE_BYTES) {
+            ConfigRead::Text(text) => text,
+            ConfigRead::Missing => return Vec::new(),
+            ConfigRead::Refused(why) => {
+                tracing::warn!("skipping {}: {why}", path.display());
+                return Vec::new();
+            }
         };
         let value = match serde_json::from_str::<Value>(&text) {
             Ok(value) => value,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use super::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use agentls_core::agents_md::{FileContent, InstructionFiles};
 
 /// Files on disk. With `cache` on (the client watches AGENTS.md files for us and tells us
@@ -30,19 +31,28 @@ impl DiskFiles {
         }
     }
 
+    /// An AGENTS.md is read only when it is a regular file inside its allowed root: the git
+    /// root above it (where its chain starts, `agents_md::search_dirs`), else its own
+    /// directory (a chain without a git root is that directory alone). A link that stays
+    /// inside (`AGENTS.md -> docs/AGENTS.md`) works; one out of it, or to /proc, /dev or
+    /// /sys, a FIFO or a device, is skipped with a warning in the chain.
     fn read_disk(path: &Path) -> FileContent {
-        match std::fs::read(path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => FileContent::Text {
-                    text,
-                    from_buffer: false,
-                },
-                Err(_) => FileContent::Unreadable("not valid UTF-8".into()),
+        let Some(dir) = path.parent() else {
+            return FileContent::Missing;
+        };
+        let root = dir
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(dir);
+        match read_config_file(path, Some(root), MAX_CONFIG_FILE_BYTES) {
+            ConfigRead::Text(text) => FileContent::Text {
+                text,
+                from_buffer: false,
             },
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => FileContent::Missing,
-            // A directory named AGENTS.md, or a dangling symlink: nothing to read.
-            Err(_) if !path.is_file() => FileContent::Missing,
-            Err(err) => FileContent::Unreadable(err.to_string()),
+            ConfigRead::Missing => FileContent::Missing,
+            // A directory named AGENTS.md: nothing to read.
+            ConfigRead::Refused(_) if path.is_dir() => FileContent::Missing,
+            ConfigRead::Refused(why) => FileContent::Unreadable(why),
         }
     }
 }

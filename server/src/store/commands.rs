@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use agentls_core::commands::{self, Command, Source};
 use agentls_core::subagents::{self, Subagent};
 
@@ -15,9 +16,13 @@ pub fn user_dir(kind: &str) -> Option<PathBuf> {
 }
 
 /// Every `*.md` under `dir` (recursively, sorted), as (path relative to `dir` with `/`,
-/// text). Unreadable files are skipped with a log line.
-fn markdown_files(dir: &Path) -> Vec<(String, String)> {
+/// text). Only regular files inside `root` (the workspace root, or the user's configuration
+/// directory) are read: a committed link to /dev/stdin, a FIFO or a file out of the tree,
+/// or `dir` itself linked elsewhere (`.agents/commands -> /etc`), is skipped with a log line
+/// and returned as a problem.
+fn markdown_files(dir: &Path, root: &Path) -> (Vec<(String, String)>, Vec<String>) {
     let mut found = Vec::new();
+    let mut problems = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
@@ -40,19 +45,30 @@ fn markdown_files(dir: &Path) -> Vec<(String, String)> {
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/");
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => found.push((relative, text)),
-                    Err(err) => tracing::warn!("skipping {}: {err}", path.display()),
+                match read_config_file(&path, Some(root), MAX_CONFIG_FILE_BYTES) {
+                    ConfigRead::Text(text) => found.push((relative, text)),
+                    ConfigRead::Missing => {}
+                    ConfigRead::Refused(why) => {
+                        let problem = format!("skipping {}: {why}", path.display());
+                        tracing::warn!("{problem}");
+                        problems.push(problem);
+                    }
                 }
             }
         }
     }
     found.sort();
-    found
+    (found, problems)
 }
 
-fn commands_in(dir: &Path, source: Source) -> Vec<Command> {
-    markdown_files(dir)
+/// The folder a user file must stay in: the user's configuration directory above `dir`.
+fn user_root(dir: &Path) -> &Path {
+    dir.parent().unwrap_or(dir)
+}
+
+fn commands_in(dir: &Path, root: &Path, source: Source) -> Vec<Command> {
+    markdown_files(dir, root)
+        .0
         .into_iter()
         .filter_map(|(relative, text)| match commands::name_from_path(&relative) {
             Some(name) => Some(commands::parse(&name, source, &text)),
@@ -76,24 +92,29 @@ pub fn load_commands(roots: &[PathBuf]) -> Vec<Command> {
 pub fn load_commands_from(roots: &[PathBuf], user: Option<&Path>) -> Vec<Command> {
     let mut workspace: Vec<Command> = Vec::new();
     for root in roots {
-        for command in commands_in(&root.join(".agents").join("commands"), Source::Workspace) {
+        let dir = root.join(".agents").join("commands");
+        for command in commands_in(&dir, root, Source::Workspace) {
             if !workspace.iter().any(|c| c.name == command.name) {
                 workspace.push(command);
             }
         }
     }
-    let user = user.map_or_else(Vec::new, |dir| commands_in(dir, Source::User));
+    let user = user.map_or_else(Vec::new, |dir| {
+        commands_in(dir, user_root(dir), Source::User)
+    });
     commands::merge(workspace, user)
 }
 
 fn subagents_in(
-    dir: &Path,
+    (dir, root): (&Path, &Path),
     source: Source,
     known_tools: &[&str],
     problems: &mut Vec<String>,
 ) -> Vec<Subagent> {
     let mut found = Vec::new();
-    for (relative, text) in markdown_files(dir) {
+    let (files, mut refused) = markdown_files(dir, root);
+    problems.append(&mut refused);
+    for (relative, text) in files {
         if relative.contains('/') {
             continue;
         }
@@ -134,14 +155,19 @@ pub fn load_subagents_from(
     let mut workspace = Vec::new();
     for root in roots {
         workspace.extend(subagents_in(
-            &root.join(".agents").join("agents"),
+            (&root.join(".agents").join("agents"), root),
             Source::Workspace,
             known_tools,
             &mut problems,
         ));
     }
     let user = user.map_or_else(Vec::new, |dir| {
-        subagents_in(dir, Source::User, known_tools, &mut problems)
+        subagents_in(
+            (dir, user_root(dir)),
+            Source::User,
+            known_tools,
+            &mut problems,
+        )
     });
     let (merged, mut taken) =
         subagents::merge(vec![subagents::explore(explore_prompt)], workspace, user);
@@ -177,6 +203,23 @@ mod tests {
                 ("review", Source::Workspace, "ws"),
             ]
         );
+    }
+
+    #[test]
+    fn a_commands_folder_linked_out_of_the_workspace_is_not_read() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("x.md"), "not ours").unwrap();
+        std::fs::create_dir_all(root.path().join(".agents")).unwrap();
+        for kind in ["commands", "agents"] {
+            let link = root.path().join(".agents").join(kind);
+            std::os::unix::fs::symlink(elsewhere.path(), link).unwrap();
+        }
+        assert!(load_commands_from(&[root.path().to_path_buf()], None).is_empty());
+        let roots = [root.path().to_path_buf()];
+        let (agents, problems) = load_subagents_from(&roots, None, "Explore.", &[]);
+        assert_eq!(agents.len(), 1, "only the built-in");
+        assert!(problems[0].contains("x.md: it leads to "), "{problems:?}");
     }
 
     #[test]

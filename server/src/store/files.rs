@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use super::untrusted_file;
+
 use agentls_core::document::{Document, DocumentSnapshot, DISK_VERSION};
 use agentls_core::language::Language;
 
@@ -23,22 +25,34 @@ impl std::fmt::Display for FileRefused {
     }
 }
 
-/// The file's text, or why it is refused: missing, a directory, too large, binary.
+/// The file's text, or why it is refused: missing, a directory, not a regular file (a FIFO,
+/// a device: a read could block or never end), too large, binary. Checked on the opened
+/// descriptor (`untrusted_file::open_checked`); the path boundary is the tools' business.
 pub fn read_text(path: &Path) -> Result<String, FileRefused> {
     let shown = path.display();
-    let metadata = std::fs::metadata(path)
-        .map_err(|err| FileRefused(format!("cannot read {shown}: {err}")))?;
-    if metadata.is_dir() {
-        return Err(FileRefused(format!("{shown} is a directory, not a file")));
-    }
-    if metadata.len() > MAX_TEXT_FILE_BYTES {
+    let file = match untrusted_file::open_checked(path, None) {
+        Ok(Some(file)) => file,
+        Ok(None) => {
+            return Err(FileRefused(format!(
+                "cannot read {shown}: it does not exist"
+            )))
+        }
+        Err(_) if path.is_dir() => {
+            return Err(FileRefused(format!("{shown} is a directory, not a file")))
+        }
+        Err(reason) => return Err(FileRefused(format!("cannot read {shown}: {reason}"))),
+    };
+    let length = file
+        .metadata()
+        .map_err(|err| FileRefused(format!("cannot read {shown}: {err}")))?
+        .len();
+    if length > MAX_TEXT_FILE_BYTES {
         return Err(FileRefused(format!(
-            "{shown} is too large ({} bytes; the limit is {MAX_TEXT_FILE_BYTES})",
-            metadata.len()
+            "{shown} is too large ({length} bytes; the limit is {MAX_TEXT_FILE_BYTES})"
         )));
     }
-    let bytes =
-        std::fs::read(path).map_err(|err| FileRefused(format!("cannot read {shown}: {err}")))?;
+    let bytes = untrusted_file::read_capped(file, MAX_TEXT_FILE_BYTES)
+        .map_err(|reason| FileRefused(format!("cannot read {shown}: {reason}")))?;
     if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
         return Err(FileRefused(format!(
             "{shown} is a binary file; only text files can be read"

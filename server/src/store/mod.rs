@@ -2,7 +2,8 @@
 //! logs, reading workspace files, the workspace's file index, prompt overrides, AGENTS.md
 //! files, skills, the environment block's facts (shell, date), and the secrets of the process
 //! environment (`secrets`), the user settings file (`settings`), and where the user's own
-//! configuration lives (`user_config`).
+//! configuration lives (`user_config`), and the one way a configuration or instruction file
+//! is opened (`untrusted_file`: a regular file inside its root, capped).
 
 pub mod agents_md;
 pub mod commands;
@@ -14,4 +15,5 @@ pub mod secrets;
 pub mod session_log;
 pub mod settings;
 pub mod skills;
+pub mod untrusted_file;
 pub mod user_config;

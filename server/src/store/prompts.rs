@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use agentls_core::prompts::Prompts;
 
 /// The built-in prompts with every file present in `dir` taking the place of its
@@ -12,23 +13,35 @@ use agentls_core::prompts::Prompts;
 pub fn load(dir: Option<&Path>, compact_file: Option<&Path>) -> (Prompts, Vec<String>) {
     let mut problems = Vec::new();
     let (prompts, mut more) = Prompts::from_sources(|name| {
-        let path = dir?.join(name);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Some(text),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-            Err(err) => {
-                problems.push(format!("cannot read prompt {}: {err}", path.display()));
+        let dir = dir?;
+        let path = dir.join(name);
+        // Only a regular file inside the override folder.
+        match read_config_file(&path, Some(dir), MAX_CONFIG_FILE_BYTES) {
+            ConfigRead::Text(text) => Some(text),
+            ConfigRead::Missing => None,
+            ConfigRead::Refused(why) => {
+                problems.push(format!("cannot read prompt {}: {why}", path.display()));
                 None
             }
         }
     });
     problems.append(&mut more);
-    let prompts = match compact_file.map(|path| (path, std::fs::read_to_string(path))) {
+    // The file the user named, wherever it is; still a regular file, never /proc, /dev, /sys.
+    let compact =
+        compact_file.map(|path| (path, read_config_file(path, None, MAX_CONFIG_FILE_BYTES)));
+    let prompts = match compact {
         None => prompts,
-        Some((_, Ok(text))) => prompts.with_compact_custom(&text),
-        Some((path, Err(err))) => {
+        Some((_, ConfigRead::Text(text))) => prompts.with_compact_custom(&text),
+        Some((path, ConfigRead::Missing)) => {
             problems.push(format!(
-                "cannot read compaction.promptFile {}: {err}; using the built-in compaction prompts",
+                "cannot read compaction.promptFile {}: it does not exist; using the built-in compaction prompts",
+                path.display()
+            ));
+            prompts
+        }
+        Some((path, ConfigRead::Refused(why))) => {
+            problems.push(format!(
+                "cannot read compaction.promptFile {}: {why}; using the built-in compaction prompts",
                 path.display()
             ));
             prompts

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
+
 /// Where the user settings file is, if there is a home to find it in.
 pub fn path() -> Option<PathBuf> {
     super::user_config::path("settings.json")
@@ -17,10 +19,12 @@ pub fn read() -> Result<Value, String> {
     let Some(path) = path() else {
         return Ok(Value::Null);
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+    // Only a regular file inside the user's configuration directory.
+    let root = path.parent().unwrap_or(&path);
+    let text = match read_config_file(&path, Some(root), MAX_CONFIG_FILE_BYTES) {
+        ConfigRead::Text(text) => text,
+        ConfigRead::Missing => return Ok(Value::Null),
+        ConfigRead::Refused(why) => return Err(format!("cannot read {}: {why}", path.display())),
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(value @ Value::Object(_)) => Ok(value),

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use agentls_core::paths;
 use agentls_core::skills::{parse, Skill};
 
@@ -20,11 +21,15 @@ pub fn discover(roots: &[impl AsRef<Path>]) -> Vec<Skill> {
         };
         for dir in dirs.flatten() {
             let file = dir.path().join("SKILL.md");
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                if file.exists() {
-                    tracing::warn!("skipping unreadable skill {}", file.display());
+            // Only a regular file inside the root: a committed link to /dev/stdin, a FIFO
+            // or a file out of the tree must not wedge or leak into the prompt.
+            let text = match read_config_file(&file, Some(root), MAX_CONFIG_FILE_BYTES) {
+                ConfigRead::Text(text) => text,
+                ConfigRead::Missing => continue,
+                ConfigRead::Refused(why) => {
+                    tracing::warn!("skipping the skill {}: {why}", file.display());
+                    continue;
                 }
-                continue;
             };
             let display = paths::display(&file, shown_against);
             skills.push(parse(&dir.file_name().to_string_lossy(), &display, &text));

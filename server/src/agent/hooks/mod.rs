@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::sessions::SessionHandle;
 use super::Agent;
 use crate::agent::sessions::live::Durability;
+use crate::store::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
 use crate::tools::registry::Registry;
 use agentls_core::event::Event;
 use agentls_core::hooks::{self, Finished, Hook, HookEvent, HookSource, Hooks, Verdict};
@@ -99,15 +100,16 @@ fn user_file() -> Option<PathBuf> {
     crate::store::user_config::path("hooks.json")
 }
 
-/// The hooks of a file, or the problem reading it; an absent file has none.
-fn read_file(path: &Path, source: HookSource) -> (Vec<Hook>, Vec<String>) {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
-        Err(err) => {
+/// The hooks of a file, or the problem reading it; an absent file has none. Only a regular
+/// file inside `root` (the workspace, or the user's config directory) is read.
+fn read_file(path: &Path, root: &Path, source: HookSource) -> (Vec<Hook>, Vec<String>) {
+    let text = match read_config_file(path, Some(root), MAX_CONFIG_FILE_BYTES) {
+        ConfigRead::Text(text) => text,
+        ConfigRead::Missing => return (Vec::new(), Vec::new()),
+        ConfigRead::Refused(why) => {
             return (
                 Vec::new(),
-                vec![format!("cannot read {}: {err}", path.display())],
+                vec![format!("skipping {}: {why}", path.display())],
             )
         }
     };
@@ -156,12 +158,14 @@ impl Agent {
         };
         let mut problems = Vec::new();
         if let Some(path) = user_file() {
-            let (hooks, more) = read_file(&path, HookSource::User);
+            let root = path.parent().unwrap_or(&path);
+            let (hooks, more) = read_file(&path, root, HookSource::User);
             all.extend(hooks);
             problems.extend(more);
         }
         if let Some(root) = self.host.roots().first() {
-            let (hooks, more) = read_file(&root.join(".agents/hooks.json"), HookSource::Workspace);
+            let path = root.join(".agents/hooks.json");
+            let (hooks, more) = read_file(&path, root, HookSource::Workspace);
             all.extend(hooks);
             problems.extend(more);
         }
