@@ -34,7 +34,8 @@ impl Turn {
                     "name": "mcpServer",
                     "title": format!("Workspace MCP server {}: {}", config.name, config.describe()),
                     "kind": "execute",
-                    "input": {"server": config.name, "command": config.describe(), "file": WORKSPACE_FILE},
+                    // The whole entry: what runs, with what, and what it may skip asking.
+                    "input": config.approval_input(WORKSPACE_FILE),
                 });
                 let handle = self.handle.clone();
                 self.agent
