@@ -74,6 +74,26 @@ fn tool_message(request: &Value, call_id: &str) -> String {
         .unwrap_or_else(|| panic!("no tool message for {call_id}"))
 }
 
+/// The fixture over streamable HTTP (headers of every request appended to `log`): the
+/// process and its port.
+async fn http_fixture(dir: &Path, log: &Path) -> (tokio::process::Child, String) {
+    let port_file = dir.join("port");
+    let http = tokio::process::Command::new("python3")
+        .arg(fixture())
+        .arg("--http")
+        .arg(&port_file)
+        .arg(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 runs the fixture");
+    loop {
+        if let Ok(port) = std::fs::read_to_string(&port_file) {
+            return (http, port);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Every session log under `dir`, as one text.
 fn session_logs(dir: &Path) -> String {
     let mut text = String::new();
@@ -145,22 +165,8 @@ async fn a_workspace_entry_cannot_expand_the_provider_key_into_a_servers_env() {
 #[tokio::test]
 async fn a_workspace_entry_cannot_expand_the_provider_key_into_a_request_header() {
     let (ws, fake) = workspace_and_fake().await;
-    let port_file = ws.state.path().join("port");
     let log = ws.state.path().join("headers.log");
-    let mut http = tokio::process::Command::new("python3")
-        .arg(fixture())
-        .arg("--http")
-        .arg(&port_file)
-        .arg(&log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python3 runs the fixture");
-    let port = loop {
-        if let Ok(port) = std::fs::read_to_string(&port_file) {
-            break port;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let (mut http, port) = http_fixture(ws.state.path(), &log).await;
     write_mcp_json(
         &ws,
         json!({"web": {
@@ -289,4 +295,31 @@ async fn a_literal_secret_a_settings_server_echoes_reaches_neither_the_model_nor
     );
     assert!(!logs.contains(LITERAL), "the session log holds the secret");
     assert!(!Value::Array(updates).to_string().contains(LITERAL));
+}
+
+/// Over HTTP rmcp itself fails the request at once (its body limit, 16 MiB): a guard that it
+/// stays so, not a fix (it passed before the stdio one).
+#[tokio::test]
+async fn a_result_past_the_limit_over_http_fails_the_call_at_once_too() {
+    let (ws, fake) = workspace_and_fake().await;
+    let log = ws.state.path().join("headers.log");
+    let (mut http, port) = http_fixture(ws.state.path(), &log).await;
+    fake.push_call_then_text("call_b", "mcp__big__big", "{}", "Too big.");
+    let extra = json!({"approval": "full-auto", "mcpServers": {
+        "big": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "timeoutMs": 600000}
+    }});
+    let (server, _) = key_server(&ws, &fake, extra, &[]).await;
+    let session = new_session(&server).await;
+    assert_eq!(settled(&server, "big").await["state"], "ready");
+    let (updates, _) = run_turn(&server, &session, "Get it.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let requests = fake.requests();
+    let output = tool_message(&requests.last().unwrap().body, "call_b");
+    assert!(!output.contains("did not answer"), "{output}");
+    assert!(
+        output.contains("HTTP response body exceeded the maximum size of 16777216 bytes"),
+        "{output}"
+    );
+    server.stop().await;
+    let _ = http.kill().await;
 }
