@@ -175,7 +175,8 @@ async fn connect_stdio(
         return Err("the server's stdio could not be opened".into());
     };
     let (reader, writer) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(bounded_lines(stdout, writer, config.name.clone()));
+    let name = config.name.clone();
+    tokio::spawn(bounded_lines(stdout, writer, name, MAX_MESSAGE_BYTES));
     let transport =
         rmcp::transport::async_rw::AsyncRwTransport::<RoleClient, _, _>::new_client(reader, stdin);
     let stderr = Arc::new(Mutex::new(String::new()));
@@ -238,13 +239,15 @@ impl Oversized {
     }
 }
 
-/// Copies the server's stdout to `out` line by line; a line past `MAX_MESSAGE_BYTES` is
-/// not copied (rmcp would drop it, and its request would wait out `timeoutMs`) but answered
-/// in its place by an error to the same request id (`frame::oversized_reply`).
+/// Copies the server's stdout to `out` line by line; a line past `limit` bytes
+/// (`MAX_MESSAGE_BYTES`) is not copied (rmcp would drop it, and its request would wait out
+/// `timeoutMs`) but answered in its place by an error to the same request id
+/// (`frame::oversized_reply`).
 async fn bounded_lines(
     stdout: impl AsyncRead + Unpin,
-    mut out: tokio::io::DuplexStream,
+    mut out: impl tokio::io::AsyncWrite + Unpin,
     server: String,
+    limit: usize,
 ) {
     let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
@@ -261,7 +264,7 @@ async fn bounded_lines(
                     Some(over) => over.push(chunk),
                     None => {
                         line.extend_from_slice(chunk);
-                        if line.len() > MAX_MESSAGE_BYTES {
+                        if line.len() > limit {
                             over = Some(Oversized::new(&line));
                             line = Vec::new();
                         }
@@ -276,15 +279,13 @@ async fn bounded_lines(
         }
         let written = match over.take() {
             None => out.write_all(&line).await,
-            Some(over) => {
-                match oversized_reply(&over.head, &over.tail, over.len, MAX_MESSAGE_BYTES) {
-                    Some(reply) => out.write_all(format!("{reply}\n").as_bytes()).await,
-                    None => {
-                        tracing::warn!(server = %server, bytes = over.len, "MCP message past the limit without a request id dropped");
-                        Ok(())
-                    }
+            Some(over) => match oversized_reply(&over.head, &over.tail, over.len, limit) {
+                Some(reply) => out.write_all(format!("{reply}\n").as_bytes()).await,
+                None => {
+                    tracing::warn!(server = %server, bytes = over.len, "MCP message past the limit without a request id dropped");
+                    Ok(())
                 }
-            }
+            },
         };
         line.clear();
         line.shrink_to(64 * 1024);
@@ -371,5 +372,39 @@ pub async fn exited(pid: Option<u32>) {
     };
     while !crate::process_groups::gone(pid) {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounded_lines;
+
+    #[tokio::test]
+    async fn a_line_past_the_limit_becomes_an_error_to_its_request_and_the_others_pass() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":\"{}\"}}\n",
+            "x".repeat(300_000)
+        );
+        let stdout = format!(
+            "{{\"id\":1}}\n{big}{{\"method\":\"{}\"}}\n{{\"id\":5}}\n",
+            "y".repeat(300_000)
+        );
+        let mut out = Vec::new();
+        bounded_lines(stdout.as_bytes(), &mut out, "s".into(), 100_000).await;
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            3,
+            "the notification past the limit is dropped: {lines:?}"
+        );
+        assert_eq!(lines[0]["id"], 1);
+        assert_eq!(lines[1]["id"], 4);
+        let message = lines[1]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("past agentls's limit"), "{message}");
+        assert_eq!(lines[2]["id"], 5);
     }
 }
