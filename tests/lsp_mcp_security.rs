@@ -154,7 +154,7 @@ async fn a_workspace_entry_cannot_expand_the_provider_key_into_a_servers_env() {
     );
     assert_eq!(input["trust"], "readOnly", "{input}");
     assert_eq!(input["tools"]["deny"], json!(["big"]), "{input}");
-    let details = input["details"].as_str().unwrap();
+    let details = asked[0]["details"].as_str().unwrap();
     assert!(
         details.contains("STOLEN=${OPENAI_API_KEY}") && details.contains("trust: readOnly"),
         "{details}"

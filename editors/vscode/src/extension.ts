@@ -591,8 +591,8 @@ class Agent implements vscode.Disposable {
       const names = request.options.map((o) => o.name);
       // `details` (a workspace MCP server's whole entry) wins over the bare command line.
       const detail =
-        typeof call.input?.details === 'string'
-          ? call.input.details
+        typeof call.details === 'string'
+          ? call.details
           : call.kind === 'execute' && typeof call.input?.command === 'string'
             ? call.input.command
             : undefined;

@@ -234,7 +234,7 @@ impl Host for CliHost {
             self.stderr_line(diff);
         }
         // A workspace MCP server's whole entry: its command alone would hide the rest.
-        if let Some(details) = request.tool_call["input"]["details"].as_str() {
+        if let Some(details) = request.tool_call["details"].as_str() {
             self.stderr_line(details);
         }
         self.stderr_line(&format!(

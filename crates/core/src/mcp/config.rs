@@ -233,9 +233,9 @@ impl ServerConfig {
 
     /// The `input` of the approval a workspace entry asks for: the whole entry (command,
     /// args, cwd, env names with their values as written, secrets' masked; url and header
-    /// names; trust; tools), and `details`, the same as lines for an editor to show.
+    /// names; trust; tools), and the same as lines for an editor to show (`details`).
     /// `${VAR}` stays unexpanded, so no value of the environment is shown.
-    pub fn approval_input(&self, file: &str) -> Value {
+    pub fn approval_input(&self, file: &str) -> (Value, String) {
         let mut lines = Vec::new();
         let mut input = json!({"server": self.name, "command": self.describe(), "file": file});
         match &self.transport {
@@ -276,8 +276,7 @@ impl ServerConfig {
         }
         input["trust"] = json!(self.trust.name());
         input["tools"] = json!({"allow": self.allow, "deny": self.deny});
-        input["details"] = json!(lines.join("\n"));
-        input
+        (input, lines.join("\n"))
     }
 
     /// One line for the user (approval prompt, logs): the command or URL, never env values
@@ -793,7 +792,7 @@ mod tests {
                     "h": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer sk-literal"}}}),
             ServerSource::Workspace,
         );
-        let input = servers[1].approval_input(".mcp.json");
+        let (input, details) = servers[1].approval_input(".mcp.json");
         assert_eq!(
             input["env"],
             json!({"API_TOKEN": "…${T}…", "B": "${OPENAI_API_KEY}", "TZ": "UTC"})
@@ -802,13 +801,17 @@ mod tests {
         assert_eq!(input["trust"], "readOnly");
         assert_eq!(input["tools"], json!({"allow": null, "deny": ["rm"]}));
         assert_eq!(
-            input["details"],
+            details,
             "command: srv -v\ncwd: sub\nenv: API_TOKEN=…${T}…\nenv: B=${OPENAI_API_KEY}\n\
              env: TZ=UTC\ntrust: readOnly\ntools.deny: rm"
         );
-        let input = servers[0].approval_input(".mcp.json");
+        let (input, details) = servers[0].approval_input(".mcp.json");
         assert_eq!(input["headers"], json!(["Authorization"]));
         assert!(!input.to_string().contains("sk-literal"), "{input}");
+        assert_eq!(
+            details,
+            "url: https://x/mcp\nheader: Authorization: …\ntrust: ask"
+        );
         assert_eq!(mask_literals("${A}${B}"), "${A}${B}");
         assert_eq!(mask_literals(""), "");
     }

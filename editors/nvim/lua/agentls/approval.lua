@@ -19,12 +19,12 @@ function M.details(call)
     end
     return lines
   end
-  local input = type(call.input) == "table" and call.input or {}
   -- A workspace MCP server's whole entry (args, env, headers, trust, tools), as the server
   -- wrote it: its command alone would hide what else the entry asks for.
-  if type(input.details) == "string" and input.details ~= "" then
-    return vim.split(input.details, "\n", { plain = true })
+  if type(call.details) == "string" and call.details ~= "" then
+    return vim.split(call.details, "\n", { plain = true })
   end
+  local input = type(call.input) == "table" and call.input or {}
   if type(input.command) == "string" and input.command ~= "" then
     local lines = {}
     for i, line in ipairs(vim.split(input.command, "\n", { plain = true })) do
