@@ -394,8 +394,9 @@ pub fn acp_permission_kind(kind: &str) -> &'static str {
 }
 
 /// `session/request_permission` params from the LSP mode's permission request: the tool
-/// call (`{toolCallId, title, kind, input, edit?, locations?}`) as a `ToolCallUpdate`, the
-/// options with ACP's kinds.
+/// call (`{toolCallId, title, kind, input, edit?, details?, locations?}`) as a
+/// `ToolCallUpdate` (the edit's diff, else the details, as its content), the options with
+/// ACP's kinds.
 pub fn permission_request(
     session_id: &str,
     tool_call: &Value,
@@ -411,6 +412,10 @@ pub fn permission_request(
     });
     if let Some(diff) = diff_content(&tool_call["edit"]) {
         call["content"] = json!([diff]);
+    } else if let Some(details) = tool_call["details"].as_str() {
+        // A workspace MCP server's whole entry, shown as text where clients show content.
+        call["content"] =
+            json!([{"type": "content", "content": {"type": "text", "text": details}}]);
     }
     if let Some(locations) = locations(&tool_call["locations"]) {
         call["locations"] = locations;
@@ -689,6 +694,16 @@ mod tests {
             None
         );
         assert_eq!(permission_choice(&json!({"outcome": "cancelled"})), None);
+        let server = permission_request(
+            "s1",
+            &json!({"toolCallId": "m", "title": "Workspace MCP server x: srv", "kind": "execute",
+                    "input": {"server": "x"}, "details": "command: srv\ntrust: ask"}),
+            &options,
+        );
+        assert_eq!(
+            server["toolCall"]["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "command: srv\ntrust: ask"}}])
+        );
     }
 
     #[test]

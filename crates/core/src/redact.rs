@@ -9,6 +9,15 @@ pub const REDACTED: &str = "[redacted]";
 /// Shorter values are not redacted: they would match ordinary text.
 pub const MIN_SECRET_LEN: usize = 8;
 
+/// Whether an environment variable of this name holds a secret: every name ending in
+/// `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD` (case insensitive), longer than the suffix.
+pub fn secret_name(name: &[u8]) -> bool {
+    let name = name.to_ascii_uppercase();
+    [&b"_KEY"[..], b"_TOKEN", b"_SECRET", b"_PASSWORD"]
+        .iter()
+        .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
+
 /// `text` with every occurrence of each of `secrets` (those of at least `MIN_SECRET_LEN`
 /// bytes) replaced by `REDACTED`, longest first, so a secret holding another is cut whole.
 pub fn redact<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {

@@ -49,6 +49,10 @@ test("approval details: the diff, the whole command, nothing for other tools", f
   h.assert_eq(approval.details({ name = "shell", input = { command = "make all &&\nmake test", cwd = "sub" } }), { "$ make all &&", "  make test", "  (in sub)" })
   h.assert_eq(approval.details({ name = "shell", input = { command = "ls", cwd = "." } }), { "$ ls" })
   h.assert_eq(approval.details({ name = "read_file", input = { path = "a" } }), {})
+  h.assert_eq(
+    approval.details({ name = "mcpServer", input = { command = "srv -v" }, details = "command: srv -v\nenv: A=${B}\ntrust: readOnly" }),
+    { "command: srv -v", "env: A=${B}", "trust: readOnly" }
+  )
   h.assert_eq(approval.inline_prompt({ title = "Edit a", diff = "-\tx\n+\ty\n" }, "s2"), "agentls: Edit a [session s2]?\n-    x\n+    y")
   assert(approval.is_stock_select(h.original_select), "Neovim's own select is recognised")
   assert(not approval.is_stock_select(function() end), "a plugin's select is not")

@@ -589,7 +589,13 @@ class Agent implements vscode.Disposable {
     });
     try {
       const names = request.options.map((o) => o.name);
-      const detail = call.kind === 'execute' && typeof call.input?.command === 'string' ? call.input.command : undefined;
+      // `details` (a workspace MCP server's whole entry) wins over the bare command line.
+      const detail =
+        typeof call.details === 'string'
+          ? call.details
+          : call.kind === 'execute' && typeof call.input?.command === 'string'
+            ? call.input.command
+            : undefined;
       // The server counts no answer within its approval timeout (5 min by default) as a
       // rejection: answer just before it, so a late click is not shown as allowed.
       let timer: ReturnType<typeof setTimeout> | undefined;

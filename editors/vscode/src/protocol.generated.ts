@@ -276,6 +276,12 @@ export interface PermissionResponse {
 
 /** The call a permission request is about. */
 export interface PermissionToolCall {
+  /**
+   * What the call would run, as lines for the user to read before answering, where the
+   * title cannot say it all: a workspace MCP server's whole entry (command, args, cwd,
+   * env, url, headers, trust, tools; values as written, literal secrets masked).
+   */
+  details?: string;
   /** A unified diff, for an edit. */
   diff?: string;
   /** The same change as whole texts. */

@@ -233,6 +233,10 @@ impl Host for CliHost {
         if let Some(diff) = request.tool_call["diff"].as_str() {
             self.stderr_line(diff);
         }
+        // A workspace MCP server's whole entry: its command alone would hide the rest.
+        if let Some(details) = request.tool_call["details"].as_str() {
+            self.stderr_line(details);
+        }
         self.stderr_line(&format!(
             "agentls: allow {title}? [y]es / [a]lways / [n]o / [N]ever: "
         ));

@@ -467,7 +467,8 @@ impl Supervisor {
         }
         let ended = connection.service.cancellation_token();
         let stderr = connection.stderr.clone();
-        let group = connection.group;
+        // The child and its group go together, once the connection ended or was stopped.
+        let group = (connection.group, connection.process);
         let pid = connection.pid;
         tokio::select! {
             () = self.stop.cancelled() => {

@@ -543,6 +543,11 @@ pub struct PermissionToolCall {
     /// The same change as whole texts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub edit: Option<FileDiff>,
+    /// What the call would run, as lines for the user to read before answering, where the
+    /// title cannot say it all: a workspace MCP server's whole entry (command, args, cwd,
+    /// env, url, headers, trust, tools; values as written, literal secrets masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locations: Option<Vec<ToolLocation>>,
     /// A subagent's call: its name, its session and the `task` call that runs it.

@@ -33,13 +33,7 @@ static SECRETS: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
 /// suffix) is wiped there too. The block is never freed.
 static INITIAL_BLOCK: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
 
-/// Whether a variable of this name is taken for a secret.
-pub fn secret_name(name: &[u8]) -> bool {
-    let name = name.to_ascii_uppercase();
-    [&b"_KEY"[..], b"_TOKEN", b"_SECRET", b"_PASSWORD"]
-        .iter()
-        .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
-}
+pub use agentls_core::redact::secret_name;
 
 /// Captures the secret variables and wipes their values from the initial environment block.
 /// Call it first thing in `main`, before any thread starts (it changes the environment).
@@ -164,6 +158,23 @@ pub fn remember(value: &str) {
     if !secrets.iter().any(|(_, v)| v == value) {
         secrets.push((String::new(), value.to_string()));
     }
+}
+
+/// `remember`, for a value given to someone else (an MCP server's env or header): a value
+/// shorter than `agentls_core::redact::MIN_SECRET_LEN` (8 bytes) once trimmed is not kept,
+/// since redaction would never cut it (it would match ordinary text).
+pub fn remember_long(value: &str) {
+    if value.trim().len() >= agentls_core::redact::MIN_SECRET_LEN {
+        remember(value);
+    }
+}
+
+/// Whether `value` is one of the values redaction protects (a captured or remembered
+/// secret, at least `MIN_SECRET_LEN` long).
+pub fn is_known(value: &str) -> bool {
+    let value = value.trim();
+    value.len() >= agentls_core::redact::MIN_SECRET_LEN
+        && SECRETS.read_locked().iter().any(|(_, v)| v.trim() == value)
 }
 
 /// `text` with every known secret value replaced by `[redacted]` (see `agentls_core::redact`).

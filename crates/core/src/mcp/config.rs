@@ -31,6 +31,14 @@ impl ServerSource {
             ServerSource::Client => "client",
         }
     }
+
+    /// Whether `${VAR}` may name one of agentls's secrets (the provider's key, any value
+    /// redaction protects). Only the user's own settings may: a workspace's `.mcp.json` is
+    /// written by whoever wrote the repository, and an ACP client's entries by the client,
+    /// and neither may lift agentls's key into a server's environment or request.
+    pub fn expands_secrets(self) -> bool {
+        self == ServerSource::Settings
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +67,82 @@ impl Transport {
         };
         pairs.iter().map(|(_, value)| value.clone()).collect()
     }
+
+    /// Every `${VAR}` the transport names, with where: `(field, VAR)`, the field as the
+    /// user wrote it (`command`, `args[1]`, `env.NAME`, `cwd`, `url`, `headers.NAME`).
+    pub fn references(&self) -> Vec<(String, String)> {
+        let mut fields: Vec<(String, &str)> = Vec::new();
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                fields.push(("command".into(), command));
+                for (i, arg) in args.iter().enumerate() {
+                    fields.push((format!("args[{i}]"), arg));
+                }
+                for (name, value) in env {
+                    fields.push((format!("env.{name}"), value));
+                }
+                if let Some(cwd) = cwd {
+                    fields.push(("cwd".into(), cwd));
+                }
+            }
+            Transport::Http { url, headers } => {
+                fields.push(("url".into(), url));
+                for (name, value) in headers {
+                    fields.push((format!("headers.{name}"), value));
+                }
+            }
+        }
+        fields
+            .into_iter()
+            .flat_map(|(field, text)| {
+                variables(text)
+                    .into_iter()
+                    .map(move |name| (field.clone(), name))
+            })
+            .collect()
+    }
+}
+
+/// The variable names of the `${VAR}` / `${VAR:-default}` references in `text` (a bad
+/// reference is `expand`'s to report).
+fn variables(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        let reference = &after[..end];
+        let name = reference.split_once(":-").map_or(reference, |(n, _)| n);
+        names.push(name.to_string());
+        rest = &after[end + 1..];
+    }
+    names
+}
+
+/// `value` as an approval shows it: each `${VAR}` reference kept (a name, never a value),
+/// every literal run in between replaced by `…` (it may be a key written in the file).
+pub fn mask_literals(value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let Some(end) = rest[start..].find('}') else {
+            break;
+        };
+        if start > 0 {
+            out.push('…');
+        }
+        out.push_str(&rest[start..start + end + 1]);
+        rest = &rest[start + end + 1..];
+    }
+    if !rest.is_empty() {
+        out.push('…');
+    }
+    out
 }
 
 /// `trust`: whether the server's read-only tools may skip approval under `auto-edit`.
@@ -68,6 +152,16 @@ pub enum Trust {
     Ask,
     /// Tools annotated `readOnlyHint` run without asking under `auto-edit`.
     ReadOnly,
+}
+
+impl Trust {
+    /// As written in the entry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Trust::Ask => "ask",
+            Trust::ReadOnly => "readOnly",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +200,83 @@ impl ServerConfig {
             } => json!({"command": command, "args": args, "env": env, "cwd": cwd}),
             Transport::Http { url, headers } => json!({"url": url, "headers": headers}),
         };
-        json!({"name": self.name, "transport": transport}).to_string()
+        // `trust` and `tools` change what is asked and what the model may call: an entry
+        // approved without them is not the entry that has them.
+        json!({
+            "name": self.name,
+            "transport": transport,
+            "trust": self.trust.name(),
+            "tools": {"allow": self.allow, "deny": self.deny},
+        })
+        .to_string()
+    }
+
+    /// The first `${VAR}` that names one of agentls's secrets (`is_secret`) in an entry whose
+    /// source may not expand them: the reason it does not start, naming the entry, the field
+    /// and the variable (never a value). None for a settings entry or a harmless one.
+    pub fn secret_reference(&self, is_secret: &dyn Fn(&str) -> bool) -> Option<String> {
+        if self.source.expands_secrets() {
+            return None;
+        }
+        let (field, name) = self
+            .transport
+            .references()
+            .into_iter()
+            .find(|(_, name)| is_secret(name))?;
+        Some(format!(
+            "not started: {field} of the {} entry {} asks for ${{{name}}}, one of agentls's \
+             secrets, which only the user's settings may pass to an MCP server",
+            self.source.name(),
+            self.name
+        ))
+    }
+
+    /// The `input` of the approval a workspace entry asks for: the whole entry (command,
+    /// args, cwd, env names with their values as written, secrets' masked; url and header
+    /// names; trust; tools), and the same as lines for an editor to show (`details`).
+    /// `${VAR}` stays unexpanded, so no value of the environment is shown.
+    pub fn approval_input(&self, file: &str) -> (Value, String) {
+        let mut lines = Vec::new();
+        let mut input = json!({"server": self.name, "command": self.describe(), "file": file});
+        match &self.transport {
+            Transport::Stdio { args, env, cwd, .. } => {
+                lines.push(format!("command: {}", self.describe()));
+                if let Some(cwd) = cwd {
+                    lines.push(format!("cwd: {cwd}"));
+                }
+                let mut shown = Map::new();
+                for (name, value) in env {
+                    let value = if crate::redact::secret_name(name.as_bytes()) {
+                        mask_literals(value)
+                    } else {
+                        value.clone()
+                    };
+                    lines.push(format!("env: {name}={value}"));
+                    shown.insert(name.clone(), Value::String(value));
+                }
+                input["args"] = json!(args);
+                input["env"] = Value::Object(shown);
+                input["cwd"] = json!(cwd);
+            }
+            Transport::Http { url, headers } => {
+                lines.push(format!("url: {url}"));
+                for (name, value) in headers {
+                    lines.push(format!("header: {name}: {}", mask_literals(value)));
+                }
+                input["url"] = json!(url);
+                input["headers"] = json!(headers.iter().map(|(n, _)| n).collect::<Vec<_>>());
+            }
+        }
+        lines.push(format!("trust: {}", self.trust.name()));
+        if let Some(allow) = &self.allow {
+            lines.push(format!("tools.allow: {}", allow.join(", ")));
+        }
+        if !self.deny.is_empty() {
+            lines.push(format!("tools.deny: {}", self.deny.join(", ")));
+        }
+        input["trust"] = json!(self.trust.name());
+        input["tools"] = json!({"allow": self.allow, "deny": self.deny});
+        (input, lines.join("\n"))
     }
 
     /// One line for the user (approval prompt, logs): the command or URL, never env values
@@ -551,5 +721,98 @@ mod tests {
             headers: vec![("Authorization".into(), "Bearer abcdefgh".into())],
         };
         assert_eq!(http.secret_values(), ["Bearer abcdefgh"]);
+    }
+
+    #[test]
+    fn trust_and_tools_are_part_of_what_an_approval_is_for() {
+        let entry = |extra: Value| {
+            let mut entry = json!({"command": "srv", "env": {"A": "${TOKEN}"}});
+            entry
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            parse(&json!({ "s": entry }), ServerSource::Workspace)
+                .0
+                .remove(0)
+        };
+        let plain = entry(json!({})).fingerprint();
+        assert_eq!(plain, entry(json!({"trust": "ask"})).fingerprint());
+        for changed in [
+            json!({"trust": "readOnly"}),
+            json!({"tools": {"allow": ["a"]}}),
+            json!({"tools": {"deny": ["a"]}}),
+            json!({"args": ["x"]}),
+            json!({"cwd": "/tmp"}),
+            json!({"env": {"A": "${OTHER}"}}),
+        ] {
+            assert_ne!(plain, entry(changed.clone()).fingerprint(), "{changed}");
+        }
+    }
+
+    #[test]
+    fn only_a_settings_entry_may_name_a_secret_and_the_reason_names_field_and_variable() {
+        let text = json!({"w": {"command": "srv", "args": ["--key=${DEMO_KEY}"],
+                                 "env": {"TZ": "${TZ}", "X": "a ${OPENAI_API_KEY:-none}"}},
+                          "h": {"url": "https://x/mcp", "headers": {"Auth": "Bearer ${OPENAI_API_KEY}"}}});
+        let is_secret = |name: &str| name.ends_with("_KEY");
+        let (workspace, _) = parse(&text, ServerSource::Workspace);
+        assert_eq!(
+            workspace[1].secret_reference(&is_secret).unwrap(),
+            "not started: args[0] of the workspace entry w asks for ${DEMO_KEY}, one of \
+             agentls's secrets, which only the user's settings may pass to an MCP server"
+        );
+        assert!(workspace[0]
+            .secret_reference(&is_secret)
+            .unwrap()
+            .starts_with(
+                "not started: headers.Auth of the workspace entry h asks for ${OPENAI_API_KEY}"
+            ));
+        let (client, _) = parse(&text, ServerSource::Client);
+        assert!(client[1].secret_reference(&is_secret).is_some());
+        let (settings, _) = parse(&text, ServerSource::Settings);
+        assert!(settings
+            .iter()
+            .all(|s| s.secret_reference(&is_secret).is_none()));
+        assert_eq!(
+            workspace[1].transport.references(),
+            [
+                ("args[0]".to_string(), "DEMO_KEY".to_string()),
+                ("env.TZ".to_string(), "TZ".to_string()),
+                ("env.X".to_string(), "OPENAI_API_KEY".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_approval_shows_the_whole_entry_with_literal_secrets_masked() {
+        let (servers, _) = parse(
+            &json!({"s": {"command": "srv", "args": ["-v"], "cwd": "sub",
+                          "env": {"TZ": "UTC", "API_TOKEN": "lit-${T}-eral", "B": "${OPENAI_API_KEY}"},
+                          "trust": "readOnly", "tools": {"deny": ["rm"]}},
+                    "h": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer sk-literal"}}}),
+            ServerSource::Workspace,
+        );
+        let (input, details) = servers[1].approval_input(".mcp.json");
+        assert_eq!(
+            input["env"],
+            json!({"API_TOKEN": "…${T}…", "B": "${OPENAI_API_KEY}", "TZ": "UTC"})
+        );
+        assert_eq!(input["args"], json!(["-v"]));
+        assert_eq!(input["trust"], "readOnly");
+        assert_eq!(input["tools"], json!({"allow": null, "deny": ["rm"]}));
+        assert_eq!(
+            details,
+            "command: srv -v\ncwd: sub\nenv: API_TOKEN=…${T}…\nenv: B=${OPENAI_API_KEY}\n\
+             env: TZ=UTC\ntrust: readOnly\ntools.deny: rm"
+        );
+        let (input, details) = servers[0].approval_input(".mcp.json");
+        assert_eq!(input["headers"], json!(["Authorization"]));
+        assert!(!input.to_string().contains("sk-literal"), "{input}");
+        assert_eq!(
+            details,
+            "url: https://x/mcp\nheader: Authorization: …\ntrust: ask"
+        );
+        assert_eq!(mask_literals("${A}${B}"), "${A}${B}");
+        assert_eq!(mask_literals(""), "");
     }
 }

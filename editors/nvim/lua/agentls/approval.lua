@@ -8,7 +8,8 @@
 local M = {}
 
 --- The lines that say what the call would do: the diff (without its trailing empty line),
---- or the whole command (every line of it) with its directory; {} when the title says it all.
+--- the server's `details` lines (a workspace MCP server's whole entry), or the whole command
+--- (every line of it) with its directory; {} when the title says it all.
 function M.details(call)
   call = call or {}
   if type(call.diff) == "string" and call.diff ~= "" then
@@ -17,6 +18,11 @@ function M.details(call)
       table.remove(lines)
     end
     return lines
+  end
+  -- A workspace MCP server's whole entry (args, env, headers, trust, tools), as the server
+  -- wrote it: its command alone would hide what else the entry asks for.
+  if type(call.details) == "string" and call.details ~= "" then
+    return vim.split(call.details, "\n", { plain = true })
   end
   local input = type(call.input) == "table" and call.input or {}
   if type(input.command) == "string" and input.command ~= "" then

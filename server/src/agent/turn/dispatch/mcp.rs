@@ -30,12 +30,15 @@ impl Turn {
                 {
                     continue;
                 }
+                // The whole entry: what runs, with what, and what it may skip asking.
+                let (input, details) = config.approval_input(WORKSPACE_FILE);
                 let tool_call = json!({
                     "toolCallId": format!("mcp-server-{}", agentls_core::reminders::version_of(&key)),
                     "name": "mcpServer",
                     "title": format!("Workspace MCP server {}: {}", config.name, config.describe()),
                     "kind": "execute",
-                    "input": {"server": config.name, "command": config.describe(), "file": WORKSPACE_FILE},
+                    "input": input,
+                    "details": details,
                 });
                 let handle = self.handle.clone();
                 self.agent
