@@ -16,12 +16,15 @@ use agentls_core::prompts::ToolSpec;
 /// The workspace's MCP file (Claude Code's project file).
 pub(in crate::agent) const WORKSPACE_FILE: &str = ".mcp.json";
 
-/// What a workspace server's approval is remembered by (beside the workspace hooks').
-pub(in crate::agent) fn approval_key(config: &ServerConfig) -> String {
-    format!("mcp:{}", config.fingerprint())
-}
-
 impl Agent {
+    /// What a workspace server's approval is remembered by (beside the workspace hooks'):
+    /// the workspace root and the whole entry, so the same `.mcp.json` in another folder is
+    /// asked about again.
+    pub(in crate::agent) fn mcp_approval_key(&self, config: &ServerConfig) -> String {
+        let root = self.host.roots().first().cloned().unwrap_or_default();
+        format!("mcp:{}\n{}", root.display(), config.fingerprint())
+    }
+
     /// The servers of the workspace's `.mcp.json` (none when it is absent; a bad entry is
     /// logged and skipped).
     pub(in crate::agent) fn workspace_mcp(&self) -> Vec<ServerConfig> {
@@ -63,7 +66,7 @@ impl Agent {
         let config = self.host.config();
         let approved: Vec<ServerConfig> = workspace
             .into_iter()
-            .filter(|c| self.workspace_entry_known(&approval_key(c)) == Some(true))
+            .filter(|c| self.workspace_entry_known(&self.mcp_approval_key(c)) == Some(true))
             .collect();
         let launch = Launch {
             cwd: self.host.roots().first().cloned(),

@@ -4,7 +4,6 @@
 //! read-only), then the call (a cancel of the turn cancels the MCP request). Its output is
 //! recorded by the caller like any tool's (redacted, truncated head-and-tail, untrusted).
 
-use crate::agent::mcp_servers::approval_key;
 use crate::agent::mcp_servers::WORKSPACE_FILE;
 use crate::agent::turn::dispatch::asking::Shown;
 use crate::agent::turn::Call;
@@ -24,7 +23,7 @@ impl Turn {
         if self.scope.child.is_none() {
             let settings = self.host().config().mcp_servers;
             for config in &workspace {
-                let key = approval_key(config);
+                let key = self.agent.mcp_approval_key(config);
                 if settings.iter().any(|s| s.name == config.name)
                     || self.agent.workspace_entry_known(&key).is_some()
                 {
