@@ -14,32 +14,26 @@ use crate::host::{PermissionOption, PermissionRequest};
 use agentls_core::hooks::Hook;
 use agentls_core::reminders;
 
-/// The SHA-256 of a script's content (hex), read as a regular file only and up to 16 MiB: a
-/// script that is missing, special or larger has a digest that says so, and any change to
-/// it changes the approval's fingerprint.
-fn digest_of(path: &std::path::Path) -> String {
+/// The SHA-256 of a script's content (hex), read as configuration files are
+/// (`store::untrusted_file`: a regular file inside `root`, at most 16 MiB): a script that is
+/// missing, special, outside or larger has a digest that says so, and any change to it
+/// changes the approval's fingerprint.
+fn digest_of(root: &std::path::Path, path: &std::path::Path) -> String {
+    use crate::store::untrusted_file::{open_checked, read_capped};
     use sha2::{Digest, Sha256};
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     const MAX_SCRIPT_BYTES: u64 = 16 << 20;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path);
-    let Ok(file) = opened else {
-        return "missing".into();
+    let bytes = match open_checked(path, Some(root)) {
+        Ok(Some(file)) => read_capped(file, MAX_SCRIPT_BYTES),
+        Ok(None) => Err("missing".to_string()),
+        Err(why) => Err(why),
     };
-    match file.metadata() {
-        Ok(meta) if meta.is_file() && meta.len() <= MAX_SCRIPT_BYTES => {}
-        Ok(meta) if meta.is_file() => return format!("too large: {} bytes", meta.len()),
-        _ => return "not a regular file".into(),
+    match bytes {
+        Ok(bytes) => Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        Err(why) => why,
     }
-    let mut bytes = Vec::new();
-    if file.take(MAX_SCRIPT_BYTES).read_to_end(&mut bytes).is_err() {
-        return "unreadable".into();
-    }
-    let digest = Sha256::digest(&bytes);
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Workspace hooks the user answered for good, on disk (`hook-approvals.json`).
@@ -115,7 +109,7 @@ impl Agent {
         let scripts: Vec<(String, String)> = super::scripts_of(&root, &hook.command)
             .into_iter()
             .map(|script| {
-                let digest = digest_of(&root.join(&script));
+                let digest = digest_of(&root, &root.join(&script));
                 (script, digest)
             })
             .collect();
