@@ -166,3 +166,68 @@ async fn a_compaction_that_cannot_make_room_is_not_repeated_in_the_turn() {
 /// AGENTS.md's size in copies of its rule: with the system prompt and the tools, the
 /// request starts at about 82% of the usable 8K window.
 const WORDS: usize = 170;
+
+/// A slow provider (a local model reading a few hundred tokens a second): an automatic
+/// compaction does not ask it for a summary that would take longer than
+/// `compaction.maxSummaryMs`; the extractive summary is used, and the user is told why.
+#[tokio::test]
+async fn a_slow_provider_is_not_asked_for_a_summary_mid_turn() {
+    let ws = workspace();
+    let rule = "Always keep the public API stable, document every change in CHANGELOG.md, and run the full test suite before you answer. ";
+    std::fs::write(ws.root.join("AGENTS.md"), rule.repeat(WORDS)).unwrap();
+    let fake = FakeProvider::start().await;
+    fake.push_for(
+        "CONTEXT CHECKPOINT COMPACTION",
+        FakeProvider::openai_text(&["[Asked] what answer returns."], None),
+    );
+    // The first call reads its 6,000-token prompt in at least 600 ms: at most 10,000
+    // tokens/s, so a summary of about 6,000 tokens takes at least 0.6 s, over 100 ms.
+    let Reply::Sse { mut steps } = FakeProvider::openai_tool_calls(
+        &[(
+            "r0",
+            "read_file",
+            &[json!({"path": "src/lib.rs"}).to_string().as_str()],
+        )],
+        Some((6000, 10)),
+    ) else {
+        unreachable!()
+    };
+    steps.insert(
+        0,
+        agentls_dev::fake_provider::Step::Delay(std::time::Duration::from_millis(600)),
+    );
+    fake.push(Reply::Sse { steps });
+    for i in 1..6 {
+        fake.push(read(
+            &format!("r{i}"),
+            json!({"path": "src/lib.rs", "offset": i % 3 + 1}),
+        ));
+    }
+    fake.push(FakeProvider::openai_text(&["It returns 41."], None));
+    let mut options = small_window(&fake, &ws);
+    merge(&mut options, json!({"compaction": {"maxSummaryMs": 100}}));
+    let server = server(&ws, options, None).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "What does answer return?").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:#?}");
+    assert_eq!(answer_text(&updates), "It returns 41.");
+    let completed = updates
+        .iter()
+        .find(|u| u["kind"] == "compaction" && u["phase"] == "completed")
+        .expect("a compaction");
+    let reason = completed["fallbackReason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("tokens/s") && reason.contains("maxSummaryMs"),
+        "{completed:#}"
+    );
+    let summary_calls = fake
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains("CONTEXT CHECKPOINT COMPACTION"))
+        .count();
+    assert_eq!(
+        summary_calls, 0,
+        "no summary was asked of the slow provider"
+    );
+    server.stop().await;
+}

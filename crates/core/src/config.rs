@@ -417,6 +417,14 @@ const KEYS: &[Key] = &[
         keep: |c, p| c.compaction.keep_recent_rounds = p.compaction.keep_recent_rounds,
     },
     Key {
+        path: "compaction.maxSummaryMs",
+        set: |c, v| {
+            c.compaction.max_summary_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.compaction.max_summary_ms = p.compaction.max_summary_ms,
+    },
+    Key {
         path: "compaction.ledgerMaxTokens",
         set: |c, v| {
             c.compaction.ledger_max_tokens = positive_integer(v)?;

@@ -440,7 +440,7 @@ export type SessionUpdate =
   | { kind: 'queued' }
   | { kind: 'warning'; message: string }
   | { code?: string; kind: 'error'; message: string; retryable: boolean }
-  | { durationMs?: number; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
+  | { durationMs?: number; fallbackReason?: string; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
   | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
   | { key: string; kind: 'reminder'; source: string; text: string }
   | { kind: 'turnEnd'; stopReason: StopReason; usage?: Usage };

@@ -58,6 +58,9 @@ pub struct Agent {
     mcp: Arc<crate::mcp::Manager>,
     /// The MCP servers an ACP client offered (they win over configured ones of their name).
     client_mcp: Mutex<Vec<agentls_core::mcp::config::ServerConfig>>,
+    /// Per model: the slowest prompt speed seen (input tokens per second to the first
+    /// streamed event), which decides whether a summary is worth asking for mid-turn.
+    prompt_speeds: Mutex<HashMap<String, f64>>,
 }
 
 impl Agent {
@@ -71,7 +74,32 @@ impl Agent {
             modes: Mutex::new(HashMap::new()),
             mcp: Arc::new(crate::mcp::Manager::default()),
             client_mcp: Mutex::new(Vec::new()),
+            prompt_speeds: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Notes a call of `model` that read `input_tokens` before its first streamed event
+    /// after `first_event`; the slowest speed is kept (cached prefixes make later calls look
+    /// faster than a summary's uncached prompt will be).
+    pub(in crate::agent) fn note_prompt_speed(
+        &self,
+        model: &str,
+        input_tokens: u64,
+        first_event: std::time::Duration,
+    ) {
+        let seconds = first_event.as_secs_f64();
+        if input_tokens == 0 || seconds <= 0.0 {
+            return;
+        }
+        let speed = input_tokens as f64 / seconds;
+        let mut speeds = self.prompt_speeds.locked();
+        let slowest = speeds.entry(model.to_string()).or_insert(speed);
+        *slowest = slowest.min(speed);
+    }
+
+    /// The slowest prompt speed seen for `model`, tokens per second.
+    pub(in crate::agent) fn prompt_speed(&self, model: &str) -> Option<f64> {
+        self.prompt_speeds.locked().get(model).copied()
     }
 
     fn store(&self) -> Result<SessionStore, AgentError> {

@@ -396,7 +396,8 @@ pub enum Update {
     Error {
         message: String,
         retryable: bool,
-        /// `contextLengthExceeded` when the conversation does not fit even after compacting.
+        /// `contextLengthExceeded` when the conversation does not fit even after compacting;
+        /// `repeatedToolCall` when the model made the same call five times in a row.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<String>,
     },
@@ -411,6 +412,10 @@ pub enum Update {
         trigger: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
+        /// Why no model summary was used (a failed call, a provider too slow for
+        /// `compaction.maxSummaryMs`); null when one was.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback_reason: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },

@@ -84,6 +84,10 @@ pub struct CompactionConfig {
     pub keep_recent_rounds: usize,
     /// `compaction.ledgerMaxTokens`.
     pub ledger_max_tokens: usize,
+    /// `compaction.maxSummaryMs`: a summary the provider would take longer to read its
+    /// input for (at the prompt speed measured on this session's calls) is not asked for
+    /// during a turn: the extractive summary (rule-based drop and ledger) is used instead.
+    pub max_summary_ms: u64,
 }
 
 impl Default for CompactionConfig {
@@ -98,6 +102,7 @@ impl Default for CompactionConfig {
             keep_tool_rounds: 3,
             user_message_budget: 20_000,
             keep_recent_rounds: 2,
+            max_summary_ms: 120_000,
             ledger_max_tokens: 4_000,
         }
     }

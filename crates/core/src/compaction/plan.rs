@@ -106,6 +106,25 @@ pub fn triggers(
     }
 }
 
+/// Why a summary of `tokens` input tokens is not asked of a provider that reads about
+/// `tokens_per_second` (the slowest prompt speed seen in the session) when it would take
+/// longer than `max_ms`, or None: on a local model a summary of the whole history can take
+/// minutes, more than the compaction saves; the extractive summary is used instead.
+pub fn summary_too_slow(
+    tokens: usize,
+    tokens_per_second: Option<f64>,
+    max_ms: u64,
+) -> Option<String> {
+    let speed = tokens_per_second.filter(|s| *s > 0.0)?;
+    let ms = tokens as f64 / speed * 1000.0;
+    (ms > max_ms as f64).then(|| {
+        format!(
+            "this provider reads about {speed:.0} tokens/s: a summary of {tokens} tokens would take about {:.0} s, over compaction.maxSummaryMs ({max_ms} ms)",
+            ms / 1000.0
+        )
+    })
+}
+
 /// Whether a history of `used` tokens must be compacted (with the old model) before
 /// switching to a model whose usable window is `usable`.
 pub fn compact_before_switch(config: &CompactionConfig, used: usize, usable: usize) -> bool {

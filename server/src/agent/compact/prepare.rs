@@ -64,6 +64,24 @@ impl Agent {
         let tokenizer = tokenizer_for(&config, &model);
         let covered = plan::to_prepare(&entries, &config.compaction, &prompts, tokenizer)?;
         let cut = covered.len();
+        // On a slow provider a summary in the background would queue before the turn's own
+        // calls (a local server answers one at a time): not prepared, and not before one
+        // call of this model showed its speed; the compaction then uses the extractive
+        // summary.
+        let fixed = {
+            let session = agentls_core::session::Session::new("", "", "", tokenizer);
+            self.static_tokens(static_context, &session)
+        };
+        let speed = self
+            .prompt_speed(&model)
+            .ok_or("not prepared: no call of this model has shown its speed yet")?;
+        if let Some(why) = plan::summary_too_slow(
+            fixed + agentls_core::compaction::tokens_of(&covered),
+            Some(speed),
+            config.compaction.max_summary_ms,
+        ) {
+            return Err(format!("not prepared: {why}"));
+        }
         let provider = self.provider(&model).map_err(|e| e.0)?;
         let started = Instant::now();
         let summary = self

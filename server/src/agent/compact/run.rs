@@ -105,6 +105,7 @@ impl Announcer<'_> {
                 "strategy": metrics.strategy,
                 "trigger": metrics.trigger,
                 "durationMs": metrics.duration_ms,
+                "fallbackReason": metrics.fallback_reason,
             }),
         );
         let (before, after) = (
@@ -263,9 +264,21 @@ impl Agent {
                 .clone()
                 .filter(|p| need.prepared_fits(input, p))
         };
-        let summary = match prepared {
-            Some(prepared) => SummarySource::Prepared(prepared),
-            None => SummarySource::Fresh(match self.provider(model) {
+        // A user's own `/compact` always asks; an automatic one skips a summary that would
+        // take the provider longer than it saves.
+        let too_slow = (input.trigger != Trigger::Manual)
+            .then(|| {
+                plan::summary_too_slow(
+                    input.fixed + agentls_core::compaction::tokens_of(need.entries()),
+                    self.prompt_speed(model),
+                    input.config.max_summary_ms,
+                )
+            })
+            .flatten();
+        let summary = match (prepared, too_slow) {
+            (Some(prepared), _) => SummarySource::Prepared(prepared),
+            (None, Some(why)) => SummarySource::Fresh(Err(why)),
+            (None, None) => SummarySource::Fresh(match self.provider(model) {
                 Err(err) => Err(err.0),
                 Ok(provider) => {
                     self.summarize(

@@ -235,6 +235,8 @@ impl Turn {
         let mut text = String::new();
         let mut calls: Vec<Call> = Vec::new();
         let mut usage = None;
+        let sent = std::time::Instant::now();
+        let mut first_event = None;
         let result = {
             let stream = opened
                 .provider
@@ -244,10 +246,12 @@ impl Turn {
                 tokio::select! {
                     biased;
                     Some(event) = events_rx.recv() => {
+                        first_event.get_or_insert_with(|| sent.elapsed());
                         self.on_provider_event(event, &mut text, &mut calls, &mut usage);
                     }
                     result = &mut stream => {
                         while let Ok(event) = events_rx.try_recv() {
+                            first_event.get_or_insert_with(|| sent.elapsed());
                             self.on_provider_event(event, &mut text, &mut calls, &mut usage);
                         }
                         break result;
@@ -256,6 +260,12 @@ impl Turn {
             }
         };
         let usage = usage.or_else(|| result.as_ref().ok().and_then(|c| c.usage));
+        if let Some(first_event) = first_event {
+            // The provider's count when it gave one, else the request's estimate.
+            let input = usage.map_or(request.total_tokens as u64, |u| u.input_tokens);
+            self.agent
+                .note_prompt_speed(&opened.model, input, first_event);
+        }
         ModelReply {
             text,
             calls,
