@@ -7,6 +7,7 @@ use crate::bench::KeystrokeOptions;
 use crate::bench_compaction::CompactionBenchOptions;
 use crate::bench_context::ContextOptions;
 use crate::bench_memory::MemoryOptions;
+use crate::bench_prefix::PrefixOptions;
 use crate::bench_stream::StreamOptions;
 use crate::eval_compaction::EvalOptions;
 use clap::{Args, Parser, Subcommand};
@@ -75,6 +76,24 @@ pub enum Bench {
     /// Tokens an `explore` subagent run over this repository keeps out of the parent's
     /// history (run at the repository's root)
     Subagent,
+    /// How much of each request of a multi-step turn repeats the one before, byte for byte
+    /// (what a local server's prompt cache reuses; run at the repository's root)
+    Prefix(PrefixArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PrefixArgs {
+    /// The model's window, in tokens
+    #[arg(long, default_value_t = PrefixOptions::default().window, value_parser = at_least::<2048>)]
+    window: usize,
+}
+
+impl From<PrefixArgs> for PrefixOptions {
+    fn from(args: PrefixArgs) -> Self {
+        PrefixOptions {
+            window: args.window,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

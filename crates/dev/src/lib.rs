@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_compaction;
 pub mod bench_context;
 pub mod bench_memory;
+pub mod bench_prefix;
 pub mod bench_stream;
 pub mod bench_subagent;
 pub mod demo;
