@@ -323,3 +323,46 @@ async fn a_result_past_the_limit_over_http_fails_the_call_at_once_too() {
     server.stop().await;
     let _ = http.kill().await;
 }
+
+/// agentls's other secrets (a `GITHUB_TOKEN`-like `*_TOKEN` in its environment) reach the
+/// user's own MCP servers, which inherit the environment as commands do, but not a
+/// workspace's: those get only what their entry passes.
+#[tokio::test]
+async fn a_workspace_server_inherits_none_of_agentlss_secrets() {
+    const TOKEN: &str = "ghp-agentls-mcp-e2e-0a1b2c3d4e5f";
+    let (ws, fake) = workspace_and_fake().await;
+    let ws_env = ws.state.path().join("workspace-env.txt");
+    let own_env = ws.state.path().join("own-env.txt");
+    write_mcp_json(
+        &ws,
+        json!({"theirs": {"command": "python3", "args": [fixture(), "--env-out", ws_env]}}),
+    );
+    fake.push(FakeProvider::openai_text(&["Hello."], None));
+    let (responder, _) = responder(&["allowOnce"]);
+    let server = start(Options {
+        root: Some(&ws.root),
+        init_options: provider_options(
+            &fake,
+            &ws,
+            json!({"mcpServers": {"mine": {"command": "python3", "args": [fixture(), "--env-out", own_env]}}}),
+        ),
+        apply_edit: true,
+        responder: Some(responder),
+        env: vec![("AGENTLS_E2E_GH_TOKEN", TOKEN.to_string())],
+        ..Options::default()
+    })
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Hi").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(settled(&server, "theirs").await["state"], "ready");
+    assert_eq!(settled(&server, "mine").await["state"], "ready");
+    let theirs = std::fs::read_to_string(&ws_env).unwrap();
+    let mine = std::fs::read_to_string(&own_env).unwrap();
+    assert!(mine.contains(TOKEN), "the user's own server inherits it");
+    assert!(
+        !theirs.contains(TOKEN) && !theirs.contains("AGENTLS_E2E_GH_TOKEN"),
+        "the workspace's server was given agentls's token: {theirs}"
+    );
+    server.stop().await;
+}

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::process_groups::GroupGuard;
 use crate::store::secrets;
-use agentls_core::mcp::config::{expand_transport, ServerConfig, Transport};
+use agentls_core::mcp::config::{expand_transport, ServerConfig, ServerSource, Transport};
 use agentls_core::mcp::frame::{oversized_reply, KEPT_BYTES, MAX_MESSAGE_BYTES};
 
 /// The most of a server's stderr kept for the `failed` message.
@@ -114,7 +114,14 @@ pub async fn connect(
                 env,
                 cwd: own_cwd.map(PathBuf::from).or(cwd.map(Into::into)),
             };
-            connect_stdio(config, child, hidden_env, handler, cleaner).await
+            // A server the user did not configure (a workspace's, an ACP client's) gets
+            // none of the captured secrets: only what its entry passes, which may not name
+            // them. The user's own servers inherit them, as the shell tool's commands do.
+            let mut hidden = hidden_env.to_vec();
+            if config.source != ServerSource::Settings {
+                hidden.extend(secrets::captured_names());
+            }
+            connect_stdio(config, child, &hidden, handler, cleaner).await
         }
         Transport::Http { url, headers } => {
             connect_http(config, url, headers, handler, &cleaner).await

@@ -142,6 +142,16 @@ pub fn capture_named(name: &str) {
     }
 }
 
+/// The names of the captured secret variables (at start-up, and by `capture_named`).
+pub fn captured_names() -> Vec<String> {
+    SECRETS
+        .read_locked()
+        .iter()
+        .filter(|(name, _)| !name.is_empty())
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// The value captured at start-up for `name`.
 pub fn get(name: &str) -> Option<String> {
     let secrets = SECRETS.read_locked();
