@@ -1,9 +1,16 @@
-//! The end-to-end tier against a real model: llama.cpp's OpenAI-compatible server (the
-//! prebuilt xllamacpp wheel, else llama-cpp-python built from source) with SmolLM2-135M,
-//! installed by `scripts/local-model install` (which `./test` runs). Behaviour is asserted, never the model's words: a turn streams over LSP
+//! The end-to-end tier against real models: llama.cpp's OpenAI-compatible server (the
+//! prebuilt xllamacpp wheel, else llama-cpp-python built from source), installed by
+//! `scripts/local-model install` (which `./test` runs). Behaviour is asserted, never the
+//! model's words or time.
+//!
+//! SmolLM2-135M (fast, calls no tools) carries the loop's plumbing: a turn streams over LSP
 //! with an estimated status; a session driven past the window compacts with the real model
 //! and the next call succeeds; a context-length answer is recovered; a cancel stops a long
-//! generation.
+//! generation. Qwen2.5-Coder-1.5B-Instruct (the default local model, served with the chat
+//! template beside scripts/local-model) carries the agent loop: it reads a file through
+//! `read_file` and answers with a word only that file holds; an edit request makes an
+//! `edit_file` call that agentls applies after approval. Temperature 0 and the server's fixed
+//! seed make each outcome reproducible on one build.
 //!
 //! Skipped only when AGENTLS_SKIP_LOCAL_MODEL=1 is set; otherwise a missing install fails.
 
@@ -32,11 +39,24 @@ fn skip() -> bool {
     false
 }
 
-/// The base URL of the one server this test binary shares, started on first use. It dies
-/// with the test process (PR_SET_PDEATHSIG on a thread that lives as long as the process).
+/// The base URL of the SmolLM2 server this test binary shares, started on first use. It
+/// dies with the test process (PR_SET_PDEATHSIG on a thread that lives as long as the process).
 fn local_model() -> &'static str {
     static URL: OnceLock<Result<String, String>> = OnceLock::new();
-    match URL.get_or_init(start_server) {
+    match URL.get_or_init(|| start_server("smollm2", N_CTX)) {
+        Ok(url) => url,
+        Err(err) => panic!("{err}"),
+    }
+}
+
+/// Qwen's window in these tests: agentls's system prompt and tools take about 2,000 of its
+/// tokens, the files read here a few dozen.
+const QWEN_CTX: usize = 8192;
+
+/// The base URL of the Qwen server this test binary shares, started on first use.
+fn qwen_model() -> &'static str {
+    static URL: OnceLock<Result<String, String>> = OnceLock::new();
+    match URL.get_or_init(|| start_server("qwen2.5-coder-1.5b", QWEN_CTX)) {
         Ok(url) => url,
         Err(err) => panic!("{err}"),
     }
@@ -49,19 +69,21 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-fn start_server() -> Result<String, String> {
+/// Starts `scripts/local-model exec` with `model` (AGENTLS_LOCAL_MODEL) on a free port.
+fn start_server(model: &'static str, n_ctx: usize) -> Result<String, String> {
     let paths = std::process::Command::new(repo().join("scripts/local-model"))
         .arg("paths")
+        .env("AGENTLS_LOCAL_MODEL", model)
         .output()
         .map_err(|e| format!("cannot run scripts/local-model: {e}"))?;
     if !paths.status.success() {
-        return Err("the local model is not installed: run `scripts/local-model install` (./test does), or set AGENTLS_SKIP_LOCAL_MODEL=1 to skip this tier".into());
+        return Err(format!("the local model {model} is not installed: run `scripts/local-model install qwen2.5-coder-1.5b smollm2` (./test does), or set AGENTLS_SKIP_LOCAL_MODEL=1 to skip this tier"));
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
         .port();
-    let log = std::env::temp_dir().join(format!("agentls-local-model-{port}.log"));
+    let log = std::env::temp_dir().join(format!("agentls-local-model-{model}-{port}.log"));
     let (started, ready) = std::sync::mpsc::channel();
     let spawn_log = log.clone();
     std::thread::spawn(move || {
@@ -73,7 +95,8 @@ fn start_server() -> Result<String, String> {
         // the turn's own call).
         let mut command = std::process::Command::new(repo().join("scripts/local-model"));
         command
-            .args(["exec", &port.to_string(), &N_CTX.to_string()])
+            .args(["exec", &port.to_string(), &n_ctx.to_string()])
+            .env("AGENTLS_LOCAL_MODEL", model)
             .stdout(log_file.try_clone().expect("log file"))
             .stderr(log_file);
         // SAFETY: prctl in the child before exec; no allocation, no locks.
@@ -92,7 +115,8 @@ fn start_server() -> Result<String, String> {
         }
     });
     ready.recv().map_err(|e| e.to_string())??;
-    for _ in 0..1200 {
+    // Qwen's 1.1 GB load takes seconds, longer on a busy machine.
+    for _ in 0..3000 {
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             let request = format!(
                 "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
@@ -108,7 +132,7 @@ fn start_server() -> Result<String, String> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     Err(format!(
-        "the local model server did not answer in 120 s; see {}",
+        "the local model server ({model}) did not answer in 300 s; see {}",
         log.display()
     ))
 }
@@ -338,5 +362,163 @@ async fn a_cancel_mid_stream_stops_the_real_generation() {
     // The server is free again: the next turn runs to its end.
     let (updates, _) = turn(&server, &session, "Say yes.").await;
     assert_ne!(stop_reason(&updates), "error", "{updates:?}");
+    server.stop().await;
+}
+
+/// A server on Qwen over a fresh workspace holding `files`, with `responder` answering the
+/// server's requests (approvals), and a new session.
+async fn qwen_session(
+    files: &[(&str, &str)],
+    approval: &str,
+    responder: Option<agentls_dev::lsp_client::Responder>,
+) -> Option<Local> {
+    if skip() {
+        return None;
+    }
+    let serial = SERIAL.lock().await;
+    let ws = workspace();
+    for (path, text) in files {
+        let path = ws.root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    // No wall-clock limit that matters: the first request (about 2,000 tokens of system
+    // prompt and tools) takes minutes on a busy CPU; later ones reuse the server's prompt
+    // cache. maxSteps bounds a model that would not stop.
+    let options = json!({
+        "provider": {"kind": "openai", "baseUrl": qwen_model(), "model": "qwen2.5-coder-1.5b", "contextWindow": QWEN_CTX, "maxOutputTokens": 256, "maxRetries": 1, "timeoutMs": 1_800_000, "temperature": 0},
+        "stateDir": ws.state.path(),
+        "approval": approval,
+        "maxSteps": 6,
+    });
+    let server = server(&ws, options, responder).await;
+    let session = new_session(&server).await;
+    Some(Local {
+        _serial: serial,
+        _ws: ws,
+        server,
+        session,
+    })
+}
+
+/// Answers every requestPermission with allowOnce and applyEdit with applied: true, and
+/// records both (a model may ask more than once; the shared `responder` runs out).
+fn allow_all() -> (agentls_dev::lsp_client::Responder, Seen) {
+    use agentls_dev::lsp_client::Answer;
+    let seen: Seen = Default::default();
+    let record = seen.clone();
+    let responder: agentls_dev::lsp_client::Responder =
+        std::sync::Arc::new(move |method: &str, params: &Value| {
+            record
+                .lock()
+                .unwrap()
+                .push((method.to_string(), params.clone()));
+            match method {
+                "agent/session/requestPermission" => {
+                    Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
+                }
+                "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
+                _ => Answer::Result(Value::Null),
+            }
+        });
+    (responder, seen)
+}
+
+/// The calls of `name` the model made (their `toolCall` updates).
+fn calls<'a>(updates: &'a [Value], name: &str) -> Vec<&'a Value> {
+    updates
+        .iter()
+        .filter(|u| u["kind"] == "toolCall" && u["name"] == name)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_real_model_reads_a_file_through_read_file_and_answers_from_it() {
+    // A word no model knows and no prompt holds: only the file does.
+    let notes = "# Release notes\n\nThe codename of the next release is Quillfeather.\nIt ships in spring.\n";
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) = qwen_session(&[("docs/release.md", notes)], "full-auto", None).await
+    else {
+        return;
+    };
+    let (updates, _) = turn(
+        &server,
+        &session,
+        "Read docs/release.md and tell me the codename of the next release.",
+    )
+    .await;
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    let reads = calls(&updates, "read_file");
+    assert!(!reads.is_empty(), "the model called read_file: {updates:?}");
+    assert!(
+        reads.iter().any(|c| c["input"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("docs/release.md"))),
+        "{reads:?}"
+    );
+    assert!(
+        tool_updates(&updates, "completed")
+            .iter()
+            .any(|u| u["output"].as_str().unwrap_or("").contains("Quillfeather")),
+        "the file was read: {updates:?}"
+    );
+    let answer = answer_text(&updates);
+    assert!(answer.contains("Quillfeather"), "answer: {answer}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_edit_request_makes_an_edit_file_call_applied_after_approval() {
+    let (responder, seen) = allow_all();
+    let Some(Local {
+        server,
+        session,
+        _serial,
+        _ws,
+    }) = qwen_session(&[], "ask", Some(responder)).await
+    else {
+        return;
+    };
+    // The workspace's src/lib.rs returns 41.
+    let (updates, _) = turn(
+        &server,
+        &session,
+        "In src/lib.rs, change the number 41 to 42. Use edit_file.",
+    )
+    .await;
+    assert!(!updates.iter().any(|u| u["kind"] == "error"), "{updates:?}");
+    let edits = calls(&updates, "edit_file");
+    assert!(!edits.is_empty(), "the model called edit_file: {updates:?}");
+    let seen = seen.lock().unwrap().clone();
+    let permission = seen
+        .iter()
+        .find(|(m, p)| {
+            m == "agent/session/requestPermission" && p["toolCall"]["name"] == "edit_file"
+        })
+        .unwrap_or_else(|| panic!("the edit was asked for approval: {seen:?}"));
+    assert!(
+        permission.1["toolCall"]["diff"]
+            .as_str()
+            .is_some_and(|d| d.contains("+    42")),
+        "{permission:?}"
+    );
+    let applied = seen
+        .iter()
+        .find(|(m, _)| m == "workspace/applyEdit")
+        .unwrap_or_else(|| panic!("the approved edit was applied: {seen:?}"));
+    assert!(applied.1.to_string().contains("42"), "{applied:?}");
+    assert!(
+        tool_updates(&updates, "completed")
+            .iter()
+            .any(|u| u["output"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("Edited src/lib.rs")),
+        "{updates:?}"
+    );
     server.stop().await;
 }
