@@ -83,15 +83,6 @@ fn body_text(request: &RecordedRequest) -> String {
     request.body["messages"].to_string()
 }
 
-fn permission_requests(seen: &Seen) -> Vec<Value> {
-    seen.lock()
-        .unwrap()
-        .iter()
-        .filter(|(m, _)| m == "agent/session/requestPermission")
-        .map(|(_, p)| p.clone())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_pre_tool_use_hook_exiting_2_blocks_rm_and_the_model_sees_why() {
     let (ws, fake) = workspace_and_fake().await;

@@ -12,15 +12,6 @@ use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
 
-fn permission_requests(seen: &Seen) -> Vec<Value> {
-    seen.lock()
-        .unwrap()
-        .iter()
-        .filter(|(m, _)| m == "agent/session/requestPermission")
-        .map(|(_, p)| p.clone())
-        .collect()
-}
-
 /// A server that writes changes to disk itself (no editor applies them).
 async fn disk_server(
     ws: &Workspace,

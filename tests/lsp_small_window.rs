@@ -131,14 +131,7 @@ async fn a_model_repeating_the_same_call_is_told_then_stopped() {
 /// does not compact at every step after it, and answers.
 #[tokio::test]
 async fn a_compaction_that_cannot_make_room_is_not_repeated_in_the_turn() {
-    let ws = workspace();
-    let rule = "Always keep the public API stable, document every change in CHANGELOG.md, and run the full test suite before you answer. ";
-    std::fs::write(ws.root.join("AGENTS.md"), rule.repeat(WORDS)).unwrap();
-    let fake = FakeProvider::start().await;
-    fake.push_for(
-        "CONTEXT CHECKPOINT COMPACTION",
-        FakeProvider::openai_text(&["[Asked] what answer returns."], None),
-    );
+    let (ws, fake) = crowded_workspace().await;
     for i in 0..6 {
         fake.push(read(
             &format!("r{i}"),
@@ -167,11 +160,9 @@ async fn a_compaction_that_cannot_make_room_is_not_repeated_in_the_turn() {
 /// request starts at about 82% of the usable 8K window.
 const WORDS: usize = 170;
 
-/// A slow provider (a local model reading a few hundred tokens a second): an automatic
-/// compaction does not ask it for a summary that would take longer than
-/// `compaction.maxSummaryMs`; the extractive summary is used, and the user is told why.
-#[tokio::test]
-async fn a_slow_provider_is_not_asked_for_a_summary_mid_turn() {
+/// A workspace whose AGENTS.md fills most of an 8K window, and a fake provider that answers
+/// summary calls.
+async fn crowded_workspace() -> (Workspace, FakeProvider) {
     let ws = workspace();
     let rule = "Always keep the public API stable, document every change in CHANGELOG.md, and run the full test suite before you answer. ";
     std::fs::write(ws.root.join("AGENTS.md"), rule.repeat(WORDS)).unwrap();
@@ -180,6 +171,15 @@ async fn a_slow_provider_is_not_asked_for_a_summary_mid_turn() {
         "CONTEXT CHECKPOINT COMPACTION",
         FakeProvider::openai_text(&["[Asked] what answer returns."], None),
     );
+    (ws, fake)
+}
+
+/// A slow provider (a local model reading a few hundred tokens a second): an automatic
+/// compaction does not ask it for a summary that would take longer than
+/// `compaction.maxSummaryMs`; the extractive summary is used, and the user is told why.
+#[tokio::test]
+async fn a_slow_provider_is_not_asked_for_a_summary_mid_turn() {
+    let (ws, fake) = crowded_workspace().await;
     // The first call reads its 6,000-token prompt in at least 600 ms: at most 10,000
     // tokens/s, so a summary of about 6,000 tokens takes at least 0.6 s, over 100 ms.
     let Reply::Sse { mut steps } = FakeProvider::openai_tool_calls(

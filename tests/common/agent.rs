@@ -267,6 +267,16 @@ pub fn responder(kinds: &[&'static str]) -> (Responder, Seen) {
     (responder, seen)
 }
 
+/// The `agent/session/requestPermission` requests a `responder` answered, in order.
+pub fn permission_requests(seen: &Seen) -> Vec<Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "agent/session/requestPermission")
+        .map(|(_, p)| p.clone())
+        .collect()
+}
+
 /// Returns once process `pid` is gone (or a zombie waiting to be reaped).
 pub async fn wait_gone(pid: &str) {
     let pid: u32 = pid.trim().parse().expect("a pid");

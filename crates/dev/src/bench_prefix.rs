@@ -101,31 +101,16 @@ async fn measure(
     });
     let client = start_agentls(root, settings, "error").await?;
     let session = client.new_session().await?;
-    let answer = client
-        .request(
-            "agent/session/prompt",
-            json!({"sessionId": session, "text": "Where are approvals decided, and what does a compaction keep?"}),
+    let updates = client
+        .prompt_to_end(
+            &session,
+            "Where are approvals decided, and what does a compaction keep?",
         )
-        .await
-        .map_err(|e| e.to_string())?;
-    let turn = answer["turnId"].as_str().unwrap_or_default().to_string();
-    let mut compactions = 0;
-    loop {
-        let message = client.next_message().await.ok_or("agentls exited")?;
-        let update = &message.params["update"];
-        if message.params["turnId"] != turn.as_str() {
-            continue;
-        }
-        if update["kind"] == "compaction" && update["phase"] == "started" {
-            compactions += 1;
-        }
-        if update["kind"] == "turnEnd" {
-            if update["stopReason"] != "endTurn" {
-                return Err(format!("the turn ended with {update}"));
-            }
-            break;
-        }
-    }
+        .await?;
+    let compactions = updates
+        .iter()
+        .filter(|u| u["kind"] == "compaction" && u["phase"] == "started")
+        .count();
     let _ = client.request("shutdown", Value::Null).await;
     let _ = client.notify("exit", Value::Null).await;
     // The turn's own requests, in order (a summary call is not one of them).

@@ -91,25 +91,9 @@ async fn measure(
     });
     let client = start_agentls(root, options, "error").await?;
     let session = client.new_session().await?;
-    let answer = client
-        .request(
-            "agent/session/prompt",
-            json!({"sessionId": session, "text": "Where are approvals decided?"}),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    let turn = answer["turnId"].as_str().unwrap_or_default().to_string();
-    loop {
-        let message = client.next_message().await.ok_or("agentls exited")?;
-        if message.params["turnId"] == turn.as_str()
-            && message.params["update"]["kind"] == "turnEnd"
-        {
-            if message.params["update"]["stopReason"] != "endTurn" {
-                return Err(format!("the turn ended with {}", message.params["update"]));
-            }
-            break;
-        }
-    }
+    client
+        .prompt_to_end(&session, "Where are approvals decided?")
+        .await?;
     let listed = client
         .request("agent/session/list", json!({"includeChildren": true}))
         .await

@@ -243,6 +243,34 @@ impl LspClient {
             .ok_or_else(|| format!("agent/session/new answered {answer}"))
     }
 
+    /// Sends `text` to `session` and returns the turn's updates, up to its `turnEnd`; Err
+    /// when the turn did not end with `endTurn`.
+    pub async fn prompt_to_end(&self, session: &str, text: &str) -> Result<Vec<Value>, String> {
+        let answer = self
+            .request(
+                "agent/session/prompt",
+                json!({"sessionId": session, "text": text}),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let turn = answer["turnId"].as_str().unwrap_or_default().to_string();
+        let mut updates = Vec::new();
+        loop {
+            let message = self.next_message().await.ok_or("agentls exited")?;
+            if message.params["turnId"] != turn.as_str() {
+                continue;
+            }
+            let update = message.params["update"].clone();
+            if update["kind"] == "turnEnd" {
+                if update["stopReason"] != "endTurn" {
+                    return Err(format!("the turn ended with {update}"));
+                }
+                return Ok(updates);
+            }
+            updates.push(update);
+        }
+    }
+
     pub fn child_id(&self) -> Option<u32> {
         self.child.id()
     }
