@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 
 use crate::session::TranscriptItem;
 
-/// The approval policies, offered as ACP session modes: (id, name, description).
-pub const MODES: [(&str, &str, &str); 3] = [
+/// The approval policies (`approval::POLICIES`, in that order), offered as ACP session
+/// modes: (id, name, description).
+pub const MODES: [(&str, &str, &str); 4] = [
     (
         "ask",
         "Ask",
@@ -32,6 +33,11 @@ pub const MODES: [(&str, &str, &str); 3] = [
         "full-auto",
         "Full auto",
         "Run edits and commands without asking",
+    ),
+    (
+        "plan",
+        "Plan",
+        "Read-only: explore and plan; no edits, commands ask first",
     ),
 ];
 
@@ -804,14 +810,21 @@ mod tests {
             .assert_eq(&all[5].to_string());
         let state = modes("auto-edit");
         assert_eq!(state["currentModeId"], "auto-edit");
-        assert_eq!(state["availableModes"].as_array().unwrap().len(), 3);
-        assert!(is_mode("full-auto") && !is_mode("yolo"));
+        let ids: Vec<&str> = state["availableModes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, crate::approval::POLICIES);
+        assert!(is_mode("full-auto") && is_mode("plan") && !is_mode("yolo"));
         assert_eq!(
             known_models("openai", "gpt-4o"),
             ["gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5"]
         );
         let options = config_options("ask", "m", &known_models("anthropic", "m"));
         assert_eq!(options[0]["currentValue"], "ask");
+        assert_eq!(options[0]["options"][3]["value"], "plan");
         assert_eq!(options[1]["options"].as_array().unwrap().len(), 4);
     }
 

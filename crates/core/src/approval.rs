@@ -4,6 +4,14 @@
 use crate::session::Approvals;
 use crate::tool_info::ToolKind;
 
+/// The approval policies, a session's modes: `ask` (edits and commands ask), `auto-edit`
+/// (commands ask), `full-auto` (nothing asks) and `plan` (read-only: edits refused, commands
+/// ask). The `approval` setting and `agent/session/setMode` take these names.
+pub const POLICIES: [&str; 4] = ["ask", "auto-edit", "full-auto", PLAN];
+
+/// Plan mode: the model explores and plans; no call of it may change the workspace.
+pub const PLAN: &str = "plan";
+
 /// What to do with a tool call before running it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gate {
@@ -14,8 +22,8 @@ pub enum Gate {
 }
 
 /// The decision for a call of `tool` (kind `kind`; `command` for shell) under `policy`
-/// (`ask`, `auto-edit`, `full-auto`) and the remembered `approvals`. Reads, searches and
-/// plan updates never ask.
+/// (one of `POLICIES`) and the remembered `approvals`. Reads, searches and plan updates
+/// never ask; under `plan` an edit is refused whatever was remembered.
 pub fn gate(
     policy: &str,
     tool: &str,
@@ -23,6 +31,9 @@ pub fn gate(
     command: Option<&str>,
     approvals: &Approvals,
 ) -> Gate {
+    if policy == PLAN && kind == ToolKind::Edit {
+        return Gate::Refuse(PLAN_REFUSAL.to_string());
+    }
     let simple = command.map(simple_commands);
     if let Some((parts, _)) = &simple {
         // A refused program is refused wherever it appears in a command line.
@@ -60,6 +71,20 @@ pub fn gate(
         }
     }
     Gate::Ask
+}
+
+/// Why plan mode refuses a call, and how to leave it (the model reads it, and says so).
+pub const PLAN_REFUSAL: &str = "plan mode is read-only: it forbids edits. Present the plan instead; to carry it out, the user switches the session to another mode (ask, auto-edit or full-auto)";
+
+/// Whether plan mode offers a tool to the model: not one that edits files (kind `Edit`),
+/// and of the MCP tools (`mcp_read_only` is Some: they run code outside agentls, whatever
+/// kind they show) only those their server annotates `readOnlyHint`. `shell` stays: its
+/// commands ask, as under `ask`.
+pub fn offered_in_plan_mode(kind: ToolKind, mcp_read_only: Option<bool>) -> bool {
+    match mcp_read_only {
+        Some(read_only) => read_only,
+        None => kind != ToolKind::Edit,
+    }
 }
 
 /// Why a tool's write to `relative` (a path inside a workspace root, `/`-separated) is asked
@@ -183,6 +208,57 @@ mod tests {
             gate("full-auto", "shell", ToolKind::Execute, Some("ls"), &none),
             Gate::Run
         );
+    }
+
+    #[test]
+    fn plan_mode_refuses_edits_asks_before_commands_and_runs_reads() {
+        let mut approvals = Approvals::default();
+        // An "always" answer given in another mode does not open plan mode to edits.
+        approvals.allowed_tools.insert("edit_file".into());
+        approvals.allowed_commands.insert("ls".into());
+        assert!(matches!(
+            gate(PLAN, "edit_file", ToolKind::Edit, None, &approvals),
+            Gate::Refuse(why) if why.contains("plan mode") && why.contains("auto-edit")
+        ));
+        assert_eq!(
+            gate(
+                PLAN,
+                "shell",
+                ToolKind::Execute,
+                Some("cargo test"),
+                &approvals
+            ),
+            Gate::Ask
+        );
+        assert_eq!(
+            gate(PLAN, "shell", ToolKind::Execute, Some("ls -la"), &approvals),
+            gate(
+                "ask",
+                "shell",
+                ToolKind::Execute,
+                Some("ls -la"),
+                &approvals
+            )
+        );
+        for kind in [ToolKind::Read, ToolKind::Search, ToolKind::Other] {
+            assert_eq!(gate(PLAN, "t", kind, None, &approvals), Gate::Run);
+        }
+    }
+
+    #[test]
+    fn plan_mode_offers_no_edit_tool_and_only_read_only_mcp_tools() {
+        assert!(!offered_in_plan_mode(ToolKind::Edit, None));
+        for kind in [
+            ToolKind::Read,
+            ToolKind::Search,
+            ToolKind::Execute,
+            ToolKind::Other,
+        ] {
+            assert!(offered_in_plan_mode(kind, None), "{kind:?}");
+        }
+        assert!(offered_in_plan_mode(ToolKind::Execute, Some(true)));
+        assert!(!offered_in_plan_mode(ToolKind::Other, Some(false)));
+        assert!(!offered_in_plan_mode(ToolKind::Read, Some(false)));
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub struct Config {
     pub tool_output_limit: TruncationPolicy,
     /// `editorContext.maxTokens`: budget of a turn's editor context block.
     pub editor_context_max_tokens: usize,
-    /// `approval`: `ask`, `auto-edit` or `full-auto`.
+    /// `approval`: `ask`, `auto-edit`, `full-auto` or `plan` (`approval::POLICIES`).
     pub approval: String,
     /// `provider.kind`: `openai` or `anthropic`.
     pub provider_kind: String,
@@ -74,7 +74,7 @@ pub struct Config {
     pub reminders: crate::reminders::ReminderSettings,
 }
 
-pub const APPROVAL_POLICIES: [&str; 3] = ["ask", "auto-edit", "full-auto"];
+pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
 
 impl Config {
     /// The tokenizer counts are made with: configured, else the model's.
@@ -787,6 +787,10 @@ mod tests {
         assert_eq!(config.editor_context_max_tokens, 500);
         assert_eq!(config.approval, "auto-edit");
         assert_eq!(config.provider_kind, "anthropic");
+        let (planning, update) =
+            Config::from_settings(&Config::default(), &json!({"approval": "plan"}));
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(planning.approval, "plan");
         assert_eq!(config.context_window, Some(1000));
         assert_eq!(config.prompts_dir, Some(PathBuf::from("/p")));
 

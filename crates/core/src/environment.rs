@@ -4,7 +4,7 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
     pub cwd: String,
-    /// `ask`, `auto-edit` or `full-auto` (see the agent loop's approval policy).
+    /// The session's mode: `ask`, `auto-edit`, `full-auto` or `plan` (`approval::POLICIES`).
     pub approval_policy: String,
     /// agentls runs tools unsandboxed: file tools are confined to the workspace roots and
     /// approvals guard the rest. Said as it is, so the model does not assume a sandbox.

@@ -47,6 +47,10 @@ pub struct Prompts {
     pub subagent_explore: String,
     /// What the built-in tools tell the model on success (`tool_outputs.json`).
     pub tool_outputs: ToolOutputTexts,
+    /// Tells the model the session is in plan mode (read-only): a reminder.
+    pub plan_mode: String,
+    /// Tells the model the session left plan mode (`{mode}`: the mode it is in now).
+    pub plan_mode_left: String,
 }
 
 /// `tool_outputs.json`: the sentences a built-in tool's output is made of (its errors are
@@ -190,6 +194,14 @@ const BUILTIN: &[(&str, &str)] = &[
         "tool_outputs.json",
         include_str!("../../../prompts/tool_outputs.json"),
     ),
+    (
+        "plan_mode.md",
+        include_str!("../../../prompts/plan_mode.md"),
+    ),
+    (
+        "plan_mode_left.md",
+        include_str!("../../../prompts/plan_mode_left.md"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -272,6 +284,8 @@ impl Prompts {
         let subagent_explore = text("subagent_explore.md");
         let reminders_json = text("reminders.json");
         let tool_outputs_json = text("tool_outputs.json");
+        let plan_mode = text("plan_mode.md");
+        let plan_mode_left = text("plan_mode_left.md");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -317,6 +331,8 @@ impl Prompts {
                 subagent_explore,
                 reminders,
                 tool_outputs,
+                plan_mode,
+                plan_mode_left,
             },
             problems,
         )

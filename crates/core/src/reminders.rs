@@ -307,6 +307,41 @@ pub fn repeated_call(
     }
 }
 
+/// (6) What the model must know of the session's mode (`approval::POLICIES`): in plan mode
+/// the plan-mode text (`prompts/plan_mode.md`), once each time the session enters it and
+/// again after each compaction (a summary may drop the first); after leaving plan mode,
+/// once, the mode it left for (`plan_mode_left.md`). None in a session never in plan mode,
+/// so its requests do not change. `shown` is the session's shown keys, `compactions` its
+/// compaction count.
+pub fn mode(
+    mode: &str,
+    shown: &BTreeMap<String, String>,
+    compactions: u32,
+    prompts: &Prompts,
+) -> Option<Reminder> {
+    let reminder = |version: String, text: String| Reminder {
+        key: "mode".into(),
+        version,
+        source: "mode",
+        text,
+    };
+    if mode == crate::approval::PLAN {
+        return Some(reminder(
+            format!("{mode}:{compactions}"),
+            prompts.plan_mode.clone(),
+        ));
+    }
+    let planned = shown
+        .get("mode")
+        .is_some_and(|version| version.starts_with(crate::approval::PLAN));
+    planned.then(|| {
+        reminder(
+            mode.to_string(),
+            fill(&prompts.plan_mode_left, &[("mode", mode)]),
+        )
+    })
+}
+
 /// A Stop hook's reason to go on: one per turn.
 pub fn stop_continue(turn_id: &str, reason: &str, texts: &ReminderTexts) -> Reminder {
     Reminder {
@@ -374,6 +409,54 @@ mod tests {
         };
         let risky = risky("+eval(x)\n", &texts);
         assert!(due(&BTreeMap::new(), &off, risky).is_empty());
+    }
+
+    #[test]
+    fn plan_mode_is_told_on_entry_and_after_a_compaction_and_leaving_it_once() {
+        let prompts = Prompts::builtin();
+        let settings = ReminderSettings::default();
+        let mut shown = BTreeMap::new();
+        // Never in plan mode: nothing is said, so the requests stay as they were.
+        assert_eq!(mode("ask", &shown, 0, &prompts), None);
+        let step = |policy: &str, compactions: u32, shown: &mut BTreeMap<String, String>| {
+            let due = due(
+                shown,
+                &settings,
+                mode(policy, shown, compactions, &prompts)
+                    .into_iter()
+                    .collect(),
+            );
+            for reminder in &due {
+                shown.insert(reminder.key.clone(), reminder.version.clone());
+            }
+            due.into_iter().map(|r| r.text).collect::<Vec<_>>()
+        };
+        let entered = step("plan", 0, &mut shown);
+        assert_eq!(entered, [prompts.plan_mode.clone()]);
+        assert!(
+            entered[0].starts_with("You are in plan mode"),
+            "{entered:?}"
+        );
+        assert!(step("plan", 0, &mut shown).is_empty(), "once per entry");
+        assert_eq!(
+            step("plan", 1, &mut shown).len(),
+            1,
+            "again after a compaction"
+        );
+        let left = step("auto-edit", 1, &mut shown);
+        assert_eq!(left.len(), 1);
+        assert!(left[0].contains("now in auto-edit mode"), "{left:?}");
+        assert!(step("auto-edit", 1, &mut shown).is_empty(), "told once");
+        assert!(
+            step("full-auto", 1, &mut shown).is_empty(),
+            "only leaving plan mode is told"
+        );
+        assert_eq!(step("plan", 1, &mut shown).len(), 1, "entered again");
+        // The text fits a reminder's default budget: it is never cut.
+        assert!(
+            TokenizerKind::O200kBase.count(&prompts.plan_mode) < settings.max_tokens,
+            "plan_mode.md is longer than a reminder's budget"
+        );
     }
 
     #[test]

@@ -7,6 +7,11 @@ export interface AgentStatus {
   contextWindow: number;
   estimated: boolean;
   fill: number;
+  /**
+   * The session's mode (`agent/session/setMode`, else the `approval` setting): `ask`,
+   * `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
+   */
+  mode: string;
   sessionId: string;
   /** `idle`, `running` or `compacting`. */
   state: string;
@@ -394,8 +399,8 @@ export interface SessionPromptResult {
 
 export interface SessionSetModeParams {
   /**
-   * `ask`, `auto-edit` or `full-auto` (ACP's session modes, `agentls_core::acp::MODES`);
-   * another is refused with -32602.
+   * `ask`, `auto-edit`, `full-auto` or `plan` (ACP's session modes,
+   * `agentls_core::acp::MODES`); another is refused with -32602.
    */
   mode: string;
   sessionId: string;

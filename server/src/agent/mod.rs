@@ -150,6 +150,7 @@ impl Agent {
             "estimated": estimated,
             "state": state,
             "compactions": session.compactions,
+            "mode": self.mode_of(&session.id),
         })));
     }
 

@@ -153,7 +153,7 @@ impl Backend {
     }
 
     /// `agent/session/setMode`: the session's approval policy (`ask`, `auto-edit`,
-    /// `full-auto`), for this session only.
+    /// `full-auto`, `plan`), for this session only.
     pub(super) async fn session_set_mode(
         &self,
         params: SessionSetModeParams,
@@ -177,10 +177,14 @@ impl Backend {
             Some(id) => Some(self.agent().history_of(id).await.map_err(agent_error)?),
             None => None,
         };
-        let gathered = self
+        let mut gathered = self
             .gather(params.editor.as_ref())
             .await
             .map_err(invalid_params)?;
+        if let Some(id) = &params.session_id {
+            // As the session's next turn states it (`setMode` wins over the setting).
+            gathered.environment.approval_policy = self.agent().mode_of(id);
+        }
         let state = self.state.clone();
         let mcp_tools = self.agent().mcp_tool_specs();
         tokio::task::spawn_blocking(move || {

@@ -217,8 +217,8 @@ impl ClientRequest for SessionSetMode {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSetModeParams {
     pub session_id: String,
-    /// `ask`, `auto-edit` or `full-auto` (ACP's session modes, `agentls_core::acp::MODES`);
-    /// another is refused with -32602.
+    /// `ask`, `auto-edit`, `full-auto` or `plan` (ACP's session modes,
+    /// `agentls_core::acp::MODES`); another is refused with -32602.
     pub mode: String,
 }
 
@@ -512,6 +512,9 @@ pub struct AgentStatus {
     /// `idle`, `running` or `compacting`.
     pub state: String,
     pub compactions: u32,
+    /// The session's mode (`agent/session/setMode`, else the `approval` setting): `ask`,
+    /// `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
+    pub mode: String,
 }
 
 pub enum RequestPermission {}

@@ -104,9 +104,10 @@ impl McpTool {
 
     /// The kind the approval gate decides by: an MCP tool runs code outside agentls, so it
     /// asks like `shell` (`Execute`), except a read-only tool of a `trust: readOnly` server,
-    /// which asks only under `ask` (as edits do).
-    pub fn approval_kind(&self) -> ToolKind {
-        if self.trust == Trust::ReadOnly && self.tool.read_only {
+    /// which asks only under `ask` (as edits do). In plan mode (`plan`), which refuses
+    /// edits, that tool asks like any command instead: it changes nothing.
+    pub fn approval_kind(&self, plan: bool) -> ToolKind {
+        if self.trust == Trust::ReadOnly && self.tool.read_only && !plan {
             ToolKind::Edit
         } else {
             ToolKind::Execute
@@ -202,10 +203,12 @@ mod tests {
             ]
         );
         assert_eq!(tools[0].kind(), ToolKind::Other);
-        assert_eq!(tools[0].approval_kind(), ToolKind::Execute);
+        assert_eq!(tools[0].approval_kind(false), ToolKind::Execute);
         assert_eq!(tools[1].kind(), ToolKind::Edit);
         assert_eq!(tools[2].kind(), ToolKind::Read);
-        assert_eq!(tools[2].approval_kind(), ToolKind::Edit);
+        assert_eq!(tools[2].approval_kind(false), ToolKind::Edit);
+        // Plan mode refuses edits: the trusted read-only tool asks there instead.
+        assert_eq!(tools[2].approval_kind(true), ToolKind::Execute);
         assert_eq!(tools[2].title(), "Current time (time MCP)");
         assert_eq!(tools[1].spec().parameters["type"], "object");
         assert_eq!(tools[1].spec().description, "wipe");

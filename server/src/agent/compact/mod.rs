@@ -238,12 +238,23 @@ impl Agent {
     /// The status at rest: the provider's figure when it gave one, else `estimate` (the
     /// last whole request, when there was one), else the calibrated history.
     pub(in crate::agent) fn idle_status(&self, session: &Session, estimate: Option<usize>) {
+        self.status_now(session, "idle", estimate);
+    }
+
+    /// The status in `state` with the fill as `idle_status` measures it (a mode change
+    /// tells it between model calls).
+    pub(in crate::agent) fn status_now(
+        &self,
+        session: &Session,
+        state: &str,
+        estimate: Option<usize>,
+    ) {
         let used = session
             .last_usage
             .map(|u| ((u.input_tokens + u.output_tokens) as usize, false))
             .or(estimate.map(|e| (e, true)))
             .unwrap_or_else(|| (session.calibration.apply(session.history.tokens()), true));
-        self.status(session, "idle", used.0, used.1);
+        self.status(session, state, used.0, used.1);
     }
 
     /// Whether the next model call of `session` must wait for a compaction, or a summary

@@ -183,15 +183,23 @@ impl Turn {
         }
     }
 
-    /// Before a model call: the reminders that are due (queued ones, and the plan's), each
-    /// recorded at the end of the history and told to the editor.
+    /// Before a model call: the reminders that are due (queued ones, the plan's, the
+    /// mode's), each recorded at the end of the history and told to the editor.
     pub(in crate::agent) async fn flush_reminders(&mut self) -> Result<(), String> {
         let config = self.host().config();
         let prompts = self.host().prompts();
         let mut candidates = self.agent.hooks.take_pending(&self.handle.id);
+        let mode = self.mode();
         let (due, tokenizer) = {
             let live = self.handle.live.lock().await;
             let session = &live.session;
+            // Plan mode entered or left: said before the next request, mid-turn too.
+            candidates.extend(reminders::mode(
+                &mode,
+                &session.reminders_shown,
+                session.compactions,
+                &prompts,
+            ));
             if let Some(plan) = reminders::plan_stale(
                 &session.plan,
                 &session.history,

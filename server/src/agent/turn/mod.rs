@@ -272,10 +272,12 @@ impl Turn {
         let host = self.host().clone();
         let config = host.config();
         let prompts = host.prompts();
-        let gathered = match host.gather(prompt.editor.as_ref()).await {
+        let mut gathered = match host.gather(prompt.editor.as_ref()).await {
             Ok(gathered) => gathered,
             Err(message) => return Err(self.refuse(message).await),
         };
+        // The environment block states the policy this session runs under, not the setting.
+        gathered.environment.approval_policy = self.mode();
         let model = match &self.scope.model {
             Some(model) => model.clone(),
             None => self.handle.live.lock().await.session.model.clone(),

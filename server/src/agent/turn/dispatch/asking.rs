@@ -41,18 +41,7 @@ impl Turn {
             Some(Permission::Ask) => Gate::Ask,
             _ => {
                 let approvals = self.approvals().await;
-                let session = self
-                    .scope
-                    .child
-                    .as_ref()
-                    .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str());
-                approval::gate(
-                    &self.agent.mode_of(session),
-                    tool,
-                    kind,
-                    command,
-                    &approvals,
-                )
+                approval::gate(&self.mode(), tool, kind, command, &approvals)
             }
         }
     }

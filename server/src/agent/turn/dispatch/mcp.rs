@@ -60,7 +60,7 @@ impl Turn {
             .mcp
             .tools()
             .iter()
-            .filter(|tool| self.scope.allows(&tool.name))
+            .filter(|tool| self.offers(&tool.name))
             .map(McpTool::spec)
             .collect()
     }
@@ -95,8 +95,9 @@ impl Turn {
             Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
+        let plan = self.mode() == agentls_core::approval::PLAN;
         let gate = self
-            .gate(&call.name, tool.approval_kind(), None, permission)
+            .gate(&call.name, tool.approval_kind(plan), None, permission)
             .await;
         match gate {
             Gate::Run => {}

@@ -8,6 +8,7 @@ use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
 mod asking;
 pub(in crate::agent) mod mcp;
+mod plan_mode;
 pub(in crate::agent) mod subagents;
 
 use crate::tools::registry::{AnyTool, Effect, OutputBudget, Prepared, Registry, ToolContext};
@@ -252,6 +253,12 @@ impl Turn {
             }
         };
         self.announce(call, kind, &arguments);
+        // The mode's refusal before the hooks: a tool the turn does not offer never runs.
+        if self.scope.allows(&call.name) {
+            if let Some(refusal) = self.withheld_by_mode(&call.name) {
+                return (refusal, false);
+            }
+        }
         if let Some(tool) = mcp {
             return self.run_mcp_tool(call, tool, arguments, post).await;
         }
@@ -279,8 +286,8 @@ impl Turn {
         }
     }
 
-    /// The built-in tool a call names, if this turn offers it; else the output that says
-    /// which tools there are.
+    /// The built-in tool a call names, if this turn's scope offers it; else the output that
+    /// says which tools there are.
     fn offered_tool<'r>(
         &self,
         call: &Call,
@@ -290,7 +297,7 @@ impl Turn {
             tools
                 .names()
                 .into_iter()
-                .filter(|name| self.scope.allows(name))
+                .filter(|name| self.offers(name))
                 .collect::<Vec<_>>()
                 .join(", ")
         };

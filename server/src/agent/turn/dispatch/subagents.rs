@@ -94,8 +94,9 @@ impl SubagentRunner for Runner {
 }
 
 impl Turn {
-    /// The tools this turn offers the model: the turn's scope applied, and `task`
-    /// described with the subagents (read now, so an edited file counts at once).
+    /// The tools this turn offers the model: the turn's scope and the session's mode
+    /// applied (`Turn::offers`), and `task` described with the subagents (read now, so an
+    /// edited file counts at once).
     pub(in crate::agent) async fn offer_tools(
         &mut self,
         mut static_context: StaticContext,
@@ -115,9 +116,7 @@ impl Turn {
             self.scope.subagents = Arc::new(loaded.0);
         }
         let roster = subagents::roster(&self.scope.subagents);
-        static_context
-            .tools
-            .retain(|tool| self.scope.allows(&tool.name));
+        static_context.tools.retain(|tool| self.offers(&tool.name));
         for tool in &mut static_context.tools {
             if tool.name == TASK_TOOL {
                 tool.description =
