@@ -1,11 +1,43 @@
-//! Per-session approval policies (`agent/session/setMode`) and the `locations` / edit
-//! `diff` of tool calls, through the real server and the fake provider.
+//! Per-session approval policies (`agent/session/setMode`), plan mode (read-only: no edit
+//! tools offered, a forced edit refused, subagents and MCP tools held to it, and leaving it
+//! in the same session to carry the plan out) and the `locations` / edit `diff` of tool
+//! calls, through the real server and the fake provider.
 
 mod common;
 
 use agentls_dev::fake_provider::FakeProvider;
 use common::agent::*;
-use serde_json::json;
+use common::Server;
+use serde_json::{json, Value};
+use std::fs;
+use std::path::PathBuf;
+
+/// `agent/session/setMode`'s answer.
+async fn set_mode(server: &Server, session: &str, mode: &str) -> Value {
+    server
+        .client
+        .request(
+            "agent/session/setMode",
+            json!({"sessionId": session, "mode": mode}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("setMode {mode}: {e:?}"))
+}
+
+/// The edit every plan-mode test tries: `41` → `42` in src/lib.rs.
+fn edit_to_42() -> String {
+    json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string()
+}
+
+/// The `workspace/applyEdit` requests the editor got.
+fn applied_edits(seen: &Seen) -> Vec<Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|(method, _)| method == "workspace/applyEdit")
+        .map(|(_, params)| params.clone())
+        .collect()
+}
 
 #[tokio::test]
 async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only() {
@@ -61,6 +93,211 @@ async fn set_mode_full_auto_stops_the_permission_requests_of_that_session_only()
         .unwrap_err();
     assert_eq!(bad.code, -32602, "{bad:?}");
     assert!(bad.message.contains("unknown mode yolo"), "{bad:?}");
+    assert!(
+        bad.message
+            .contains("the modes are ask, auto-edit, full-auto, plan"),
+        "{bad:?}"
+    );
+}
+
+#[tokio::test]
+async fn plan_mode_offers_no_edit_tool_refuses_a_forced_edit_and_auto_edit_then_edits() {
+    let (ws, fake) = workspace_and_fake().await;
+    let plan = json!({"entries": [{"content": "Make answer() return 42", "status": "pending"}]})
+        .to_string();
+    let edit = edit_to_42();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_plan", "update_plan", &[plan.as_str()]),
+            ("call_forced", "edit_file", &[edit.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(
+        &["Plan: change 41 to 42 in src/lib.rs."],
+        None,
+    ));
+    fake.push_call_then_text("call_edit", "edit_file", &edit, "Done.");
+    let (responder, seen) = responder(&[]);
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approval": "ask"})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    assert_eq!(set_mode(&server, &session, "plan").await["mode"], "plan");
+
+    let (updates, others) = run_turn(&server, &session, "plan the change").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    // The mode is shown: the status the switch sent, and every status of the turn.
+    let shown = statuses(&others);
+    assert_eq!(shown[0]["state"], "idle", "{shown:?}");
+    assert!(shown.iter().all(|s| s["mode"] == "plan"), "{shown:?}");
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed.len(), 1, "{updates:?}");
+    assert_eq!(failed[0]["toolCallId"], "call_forced");
+    assert!(updates
+        .iter()
+        .any(|u| u["kind"] == "plan" && u["entries"][0]["content"] == "Make answer() return 42"));
+    assert!(permission_requests(&seen).is_empty(), "nothing is asked");
+    assert!(applied_edits(&seen).is_empty(), "nothing is edited");
+
+    let requests = fake.requests();
+    let tools = offered_tool_names(&requests[0].body);
+    assert!(
+        !tools.iter().any(|t| t == "edit_file" || t == "write_file"),
+        "{tools:?}"
+    );
+    for kept in ["read_file", "grep", "shell", "update_plan"] {
+        assert!(tools.iter().any(|t| t == kept), "{kept} in {tools:?}");
+    }
+    let first = requests[0].body.to_string();
+    assert!(first.contains("You are in plan mode"), "{first}");
+    assert!(
+        first.contains("<approval_policy>plan</approval_policy>"),
+        "{first}"
+    );
+    let refused = tool_output_in(&requests[1].body, "call_forced");
+    assert!(
+        refused.contains("not run: edit_file is not available in plan mode")
+            && refused.contains("switches the session to another mode"),
+        "{refused}"
+    );
+
+    // Leaving plan mode in the same session: the edit tools come back and the edit runs.
+    assert_eq!(
+        set_mode(&server, &session, "auto-edit").await["mode"],
+        "auto-edit"
+    );
+    let (updates, others) = run_turn(&server, &session, "carry it out").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(statuses(&others)[0]["mode"], "auto-edit");
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    // The editor is asked to apply the change (it applies it to the buffer and the disk).
+    let edits = applied_edits(&seen);
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    assert!(edits[0].to_string().contains("    42\\n"), "{edits:?}");
+    let requests = fake.requests();
+    let tools = offered_tool_names(&requests[2].body);
+    assert!(
+        tools.iter().any(|t| t == "edit_file") && tools.iter().any(|t| t == "write_file"),
+        "{tools:?}"
+    );
+    let after = requests[2].body.to_string();
+    assert!(
+        after.contains("left plan mode and is now in auto-edit mode"),
+        "{after}"
+    );
+    // The plan made in plan mode is still the session's.
+    assert!(after.contains("Make answer() return 42"), "{after}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_subagent_under_a_plan_mode_parent_cannot_edit() {
+    let (ws, fake) = workspace_and_fake().await;
+    let agents = ws.root.join(".agents/agents");
+    fs::create_dir_all(&agents).unwrap();
+    fs::write(
+        agents.join("fixer.md"),
+        "---\nname: fixer\ndescription: Fixes small things\ntools: read_file, edit_file\n---\nYou are the FIXERAGENT: make the change asked.\n",
+    )
+    .unwrap();
+    let task = json!({"agent": "fixer", "prompt": "Make answer() return 42"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_task", "task", &[task.as_str()])],
+        None,
+    ));
+    let edit = edit_to_42();
+    fake.push_for(
+        "FIXERAGENT",
+        FakeProvider::openai_tool_calls(&[("c_edit", "edit_file", &[edit.as_str()])], None),
+    );
+    fake.push_for(
+        "FIXERAGENT",
+        FakeProvider::openai_text(&["I could not edit: plan mode."], None),
+    );
+    fake.push(FakeProvider::openai_text(&["The fixer could not."], None));
+    // Even with the parent's "always" for edits, nothing may be asked or edited.
+    let (responder, seen) = responder(&["allowAlways"]);
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approval": "full-auto"})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    set_mode(&server, &session, "plan").await;
+    let (updates, _) = run_turn(&server, &session, "Fix answer() with the fixer").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert!(permission_requests(&seen).is_empty());
+    assert!(applied_edits(&seen).is_empty(), "nothing is edited");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    // The child follows its parent's mode: its edit tool is withheld, its call refused,
+    // and it is told it is planning.
+    let child = &requests[1].body;
+    assert_eq!(offered_tool_names(child), ["read_file"]);
+    assert!(child.to_string().contains("You are in plan mode"));
+    let refused = tool_output_in(&requests[2].body, "c_edit");
+    assert!(
+        refused.contains("edit_file is not available in plan mode"),
+        "{refused}"
+    );
+    server.stop().await;
+}
+
+fn mcp_fixture() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/mcp_security_server.py")
+        .display()
+        .to_string()
+}
+
+#[tokio::test]
+async fn in_plan_mode_only_mcp_tools_annotated_read_only_are_offered_and_run() {
+    let (ws, fake) = workspace_and_fake().await;
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("call_env", "mcp__sec__env", &["{}"]),
+            ("call_peek", "mcp__sec__peek", &["{}"]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Peeked."], None));
+    let (responder, seen) = responder(&["allowOnce"]);
+    // Plan mode as the setting, for every session.
+    let extra = json!({"approval": "plan", "mcpServers": {
+        "sec": {"command": "python3", "args": [mcp_fixture()]}
+    }});
+    let server = server(&ws, provider_options(&fake, &ws, extra), Some(responder)).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Look around.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+
+    let requests = fake.requests();
+    let tools = offered_tool_names(&requests[0].body);
+    assert!(tools.iter().any(|t| t == "mcp__sec__peek"), "{tools:?}");
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t == "mcp__sec__env" || t == "mcp__sec__big" || t == "edit_file"),
+        "{tools:?}"
+    );
+    let refused = tool_output_in(&requests[1].body, "call_env");
+    assert!(
+        refused.contains("mcp__sec__env is not available in plan mode")
+            && refused.contains("readOnlyHint"),
+        "{refused}"
+    );
+    // The read-only tool runs, after asking as a command does in plan mode.
+    assert!(tool_output_in(&requests[1].body, "call_peek").contains("peeked"));
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["toolCall"]["name"], "mcp__sec__peek");
+    server.stop().await;
 }
 
 #[tokio::test]

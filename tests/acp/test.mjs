@@ -169,7 +169,8 @@ test("session/new announces the modes, the config options and the slash commands
   const session = await c.connection.newSession({ cwd: ws, mcpServers: [] });
   assert.match(session.sessionId, /.+/);
   assert.equal(session.modes.currentModeId, "ask");
-  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["ask", "auto-edit", "full-auto"]);
+  assert.deepEqual(session.modes.availableModes.map((m) => m.id), ["ask", "auto-edit", "full-auto", "plan"]);
+  assert.deepEqual(session.configOptions[0].options.map((o) => o.value), ["ask", "auto-edit", "full-auto", "plan"]);
   assert.deepEqual(session.configOptions.map((o) => o.id), ["mode", "model"]);
   assert.equal(session.configOptions[1].currentValue, "fake-model");
   const commands = await c.update(kind("available_commands_update"));
@@ -394,6 +395,48 @@ test("set_mode full-auto stops the permission requests", async () => {
   const done = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "completed");
   assert.match(JSON.stringify(done.update.content), /auto/);
   await assert.rejects(c.connection.setSessionMode({ sessionId, modeId: "yolo" }), /unknown mode/);
+});
+
+test("set_mode plan offers no edit tool and refuses an edit; the mode option auto-edit then edits", async () => {
+  const ws = workspace({ "a.txt": "one\n" });
+  const edit = { path: "a.txt", old_text: "one", new_text: "two" };
+  const script = {
+    replies: [
+      { toolCalls: [{ id: "e1", name: "edit_file", arguments: edit }] },
+      { text: ["Plan: change one to two."] },
+      { toolCalls: [{ id: "e2", name: "edit_file", arguments: edit }] },
+      { text: ["Done."] },
+    ],
+  };
+  const c = await start(script, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "plan" });
+  const planning = await c.update((n) => kind("current_mode_update")(n) && n.update.currentModeId === "plan");
+  assert.equal(planning.update.currentModeId, "plan");
+  const planned = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Plan it." }] });
+  assert.equal(planned.stopReason, "end_turn");
+  const refused = c.updates.find((n) => kind("tool_call_update")(n) && n.update.status === "failed");
+  assert.match(JSON.stringify(refused.update.content), /not available in plan mode/);
+  assert.equal(c.writes.length, 0);
+  assert.equal(c.permissions.length, 0);
+  assert.equal(fs.readFileSync(path.join(ws, "a.txt"), "utf8"), "one\n");
+  const requests = async () => (await fetch(c.url.replace(/\/v1$/, "") + "/__requests")).json();
+  const names = (request) => request.body.tools.map((t) => t.function.name);
+  const first = (await requests())[0];
+  assert.ok(!names(first).includes("edit_file") && !names(first).includes("write_file"), JSON.stringify(names(first)));
+  assert.match(JSON.stringify(first.body), /You are in plan mode/);
+
+  // Back through the mode config option: the same session carries the plan out.
+  const set = await c.connection.setSessionConfigOption({ sessionId, configId: "mode", value: "auto-edit" });
+  assert.equal(set.configOptions.find((o) => o.id === "mode").currentValue, "auto-edit");
+  await c.update((n) => kind("current_mode_update")(n) && n.update.currentModeId === "auto-edit");
+  const done = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Do it." }] });
+  assert.equal(done.stopReason, "end_turn");
+  assert.equal(c.permissions.length, 0, "auto-edit edits without asking");
+  assert.equal(fs.readFileSync(path.join(ws, "a.txt"), "utf8"), "two\n");
+  const third = (await requests())[2];
+  assert.ok(names(third).includes("edit_file"), JSON.stringify(names(third)));
+  assert.match(JSON.stringify(third.body), /left plan mode/);
 });
 
 test("a slash command from available_commands_update runs without the model", async () => {

@@ -293,3 +293,33 @@ pub async fn kill9(server: &mut Server) {
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let _ = server.client.child().wait().await;
 }
+
+/// The names of the tools a recorded OpenAI request body offers.
+pub fn offered_tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The output a recorded OpenAI request body holds for call `call_id`.
+pub fn tool_output_in(body: &Value, call_id: &str) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no tool message for {call_id} in {body}"))
+}
+
+/// The `agent/status` notifications among `messages`.
+pub fn statuses(messages: &[ServerMessage]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m.method == "agent/status")
+        .map(|m| m.params.clone())
+        .collect()
+}
