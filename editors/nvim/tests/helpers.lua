@@ -123,6 +123,7 @@ function M.cleanup()
   end
   local agentls = require("agentls")
   agentls.state.session, agentls.state.turn, agentls.state.status, agentls.state.last_error = nil, nil, nil, nil
+  agentls.state.modes, agentls.state.sandbox = {}, nil
   chat.ui.buf, chat.ui.input, chat.ui.pending_state = nil, nil, nil
   vim.ui.select = M.original_select
 end

@@ -366,6 +366,8 @@ function M.open()
     end
     vim.wo[ui.win].wrap = true
     vim.wo[ui.win].linebreak = true
+    -- The header says which mode the session is in and what guards its commands.
+    vim.wo[ui.win].winbar = "%{%v:lua.require'agentls'.chat_header()%}"
     vim.api.nvim_set_current_win(ui.win)
     vim.cmd("belowright split")
     ui.input_win = vim.api.nvim_get_current_win()

@@ -103,6 +103,42 @@ function M.context()
   return require("agentls.float").open(lines, "agentls context")
 end
 
+--- :AgentMode [mode]: the chat's session in `mode` (agent/session/setMode) from its next
+--- tool call on; without one, a picker of the modes. The server's agent/status then shows
+--- it in the chat's header and the statusline.
+function M.set_mode(mode)
+  local modes = require("agentls.mode")
+  if not mode or mode == "" then
+    return vim.ui.select(modes.MODES, {
+      prompt = "agentls mode (now " .. agentls().mode() .. ")",
+      format_item = function(m)
+        return string.format("%-10s %s", m.id, m.description)
+      end,
+    }, function(choice)
+      if choice then
+        M.set_mode(choice.id)
+      end
+    end)
+  end
+  if not modes.is_mode(mode) then
+    local ids = vim.tbl_map(function(m)
+      return m.id
+    end, modes.MODES)
+    return vim.notify("agentls: unknown mode " .. mode .. ": the modes are " .. table.concat(ids, ", "), vim.log.levels.ERROR)
+  end
+  local session = agentls().session()
+  if not session then
+    return
+  end
+  agentls().request_async("agent/session/setMode", { sessionId = session, mode = mode }, function(err, result)
+    if err or not result then
+      return vim.notify("agentls: " .. (err and err.message or "setMode got no answer"), vim.log.levels.ERROR)
+    end
+    agentls().state.modes[session] = result.mode
+    agentls().redraw_status()
+  end)
+end
+
 --- :'<,'>AgentAsk [question]: the chat, with the selection attached.
 function M.ask(opts)
   local win = vim.api.nvim_get_current_win()
@@ -166,6 +202,19 @@ function M.register()
     AgentContext = { M.context, {} },
     AgentMcp = { function() require("agentls.mcp").show() end, {} },
     AgentAsk = { M.ask, { nargs = "?", range = true } },
+    AgentMode = {
+      function(o)
+        M.set_mode(o.args)
+      end,
+      {
+        nargs = "?",
+        complete = function()
+          return vim.tbl_map(function(m)
+            return m.id
+          end, require("agentls.mode").MODES)
+        end,
+      },
+    },
   }
   for name, spec in pairs(commands) do
     vim.api.nvim_create_user_command(name, spec[1], vim.tbl_extend("force", { desc = "agentls" }, spec[2]))

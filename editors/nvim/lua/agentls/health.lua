@@ -38,7 +38,39 @@ function M.check()
   if agentls.state.last_error then
     health.warn("last error: " .. agentls.state.last_error)
   end
+  M.check_sandbox(clients)
   M.check_mcp(clients)
+end
+
+--- Each running server's sandbox, asked with agent/sandbox/status: ok when commands run in
+--- one, warn when none can be had (or it is off); info for a server without the request.
+function M.check_sandbox(clients)
+  local health = vim.health
+  health.start("agentls sandbox")
+  if #clients == 0 then
+    health.info("no agentls server running: the sandbox is shown once one runs")
+    return
+  end
+  for _, client in ipairs(clients) do
+    local done, result, err = false, nil, nil
+    require("agentls").call(client, "request", "agent/sandbox/status", {}, function(e, r)
+      done, result, err = true, r, e
+    end)
+    vim.wait(5000, function()
+      return done
+    end, 10)
+    local prefix = #clients > 1 and string.format("%s: ", client.config.root_dir or "?") or ""
+    if not done then
+      health.warn(prefix .. "agent/sandbox/status got no answer")
+    elseif err and err.code == -32601 then
+      health.info(prefix .. "this agentls does not report a sandbox (no agent/sandbox/status): commands are guarded by approvals alone")
+    elseif err or type(result) ~= "table" then
+      health.warn(prefix .. "agent/sandbox/status failed: " .. (err and err.message or "no answer"))
+    else
+      local line = require("agentls.mode").health(result)
+      health[line[1]](prefix .. line[2])
+    end
+  end
 end
 
 --- Each running server's MCP servers, asked with agent/mcp/status: ok when ready (with its

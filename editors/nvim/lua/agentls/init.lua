@@ -33,6 +33,8 @@ M.state = {
   status = nil, -- the last agent/status params
   session = nil, -- the current session id
   turn = nil, -- the running turn id
+  modes = {}, -- session id -> the mode :AgentMode set (for a server whose status has none)
+  sandbox = nil, -- the last sandbox state the server reported (agent/status, agent/sandbox/status)
 }
 
 --- Calls a client method the way this Neovim expects (0.11: client:method(...); 0.10:
@@ -65,15 +67,26 @@ local function root_for(bufnr)
   return vim.fs.normalize(marker and vim.fs.dirname(marker) or vim.fn.getcwd())
 end
 
---- The agentls client of the current workspace, started (or reused) on demand.
-function M.client(bufnr)
-  bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local root = root_for(bufnr)
+--- The agentls client already running for the workspace of `bufnr` (default: the current
+--- buffer), or nil.
+function M.running_client(bufnr)
+  local root = root_for(bufnr or vim.api.nvim_get_current_buf())
   for _, client in ipairs(vim.lsp.get_clients({ name = "agentls" })) do
     if vim.fs.normalize(client.root_dir or client.config.root_dir or "") == root then
       return client
     end
   end
+  return nil
+end
+
+--- The agentls client of the current workspace, started (or reused) on demand.
+function M.client(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local running = M.running_client(bufnr)
+  if running then
+    return running
+  end
+  local root = root_for(bufnr)
   local handlers = require("agentls.handlers")
   local config = {
     name = "agentls",
@@ -161,8 +174,41 @@ function M.session()
   return M.state.session
 end
 
---- The statusline figure: "󰚩 42%", "󰚩 ~42%" when estimated, "󰚩 87% ⟳ compacting";
---- "" without a session.
+--- The current session's mode: its last agent/status's, else what :AgentMode set, else
+--- the `approval` setting this plugin sent (the server's default for a new session).
+function M.mode()
+  local status = M.state.status
+  if status and status.sessionId == M.state.session and status.mode then
+    return status.mode
+  end
+  return (M.state.session and M.state.modes[M.state.session]) or M.config.approval or "ask"
+end
+
+--- The chat's header ('winbar'): the mode and the sandbox (agentls/mode.lua).
+function M.chat_header()
+  return require("agentls.mode").header(M.mode(), M.state.sandbox)
+end
+
+--- Asks the running server for its sandbox state (agent/sandbox/status) for the chat's
+--- header before its first agent/status; never starts one, and a server that does not know
+--- the request leaves it unset (no error: an older agentls has no sandbox).
+function M.fetch_sandbox()
+  local client = M.running_client()
+  if not client then
+    return
+  end
+  M.call(client, "request", "agent/sandbox/status", {}, function(err, result)
+    if not err and type(result) == "table" then
+      vim.schedule(function()
+        M.state.sandbox = result
+        M.redraw_status()
+      end)
+    end
+  end)
+end
+
+--- The statusline figure: "󰚩 42%", "󰚩 ~42%" when estimated, "󰚩 87% ⟳ compacting", the
+--- mode after it when it is not `ask` ("󰚩 42% · plan"); "" without a session.
 function M.statusline()
   local status = M.state.status
   if not status or status.sessionId ~= M.state.session then
@@ -170,6 +216,10 @@ function M.statusline()
   end
   local pct = math.floor((status.fill or 0) * 100 + 0.5)
   local text = string.format("󰚩 %s%d%%", status.estimated and "~" or "", pct)
+  local mode = M.mode()
+  if mode ~= "ask" then
+    text = text .. " · " .. mode
+  end
   if status.state == "compacting" then
     text = text .. " ⟳ compacting"
   elseif status.state == "running" then
@@ -188,6 +238,9 @@ end
 --- The current session changes (nil: none yet); the figure follows.
 function M.set_session(id)
   M.state.session = id
+  if id then
+    M.fetch_sandbox()
+  end
   M.redraw_status()
 end
 
