@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const SERVER_LAYERS: &[&[&str]] = &[
     &["locks", "protocol"],
     &["process_groups", "store"],
+    &["sandbox"],
     &["gather", "provider"],
     &["host"],
     &["mcp", "tools"],

@@ -150,6 +150,7 @@ impl Agent {
             "estimated": estimated,
             "state": state,
             "compactions": session.compactions,
+            "sandbox": crate::sandbox::status(&self.host.config().sandbox),
         })));
     }
 
