@@ -62,10 +62,6 @@ pub fn gate(
     Gate::Ask
 }
 
-/// The name a "run it outside the sandbox" answer is recorded under (with the command's
-/// prefix): it never counts as an approval of `shell` itself.
-pub const UNSANDBOXED: &str = "shell (outside the sandbox)";
-
 /// Whether every simple command of `command` has a prefix in `prefixes` (none when the line
 /// is not plain: a redirection or substitution is never covered by a remembered answer).
 pub fn all_prefixes_in(command: &str, prefixes: &std::collections::BTreeSet<String>) -> bool {

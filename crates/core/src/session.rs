@@ -228,12 +228,16 @@ impl Session {
     }
 }
 
+/// The tool name a "run it outside the sandbox" answer is recorded under (with the
+/// command's prefix): it never counts as an approval of `shell` itself.
+pub const UNSANDBOXED: &str = "shell (outside the sandbox)";
+
 impl Approvals {
     /// Remembers an `allowAlways` or `rejectAlways` answer (for shell, per command prefix);
     /// the newer answer for a tool or prefix replaces the older. Other outcomes change
     /// nothing.
     fn remember(&mut self, tool: &str, outcome: &str, prefix: Option<&str>) {
-        if tool == crate::approval::UNSANDBOXED {
+        if tool == UNSANDBOXED {
             match (outcome, prefix) {
                 ("allowAlways", Some(prefix)) => {
                     self.unsandboxed_commands.insert(prefix.to_string());

@@ -73,7 +73,7 @@ impl Turn {
     ) -> Result<(), String> {
         // An answer about leaving the sandbox is remembered apart from the command's approval.
         let recorded_as = if shown.outside_sandbox.is_some() {
-            approval::UNSANDBOXED
+            agentls_core::session::UNSANDBOXED
         } else {
             call.name.as_str()
         };
