@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 const SERVER_LAYERS: &[&[&str]] = &[
     &["locks", "protocol"],
     &["process_groups", "store"],
+    &["sandbox"],
     &["gather", "provider"],
     &["host"],
     &["mcp", "tools"],
@@ -274,8 +275,8 @@ fn the_layer_check_fails_on_an_upward_or_sideways_import() {
     expect_test::expect![[r#"
         [
             "newfolder/mod.rs: newfolder is in no layer",
-            "store/files.rs: store (row 1) names host (row 3)",
-            "tools/shell.rs: tools (row 4) names mcp (row 4)",
+            "store/files.rs: store (row 1) names host (row 4)",
+            "tools/shell.rs: tools (row 5) names mcp (row 5)",
         ]
     "#]]
     .assert_debug_eq(&layer_violations(&tree, SERVER_LAYERS));

@@ -123,7 +123,8 @@ pub async fn gather(
         .map(|r| r.to_string_lossy().into_owned())
         .collect();
     let cwd = shown.first().cloned().unwrap_or_default();
-    let environment = crate::store::environment::current(cwd, shown, &config.approval);
+    let sandbox = crate::sandbox::status(&config.sandbox);
+    let environment = crate::store::environment::current(cwd, shown, &config.approval, &sandbox);
     Ok(Gathered {
         environment,
         agents,

@@ -101,6 +101,8 @@ pub struct TerminalRun {
     pub max_output_bytes: usize,
     /// Variables the command must not see (set empty in the terminal).
     pub hidden_env: Vec<String>,
+    /// The sandbox the terminal runs the command in (through `agentls sandbox`).
+    pub sandbox: Option<agentls_core::sandbox::SandboxPolicy>,
 }
 
 /// How a command run in the editor's terminal ended.

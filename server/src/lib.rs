@@ -10,6 +10,7 @@
 //! - `tools`, `mcp`: the model's tools (one file each, and their list), the MCP client;
 //! - `host`: the `Host` trait every front door implements and what crosses it;
 //! - `gather`, `provider`: the one gather recipe; the HTTP exchange with model providers;
+//! - `sandbox`: the command sandbox (the probe, a policy's places, confining a child);
 //! - `process_groups`, `store`: every child's process group and the warden; the disk and
 //!   the process environment;
 //! - `locks`, `protocol`: the one way to take a std lock; the protocol's types.
@@ -28,6 +29,7 @@ pub mod mcp;
 pub mod process_groups;
 pub mod protocol;
 pub mod provider;
+pub mod sandbox;
 pub mod store;
 pub mod tools;
 

@@ -1,4 +1,5 @@
-//! The `agentls` binary: an LSP server on stdio by default, plus `ask`, `acp` and `context`.
+//! The `agentls` binary: an LSP server on stdio by default, plus `ask`, `acp`, `context` and
+//! `sandbox`.
 //! The grammar of the command line is `agentls::cli::args`; the dev commands (benchmarks,
 //! demo, fake provider) are `agentls-dev`'s (crates/dev).
 
@@ -55,6 +56,10 @@ fn main() -> ExitCode {
                 Err(err) => fail(&err.to_string()),
             }
         }
+        Some(Command::Sandbox(args)) => ExitCode::from(
+            agentls::sandbox::run_confined(args.policy.as_deref(), &args.command).clamp(0, 255)
+                as u8,
+        ),
         Some(Command::Context(args)) => match agentls::cli::context::run(&args.into()) {
             Ok(output) => {
                 println!("{output}");

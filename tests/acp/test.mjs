@@ -281,7 +281,11 @@ test("with client terminals, the shell tool runs in terminal/create and the call
   assert.equal(answer.stopReason, "end_turn");
   assert.equal(c.terminals.length, 1);
   const [terminal] = c.terminals;
-  assert.deepEqual(terminal.params.args, ["-c", "echo in-the-terminal; exit 3"]);
+  // The command runs in the sandbox: agentls's own `sandbox` subcommand, then sh -c.
+  assert.equal(terminal.params.command, fs.realpathSync(BIN));
+  assert.deepEqual(terminal.params.args.slice(0, 2), ["sandbox", "--policy"]);
+  assert.equal(JSON.parse(terminal.params.args[2]).mode, "workspace-write");
+  assert.deepEqual(terminal.params.args.slice(3), ["--", "sh", "-c", "echo in-the-terminal; exit 3"]);
   assert.equal(terminal.params.cwd, ws);
   assert.ok(terminal.params.env.some((e) => e.name === "OPENAI_API_KEY" && e.value === ""), "the provider key is hidden");
   assert.equal(terminal.released, true);

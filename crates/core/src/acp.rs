@@ -37,7 +37,7 @@ pub const MODES: [(&str, &str, &str); 4] = [
     (
         "plan",
         "Plan",
-        "Read-only: explore and plan; no edits, commands ask first",
+        "Read-only: explore and plan; no edits, commands ask and run in a read-only sandbox",
     ),
 ];
 
@@ -325,15 +325,25 @@ pub fn terminal_create(
     cwd: &Path,
     hidden_env: &[String],
     max_output_bytes: usize,
+    launcher: Option<(&str, Vec<String>)>,
 ) -> Value {
     let env: Vec<Value> = hidden_env
         .iter()
         .map(|name| json!({"name": name, "value": ""}))
         .collect();
+    let shell_args = ["sh".to_string(), "-c".to_string(), command.to_string()];
+    // A sandboxed command runs through its launcher (`agentls sandbox --policy … --`).
+    let (program, args) = match launcher {
+        Some((program, mut args)) => {
+            args.extend(shell_args);
+            (program.to_string(), args)
+        }
+        None => (shell_args[0].clone(), shell_args[1..].to_vec()),
+    };
     json!({
         "sessionId": session_id,
-        "command": "sh",
-        "args": ["-c", command],
+        "command": program,
+        "args": args,
         "cwd": cwd,
         "env": env,
         "outputByteLimit": max_output_bytes,
@@ -743,7 +753,7 @@ mod tests {
     #[test]
     fn shell_commands_go_to_a_client_terminal_embedded_in_the_call() {
         expect![[r#"{"args":["-c","cargo test"],"command":"sh","cwd":"/w","env":[{"name":"OPENAI_API_KEY","value":""}],"outputByteLimit":1000,"sessionId":"s"}"#]]
-            .assert_eq(&terminal_create("s", "cargo test", Path::new("/w"), &["OPENAI_API_KEY".into()], 1000).to_string());
+            .assert_eq(&terminal_create("s", "cargo test", Path::new("/w"), &["OPENAI_API_KEY".into()], 1000, None).to_string());
         let mut done = session_update(&json!({"kind": "toolCallUpdate", "toolCallId": "c", "status": "completed", "output": "ok"})).unwrap();
         embed_terminal(&mut done, "t1");
         expect![[r#"{"content":[{"terminalId":"t1","type":"terminal"},{"content":{"text":"ok","type":"text"},"type":"content"}],"sessionUpdate":"tool_call_update","status":"completed","toolCallId":"c"}"#]]

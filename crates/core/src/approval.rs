@@ -87,6 +87,25 @@ pub fn offered_in_plan_mode(kind: ToolKind, mcp_read_only: Option<bool>) -> bool
     }
 }
 
+/// Whether every simple command of `command` has a prefix in `prefixes` (none when the line
+/// is not plain: a redirection or substitution is never covered by a remembered answer).
+pub fn all_prefixes_in(command: &str, prefixes: &std::collections::BTreeSet<String>) -> bool {
+    let (parts, plain) = simple_commands(command);
+    plain
+        && !parts.is_empty()
+        && parts
+            .iter()
+            .all(|part| prefixes.contains(&command_prefix(part)))
+}
+
+/// Whether some simple command of `command` has a prefix in `prefixes`.
+pub fn any_prefix_in(command: &str, prefixes: &std::collections::BTreeSet<String>) -> bool {
+    simple_commands(command)
+        .0
+        .iter()
+        .any(|part| prefixes.contains(&command_prefix(part)))
+}
+
 /// Why a tool's write to `relative` (a path inside a workspace root, `/`-separated) is asked
 /// whatever the mode and the remembered answers, or None: the files that make agentls or
 /// git run commands later (`.agents/`: hooks, commands, subagents, skills; `.mcp.json`;

@@ -13,7 +13,7 @@ use crate::editor_context;
 use crate::tokens::TokenizerKind;
 use crate::truncate::{self, TruncationPolicy};
 use serde_json::{Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -72,6 +72,8 @@ pub struct Config {
     pub mcp_servers: Vec<crate::mcp::config::ServerConfig>,
     /// `reminders.*`.
     pub reminders: crate::reminders::ReminderSettings,
+    /// `sandbox` (the mode) or `sandbox.{mode, network, writableRoots, required}`.
+    pub sandbox: crate::sandbox::SandboxSettings,
 }
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
@@ -120,6 +122,7 @@ impl Default for Config {
             hooks: Vec::new(),
             mcp_servers: Vec::new(),
             reminders: crate::reminders::ReminderSettings::default(),
+            sandbox: crate::sandbox::SandboxSettings::default(),
         }
     }
 }
@@ -521,7 +524,66 @@ const KEYS: &[Key] = &[
         },
         keep: |c, p| c.prompts_dir = p.prompts_dir.clone(),
     },
+    Key {
+        path: "sandbox",
+        set: |c, v| {
+            c.sandbox.mode = sandbox_mode(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.sandbox.mode = p.sandbox.mode,
+    },
+    Key {
+        path: "sandbox.mode",
+        set: |c, v| {
+            c.sandbox.mode = sandbox_mode(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.sandbox.mode = p.sandbox.mode,
+    },
+    Key {
+        path: "sandbox.network",
+        set: |c, v| {
+            c.sandbox.network = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.sandbox.network = p.sandbox.network,
+    },
+    Key {
+        path: "sandbox.required",
+        set: |c, v| {
+            c.sandbox.required = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.sandbox.required = p.sandbox.required,
+    },
+    Key {
+        path: "sandbox.writableRoots",
+        set: |c, v| {
+            c.sandbox.writable_roots = absolute_paths(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.sandbox.writable_roots = p.sandbox.writable_roots.clone(),
+    },
 ];
+
+fn sandbox_mode(value: &Value) -> Result<crate::sandbox::SandboxMode, String> {
+    let name = one_of(value, &crate::sandbox::SANDBOX_MODES)?;
+    Ok(crate::sandbox::SandboxMode::from_name(&name).unwrap_or_default())
+}
+
+/// A list of absolute paths (a relative one would depend on where the server started).
+fn absolute_paths(value: &Value) -> Result<Vec<PathBuf>, String> {
+    let Some(items) = value.as_array() else {
+        return Err(format!("must be a list of absolute paths, got {value}"));
+    };
+    items
+        .iter()
+        .map(|item| match item.as_str() {
+            Some(path) if Path::new(path).is_absolute() => Ok(PathBuf::from(path)),
+            _ => Err(format!("must be a list of absolute paths, got {item}")),
+        })
+        .collect()
+}
 
 fn string(value: &Value) -> Result<String, String> {
     value

@@ -392,6 +392,7 @@ mod tests {
             cwd: "/w".into(),
             approval_policy: "ask".into(),
             sandbox_mode: "none".into(),
+            network_access: "enabled".into(),
             shell: "bash".into(),
             workspace_roots: vec!["/w".into()],
             date: date.into(),

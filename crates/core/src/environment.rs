@@ -6,9 +6,11 @@ pub struct Environment {
     pub cwd: String,
     /// The session's mode: `ask`, `auto-edit`, `full-auto` or `plan` (`approval::POLICIES`).
     pub approval_policy: String,
-    /// agentls runs tools unsandboxed: file tools are confined to the workspace roots and
-    /// approvals guard the rest. Said as it is, so the model does not assume a sandbox.
+    /// The sandbox commands run in: `workspace-write`, `read-only`, or `none` (the sandbox
+    /// is off or this machine has none). Said as it is, so the model does not assume one.
     pub sandbox_mode: String,
+    /// `enabled` or `restricted` (commands cannot open IP sockets).
+    pub network_access: String,
     pub shell: String,
     pub workspace_roots: Vec<String>,
     /// `YYYY-MM-DD`, UTC.
@@ -26,6 +28,10 @@ impl Environment {
         out.push_str(&format!(
             "  <sandbox_mode>{}</sandbox_mode>\n",
             self.sandbox_mode
+        ));
+        out.push_str(&format!(
+            "  <network_access>{}</network_access>\n",
+            self.network_access
         ));
         out.push_str(&format!("  <shell>{}</shell>\n", self.shell));
         if !self.workspace_roots.is_empty() {
@@ -73,7 +79,8 @@ mod tests {
         let env = Environment {
             cwd: "/w".into(),
             approval_policy: "ask".into(),
-            sandbox_mode: "none".into(),
+            sandbox_mode: "workspace-write".into(),
+            network_access: "restricted".into(),
             shell: "bash".into(),
             workspace_roots: vec!["/w".into(), "/x".into()],
             date: "2026-11-22".into(),
@@ -82,7 +89,8 @@ mod tests {
             <environment_context>
               <cwd>/w</cwd>
               <approval_policy>ask</approval_policy>
-              <sandbox_mode>none</sandbox_mode>
+              <sandbox_mode>workspace-write</sandbox_mode>
+              <network_access>restricted</network_access>
               <shell>bash</shell>
               <workspace_roots>
                 <root>/w</root>

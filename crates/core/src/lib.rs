@@ -36,6 +36,7 @@ pub mod prompts;
 pub mod provider_kind;
 pub mod redact;
 pub mod reminders;
+pub mod sandbox;
 pub mod session;
 pub mod skills;
 pub mod snapshot;

@@ -21,6 +21,10 @@ pub struct Approvals {
     /// Shell command prefixes, e.g. `cargo test`.
     pub allowed_commands: BTreeSet<String>,
     pub rejected_commands: BTreeSet<String>,
+    /// Command prefixes the user lets run outside the sandbox (`approval::UNSANDBOXED`
+    /// answered "always"), and those never to be offered that.
+    pub unsandboxed_commands: BTreeSet<String>,
+    pub sandboxed_only_commands: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -224,11 +228,29 @@ impl Session {
     }
 }
 
+/// The tool name a "run it outside the sandbox" answer is recorded under (with the
+/// command's prefix): it never counts as an approval of `shell` itself.
+pub const UNSANDBOXED: &str = "shell (outside the sandbox)";
+
 impl Approvals {
     /// Remembers an `allowAlways` or `rejectAlways` answer (for shell, per command prefix);
     /// the newer answer for a tool or prefix replaces the older. Other outcomes change
     /// nothing.
     fn remember(&mut self, tool: &str, outcome: &str, prefix: Option<&str>) {
+        if tool == UNSANDBOXED {
+            match (outcome, prefix) {
+                ("allowAlways", Some(prefix)) => {
+                    self.unsandboxed_commands.insert(prefix.to_string());
+                    self.sandboxed_only_commands.remove(prefix);
+                }
+                ("rejectAlways", Some(prefix)) => {
+                    self.sandboxed_only_commands.insert(prefix.to_string());
+                    self.unsandboxed_commands.remove(prefix);
+                }
+                _ => {}
+            }
+            return;
+        }
         match (outcome, prefix) {
             ("allowAlways", Some(prefix)) => {
                 self.allowed_commands.insert(prefix.to_string());

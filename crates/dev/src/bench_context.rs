@@ -242,6 +242,7 @@ fn environment() -> Environment {
         cwd: "/w".into(),
         approval_policy: "ask".into(),
         sandbox_mode: "none".into(),
+        network_access: "enabled".into(),
         shell: "bash".into(),
         workspace_roots: vec!["/w".into()],
         date: "2026-11-22".into(),

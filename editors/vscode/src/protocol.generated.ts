@@ -12,6 +12,8 @@ export interface AgentStatus {
    * `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
    */
   mode: string;
+  /** The command sandbox, as `agent/sandbox/status` answers. */
+  sandbox: SandboxState;
   sessionId: string;
   /** `idle`, `running` or `compacting`. */
   state: string;
@@ -321,6 +323,23 @@ export interface Range {
   start: Position;
 }
 
+/**
+ * The command sandbox: what the settings ask for and what this machine gives (built by
+ * `sandbox::status`).
+ */
+export interface SandboxState {
+  /** This machine can confine a command (Linux with Landlock). */
+  available: boolean;
+  /** Commands run confined: the mode is not `off` and a sandbox is available. */
+  enforced: boolean;
+  /** Why the sandbox is missing or weaker than asked, for the status bar and health check. */
+  message?: string;
+  /** `workspace-write`, `read-only` or `off` (the `sandbox` setting). */
+  mode: string;
+  /** Commands may open IP sockets (true whenever no sandbox is enforced). */
+  network: boolean;
+}
+
 export interface Section {
   name: string;
   tokens: number;
@@ -512,6 +531,7 @@ export const Methods = {
   sessionSetMode: 'agent/session/setMode',
   sessionContext: 'agent/session/context',
   mcpStatus: 'agent/mcp/status',
+  sandboxStatus: 'agent/sandbox/status',
   mcpResources: 'agent/mcp/resources',
   debugDocument: 'agentls/debug/document',
   debugSyntax: 'agentls/debug/syntax',
@@ -535,6 +555,7 @@ export interface ClientRequests {
   'agent/session/setMode': { params: SessionSetModeParams; result: SessionSetModeResult };
   'agent/session/context': { params: SessionContextParams | null; result: ContextReport };
   'agent/mcp/status': { params: unknown; result: McpStatus };
+  'agent/sandbox/status': { params: unknown; result: SandboxState };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };
   'agentls/debug/document': { params: DebugDocumentParams; result: DebugDocumentResult };
   'agentls/debug/syntax': { params: DebugSyntaxParams; result: DebugSyntaxResult };

@@ -102,6 +102,10 @@ impl AcpHost {
                     .map_err(|e| format!("{method} failed: {}", e.message))
             }
         };
+        let launcher = match &run.sandbox {
+            Some(policy) => Some(crate::sandbox::launcher(policy)?),
+            None => None,
+        };
         let created = request(
             CreateTerminal::METHOD,
             mapping::terminal_create(
@@ -110,6 +114,7 @@ impl AcpHost {
                 &run.cwd,
                 &run.hidden_env,
                 run.max_output_bytes,
+                launcher.as_ref().map(|(p, a)| (p.as_str(), a.clone())),
             ),
         )
         .await?;

@@ -151,6 +151,7 @@ impl Agent {
             "state": state,
             "compactions": session.compactions,
             "mode": self.mode_of(&session.id),
+            "sandbox": crate::sandbox::status(&self.host.config().sandbox),
         })));
     }
 

@@ -44,6 +44,20 @@ pub enum Command {
     /// Show what the model would see for FILE at that position: sections, token counts,
     /// editor context
     Context(ContextArgs),
+    /// Run a command in the command sandbox (what `shell` calls run in): writes only in the
+    /// current directory and the temp directory, no network
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SandboxArgs {
+    /// The policy as JSON (agentls passes it to a client terminal); default: the current
+    /// directory as the workspace, writable, no network
+    #[arg(long, value_name = "JSON")]
+    pub policy: Option<String>,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args, Debug)]

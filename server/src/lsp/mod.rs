@@ -110,6 +110,7 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SessionSetModel>(Backend::session_set_model)
         .on::<ext::SessionSetMode>(Backend::session_set_mode)
         .on::<ext::McpStatus>(Backend::mcp_status)
+        .on::<ext::SandboxStatus>(Backend::sandbox_status)
         .on::<ext::McpResources>(Backend::mcp_resources)
         .on::<malformed::InvalidRequest>(Backend::invalid_request)
         .on_notification::<malformed::MalformedMessage>(Backend::malformed_message)

@@ -67,6 +67,15 @@ impl Backend {
         Ok(Json::new(self.agent().mcp_status()))
     }
 
+    /// `agent/sandbox/status {}`: the command sandbox the settings ask for and this machine
+    /// gives.
+    pub(super) async fn sandbox_status(
+        &self,
+        _params: Option<Value>,
+    ) -> jsonrpc::Result<crate::protocol::lsp::SandboxState> {
+        Ok(crate::sandbox::status(&self.state.config().sandbox))
+    }
+
     /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.
     pub(super) async fn mcp_resources(
         &self,

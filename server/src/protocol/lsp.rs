@@ -515,6 +515,34 @@ pub struct AgentStatus {
     /// The session's mode (`agent/session/setMode`, else the `approval` setting): `ask`,
     /// `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
     pub mode: String,
+    /// The command sandbox, as `agent/sandbox/status` answers.
+    pub sandbox: SandboxState,
+}
+
+pub enum SandboxStatus {}
+
+impl ClientRequest for SandboxStatus {
+    type Params = Option<Value>;
+    type Result = SandboxState;
+    const METHOD: &'static str = "agent/sandbox/status";
+}
+
+/// The command sandbox: what the settings ask for and what this machine gives (built by
+/// `sandbox::status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxState {
+    /// `workspace-write`, `read-only` or `off` (the `sandbox` setting).
+    pub mode: String,
+    /// This machine can confine a command (Linux with Landlock).
+    pub available: bool,
+    /// Commands may open IP sockets (true whenever no sandbox is enforced).
+    pub network: bool,
+    /// Commands run confined: the mode is not `off` and a sandbox is available.
+    pub enforced: bool,
+    /// Why the sandbox is missing or weaker than asked, for the status bar and health check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 pub enum RequestPermission {}
@@ -786,6 +814,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SessionSetMode>(),
         handled::<SessionContext>(),
         handled::<McpStatus>(),
+        handled::<SandboxStatus>(),
         handled::<McpResources>(),
         handled::<DebugDocument>(),
         handled::<DebugSyntax>(),

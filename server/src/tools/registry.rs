@@ -43,6 +43,9 @@ pub struct ToolContext {
     /// that can return less (a `read_file` page) fits it; the recorded output is cut to it
     /// in any case.
     pub output_budget: Option<OutputBudget>,
+    /// The sandbox a command of this call runs in; None: unconfined (the sandbox is off,
+    /// cannot be had, or the user let this command out).
+    pub sandbox: Option<agentls_core::sandbox::SandboxPolicy>,
 }
 
 /// Tokens an output may take, counted with the session's tokenizer.
@@ -98,6 +101,9 @@ pub struct ToolOutcome {
     pub output: String,
     pub success: bool,
     pub effect: Option<Effect>,
+    /// Why the command sandbox likely stopped this call (a denied write, no network, a
+    /// protected path it created): the turn asks the user whether to run it outside.
+    pub sandbox_denied: Option<String>,
 }
 
 impl ToolOutcome {
@@ -106,6 +112,7 @@ impl ToolOutcome {
             output: output.into(),
             success: true,
             effect: None,
+            sandbox_denied: None,
         }
     }
 
@@ -114,6 +121,7 @@ impl ToolOutcome {
             output: output.into(),
             success: false,
             effect: None,
+            sandbox_denied: None,
         }
     }
 

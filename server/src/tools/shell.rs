@@ -25,6 +25,7 @@ use crate::host::{TerminalOutcome, TerminalRun};
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 use crate::tools::snapshot;
+use agentls_core::sandbox::SandboxPolicy;
 
 /// How long output is still read after the shell exited, before whatever it left running in
 /// the background (and holding the pipes open) is killed: `server &` must not hang the turn.
@@ -64,8 +65,9 @@ pub async fn run_shell(
     on_output: impl Fn(&str) + Send + Sync + 'static,
     cancel: &CancellationToken,
     hidden_env: &[String],
+    sandbox: Option<&SandboxPolicy>,
 ) -> Result<ShellOutcome, ToolError> {
-    let mut child = spawn(command, cwd, hidden_env)?;
+    let mut child = spawn(command, cwd, hidden_env, sandbox)?;
     // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
     let mut group = GroupGuard::new(child.id());
     let (mut chunks, readers) = merged_output(&mut child);
@@ -96,9 +98,14 @@ pub async fn run_shell(
     ))
 }
 
-/// The command started in a process group of its own, with no terminal to wait on and
-/// without the hidden variables.
-fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, ToolError> {
+/// The command started in a process group of its own, with no terminal to wait on, without
+/// the hidden variables, and confined to `sandbox` when there is one.
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    hidden_env: &[String],
+    sandbox: Option<&SandboxPolicy>,
+) -> Result<Child, ToolError> {
     if !cwd.is_dir() {
         return Err(error(format!(
             "cannot run `{command}`: the working directory {} does not exist",
@@ -112,6 +119,13 @@ fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> Result<Child, Tool
     // editor and the session log).
     for name in hidden_env {
         shell.env_remove(name);
+    }
+    if let Some(policy) = sandbox {
+        crate::sandbox::confine(shell.as_std_mut(), policy).map_err(|err| {
+            error(format!(
+                "cannot run `{command}`: the sandbox cannot be set up: {err}"
+            ))
+        })?;
     }
     shell
         .arg("-c")
@@ -497,14 +511,22 @@ impl Tool for Shell {
         // The workspace root the command runs in, snapshotted around it: what it changes on
         // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
         let before = snapshot::before(root_holding(cx, &cwd)).await;
+        let absent = absent_protected(cx.sandbox.as_ref());
         let ran = execute(cx, &input.command, cwd, timeout).await;
+        let planted = remove_planted(&absent);
         // Also after a failure, a timeout or a cancel: the files may have changed before.
         let changed = match before {
             Some(before) => snapshot::changes_since(before, &cx.boundary.roots).await,
             None => Vec::new(),
         };
         match ran {
-            Ok(outcome) => ran_outcome(&input.command, outcome, changed),
+            Ok(outcome) => {
+                let mut outcome = ran_outcome(&input.command, outcome, changed);
+                if let Some(policy) = &cx.sandbox {
+                    mark_denial(&mut outcome, policy, &planted);
+                }
+                outcome
+            }
             Err(err) => ToolOutcome::failed(err.0),
         }
     }
@@ -536,6 +558,7 @@ async fn execute(
         timeout,
         max_output_bytes: SHELL_OUTPUT_BYTES,
         hidden_env: cx.hidden_env.clone(),
+        sandbox: cx.sandbox.clone(),
     };
     if let Some(result) = cx.host.run_in_terminal(run, &cx.cancel).await {
         return result.map(terminal_outcome).map_err(error);
@@ -549,8 +572,67 @@ async fn execute(
         move |chunk: &str| on_output(chunk),
         &cx.cancel,
         &cx.hidden_env,
+        cx.sandbox.as_ref(),
     )
     .await
+}
+
+/// The protected paths that are not there before a sandboxed command: the mount namespace
+/// cannot make a missing path read-only, so one the command creates is removed after it.
+fn absent_protected(sandbox: Option<&SandboxPolicy>) -> Vec<PathBuf> {
+    sandbox.map_or_else(Vec::new, |policy| {
+        policy
+            .protected
+            .iter()
+            .filter(|path| std::fs::symlink_metadata(path).is_err())
+            .cloned()
+            .collect()
+    })
+}
+
+/// Removes what the command created at the `absent` protected paths; the paths removed.
+fn remove_planted(absent: &[PathBuf]) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for path in absent {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
+        let gone = if meta.is_dir() {
+            std::fs::remove_dir_all(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+        match gone {
+            Ok(()) => removed.push(path.clone()),
+            Err(err) => tracing::warn!(
+                "a sandboxed command created {}, which cannot be removed: {err}",
+                path.display()
+            ),
+        }
+    }
+    removed
+}
+
+/// Marks an outcome the sandbox explains: a protected path the command created (removed,
+/// and the call failed), else a failure whose output shows a denied write or socket.
+fn mark_denial(outcome: &mut ToolOutcome, policy: &SandboxPolicy, planted: &[PathBuf]) {
+    if !planted.is_empty() {
+        let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
+        outcome.output.push_str(&format!(
+            "\n[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]",
+            names.join(", ")
+        ));
+        outcome.success = false;
+        outcome.sandbox_denied = Some(format!(
+            "the command created {}, which a sandboxed command may not create",
+            names.join(", ")
+        ));
+        return;
+    }
+    if outcome.success {
+        return;
+    }
+    outcome.sandbox_denied = agentls_core::sandbox::denial(&outcome.output, None, policy);
 }
 
 /// The call's outcome: success only for exit code 0; the evidence and the changed files
@@ -570,6 +652,7 @@ fn ran_outcome(
         output: outcome.output,
         success,
         effect: Some(Effect::Ran { evidence, changed }),
+        sandbox_denied: None,
     }
 }
 
@@ -618,6 +701,7 @@ mod tests {
             no_output(),
             &CancellationToken::new(),
             &[],
+            None,
         )
         .await
         .unwrap()
@@ -668,6 +752,7 @@ mod tests {
             no_output(),
             &CancellationToken::new(),
             &[],
+            None,
         )
         .await
         .unwrap_err()
@@ -688,6 +773,7 @@ mod tests {
             move |chunk: &str| seen.lock().unwrap().push(chunk.to_string()),
             &CancellationToken::new(),
             &[],
+            None,
         )
         .await
         .unwrap();
@@ -749,6 +835,7 @@ mod tests {
             no_output(),
             &cancel,
             &[],
+            None,
         )
         .await
         .unwrap();

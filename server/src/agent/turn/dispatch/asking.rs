@@ -22,6 +22,8 @@ pub(in crate::agent) struct Shown {
     pub(in crate::agent) diff: Option<String>,
     pub(in crate::agent) edit: Option<Value>,
     pub(in crate::agent) reason: Option<String>,
+    /// Why the sandbox stopped the command: the request asks to run it again outside.
+    pub(in crate::agent) outside_sandbox: Option<String>,
 }
 
 impl Turn {
@@ -40,14 +42,14 @@ impl Turn {
             Some(Permission::Allow) => Gate::Run,
             Some(Permission::Ask) => Gate::Ask,
             _ => {
-                let approvals = self.approvals().await;
+                let approvals = self.session_approvals().await;
                 approval::gate(&self.mode(), tool, kind, command, &approvals)
             }
         }
     }
 
     /// The approvals the gate reads: the session's, or for a subagent its parent's.
-    async fn approvals(&self) -> agentls_core::session::Approvals {
+    pub(in crate::agent) async fn session_approvals(&self) -> agentls_core::session::Approvals {
         match &self.scope.child {
             Some(child) => child.parent.live.lock().await.session.approvals.clone(),
             None => self.handle.live.lock().await.session.approvals.clone(),
@@ -63,12 +65,19 @@ impl Turn {
         command: Option<&str>,
         shown: Shown,
     ) -> Result<(), String> {
+        // An answer about leaving the sandbox is remembered apart from the command's approval.
+        let recorded_as = if shown.outside_sandbox.is_some() {
+            agentls_core::session::UNSANDBOXED
+        } else {
+            call.name.as_str()
+        };
         let request = self.permission_request(call, kind, arguments, command, shown);
         let outcome = tokio::select! {
             outcome = self.host().request_permission(request) => outcome,
             () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
         };
-        self.record_answer(call, command, &outcome.kind).await;
+        self.record_answer(call, recorded_as, command, &outcome.kind)
+            .await;
         if outcome.allows() {
             Ok(())
         } else if self.cancel.is_cancelled() {
@@ -96,6 +105,13 @@ impl Turn {
         shown: Shown,
     ) -> PermissionRequest {
         let (always, never) = match command {
+            Some(command) if shown.outside_sandbox.is_some() => {
+                let prefix = approval::command_prefix(command);
+                (
+                    format!("Always run `{prefix}` commands outside the sandbox in this session"),
+                    format!("Never run `{prefix}` commands outside the sandbox in this session"),
+                )
+            }
             Some(command) => {
                 let prefix = approval::command_prefix(command);
                 (
@@ -130,6 +146,14 @@ impl Turn {
             ));
             tool_call["reason"] = json!(reason);
         }
+        if let Some(reason) = shown.outside_sandbox {
+            tool_call["title"] = json!(format!(
+                "Run `{}` again outside the sandbox",
+                agentls_core::tool_info::shorten(command.unwrap_or_default())
+            ));
+            tool_call["reason"] = json!(reason);
+            tool_call["outsideSandbox"] = json!(true);
+        }
         tool_call["locations"] = locations(
             &PathBoundary {
                 roots: self.host().roots(),
@@ -149,14 +173,14 @@ impl Turn {
     /// Records the user's answer (with the command prefix an "always" answer covers). A
     /// subagent's approval was the parent's user's answer: the parent's session keeps it
     /// too (its "always" answers hold for the parent and its later subagents).
-    async fn record_answer(&self, call: &Call, command: Option<&str>, outcome: &str) {
+    async fn record_answer(&self, call: &Call, tool: &str, command: Option<&str>, outcome: &str) {
         let prefix = command
             .filter(|_| matches!(outcome, "allowAlways" | "rejectAlways"))
             .map(approval::command_prefix);
         let answer = |turn_id: &str| Event::Permission {
             turn_id: turn_id.to_string(),
             tool_call_id: call.id.clone(),
-            tool: call.name.clone(),
+            tool: tool.to_string(),
             outcome: outcome.to_string(),
             prefix: prefix.clone(),
         };

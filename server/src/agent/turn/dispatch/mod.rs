@@ -9,6 +9,7 @@ use crate::agent::turn::Turn;
 mod asking;
 pub(in crate::agent) mod mcp;
 mod plan_mode;
+mod sandbox;
 pub(in crate::agent) mod subagents;
 
 use crate::tools::registry::{AnyTool, Effect, OutputBudget, Prepared, Registry, ToolContext};
@@ -266,7 +267,7 @@ impl Turn {
             Ok(tool) => tool,
             Err(message) => return (message, false),
         };
-        let cx = self.tool_context(call);
+        let mut cx = self.tool_context(call);
         if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
             return (
                 "there is no workspace folder: tools that touch files cannot run".into(),
@@ -278,6 +279,8 @@ impl Turn {
             Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
+        self.unconfine_if_allowed(&mut cx, tool.command(&arguments))
+            .await;
         match self
             .approve_and_run(call, kind, tool, &cx, &arguments, permission)
             .await
@@ -330,6 +333,9 @@ impl Turn {
         arguments: &Value,
         permission: Option<Permission>,
     ) -> Result<(String, bool), (String, bool)> {
+        if let Some(refusal) = self.sandbox_refusal(kind) {
+            return Err((refusal, false));
+        }
         let ready = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
         let command = tool.command(arguments);
         let mut gate = self.gate(&call.name, kind, command, permission).await;
@@ -354,6 +360,7 @@ impl Turn {
                     diff: diff.clone(),
                     edit: edit.clone(),
                     reason,
+                    outside_sandbox: None,
                 };
                 self.ask(call, kind, arguments, command, shown)
                     .await
@@ -366,7 +373,12 @@ impl Turn {
             running["diff"] = edit.clone();
         }
         self.update(running);
-        let outcome = tool.run(cx, ready).await;
+        let mut outcome = tool.run(cx, ready).await;
+        if outcome.sandbox_denied.is_some() {
+            outcome = self
+                .offer_to_leave_sandbox(call, tool, arguments, outcome)
+                .await;
+        }
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
         }
@@ -459,6 +471,7 @@ impl Turn {
             }),
             subagents: self.subagent_runner(call),
             output_budget: self.output_budget,
+            sandbox: self.sandbox_policy(),
         }
     }
 

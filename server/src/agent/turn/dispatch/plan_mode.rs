@@ -14,12 +14,7 @@ impl Turn {
     /// The mode this turn runs under: its session's, or for a subagent its parent's (the
     /// one the user chose; a child session is never shown).
     pub(in crate::agent) fn mode(&self) -> String {
-        let session = self
-            .scope
-            .child
-            .as_ref()
-            .map_or(self.handle.id.as_str(), |child| child.parent.id.as_str());
-        self.agent.mode_of(session)
+        self.agent.mode_of(self.deciding_session())
     }
 
     /// Whether this turn offers tool `name` (built-in or MCP) to the model: its scope allows

@@ -1,0 +1,352 @@
+//! The sandbox on Linux, applied to a child between fork and exec: a private mount namespace
+//! in which the protected paths are bind-mounted read-only (and each root's `.git` pinned,
+//! so it cannot be moved away and rebuilt), then Landlock (writes only beneath the writable
+//! directories), then a seccomp filter that refuses IP sockets when the network is off.
+//!
+//! Everything that allocates or reads the disk happens in [`Confinement::prepare`], in the
+//! parent; [`Confinement::apply`] runs in the forked child and only makes system calls.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    path_beneath_rules, AccessFs, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetStatus, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+use agentls_core::sandbox::SandboxPolicy;
+
+/// The Landlock ABI whose write rights are handled: v3 adds truncation, v2 cross-directory
+/// renames (`Refer`), both of which a write policy must cover.
+const HANDLED_ABI: ABI = ABI::V3;
+
+/// Device files a command may still write: the null sinks, the terminal, the random pools.
+const WRITABLE_DEVICES: [&str; 8] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// One bind mount of the namespace, in the order they are made (parents first).
+#[derive(Debug)]
+struct Mount {
+    path: CString,
+    /// Remounted read-only, keeping these flags of the mount it is on (a user namespace may
+    /// not clear them).
+    read_only: Option<libc::c_ulong>,
+}
+
+/// How the child gets its own mount table.
+#[derive(Debug)]
+enum Namespace {
+    None,
+    /// As root: a mount namespace.
+    Mount,
+    /// Otherwise: a user namespace mapping only this user, and a mount namespace in it.
+    User {
+        uid_map: CString,
+        gid_map: CString,
+    },
+}
+
+/// A policy made ready for a child: opened, compiled, formatted.
+pub struct Confinement {
+    namespace: Namespace,
+    mounts: Vec<Mount>,
+    ruleset: Option<RulesetCreated>,
+    filter: Option<BpfProgram>,
+}
+
+impl Confinement {
+    /// Prepares `policy` (in the parent). Err when Landlock or the filter cannot be set up.
+    pub fn prepare(policy: &SandboxPolicy, mount_namespace: bool) -> io::Result<Confinement> {
+        let mounts = if mount_namespace {
+            mounts(policy)
+        } else {
+            Vec::new()
+        };
+        let namespace = if mounts.is_empty() {
+            Namespace::None
+        } else if unsafe { libc::geteuid() } == 0 {
+            Namespace::Mount
+        } else {
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            Namespace::User {
+                uid_map: CString::new(format!("{uid} {uid} 1\n"))?,
+                gid_map: CString::new(format!("{gid} {gid} 1\n"))?,
+            }
+        };
+        Ok(Confinement {
+            namespace,
+            mounts,
+            ruleset: Some(ruleset(&policy.writable).map_err(io::Error::other)?),
+            filter: if policy.network {
+                None
+            } else {
+                Some(no_ip_sockets().map_err(io::Error::other)?)
+            },
+        })
+    }
+
+    /// Confines the calling process. Runs in the forked child: system calls only.
+    pub fn apply(&mut self) -> io::Result<()> {
+        self.enter_namespace()?;
+        for mount in &self.mounts {
+            bind(mount)?;
+        }
+        if !self.mounts.is_empty() {
+            reenter_working_directory()?;
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            let status = ruleset
+                .restrict_self()
+                .map_err(|_| io::Error::last_os_error())?;
+            if status.ruleset == RulesetStatus::NotEnforced {
+                return Err(io::Error::from_raw_os_error(libc::ENOSYS));
+            }
+        }
+        // Landlock set it already; the filter needs it in any case.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(filter) = &self.filter {
+            seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
+        }
+        Ok(())
+    }
+
+    fn enter_namespace(&self) -> io::Result<()> {
+        let flags = match &self.namespace {
+            Namespace::None => return Ok(()),
+            Namespace::Mount => libc::CLONE_NEWNS,
+            Namespace::User { .. } => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+        };
+        check(unsafe { libc::unshare(flags) })?;
+        if let Namespace::User { uid_map, gid_map } = &self.namespace {
+            write_proc(c"/proc/self/setgroups", c"deny")?;
+            write_proc(c"/proc/self/uid_map", uid_map)?;
+            write_proc(c"/proc/self/gid_map", gid_map)?;
+        }
+        // Nothing mounted here may reach the parent's mount table.
+        check(unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            )
+        })
+    }
+}
+
+/// The bind mounts of `policy`, parents first: each pinned `.git` and writable root that
+/// lies under a protected directory (so it stays writable), then each protected path that
+/// exists, read-only.
+fn mounts(policy: &SandboxPolicy) -> Vec<Mount> {
+    let mut planned: Vec<(PathBuf, bool)> = Vec::new();
+    for path in &policy.protected {
+        planned.push((path.clone(), true));
+    }
+    for root in &policy.writable {
+        if policy
+            .protected
+            .iter()
+            .any(|p| root.starts_with(p) && root != p)
+        {
+            planned.push((root.clone(), false));
+        }
+    }
+    for pinned in &policy.pinned {
+        planned.push((pinned.clone(), false));
+    }
+    let mut mounts: Vec<(usize, Mount)> = planned
+        .into_iter()
+        .filter_map(|(path, read_only)| {
+            // A symlink is mounted where it leads; a path that is not there is not mounted
+            // (one the command creates is removed after it: see `tools::shell`).
+            let target = std::fs::canonicalize(&path).ok()?;
+            let flags = if read_only {
+                Some(locked_flags(&target)?)
+            } else {
+                None
+            };
+            let depth = target.components().count();
+            let path = CString::new(target.as_os_str().as_bytes()).ok()?;
+            Some((
+                depth,
+                Mount {
+                    path,
+                    read_only: flags,
+                },
+            ))
+        })
+        .collect();
+    mounts.sort_by_key(|(depth, _)| *depth);
+    mounts.into_iter().map(|(_, mount)| mount).collect()
+}
+
+/// The flags of the mount `path` is on that a read-only remount must keep.
+fn locked_flags(path: &Path) -> Option<libc::c_ulong> {
+    let name = CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(name.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let mut flags = 0;
+    for (st, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if stat.f_flag & st != 0 {
+            flags |= ms;
+        }
+    }
+    Some(flags)
+}
+
+fn bind(mount: &Mount) -> io::Result<()> {
+    let null = std::ptr::null();
+    check(unsafe {
+        libc::mount(
+            mount.path.as_ptr(),
+            mount.path.as_ptr(),
+            null,
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    })?;
+    if let Some(kept) = mount.read_only {
+        check(unsafe {
+            libc::mount(
+                null,
+                mount.path.as_ptr(),
+                null,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
+                std::ptr::null(),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The working directory was entered before the mounts: entered again by its path, it is
+/// seen through them (a workspace mounted read-only over itself is then read-only here too).
+fn reenter_working_directory() -> io::Result<()> {
+    let mut path = [0 as libc::c_char; libc::PATH_MAX as usize];
+    if unsafe { libc::getcwd(path.as_mut_ptr(), path.len()) }.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    check(unsafe { libc::chdir(path.as_ptr()) })
+}
+
+fn write_proc(path: &std::ffi::CStr, text: &std::ffi::CStr) -> io::Result<()> {
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    check(fd)?;
+    let bytes = text.to_bytes();
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    unsafe { libc::close(fd) };
+    if written != bytes.len() as isize {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn check(result: libc::c_int) -> io::Result<()> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Landlock: writes are handled, and allowed only beneath `writable` and on the devices.
+fn ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, landlock::RulesetError> {
+    let write = AccessFs::from_write(HANDLED_ABI);
+    Ruleset::default()
+        .handle_access(write)?
+        .create()?
+        .add_rules(path_beneath_rules(writable, write))?
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, write))
+}
+
+/// seccomp: `socket` for any family but AF_UNIX, and io_uring (which opens sockets without
+/// `socket`), fail with EAFNOSUPPORT: a program then says "Address family not supported",
+/// which tells the denial apart from a refused write.
+fn no_ip_sockets() -> Result<BpfProgram, seccompiler::Error> {
+    let not_unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Ne,
+        libc::AF_UNIX as u64,
+    )?;
+    let rules = [
+        (libc::SYS_socket, vec![SeccompRule::new(vec![not_unix])?]),
+        (libc::SYS_io_uring_setup, Vec::new()),
+    ]
+    .into_iter()
+    .collect();
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| seccompiler::Error::EmptyFilter)?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EAFNOSUPPORT as u32),
+        arch,
+    )?;
+    Ok(filter.try_into()?)
+}
+
+/// The Landlock ABI this kernel offers, or None.
+pub fn landlock_abi() -> Option<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (abi > 0).then_some(abi as i32)
+}
+
+/// Whether a child can have a mount namespace (as root, or through a user namespace):
+/// tried once with `/bin/true`.
+pub fn mount_namespace_works() -> bool {
+    use std::os::unix::process::CommandExt;
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut probe = std::process::Command::new("/bin/true");
+    unsafe {
+        probe.pre_exec(move || {
+            let flags = if root {
+                libc::CLONE_NEWNS
+            } else {
+                libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+            };
+            check(libc::unshare(flags))
+        });
+    }
+    probe
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}

