@@ -79,6 +79,28 @@ pub enum Bench {
     /// How much of each request of a multi-step turn repeats the one before, byte for byte
     /// (what a local server's prompt cache reuses; run at the repository's root)
     Prefix(PrefixArgs),
+    /// What the command sandbox adds to a `shell` call: the same command sandboxed and not,
+    /// alternately (run in a workspace-like directory)
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SandboxArgs {
+    /// Runs of each
+    #[arg(long, default_value_t = 200, value_parser = at_least::<1>)]
+    runs: usize,
+    /// The command
+    #[arg(long, default_value = "true")]
+    command: String,
+}
+
+impl From<SandboxArgs> for crate::bench_sandbox::SandboxOptions {
+    fn from(args: SandboxArgs) -> Self {
+        crate::bench_sandbox::SandboxOptions {
+            runs: args.runs,
+            command: args.command,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -8,6 +8,7 @@ pub mod bench_compaction;
 pub mod bench_context;
 pub mod bench_memory;
 pub mod bench_prefix;
+pub mod bench_sandbox;
 pub mod bench_stream;
 pub mod bench_subagent;
 pub mod demo;

@@ -4,8 +4,8 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command};
 use agentls_dev::{
-    bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_stream,
-    bench_subagent, demo, eval_compaction, fake_provider, null_server,
+    bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_sandbox,
+    bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -73,6 +73,12 @@ fn run_bench(which: Bench) -> ExitCode {
         }
         Bench::Startup(args) => report(block_on(bench::startup(args.files)), bench::print_startup),
         Bench::Subagent => report(block_on(bench_subagent::run()), bench_subagent::print),
+        Bench::Sandbox(args) => {
+            let options = args.into();
+            report(block_on(bench_sandbox::run(&options)), |report| {
+                bench_sandbox::print(&options, report)
+            })
+        }
         Bench::Prefix(args) => {
             let options = args.into();
             report(block_on(bench_prefix::run(&options)), |report| {

@@ -27,9 +27,14 @@ impl Turn {
         let config = self.host().config();
         let host = self.host().clone();
         crate::sandbox::warn_once_if_missing(&config.sandbox, |message| host.show_warning(message));
-        let plan = self.agent.mode_of(self.deciding_session()) == "plan";
+        let plan = self.in_plan_mode();
         let places = crate::sandbox::places(self.host().roots(), &config);
         crate::sandbox::policy_for(&config.sandbox, plan, &places)
+    }
+
+    /// Plan mode: commands run read-only with no network, and never leave the sandbox.
+    fn in_plan_mode(&self) -> bool {
+        self.agent.mode_of(self.deciding_session()) == "plan"
     }
 
     /// Why a command may not run at all: `sandbox.required` is set and no sandbox can be had.
@@ -53,7 +58,7 @@ impl Turn {
         cx: &mut ToolContext,
         command: Option<&str>,
     ) {
-        let Some(command) = command.filter(|_| cx.sandbox.is_some()) else {
+        let Some(command) = command.filter(|_| cx.sandbox.is_some() && !self.in_plan_mode()) else {
             return;
         };
         let approvals = self.session_approvals().await;
@@ -83,6 +88,9 @@ impl Turn {
             outcome.output.push_str(&format!("\n[{note}: {reason}]"));
             outcome
         };
+        if self.in_plan_mode() {
+            return declined("plan mode runs commands read-only and without network; switch to another mode to make changes");
+        }
         if approval::any_prefix_in(command, &approvals.sandboxed_only_commands) {
             return declined(
                 "the sandbox stopped this command; the user does not let it run outside",
