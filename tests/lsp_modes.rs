@@ -375,3 +375,34 @@ async fn the_user_settings_file_lies_under_the_editors_settings() {
         "full-auto from the file: nothing asked"
     );
 }
+
+#[tokio::test]
+async fn in_plan_mode_a_command_asks_then_runs_read_only_and_never_leaves_the_sandbox() {
+    let (ws, fake) = workspace_and_fake().await;
+    let touch = json!({"command": "touch planned.txt"}).to_string();
+    fake.push_call_then_text("call_touch", "shell", &touch, "It could not write.");
+    // Allowed to run, and allowed again should it ask to leave the sandbox: it must not ask.
+    let (responder, seen) = responder(&["allowOnce", "allowOnce"]);
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({"approval": "plan"})),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "try it").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert!(!ws.root.join("planned.txt").exists(), "{updates:?}");
+    let asked = permission_requests(&seen);
+    assert_eq!(
+        asked.len(),
+        1,
+        "the command is asked, leaving the sandbox is not: {asked:?}"
+    );
+    let output = tool_output_in(&fake.requests()[1].body, "call_touch");
+    assert!(
+        output.contains("plan mode runs commands read-only"),
+        "{output}"
+    );
+    server.stop().await;
+}
