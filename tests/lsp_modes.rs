@@ -134,6 +134,13 @@ async fn plan_mode_offers_no_edit_tool_refuses_a_forced_edit_and_auto_edit_then_
     let shown = statuses(&others);
     assert_eq!(shown[0]["state"], "idle", "{shown:?}");
     assert!(shown.iter().all(|s| s["mode"] == "plan"), "{shown:?}");
+    // Its commands run in the read-only sandbox without network, and the status says so.
+    assert!(
+        shown
+            .iter()
+            .all(|s| s["sandbox"]["mode"] == "read-only" && s["sandbox"]["network"] == false),
+        "{shown:?}"
+    );
     let failed = tool_updates(&updates, "failed");
     assert_eq!(failed.len(), 1, "{updates:?}");
     assert_eq!(failed[0]["toolCallId"], "call_forced");
@@ -155,7 +162,9 @@ async fn plan_mode_offers_no_edit_tool_refuses_a_forced_edit_and_auto_edit_then_
     let first = requests[0].body.to_string();
     assert!(first.contains("You are in plan mode"), "{first}");
     assert!(
-        first.contains("<approval_policy>plan</approval_policy>"),
+        first.contains("<approval_policy>plan</approval_policy>")
+            && first.contains("<sandbox_mode>read-only</sandbox_mode>")
+            && first.contains("<network_access>restricted</network_access>"),
         "{first}"
     );
     let refused = tool_output_in(&requests[1].body, "call_forced");
@@ -172,7 +181,9 @@ async fn plan_mode_offers_no_edit_tool_refuses_a_forced_edit_and_auto_edit_then_
     );
     let (updates, others) = run_turn(&server, &session, "carry it out").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
-    assert_eq!(statuses(&others)[0]["mode"], "auto-edit");
+    let shown = statuses(&others);
+    assert_eq!(shown[0]["mode"], "auto-edit");
+    assert_eq!(shown[0]["sandbox"]["mode"], "workspace-write", "{shown:?}");
     assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
     // The editor is asked to apply the change (it applies it to the buffer and the disk).
     let edits = applied_edits(&seen);

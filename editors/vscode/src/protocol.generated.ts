@@ -12,7 +12,10 @@ export interface AgentStatus {
    * `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
    */
   mode: string;
-  /** The command sandbox, as `agent/sandbox/status` answers. */
+  /**
+   * The sandbox this session's commands run in: as `agent/sandbox/status` answers, but
+   * read-only without network in plan mode.
+   */
   sandbox: SandboxState;
   sessionId: string;
   /** `idle`, `running` or `compacting`. */

@@ -142,6 +142,7 @@ impl Agent {
             return;
         }
         let window = self.window_of(session).context_window;
+        let mode = self.mode_of(&session.id);
         self.host.notify(Notice::Status(json!({
             "sessionId": session.id,
             "usedTokens": used,
@@ -150,9 +151,34 @@ impl Agent {
             "estimated": estimated,
             "state": state,
             "compactions": session.compactions,
-            "mode": self.mode_of(&session.id),
-            "sandbox": crate::sandbox::status(&self.host.config().sandbox),
+            "sandbox": self.sandbox_state(&mode),
+            "mode": mode,
         })));
+    }
+
+    /// The sandbox the commands of a session in `mode` run in, as the editor and the model
+    /// are told: the settings', or in plan mode the read-only one without network.
+    pub fn sandbox_state(&self, mode: &str) -> crate::protocol::lsp::SandboxState {
+        let mut settings = self.host.config().sandbox;
+        if mode == agentls_core::approval::PLAN {
+            settings = agentls_core::sandbox::plan_mode(&settings);
+        }
+        crate::sandbox::status(&settings)
+    }
+
+    /// `environment` as a session in `mode` works: its mode and its sandbox, not the
+    /// settings' (the gather recipe knows no session).
+    pub fn environment_for(
+        &self,
+        environment: &agentls_core::environment::Environment,
+        mode: &str,
+    ) -> agentls_core::environment::Environment {
+        crate::store::environment::current(
+            environment.cwd.clone(),
+            environment.workspace_roots.clone(),
+            mode,
+            &self.sandbox_state(mode),
+        )
     }
 
     /// Environment variables a shell command must not see: the provider keys.

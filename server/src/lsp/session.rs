@@ -192,7 +192,8 @@ impl Backend {
             .map_err(invalid_params)?;
         if let Some(id) = &params.session_id {
             // As the session's next turn states it (`setMode` wins over the setting).
-            gathered.environment.approval_policy = self.agent().mode_of(id);
+            let agent = self.agent();
+            gathered.environment = agent.environment_for(&gathered.environment, &agent.mode_of(id));
         }
         let state = self.state.clone();
         let mcp_tools = self.agent().mcp_tool_specs();

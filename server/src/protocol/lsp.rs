@@ -515,7 +515,8 @@ pub struct AgentStatus {
     /// The session's mode (`agent/session/setMode`, else the `approval` setting): `ask`,
     /// `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
     pub mode: String,
-    /// The command sandbox, as `agent/sandbox/status` answers.
+    /// The sandbox this session's commands run in: as `agent/sandbox/status` answers, but
+    /// read-only without network in plan mode.
     pub sandbox: SandboxState,
 }
 

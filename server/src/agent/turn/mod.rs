@@ -276,8 +276,10 @@ impl Turn {
             Ok(gathered) => gathered,
             Err(message) => return Err(self.refuse(message).await),
         };
-        // The environment block states the policy this session runs under, not the setting.
-        gathered.environment.approval_policy = self.mode();
+        // The environment block states this session's mode and sandbox, not the settings'.
+        gathered.environment = self
+            .agent
+            .environment_for(&gathered.environment, &self.mode());
         let model = match &self.scope.model {
             Some(model) => model.clone(),
             None => self.handle.live.lock().await.session.model.clone(),
