@@ -9,7 +9,7 @@ local lib = "pub fn answer() -> u32 {\n    41\n}\n"
 local function header()
   local win = require("agentls.chat").ui.win
   local winbar = vim.wo[win].winbar
-  return vim.api.nvim_eval_statusline(winbar, { winid = win, use_winbar = true }).str
+  return vim.api.nvim_eval_statusline(winbar, { winid = win, use_winbar = true, maxwidth = 200 }).str
 end
 
 local function wait_mode(mode)
@@ -61,7 +61,8 @@ test(":AgentMode plan refuses an edit; :AgentMode auto-edit then changes the buf
   h.assert_eq(header():match("^agentls · ask"), "agentls · ask", "the header before the switch")
   vim.cmd("AgentMode plan")
   wait_mode("plan")
-  assert(header():find("agentls · plan", 1, true), "the header: " .. header())
+  -- The server's status: plan mode's commands run in the read-only sandbox, offline.
+  h.assert_eq(header(), "agentls · plan · sandbox: read-only, no network", "the header in plan mode")
   require("agentls.chat").send("Plan the change.")
   h.wait_transcript("Planned: 41 becomes 42.")
   assert(h.transcript():find("✗", 1, true), "the refused edit's line: " .. h.transcript())
@@ -78,7 +79,7 @@ test(":AgentMode plan refuses an edit; :AgentMode auto-edit then changes the buf
 
   vim.cmd("AgentMode auto-edit")
   wait_mode("auto-edit")
-  assert(header():find("agentls · auto-edit", 1, true), "the header: " .. header())
+  h.assert_eq(header(), "agentls · auto-edit · sandbox: workspace-write, no network", "the header after")
   require("agentls.chat").send("Carry it out.")
   h.wait_transcript("Changed.")
   h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false)[1], "    42", "the edit reached the buffer")
@@ -102,4 +103,17 @@ test(":AgentMode without a mode offers the four modes in a picker", function()
   h.assert_eq(offered, { "ask", "auto-edit", "full-auto", "plan" })
   h.assert_eq(require("agentls").mode(), "plan")
   h.assert_eq(require("agentls").state.status.sessionId, require("agentls").state.session)
+end)
+
+test("checkhealth asks the server for its sandbox", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({ replies = {} })
+  h.setup(ws, url)
+  assert(require("agentls").session(), "a session")
+  vim.cmd("checkhealth agentls")
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  pcall(vim.cmd, "tabclose") -- opened in the only tab when it ran first
+  local text = table.concat(lines, "\n")
+  -- This machine has Landlock: the default sandbox, enforced, with the network off.
+  assert(text:find("OK sandbox: workspace-write, no network", 1, true), text)
 end)

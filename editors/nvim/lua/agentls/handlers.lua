@@ -21,9 +21,6 @@ end
 local function on_status(_, params)
   local state = agentls().state
   state.status = params
-  if params.sandbox then
-    state.sandbox = params.sandbox
-  end
   vim.api.nvim_exec_autocmds("User", { pattern = "AgentlsStatus", data = params, modeline = false })
   agentls().redraw_status()
 end

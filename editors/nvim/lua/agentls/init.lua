@@ -34,7 +34,7 @@ M.state = {
   session = nil, -- the current session id
   turn = nil, -- the running turn id
   modes = {}, -- session id -> the mode :AgentMode set (for a server whose status has none)
-  sandbox = nil, -- the last sandbox state the server reported (agent/status, agent/sandbox/status)
+  sandbox = nil, -- agent/sandbox/status's answer: the settings' sandbox, before any status
 }
 
 --- Calls a client method the way this Neovim expects (0.11: client:method(...); 0.10:
@@ -184,9 +184,19 @@ function M.mode()
   return (M.state.session and M.state.modes[M.state.session]) or M.config.approval or "ask"
 end
 
+--- The sandbox the current session's commands run in: its last agent/status's (plan mode's
+--- is read-only), else what agent/sandbox/status answered (the settings').
+function M.sandbox()
+  local status = M.state.status
+  if status and status.sessionId == M.state.session and status.sandbox then
+    return status.sandbox
+  end
+  return M.state.sandbox
+end
+
 --- The chat's header ('winbar'): the mode and the sandbox (agentls/mode.lua).
 function M.chat_header()
-  return require("agentls.mode").header(M.mode(), M.state.sandbox)
+  return require("agentls.mode").header(M.mode(), M.sandbox())
 end
 
 --- Asks the running server for its sandbox state (agent/sandbox/status) for the chat's
