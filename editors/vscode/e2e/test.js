@@ -287,3 +287,45 @@ step("a subagent's calls show as a collapsible group under its task", async () =
   await group.locator('summary').click();
   assert.equal(await group.evaluate((d) => d.open), false);
 });
+
+/** Picks the mode whose row shows `description` in Agent: Set Mode's quick pick. */
+async function setMode(description) {
+  await runCommand('Agent: Set Mode');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: description }).first();
+  await row.waitFor({ state: 'visible' });
+  await row.click();
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+}
+
+step('Agent: Set Mode to plan: the status bar says so, an edit is refused and the file stays', async () => {
+  await setMode('Read-only: explore and plan');
+  const item = page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ hasText: /· plan/ }).first();
+  await item.waitFor();
+  // The tooltip: the mode and the sandbox plan mode's commands run in.
+  await item.hover();
+  await page.getByText(/mode: plan · sandbox: read-only, no network/).first().waitFor();
+  await page.mouse.move(0, 0);
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Plan making it 43.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Plan: make it return 43.' }).waitFor();
+  await chat.locator('.block.tool.failed', { hasText: 'src/lib.rs' }).first().waitFor();
+  assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'nothing was asked');
+  await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: /^\s*42\s*$/ }).first().waitFor();
+  assert.equal(await page.locator('.monaco-editor .view-line', { hasText: /^\s*43\s*$/ }).count(), 0);
+});
+
+step('Agent: Set Mode back to auto-edit: the same session makes the edit without asking', async () => {
+  await setMode('Edit without asking');
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-hubot') }).filter({ hasText: /· auto-edit/ }).first().waitFor();
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Carry it out.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'It returns 43 now.' }).waitFor();
+  assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'auto-edit does not ask');
+  await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: /^\s*43\s*$/ }).first().waitFor();
+});

@@ -22,9 +22,11 @@ import {
   type PermissionRequest,
   type PermissionResponse,
   type Range,
+  type SandboxState,
   type SessionUpdateParams,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
+import { modePickItems } from './mode';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, turnStarted } from './transcript';
 
@@ -67,6 +69,8 @@ class Agent implements vscode.Disposable {
   private status: AgentStatus | undefined;
   /** The MCP servers' state, as the server last pushed it. */
   private mcp: McpStatus | undefined;
+  /** The settings' sandbox (agent/sandbox/status), shown until a status gives the session's. */
+  private sandbox: SandboxState | undefined;
   /** The editor state a code action or "ask about selection" attached to the next prompt. */
   private pending: EditorState | undefined;
   /** The last text editor: focusing the chat must not lose what the user was looking at. */
@@ -109,6 +113,7 @@ class Agent implements vscode.Disposable {
       'agentls.cancel': () => this.cancel(),
       'agentls.showContext': () => this.showContext(),
       'agentls.mcpStatus': () => this.showMcpStatus(),
+      'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
     };
@@ -159,6 +164,7 @@ class Agent implements vscode.Disposable {
     this.client = client;
     try {
       await client.start();
+      void this.fetchSandbox();
     } catch (error) {
       this.client = undefined;
       const open = 'Open Settings';
@@ -492,7 +498,7 @@ class Agent implements vscode.Disposable {
   }
 
   private renderStatus(): void {
-    const view = formatStatus(this.status, this.mcp);
+    const view = formatStatus(this.status, this.mcp, this.sandbox);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
@@ -501,6 +507,36 @@ class Agent implements vscode.Disposable {
   private onMcpStatus(status: McpStatus): void {
     this.mcp = status;
     this.renderStatus();
+  }
+
+  /** The settings' sandbox for the tooltip before the first status; an agentls without
+   *  agent/sandbox/status has none to show. */
+  private async fetchSandbox(): Promise<void> {
+    try {
+      this.sandbox = await this.request(Methods.sandboxStatus, {});
+      this.renderStatus();
+    } catch {
+      this.sandbox = undefined;
+    }
+  }
+
+  /** `agentls.setMode` ("Agent: Set Mode"): the chat's session in the mode picked (or
+   *  given), from its next tool call on; the server's agent/status then shows it. */
+  async setMode(given?: unknown): Promise<void> {
+    const sessionId = await this.session();
+    const current = this.status?.sessionId === sessionId ? this.status.mode : undefined;
+    let mode = typeof given === 'string' ? given : undefined;
+    if (!mode) {
+      const pick = await vscode.window.showQuickPick(modePickItems(current), {
+        title: 'agentls mode',
+        placeHolder: `The mode of this session${current ? ` (now ${current})` : ''}`,
+        matchOnDescription: true,
+      });
+      mode = pick?.mode;
+    }
+    if (mode) {
+      await this.request(Methods.sessionSetMode, { sessionId, mode });
+    }
   }
 
   /** `agentls.mcpStatus`: the MCP servers, their state and messages, asked afresh. */

@@ -1,12 +1,13 @@
 // The status bar figure from agent/status (and the MCP servers' state from
 // agent/mcp/didChangeStatus), without `vscode` so that it is unit-tested.
 import { anyFailed, mcpTooltipLines } from './mcpStatus';
-import type { AgentStatus, McpStatus } from './protocol';
+import { sandboxText } from './mode';
+import type { AgentStatus, McpStatus, SandboxState } from './protocol';
 
 export interface StatusView {
   text: string;
   tooltip: string;
-  /** An MCP server failed: the item gets the warning background. */
+  /** An MCP server failed, or no sandbox can be had: the item gets the warning background. */
   warning: boolean;
 }
 
@@ -25,20 +26,24 @@ export function thousands(n: number): string {
 
 /**
  * `$(hubot) 42%`; `~42%` when the figure is the server's estimate rather than the
- * provider's count; `$(sync~spin) compacting` while a compaction runs. Without a status
- * (no session yet) only the icon is shown, so the item stays discoverable. `$(warning)` (and
- * `warning`, the item's warning background) when an MCP server failed; the tooltip lists the
- * MCP servers with their state.
+ * provider's count; `$(sync~spin) compacting` while a compaction runs; the session's mode
+ * after it when it is not `ask` (`$(hubot) 42% · plan`). Without a status (no session yet)
+ * only the icon is shown, so the item stays discoverable. `$(warning)` (and `warning`, the
+ * item's warning background) when an MCP server failed or no sandbox can be had; the
+ * tooltip says the mode and the sandbox (the status's, else `sandbox`: what
+ * agent/sandbox/status answered) and lists the MCP servers with their state.
  */
-export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus): StatusView {
-  const warning = anyFailed(mcp);
+export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus, sandbox?: SandboxState): StatusView {
+  const guard = sandboxText(status?.sandbox ?? sandbox);
+  const warning = anyFailed(mcp) || (guard?.warning ?? false);
   const mcpLines = mcpTooltipLines(mcp);
   if (mcpLines.length > 0) {
     mcpLines.push('Agent: Show MCP Servers lists them with their messages.');
   }
+  const guardLines = guard ? [guard.text] : [];
   const marker = warning ? ' $(warning)' : '';
   if (!status) {
-    return { text: `$(hubot)${marker}`, tooltip: ['agentls: no session yet', ...mcpLines].join('\n'), warning };
+    return { text: `$(hubot)${marker}`, tooltip: ['agentls: no session yet', ...guardLines, ...mcpLines].join('\n'), warning };
   }
   const pct = `${status.estimated ? '~' : ''}${percent(status.fill)}%`;
   let text = `$(hubot) ${pct}`;
@@ -47,11 +52,15 @@ export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus): 
   } else if (status.state === 'running') {
     text += ' $(loading~spin)';
   }
+  if (status.mode && status.mode !== 'ask') {
+    text += ` · ${status.mode}`;
+  }
   const lines = [
     `agentls context: ${thousands(status.usedTokens)} / ${thousands(status.contextWindow)} tokens (${pct})`,
     status.estimated ? 'estimated by agentls (the provider has not reported usage yet)' : 'as reported by the provider',
     `compactions: ${status.compactions}`,
     `state: ${status.state}`,
+    `mode: ${status.mode ?? 'ask'}${guard ? ` · ${guard.text}` : ''} (Agent: Set Mode switches it)`,
     'Click to show the context breakdown.',
     ...mcpLines,
   ];

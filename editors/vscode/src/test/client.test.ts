@@ -7,7 +7,16 @@ import { after, before, describe, it } from 'node:test';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { createClient } from '../client';
 import type { ServerSettings } from '../config';
-import type { AgentStatus, CommandInfo, PermissionRequest, PermissionResponse, SessionUpdateParams, TranscriptItem } from '../protocol';
+import type {
+  AgentStatus,
+  CommandInfo,
+  PermissionRequest,
+  PermissionResponse,
+  SandboxState,
+  SessionUpdateParams,
+  TranscriptItem,
+} from '../protocol';
+import { formatStatus } from '../status';
 import { addUser, applyUpdate, emptyModel, fromItems, toText } from '../transcript';
 import { BIN, type Fake, fakeProvider, waitFor, workspace } from './support/fixtures';
 import * as vscodeMock from './support/vscode-mock';
@@ -139,5 +148,20 @@ describe('language client against agentls', () => {
     }
     assert.equal(toText(model), '- ✓ explore: find answer\n    - ✓ Read src/lib.rs\nFound by the explorer.');
     assert.ok(updates.slice(seen).some((u) => u.sessionId !== sessionId && u.update.parentToolCallId === 't1'));
+  });
+
+  it('setMode plan: the status carries the mode and its read-only sandbox, and the status bar shows them', async () => {
+    const settings = await client.sendRequest<SandboxState>('agent/sandbox/status', {});
+    assert.equal(settings.mode, 'workspace-write');
+    const answer = await client.sendRequest<{ mode: string }>('agent/session/setMode', { sessionId, mode: 'plan' });
+    assert.equal(answer.mode, 'plan');
+    const planning = await waitFor('a status in plan mode', () => statuses.find((s) => s.sessionId === sessionId && s.mode === 'plan'));
+    assert.equal(planning.sandbox.mode, 'read-only');
+    const view = formatStatus(planning, undefined, settings);
+    assert.match(view.text, / · plan$/);
+    assert.match(view.tooltip, /mode: plan · sandbox: read-only/);
+    await client.sendRequest('agent/session/setMode', { sessionId, mode: 'auto-edit' });
+    const after = await waitFor('a status in auto-edit', () => statuses.find((s) => s.sessionId === sessionId && s.mode === 'auto-edit'));
+    assert.equal(after.sandbox.mode, 'workspace-write');
   });
 });

@@ -129,7 +129,17 @@ describe('MCP status view', () => {
 
   it('keeps the context figure and adds the warning marker when a server failed', () => {
     const view = formatStatus(
-      { sessionId: 's', usedTokens: 100, contextWindow: 1000, fill: 0.1, estimated: false, state: 'idle', compactions: 0 },
+      {
+        sessionId: 's',
+        usedTokens: 100,
+        contextWindow: 1000,
+        fill: 0.1,
+        estimated: false,
+        state: 'idle',
+        compactions: 0,
+        mode: 'ask',
+        sandbox: { mode: 'workspace-write', available: true, network: false, enforced: true },
+      },
       status([{ name: 'x', state: 'failed', tools: 0, source: 'settings', message: 'boom' }]),
     );
     assert.equal(view.text, '$(hubot) 10% $(warning)');

@@ -7,7 +7,8 @@ import { isFromWebview } from '../chat/messages';
 import { onPath, serverCommand, serverSettings } from '../config';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
-import type { AgentStatus, SessionUpdate } from '../protocol';
+import { MODES, modePickItems, sandboxText } from '../mode';
+import type { AgentStatus, SandboxState, SessionUpdate } from '../protocol';
 import { formatStatus } from '../status';
 import { addUser, applyUpdate, emptyModel, fromItems, isRunning, toText, turnStarted } from '../transcript';
 
@@ -19,6 +20,8 @@ const status = (over: Partial<AgentStatus>): AgentStatus => ({
   estimated: false,
   state: 'idle',
   compactions: 1,
+  mode: 'ask',
+  sandbox: { mode: 'workspace-write', available: true, network: false, enforced: true },
   ...over,
 });
 
@@ -33,6 +36,51 @@ describe('status', () => {
     const tip = formatStatus(status({})).tooltip;
     assert.match(tip, /53,760 \/ 128,000 tokens/);
     assert.match(tip, /compactions: 1/);
+  });
+  it('shows the mode when it is not ask, and the mode and the sandbox in the tooltip', () => {
+    assert.equal(formatStatus(status({})).text, '$(hubot) 42%');
+    const readOnly: SandboxState = { mode: 'read-only', available: true, network: false, enforced: true };
+    const plan = formatStatus(status({ mode: 'plan', sandbox: readOnly }));
+    assert.equal(plan.text, '$(hubot) 42% · plan');
+    assert.match(plan.tooltip, /^mode: plan · sandbox: read-only, no network \(Agent: Set Mode switches it\)$/m);
+    assert.equal(plan.warning, false);
+  });
+  it('warns when no sandbox can be had, with or without a session', () => {
+    const missing: SandboxState = { mode: 'workspace-write', available: false, network: true, enforced: false, message: 'no Landlock' };
+    const view = formatStatus(status({ sandbox: missing }));
+    assert.equal(view.text, '$(hubot) 42% $(warning)');
+    assert.equal(view.warning, true);
+    assert.match(view.tooltip, /mode: ask · sandbox unavailable: no Landlock/);
+    const before = formatStatus(undefined, undefined, missing);
+    assert.deepEqual(before, { text: '$(hubot) $(warning)', tooltip: 'agentls: no session yet\nsandbox unavailable: no Landlock', warning: true });
+    // The session's status wins over what agent/sandbox/status said of the settings.
+    const ok: SandboxState = { mode: 'workspace-write', available: true, network: false, enforced: true };
+    assert.equal(formatStatus(status({ sandbox: ok }), undefined, missing).warning, false);
+  });
+});
+
+describe('mode', () => {
+  it('offers the four modes, the current one marked', () => {
+    assert.deepEqual(
+      MODES.map((m) => m.mode),
+      ['ask', 'auto-edit', 'full-auto', 'plan'],
+    );
+    const items = modePickItems('plan');
+    assert.equal(items[3].label, '$(check) plan');
+    assert.equal(items[0].label, 'ask');
+    assert.equal(items[3].mode, 'plan');
+  });
+  it('says what the sandbox is', () => {
+    assert.equal(sandboxText(undefined), undefined);
+    assert.deepEqual(sandboxText({ mode: 'workspace-write', available: true, network: true, enforced: true }), {
+      text: 'sandbox: workspace-write',
+      warning: false,
+    });
+    assert.deepEqual(sandboxText({ mode: 'off', available: true, network: true, enforced: false }), {
+      text: 'sandbox off: commands run with your full rights',
+      warning: false,
+    });
+    assert.equal(sandboxText({ mode: 'read-only', available: true, network: false, enforced: false, message: 'x' })?.warning, true);
   });
 });
 
