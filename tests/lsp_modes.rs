@@ -29,6 +29,18 @@ fn edit_to_42() -> String {
     json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string()
 }
 
+/// The tokens of the tools section of an `agent/session/context` report.
+fn tools_tokens(report: &Value) -> u64 {
+    report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "tools")
+        .unwrap()["tokens"]
+        .as_u64()
+        .unwrap()
+}
+
 /// The `workspace/applyEdit` requests the editor got.
 fn applied_edits(seen: &Seen) -> Vec<Value> {
     seen.lock()
@@ -126,7 +138,17 @@ async fn plan_mode_offers_no_edit_tool_refuses_a_forced_edit_and_auto_edit_then_
     )
     .await;
     let session = new_session(&server).await;
+    let editing = session_request(&server, "agent/session/context", &session).await;
     assert_eq!(set_mode(&server, &session, "plan").await["mode"], "plan");
+    // agent/session/context shows the request as plan mode makes it.
+    let planning = session_request(&server, "agent/session/context", &session).await;
+    assert!(
+        tools_tokens(&planning) < tools_tokens(&editing),
+        "{planning} {editing}"
+    );
+    assert!(planning["messages"]
+        .to_string()
+        .contains("<approval_policy>plan</approval_policy>"));
 
     let (updates, others) = run_turn(&server, &session, "plan the change").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");

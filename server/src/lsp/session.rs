@@ -190,16 +190,23 @@ impl Backend {
             .gather(params.editor.as_ref())
             .await
             .map_err(invalid_params)?;
-        if let Some(id) = &params.session_id {
-            // As the session's next turn states it (`setMode` wins over the setting).
-            let agent = self.agent();
-            gathered.environment = agent.environment_for(&gathered.environment, &agent.mode_of(id));
-        }
+        // As the session's next turn works (`setMode` wins over the setting): its environment
+        // block, and the tools its mode offers.
+        let agent = self.agent();
+        let mode = match &params.session_id {
+            Some(id) => agent.mode_of(id),
+            None => config.approval.clone(),
+        };
+        gathered.environment = agent.environment_for(&gathered.environment, &mode);
         let state = self.state.clone();
-        let mcp_tools = self.agent().mcp_tool_specs();
+        let mut mcp_tools = agent.mcp_tool_specs();
+        mcp_tools.retain(|tool| agent.withheld_in_mode(&mode, &tool.name).is_none());
+        let mut builtin = state.prompts().tools.clone();
+        builtin.retain(|tool| agent.withheld_in_mode(&mode, &tool.name).is_none());
         tokio::task::spawn_blocking(move || {
             // The MCP servers' tools are offered after the built-in ones.
             let mut prompts = (*state.prompts()).clone();
+            prompts.tools = builtin;
             prompts.tools.extend(mcp_tools);
             let (history, calibration, config) = match session {
                 Some((history, calibration, model)) => {

@@ -8,7 +8,9 @@
 use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
-use agentls_core::approval::POLICIES;
+use crate::tools::registry::Registry;
+use agentls_core::approval::{self, PLAN, POLICIES};
+use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
 impl Agent {
     /// Sets the approval policy of session `id`; Err for an unknown session or policy.
@@ -39,5 +41,31 @@ impl Agent {
             .get(id)
             .cloned()
             .unwrap_or_else(|| self.host.config().approval)
+    }
+
+    /// Why `mode` withholds tool `name` (built-in or MCP) from the model: the output a call
+    /// of it gets, or None. Plan mode offers only tools that change nothing
+    /// (`approval::offered_in_plan_mode`: no `edit_file`/`write_file`, MCP tools only when
+    /// annotated `readOnlyHint`). The one rule of a turn's tools and of the context report.
+    pub fn withheld_in_mode(&self, mode: &str, name: &str) -> Option<String> {
+        if mode != PLAN {
+            return None;
+        }
+        let mcp_read_only = name
+            .starts_with(agentls_core::mcp::names::PREFIX)
+            .then(|| self.mcp.tool(name).map(|tool| tool.tool.read_only))
+            .flatten();
+        let kind = Registry::builtin().kind(name);
+        if approval::offered_in_plan_mode(kind, mcp_read_only) {
+            return None;
+        }
+        let why = match mcp_read_only {
+            Some(_) => " (its MCP server does not annotate it readOnlyHint)",
+            None => "",
+        };
+        Some(format!(
+            "not run: {name} is not available in plan mode{why}; {}",
+            approval::PLAN_REFUSAL
+        ))
     }
 }
