@@ -237,39 +237,28 @@ impl Approvals {
     /// the newer answer for a tool or prefix replaces the older. Other outcomes change
     /// nothing.
     fn remember(&mut self, tool: &str, outcome: &str, prefix: Option<&str>) {
-        if tool == UNSANDBOXED {
-            match (outcome, prefix) {
-                ("allowAlways", Some(prefix)) => {
-                    self.unsandboxed_commands.insert(prefix.to_string());
-                    self.sandboxed_only_commands.remove(prefix);
-                }
-                ("rejectAlways", Some(prefix)) => {
-                    self.sandboxed_only_commands.insert(prefix.to_string());
-                    self.unsandboxed_commands.remove(prefix);
-                }
-                _ => {}
-            }
-            return;
-        }
-        match (outcome, prefix) {
-            ("allowAlways", Some(prefix)) => {
-                self.allowed_commands.insert(prefix.to_string());
-                self.rejected_commands.remove(prefix);
-            }
-            ("rejectAlways", Some(prefix)) => {
-                self.rejected_commands.insert(prefix.to_string());
-                self.allowed_commands.remove(prefix);
-            }
-            ("allowAlways", None) => {
-                self.allowed_tools.insert(tool.to_string());
-                self.rejected_tools.remove(tool);
-            }
-            ("rejectAlways", None) => {
-                self.rejected_tools.insert(tool.to_string());
-                self.allowed_tools.remove(tool);
-            }
-            _ => {}
-        }
+        let (allowed, rejected, key) = match prefix {
+            Some(prefix) if tool == UNSANDBOXED => (
+                &mut self.unsandboxed_commands,
+                &mut self.sandboxed_only_commands,
+                prefix,
+            ),
+            Some(prefix) => (
+                &mut self.allowed_commands,
+                &mut self.rejected_commands,
+                prefix,
+            ),
+            // "Outside the sandbox" is only ever answered for a command.
+            None if tool == UNSANDBOXED => return,
+            None => (&mut self.allowed_tools, &mut self.rejected_tools, tool),
+        };
+        let (kept, dropped) = match outcome {
+            "allowAlways" => (allowed, rejected),
+            "rejectAlways" => (rejected, allowed),
+            _ => return,
+        };
+        kept.insert(key.to_string());
+        dropped.remove(key);
     }
 }
 
@@ -544,6 +533,28 @@ mod tests {
         let (items, report) = session.history.prompt_items(&Prompts::builtin());
         assert_eq!(report.aborted_calls, ["c2"]);
         assert_eq!(items.len(), 5);
+    }
+
+    #[test]
+    fn leaving_the_sandbox_is_remembered_apart_from_the_commands_approval() {
+        let answer = |tool: &str, outcome: &str| Event::Permission {
+            turn_id: "t1".into(),
+            tool_call_id: "c1".into(),
+            tool: tool.into(),
+            outcome: outcome.into(),
+            prefix: Some("touch".into()),
+        };
+        let mut session = Session::replay("s1", &events(), TokenizerKind::O200kBase, &TestTools);
+        session.apply(&answer(UNSANDBOXED, "allowAlways"), &TestTools);
+        let approvals = &session.approvals;
+        assert!(approvals.unsandboxed_commands.contains("touch"));
+        assert!(!approvals.allowed_commands.contains("touch"));
+        session.apply(&answer(UNSANDBOXED, "rejectAlways"), &TestTools);
+        assert!(!session.approvals.unsandboxed_commands.contains("touch"));
+        assert!(session.approvals.sandboxed_only_commands.contains("touch"));
+        session.apply(&answer("shell", "allowAlways"), &TestTools);
+        assert!(session.approvals.allowed_commands.contains("touch"));
+        assert!(session.approvals.sandboxed_only_commands.contains("touch"));
     }
 
     #[test]
