@@ -432,7 +432,8 @@ mod tests {
             due.into_iter().map(|r| r.text).collect::<Vec<_>>()
         };
         let entered = step("plan", 0, &mut shown);
-        assert_eq!(entered, [prompts.plan_mode.clone()]);
+        assert_eq!(entered.len(), 1);
+        assert_eq!(entered[0], prompts.plan_mode);
         assert!(
             entered[0].starts_with("You are in plan mode"),
             "{entered:?}"
