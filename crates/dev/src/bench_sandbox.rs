@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use agentls::tools::shell::run_shell;
+use agentls::tools::shell::{run_shell, ChildSetup};
 use agentls_core::config::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -44,8 +44,10 @@ pub async fn run(options: &SandboxOptions) -> Result<SandboxReport, String> {
                 64 * 1024,
                 |_: &str| {},
                 &cancel,
-                &[],
-                sandbox,
+                ChildSetup {
+                    hidden_env: &[],
+                    sandbox,
+                },
             )
             .await
             .map_err(|e| e.0)?;

@@ -64,10 +64,9 @@ pub async fn run_shell(
     max_output_bytes: usize,
     on_output: impl Fn(&str) + Send + Sync + 'static,
     cancel: &CancellationToken,
-    hidden_env: &[String],
-    sandbox: Option<&SandboxPolicy>,
+    setup: ChildSetup<'_>,
 ) -> Result<ShellOutcome, ToolError> {
-    let mut child = spawn(command, cwd, hidden_env, sandbox)?;
+    let mut child = spawn(command, cwd, setup)?;
     // If this future is dropped mid-run (the turn's task aborted), the group dies with it.
     let mut group = GroupGuard::new(child.id());
     let (mut chunks, readers) = merged_output(&mut child);
@@ -98,14 +97,22 @@ pub async fn run_shell(
     ))
 }
 
+/// What a command's process starts with beyond its command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChildSetup<'a> {
+    /// Variables it must not see (the provider's key).
+    pub hidden_env: &'a [String],
+    /// The sandbox it runs in; None: unconfined.
+    pub sandbox: Option<&'a SandboxPolicy>,
+}
+
 /// The command started in a process group of its own, with no terminal to wait on, without
-/// the hidden variables, and confined to `sandbox` when there is one.
-fn spawn(
-    command: &str,
-    cwd: &Path,
-    hidden_env: &[String],
-    sandbox: Option<&SandboxPolicy>,
-) -> Result<Child, ToolError> {
+/// the hidden variables, and confined to the sandbox when there is one.
+fn spawn(command: &str, cwd: &Path, setup: ChildSetup<'_>) -> Result<Child, ToolError> {
+    let ChildSetup {
+        hidden_env,
+        sandbox,
+    } = setup;
     if !cwd.is_dir() {
         return Err(error(format!(
             "cannot run `{command}`: the working directory {} does not exist",
@@ -571,8 +578,10 @@ async fn execute(
         SHELL_OUTPUT_BYTES,
         move |chunk: &str| on_output(chunk),
         &cx.cancel,
-        &cx.hidden_env,
-        cx.sandbox.as_ref(),
+        ChildSetup {
+            hidden_env: &cx.hidden_env,
+            sandbox: cx.sandbox.as_ref(),
+        },
     )
     .await
 }
@@ -700,8 +709,7 @@ mod tests {
             10_000,
             no_output(),
             &CancellationToken::new(),
-            &[],
-            None,
+            ChildSetup::default(),
         )
         .await
         .unwrap()
@@ -751,8 +759,7 @@ mod tests {
             1000,
             no_output(),
             &CancellationToken::new(),
-            &[],
-            None,
+            ChildSetup::default(),
         )
         .await
         .unwrap_err()
@@ -772,8 +779,7 @@ mod tests {
             1000,
             move |chunk: &str| seen.lock().unwrap().push(chunk.to_string()),
             &CancellationToken::new(),
-            &[],
-            None,
+            ChildSetup::default(),
         )
         .await
         .unwrap();
@@ -834,8 +840,7 @@ mod tests {
             1000,
             no_output(),
             &cancel,
-            &[],
-            None,
+            ChildSetup::default(),
         )
         .await
         .unwrap();

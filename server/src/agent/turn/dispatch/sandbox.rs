@@ -34,7 +34,7 @@ impl Turn {
 
     /// Plan mode: commands run read-only with no network, and never leave the sandbox.
     fn in_plan_mode(&self) -> bool {
-        self.agent.mode_of(self.deciding_session()) == "plan"
+        self.mode() == approval::PLAN
     }
 
     /// Why a command may not run at all: `sandbox.required` is set and no sandbox can be had.
