@@ -345,3 +345,19 @@ async fn without_landlock_the_warning_comes_once_and_required_refuses_commands()
     assert!(!required.home.path().join("refused.txt").exists());
     assert!(output.contains("sandbox.required"), "{output}");
 }
+
+#[tokio::test]
+async fn writable_roots_open_more_directories_to_sandboxed_commands() {
+    let setup = new_setup().await;
+    let home = setup.home.path().canonicalize().unwrap();
+    let (server, seen) = sandbox_server(
+        &setup,
+        json!({"sandbox": {"writableRoots": [home]}}),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    let (output, _) = run_command(&server, &setup.fake, "touch \"$HOME/allowed.txt\"").await;
+    assert!(home.join("allowed.txt").exists(), "{output}");
+    assert!(permission_requests(&seen).is_empty());
+}
