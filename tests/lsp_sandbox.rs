@@ -361,3 +361,25 @@ async fn writable_roots_open_more_directories_to_sandboxed_commands() {
     assert!(home.join("allowed.txt").exists(), "{output}");
     assert!(permission_requests(&seen).is_empty());
 }
+
+#[tokio::test]
+async fn plan_mode_refuses_commands_where_no_sandbox_can_make_them_read_only() {
+    let setup = new_setup().await;
+    let (server, seen) = sandbox_server(
+        &setup,
+        json!({"approval": "plan"}),
+        &[],
+        vec![("AGENTLS_SANDBOX_UNAVAILABLE", "1".to_string())],
+    )
+    .await;
+    let (output, _) = run_command(&server, &setup.fake, "touch planned.txt").await;
+    assert!(!setup.ws.root.join("planned.txt").exists(), "{output}");
+    assert!(
+        output.contains("plan mode runs commands only in a read-only sandbox"),
+        "{output}"
+    );
+    assert!(
+        permission_requests(&seen).is_empty(),
+        "refused before anyone is asked"
+    );
+}

@@ -37,19 +37,23 @@ impl Turn {
         self.mode() == approval::PLAN
     }
 
-    /// Why a command may not run at all: `sandbox.required` is set and no sandbox can be had.
+    /// Why a command may not run at all where no sandbox can be had: `sandbox.required` is
+    /// set, or the session is in plan mode (whose commands run only read-only).
     pub(in crate::agent) fn sandbox_refusal(&self, kind: ToolKind) -> Option<String> {
-        let config = self.host().config();
-        let wanted = config.sandbox.mode != SandboxMode::Off;
-        if kind != ToolKind::Execute || !wanted || !config.sandbox.required {
+        if kind != ToolKind::Execute {
             return None;
         }
-        crate::sandbox::availability()
-            .missing
-            .as_ref()
-            .map(|missing| {
-                format!("not run: sandbox.required is set and there is no sandbox here ({missing})")
-            })
+        let missing = crate::sandbox::availability().missing.as_ref()?;
+        if self.in_plan_mode() {
+            return Some(format!(
+                "not run: plan mode runs commands only in a read-only sandbox, and there is none here ({missing}); use the read tools, or switch to another mode"
+            ));
+        }
+        let config = self.host().config();
+        let wanted = config.sandbox.mode != SandboxMode::Off;
+        (wanted && config.sandbox.required).then(|| {
+            format!("not run: sandbox.required is set and there is no sandbox here ({missing})")
+        })
     }
 
     /// Lets `command` out of the sandbox when the user said "always" for its prefixes.
