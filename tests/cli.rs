@@ -312,3 +312,29 @@ fn ask_without_a_provider_says_how_to_configure_one() {
         "{err}"
     );
 }
+
+#[test]
+fn sandbox_runs_a_command_confined_and_passes_its_exit_code_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let sandboxed = |script: &str| {
+        Command::new(common::binary())
+            .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
+            .env("HOME", home.path())
+            .current_dir(dir.path())
+            .args(["sandbox", "--", "sh", "-c", script])
+            .output()
+            .expect("run agentls sandbox")
+    };
+    let out = sandboxed("touch here.txt && exit 7");
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert!(dir.path().join("here.txt").exists());
+    let out = sandboxed("touch \"$HOME/out.txt\"");
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(!home.path().join("out.txt").exists());
+
+    let bad = run(&["sandbox", "--policy", "{not json", "--", "true"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8(bad.stderr).unwrap();
+    assert!(stderr.contains("the policy is not valid"), "{stderr}");
+}

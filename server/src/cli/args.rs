@@ -143,6 +143,8 @@ mod tests {
         for args in [
             &["ask", " "][..],
             &["context"],
+            &["sandbox"],
+            &["sandbox", "--policy"],
             &["--frobnicate"],
             // The dev kit's commands are agentls-dev's, not the product's.
             &["demo"],
