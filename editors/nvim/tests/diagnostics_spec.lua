@@ -47,6 +47,10 @@ test("diagnostics: the answer waits for the buffer's next diagnostics, in LSP's 
   -- Diagnostics that changed since the text did are answered at once (the settle time
   -- would hold this test for ten minutes otherwise).
   h.assert_eq(#diagnostics.on_request(nil, { uris = { uri }, settleMs = 600000 }).items[1].diagnostics, 1)
+  -- A buffer no language server is attached to and nothing ever reported on: at once.
+  vim.cmd.edit(ws .. "/src/other.rs")
+  local other = vim.uri_from_fname(ws .. "/src/other.rs")
+  h.assert_eq(diagnostics.on_request(nil, { uris = { other }, settleMs = 600000 }).items[1].diagnostics, {})
 end)
 
 test("diagnostics: the error an edit caused reaches the output the model reads", function()

@@ -3,7 +3,7 @@
 -- and vim.diagnostic.get(bufnr) in LSP's shape, answered once every loaded buffer asked for
 -- had its next DiagnosticChanged, or settleMs passed, whichever is first. A buffer whose
 -- diagnostics already changed since its text last did (a fast language server reported
--- before the request came) is not waited for.
+-- before the request came), or that nothing reports on, is not waited for.
 
 local M = {}
 
@@ -29,9 +29,21 @@ function M.track()
   })
 end
 
---- Whether the buffer's diagnostics already changed since its text last did.
-local function fresh(bufnr)
-  return reported[bufnr] ~= nil and reported[bufnr] == vim.api.nvim_buf_get_changedtick(bufnr)
+--- Whether a report on the buffer's new text is worth waiting for: its diagnostics did not
+--- change since its text last did, and something reports on it (they changed before, or a
+--- language server other than agentls is attached). A buffer nothing reports on is
+--- answered at once rather than after settleMs.
+local function worth_waiting(bufnr)
+  local tick = reported[bufnr]
+  if tick ~= nil then
+    return tick ~= vim.api.nvim_buf_get_changedtick(bufnr)
+  end
+  for _, client in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
+    if client.name ~= "agentls" then
+      return true
+    end
+  end
+  return false
 end
 
 --- A vim.diagnostic item as an LSP Diagnostic (0-based lines and columns; Neovim's
@@ -95,7 +107,7 @@ function M.on_request(_, params)
   end
   for _, uri in ipairs(uris) do
     local bufnr = buffer_of(uri)
-    if bufnr and vim.api.nvim_buf_is_loaded(bufnr) and not waiting[bufnr] and not fresh(bufnr) then
+    if bufnr and vim.api.nvim_buf_is_loaded(bufnr) and not waiting[bufnr] and worth_waiting(bufnr) then
       waiting[bufnr] = true
       pending = pending + 1
       vim.api.nvim_create_autocmd("DiagnosticChanged", {
