@@ -188,3 +188,34 @@ async fn an_editor_that_fails_to_answer_leaves_the_output_as_it_was() {
     assert!(!output.contains(HEADING), "{output}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_editor_that_never_answers_is_waited_for_settle_ms_and_a_margin_only() {
+    let (ws, fake) = workspace_and_fake().await;
+    let edit =
+        json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
+    fake.push_call_then_text("call_e", "edit_file", &edit, "Done.");
+    let responder: Responder = Arc::new(|method: &str, _: &Value| match method {
+        "agent/session/requestPermission" => {
+            Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
+        }
+        "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
+        "agent/editor/diagnostics" => Answer::Silence,
+        _ => Answer::Result(Value::Null),
+    });
+    // settleMs 0: the server's bound is its margin alone.
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"capabilities": {"editorDiagnostics": true}, "diagnostics": {"settleMs": 0}}),
+    );
+    let server = server(&ws, options, Some(responder)).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Make it 42").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    let output = tool_output_in(&fake.requests()[1].body, "call_e");
+    assert!(output.contains("Edited src/lib.rs"), "{output}");
+    assert!(!output.contains(HEADING), "{output}");
+    server.stop().await;
+}

@@ -52,7 +52,11 @@ impl Turn {
             return output;
         }
         let paths: Vec<PathBuf> = wanted.iter().map(|(path, _)| path.clone()).collect();
-        let answered = self.host().diagnostics(&paths).await;
+        // A cancel does not wait for the editor's language servers.
+        let answered = tokio::select! {
+            answered = self.host().diagnostics(&paths) => answered,
+            () = cx.cancel.cancelled() => Vec::new(),
+        };
         let files: Vec<FileDiagnostics> = wanted
             .into_iter()
             .filter_map(|(path, lines)| {
