@@ -247,6 +247,16 @@ pub trait Host: Send + Sync + 'static {
     ) -> Option<Result<TerminalOutcome, String>> {
         None
     }
+    /// The editor's diagnostics of files a tool call changed, once its language servers
+    /// have reported on the new text (or `diagnostics.settleMs` passed): per file it
+    /// answered for. Empty for a host without an editor, an editor that does not offer
+    /// them, or one that failed to answer (logged): never an error for the tool.
+    async fn diagnostics(
+        &self,
+        _paths: &[PathBuf],
+    ) -> Vec<(PathBuf, Vec<agentls_core::editor_diagnostics::Diagnostic>)> {
+        Vec::new()
+    }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.
     fn notify(&self, notice: Notice);

@@ -64,6 +64,9 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
     pub approval_timeout_ms: u64,
+    /// `diagnostics.settleMs`: how long the editor may wait for its language servers to
+    /// report on a file the agent changed before it answers `agent/editor/diagnostics`.
+    pub diagnostics_settle_ms: u64,
     pub compaction: CompactionConfig,
     /// `hooks`: the settings' hooks, in Claude Code's shape (`{Event: [{matcher, hooks}]}`).
     pub hooks: Vec<crate::hooks::Hook>,
@@ -118,6 +121,7 @@ impl Default for Config {
             subagent_max_concurrent: 3,
             state_dir: None,
             approval_timeout_ms: 300_000,
+            diagnostics_settle_ms: 1_500,
             compaction: CompactionConfig::default(),
             hooks: Vec::new(),
             mcp_servers: Vec::new(),
@@ -342,6 +346,21 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.approval_timeout_ms = p.approval_timeout_ms,
+    },
+    Key {
+        path: "diagnostics.settleMs",
+        set: |c, v| {
+            c.diagnostics_settle_ms = non_negative_integer(v)?.min(60_000) as u64;
+            Ok(())
+        },
+        keep: |c, p| c.diagnostics_settle_ms = p.diagnostics_settle_ms,
+    },
+    // What the client offers (read from initializationOptions by the LSP server, not kept
+    // here): a known key, so that it is not reported as unknown.
+    Key {
+        path: "capabilities.editorDiagnostics",
+        set: |_, v| boolean(v).map(|_| ()),
+        keep: |_, _| {},
     },
     Key {
         path: "compaction.auto",

@@ -18,6 +18,7 @@ pub mod config;
 pub mod context;
 pub mod document;
 pub mod editor_context;
+pub mod editor_diagnostics;
 pub mod editor_state;
 pub mod environment;
 pub mod event;

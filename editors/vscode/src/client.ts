@@ -6,6 +6,8 @@ import type { OutputChannel } from 'vscode';
 import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
 import {
   type AgentStatus,
+  type EditorDiagnosticsParams,
+  type EditorDiagnosticsResult,
   type McpStatus,
   Methods,
   type PermissionRequest,
@@ -20,6 +22,9 @@ export interface AgentHandlers {
   onPermission(params: PermissionRequest): Promise<PermissionResponse>;
   /** agent/mcp/didChangeStatus: the MCP servers' state, each time it changes. */
   onMcpStatus?(params: McpStatus): void;
+  /** agent/editor/diagnostics: when given, the client offers it
+   *  (`capabilities.editorDiagnostics` in initializationOptions). */
+  onEditorDiagnostics?(params: EditorDiagnosticsParams): Promise<EditorDiagnosticsResult>;
 }
 
 export interface ClientConfig {
@@ -42,7 +47,9 @@ export function createClient(config: ClientConfig): LanguageClient {
     // Every file: the server gives syntax-aware context for some languages and plain
     // text for the rest; it must see unsaved buffers of all of them.
     documentSelector: [{ scheme: 'file' }],
-    initializationOptions: config.settings,
+    initializationOptions: config.handlers.onEditorDiagnostics
+      ? { ...config.settings, capabilities: { editorDiagnostics: true } }
+      : config.settings,
     outputChannel: config.outputChannel,
     // The settings are sent by the extension itself (see extension.ts): the client's
     // own `synchronize.configurationSection` would send VS Code's raw tree, where
@@ -60,5 +67,9 @@ export function createClient(config: ClientConfig): LanguageClient {
       return { outcome: 'cancelled' };
     }
   });
+  const onEditorDiagnostics = config.handlers.onEditorDiagnostics;
+  if (onEditorDiagnostics) {
+    client.onRequest(Methods.editorDiagnostics, (params: EditorDiagnosticsParams) => onEditorDiagnostics(params));
+  }
   return client;
 }

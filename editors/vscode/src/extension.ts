@@ -11,7 +11,8 @@ import { createClient } from './client';
 import { onPath, serverCommand, serverSettings } from './config';
 import { applyUnifiedDiff } from './diff';
 import { compactionsOf, contextHtml, contextLayout } from './contextBar';
-import { editorState } from './editorState';
+import { DiagnosticsAnswerer } from './editorDiagnostics';
+import { editorState, toLspDiagnostic } from './editorState';
 import {
   type AgentStatus,
   type ClientRequests,
@@ -82,6 +83,13 @@ class Agent implements vscode.Disposable {
   private contextPanel: vscode.WebviewPanel | undefined;
   private readonly chat: ChatViewProvider;
   private readonly disposables: vscode.Disposable[] = [];
+  /** Answers agent/editor/diagnostics from vscode.languages. */
+  private readonly diagnostics = new DiagnosticsAnswerer({
+    key: (uri) => vscode.Uri.parse(uri).toString(),
+    diagnostics: (uri) => vscode.languages.getDiagnostics(vscode.Uri.parse(uri)).map(toLspDiagnostic),
+    version: (uri) => vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri)?.version,
+    onDidChange: (listener) => vscode.languages.onDidChangeDiagnostics((e) => listener(e.uris.map((u) => u.toString()))),
+  });
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.output = vscode.window.createOutputChannel('agentls');
@@ -92,6 +100,7 @@ class Agent implements vscode.Disposable {
     this.renderStatus();
     this.statusItem.show();
     this.disposables.push(
+      this.diagnostics,
       this.output,
       this.chat,
       this.statusItem,
@@ -159,6 +168,7 @@ class Agent implements vscode.Disposable {
         onStatus: (p) => this.onStatus(p),
         onPermission: (p) => this.onPermission(p),
         onMcpStatus: (p) => this.onMcpStatus(p),
+        onEditorDiagnostics: (p) => this.diagnostics.answer(p),
       },
     });
     this.client = client;

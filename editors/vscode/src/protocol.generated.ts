@@ -170,6 +170,32 @@ export type DiagnosticCode = number | string;
 export type DiagnosticSeverity = number;
 
 /**
+ * Asks the editor for its diagnostics of files a tool call just changed; sent only to a
+ * client that set `capabilities.editorDiagnostics` in its initializationOptions.
+ */
+export interface EditorDiagnosticsParams {
+  /**
+   * How long the editor may wait for its language servers to report on the new text
+   * (`diagnostics.settleMs`) before it answers with what it has.
+   */
+  settleMs: number;
+  uris: string[];
+}
+
+export interface EditorDiagnosticsResult {
+  /** One per uri the editor knows (a uri left out has no diagnostics). */
+  items: EditorFileDiagnostics[];
+}
+
+export interface EditorFileDiagnostics {
+  /** In LSP's shape (0-based lines, severity 1 error … 4 hint). */
+  diagnostics: Diagnostic[];
+  uri: string;
+  /** The buffer's version the diagnostics are of, when it is open. */
+  version?: number;
+}
+
+/**
  * The schema of `agentls_core::editor_state::EditorState` (what the editor shows, sent
  * with a prompt and with `agent/session/context`). Schema only: the server reads the core
  * type; `tests::editor_state_matches_the_core_type` holds the two together.
@@ -543,6 +569,7 @@ export const Methods = {
   sessionUpdate: 'agent/session/update',
   status: 'agent/status',
   requestPermission: 'agent/session/requestPermission',
+  editorDiagnostics: 'agent/editor/diagnostics',
   mcpDidChangeStatus: 'agent/mcp/didChangeStatus',
 } as const;
 
@@ -568,6 +595,7 @@ export interface ClientRequests {
 
 export interface ServerRequests {
   'agent/session/requestPermission': { params: PermissionRequest; result: PermissionResponse };
+  'agent/editor/diagnostics': { params: EditorDiagnosticsParams; result: EditorDiagnosticsResult };
 }
 
 export interface ServerNotifications {

@@ -8,12 +8,14 @@ use crate::gather::DocumentSource;
 use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::locks::{Locked, ReadWriteLocked};
 use crate::protocol::lsp::{
-    PermissionOption, RequestPermission, SessionUpdate, SessionUpdateParams, Status,
+    EditorDiagnostics, EditorDiagnosticsParams, PermissionOption, RequestPermission, SessionUpdate,
+    SessionUpdateParams, Status,
 };
 use crate::protocol::{lsp, Json};
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
+use agentls_core::editor_diagnostics::Diagnostic;
 use agentls_core::editor_state::EditorState;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
@@ -21,6 +23,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tower_lsp::lsp_types::{request, ApplyWorkspaceEditParams, MessageType, Url};
+
+/// How long past `diagnostics.settleMs` the server waits for `agent/editor/diagnostics`.
+const DIAGNOSTICS_MARGIN_MS: u64 = 1_000;
 
 /// The agent loop's host over LSP: context from the document store, edits through
 /// `workspace/applyEdit`, approvals through `agent/session/requestPermission`, updates as
@@ -166,6 +171,51 @@ impl Host for LspHost {
                 .map_err(|err| err.message.to_string())
         });
         PermissionOutcome::from_answer(answer, &options, "requestPermission", timeout)
+    }
+
+    async fn diagnostics(&self, paths: &[PathBuf]) -> Vec<(PathBuf, Vec<Diagnostic>)> {
+        if !self.support().editor_diagnostics || paths.is_empty() {
+            return Vec::new();
+        }
+        let settle_ms = self.config().diagnostics_settle_ms;
+        let uris: Vec<(PathBuf, Url)> = paths
+            .iter()
+            .filter_map(|p| Some((p.clone(), Url::from_file_path(p).ok()?)))
+            .collect();
+        let params = EditorDiagnosticsParams {
+            uris: uris.iter().map(|(_, uri)| uri.to_string()).collect(),
+            settle_ms,
+        };
+        // The client waits up to settleMs; past that and a margin, the output goes without.
+        let bound = std::time::Duration::from_millis(settle_ms + DIAGNOSTICS_MARGIN_MS);
+        let answer = tokio::time::timeout(
+            bound,
+            client_request::send::<EditorDiagnostics>(&self.backend.client, params).get(),
+        )
+        .await;
+        let items = match answer {
+            Ok(Ok(result)) => result.items,
+            Ok(Err(err)) => {
+                tracing::warn!("agent/editor/diagnostics failed: {}", err.message);
+                return Vec::new();
+            }
+            Err(_) => {
+                tracing::warn!("agent/editor/diagnostics got no answer in {bound:?}");
+                return Vec::new();
+            }
+        };
+        items
+            .into_iter()
+            .filter_map(|item| {
+                let uri = Url::parse(&item.uri).ok()?;
+                let (path, _) = uris.iter().find(|(_, asked)| *asked == uri)?;
+                let list = item.diagnostics.value.as_array()?;
+                Some((
+                    path.clone(),
+                    list.iter().filter_map(Diagnostic::from_lsp).collect(),
+                ))
+            })
+            .collect()
     }
 
     fn notify(&self, notice: Notice) {

@@ -39,6 +39,7 @@ fn client_support(capabilities: &ClientCapabilities) -> ClientSupport {
         create_files: workspace_edit
             .and_then(|e| e.resource_operations.as_ref())
             .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+        editor_diagnostics: false,
     }
 }
 
@@ -87,7 +88,14 @@ impl LanguageServer for Backend {
             .and_then(|g| g.position_encodings.as_deref());
         let encoding = PositionEncoding::negotiate(offered);
         *state.encoding.write_locked() = encoding;
-        *state.support.write_locked() = client_support(&params.capabilities);
+        let mut support = client_support(&params.capabilities);
+        support.editor_diagnostics = params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.pointer("/capabilities/editorDiagnostics"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        *state.support.write_locked() = support;
         let problems = state.apply_settings(
             params
                 .initialization_options

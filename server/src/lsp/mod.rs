@@ -179,6 +179,9 @@ struct ClientSupport {
     apply_edit: bool,
     document_changes: bool,
     create_files: bool,
+    /// `capabilities.editorDiagnostics` in initializationOptions: the client answers
+    /// `agent/editor/diagnostics`.
+    editor_diagnostics: bool,
 }
 
 struct State {

@@ -546,6 +546,43 @@ pub struct SandboxState {
     pub message: Option<String>,
 }
 
+pub enum EditorDiagnostics {}
+
+impl Request for EditorDiagnostics {
+    type Params = EditorDiagnosticsParams;
+    type Result = EditorDiagnosticsResult;
+    const METHOD: &'static str = "agent/editor/diagnostics";
+}
+
+/// Asks the editor for its diagnostics of files a tool call just changed; sent only to a
+/// client that set `capabilities.editorDiagnostics` in its initializationOptions.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorDiagnosticsParams {
+    pub uris: Vec<String>,
+    /// How long the editor may wait for its language servers to report on the new text
+    /// (`diagnostics.settleMs`) before it answers with what it has.
+    pub settle_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorDiagnosticsResult {
+    /// One per uri the editor knows (a uri left out has no diagnostics).
+    pub items: Vec<EditorFileDiagnostics>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorFileDiagnostics {
+    pub uri: String,
+    /// The buffer's version the diagnostics are of, when it is open.
+    #[serde(default)]
+    pub version: Option<i32>,
+    /// In LSP's shape (0-based lines, severity 1 error … 4 hint).
+    pub diagnostics: Json<Vec<super::shapes::Diagnostic>>,
+}
+
 pub enum RequestPermission {}
 
 impl Request for RequestPermission {
@@ -824,6 +861,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         notified::<SessionUpdate>(),
         notified::<Status>(),
         sent::<RequestPermission>(),
+        sent::<EditorDiagnostics>(),
         notified::<McpDidChangeStatus>(),
     ]
 }

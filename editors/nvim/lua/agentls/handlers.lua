@@ -1,4 +1,5 @@
--- What the server sends on its own: turn updates, status, permission requests.
+-- What the server sends on its own: turn updates, status, permission requests, requests
+-- for the editor's diagnostics.
 
 local M = {}
 
@@ -93,6 +94,9 @@ function M.table()
     ["agent/session/update"] = on_update,
     ["agent/status"] = on_status,
     ["agent/session/requestPermission"] = on_permission,
+    ["agent/editor/diagnostics"] = function(...)
+      return require("agentls.diagnostics").on_request(...)
+    end,
     ["agent/mcp/didChangeStatus"] = function(...)
       return require("agentls.mcp").on_status(...)
     end,

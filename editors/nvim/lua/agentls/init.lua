@@ -51,6 +51,8 @@ local function settings()
   s.provider = M.config.provider or s.provider
   s.compaction = M.config.compaction or s.compaction
   s.approval = M.config.approval or s.approval
+  -- What this plugin answers beyond LSP: agent/editor/diagnostics (agentls.diagnostics).
+  s.capabilities = vim.tbl_extend("force", s.capabilities or {}, { editorDiagnostics = true })
   return s
 end
 
@@ -87,6 +89,7 @@ function M.client(bufnr)
     return running
   end
   local root = root_for(bufnr)
+  require("agentls.diagnostics").track()
   local handlers = require("agentls.handlers")
   local config = {
     name = "agentls",

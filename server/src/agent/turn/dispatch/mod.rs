@@ -7,6 +7,7 @@ use crate::agent::turn::Call;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
 mod asking;
+mod diagnostics;
 pub(in crate::agent) mod mcp;
 mod plan_mode;
 mod sandbox;
@@ -340,6 +341,10 @@ impl Turn {
         let command = tool.command(arguments);
         let mut gate = self.gate(&call.name, kind, command, permission).await;
         let diff = ready.prepared.diff().map(str::to_string);
+        let planned = match &ready.prepared {
+            Prepared::Change { change, .. } => Some(diagnostics::planned_lines(change)),
+            Prepared::Nothing => None,
+        };
         // The planned change as {path, oldText, newText}: ACP's diff content item, and the
         // LSP panels' jump-to-change.
         let (edit, reason) = match &ready.prepared {
@@ -382,8 +387,9 @@ impl Turn {
         if let Some(diff) = diff.filter(|_| outcome.success) {
             self.note_diff(&diff);
         }
+        let output = self.output_with_diagnostics(cx, planned, &outcome).await;
         self.apply_effect(call, command, outcome.effect).await;
-        Ok((outcome.output, outcome.success))
+        Ok((output, outcome.success))
     }
 
     /// What a call did beyond its output: kept for the progress log, recorded, told.
