@@ -21,9 +21,11 @@ fn lsp_diagnostic(line: u32, severity: u8, message: &str) -> Value {
     })
 }
 
-/// Allows every call, applies edits, and answers `agent/editor/diagnostics` for each uri
-/// with an error on line 2 (1-based) and a warning on line 41.
-fn editor() -> (Responder, Seen) {
+/// Allows every call and applies edits, and answers `agent/editor/diagnostics` with
+/// `diagnostics(params)`.
+fn editor_answering(
+    diagnostics: impl Fn(&Value) -> Answer + Send + Sync + 'static,
+) -> (Responder, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     let responder: Responder = Arc::new(move |method: &str, params: &Value| {
@@ -36,25 +38,31 @@ fn editor() -> (Responder, Seen) {
                 Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
             }
             "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
-            "agent/editor/diagnostics" => {
-                let items: Vec<Value> = params["uris"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|uri| {
-                        json!({"uri": uri, "version": 4, "diagnostics": [
-                            lsp_diagnostic(40, 2, "far from the change"),
-                            lsp_diagnostic(1, 1, "mismatched types: expected `u32`, found `&str`"),
-                            lsp_diagnostic(1, 4, "a hint, left out"),
-                        ]})
-                    })
-                    .collect();
-                Answer::Result(json!({"items": items}))
-            }
+            "agent/editor/diagnostics" => diagnostics(params),
             _ => Answer::Result(Value::Null),
         }
     });
     (responder, seen)
+}
+
+/// An editor that answers for each uri with an error on line 2 (1-based), a warning on line
+/// 41 and a hint.
+fn editor() -> (Responder, Seen) {
+    editor_answering(|params| {
+        let items: Vec<Value> = params["uris"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|uri| {
+                json!({"uri": uri, "version": 4, "diagnostics": [
+                    lsp_diagnostic(40, 2, "far from the change"),
+                    lsp_diagnostic(1, 1, "mismatched types: expected `u32`, found `&str`"),
+                    lsp_diagnostic(1, 4, "a hint, left out"),
+                ]})
+            })
+            .collect();
+        Answer::Result(json!({"items": items}))
+    })
 }
 
 fn asked(seen: &Seen) -> Vec<Value> {
@@ -164,14 +172,7 @@ async fn an_editor_that_fails_to_answer_leaves_the_output_as_it_was() {
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push_call_then_text("call_e", "edit_file", &edit, "Done.");
-    let responder: Responder = Arc::new(|method: &str, _: &Value| match method {
-        "agent/session/requestPermission" => {
-            Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
-        }
-        "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
-        "agent/editor/diagnostics" => Answer::Error(-32603, "no diagnostics today".into()),
-        _ => Answer::Result(Value::Null),
-    });
+    let (responder, _) = editor_answering(|_| Answer::Error(-32603, "no diagnostics today".into()));
     let options = provider_options(
         &fake,
         &ws,
@@ -195,14 +196,7 @@ async fn an_editor_that_never_answers_is_waited_for_settle_ms_and_a_margin_only(
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push_call_then_text("call_e", "edit_file", &edit, "Done.");
-    let responder: Responder = Arc::new(|method: &str, _: &Value| match method {
-        "agent/session/requestPermission" => {
-            Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
-        }
-        "workspace/applyEdit" => Answer::Result(json!({"applied": true})),
-        "agent/editor/diagnostics" => Answer::Silence,
-        _ => Answer::Result(Value::Null),
-    });
+    let (responder, _) = editor_answering(|_| Answer::Silence);
     // settleMs 0: the server's bound is its margin alone.
     let options = provider_options(
         &fake,
