@@ -101,10 +101,11 @@ pub fn status(settings: &SandboxSettings) -> crate::protocol::lsp::SandboxState 
 /// that the settings ask for.
 pub fn warn_once_if_missing(settings: &SandboxSettings, show: impl FnOnce(String)) {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    if let Some(message) = status(settings)
-        .message
-        .filter(|_| !status(settings).enforced)
-    {
+    if WARNED.load(Ordering::Relaxed) {
+        return;
+    }
+    let status = status(settings);
+    if let Some(message) = status.message.filter(|_| !status.enforced) {
         if !WARNED.swap(true, Ordering::Relaxed) {
             tracing::warn!("{message}");
             show(message);
