@@ -65,11 +65,11 @@ pub async fn run(options: &SandboxOptions) -> Result<SandboxReport, String> {
     Ok(report)
 }
 
+/// The `p` quantile of unsorted `samples`.
 fn percentile(samples: &[Duration], p: f64) -> Duration {
     let mut sorted = samples.to_vec();
     sorted.sort();
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
+    crate::bench_stream::percentile(&sorted, p)
 }
 
 pub fn print(options: &SandboxOptions, report: &SandboxReport) {

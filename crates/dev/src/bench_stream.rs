@@ -61,7 +61,8 @@ fn answer(chunks: usize, first_token: Duration, gap: Duration) -> Reply {
     Reply::Sse { steps }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+/// The `p` quantile of `sorted` (nearest rank); zero for no samples. Shared by the benches.
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
