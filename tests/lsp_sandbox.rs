@@ -163,7 +163,7 @@ async fn the_network_is_off_unless_the_settings_turn_it_on() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let command = format!(
-        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=10); print('connected')\""
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port})); print('connected')\""
     );
     let setup = new_setup().await;
     let (server, seen) = sandbox_server(&setup, json!({}), &["rejectOnce"], Vec::new()).await;

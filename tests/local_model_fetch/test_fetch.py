@@ -30,8 +30,6 @@ FILE = "fetch-test-model.bin"
 VERSION = "1.0.0"
 # A few hundred KB in all; the last part shorter, as the real models' are.
 PART_SIZES = [131072, 131072, 65659]
-# Only so that a broken fetcher fails a test instead of hanging it; never reached otherwise.
-HANG_GUARD_SECONDS = 300
 
 
 def sha256(data):
@@ -94,7 +92,7 @@ class Index:
                     return
                 if name == index.held:
                     index.held_asked.set()
-                    index.release.wait(HANG_GUARD_SECONDS)
+                    index.release.wait()
                 super().do_GET()
 
             def log_message(self, *args):
@@ -182,8 +180,7 @@ class FetcherTest(unittest.TestCase):
 
     def run_fetcher(self, *args):
         return subprocess.run([sys.executable, str(FETCHER), *args], env=self.environment(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=HANG_GUARD_SECONDS)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def fetch(self):
         return self.run_fetcher("fetch", MODEL, str(self.cache), str(self.pip))
@@ -262,7 +259,8 @@ class FetcherTest(unittest.TestCase):
             killed = subprocess.Popen([sys.executable, str(FETCHER), "fetch", MODEL, str(self.cache), str(self.pip)],
                                       env=self.environment(), stdout=log, stderr=log, start_new_session=True)
         try:
-            self.assertTrue(self.index.held_asked.wait(HANG_GUARD_SECONDS), (self.tmp / "killed.log").read_text())
+            # No time bound (tests never bound time): a fetcher that never asks hangs here.
+            self.index.held_asked.wait()
         finally:
             os.killpg(killed.pid, signal.SIGKILL)  # the fetcher and its pip
             killed.wait()
