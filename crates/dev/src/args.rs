@@ -10,6 +10,7 @@ use crate::bench_memory::MemoryOptions;
 use crate::bench_prefix::PrefixOptions;
 use crate::bench_stream::StreamOptions;
 use crate::eval_compaction::EvalOptions;
+use crate::eval_definitions::DefinitionsEvalOptions;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Recall of planted facts after 1..N compactions, poor and extractive summarizers (fake
     /// provider)
     EvalCompaction(EvalArgs),
+    /// Evaluations of what the model is given
+    #[command(subcommand)]
+    Eval(Eval),
     /// A scripted OpenAI-compatible provider on loopback (for editor plugin tests): prints its
     /// base URL, serves until stdin closes
     FakeProvider {
@@ -48,6 +52,43 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         script: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Eval {
+    /// Share of the definitions a function uses (defined once elsewhere in the workspace)
+    /// that reach the editor block, on crates of cargo's registry and Python's standard
+    /// library; the `definitions` part's tokens and the block's fill
+    Definitions(DefinitionsEvalArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DefinitionsEvalArgs {
+    /// A workspace to measure (repeatable); default: a fixed list of crates from cargo's
+    /// registry and packages of Python's standard library, those present on this machine
+    #[arg(long = "workspace", value_name = "DIR")]
+    workspaces: Vec<PathBuf>,
+    /// Functions sampled per workspace
+    #[arg(long, default_value_t = DefinitionsEvalOptions::default().per_workspace, value_parser = at_least::<1>)]
+    per_workspace: usize,
+    /// The sampling seed
+    #[arg(long, default_value_t = DefinitionsEvalOptions::default().seed)]
+    seed: u64,
+    /// Write the cases, expected definitions and results as JSON to FILE (input of
+    /// scripts/eval-aider)
+    #[arg(long, value_name = "FILE")]
+    export: Option<PathBuf>,
+}
+
+impl From<DefinitionsEvalArgs> for DefinitionsEvalOptions {
+    fn from(args: DefinitionsEvalArgs) -> Self {
+        DefinitionsEvalOptions {
+            workspaces: args.workspaces,
+            per_workspace: args.per_workspace,
+            seed: args.seed,
+            export: args.export,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -337,6 +378,8 @@ mod tests {
             &["bench", "keystroke", "--rounds", "0"],
             &["bench", "memory", "--frobnicate", "1"],
             &["eval-compaction", "--window", "100"],
+            &["eval", "definitions", "--per-workspace", "0"],
+            &["eval", "definitions", "--seed", "x"],
             &["--frobnicate"],
         ] {
             let err = parse(args).expect_err(&args.join(" "));

@@ -13,6 +13,7 @@ pub mod bench_stream;
 pub mod bench_subagent;
 pub mod demo;
 pub mod eval_compaction;
+pub mod eval_definitions;
 pub mod fake_provider;
 pub mod lsp_client;
 pub mod null_server;

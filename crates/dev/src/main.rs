@@ -2,10 +2,10 @@
 //! demo, the fake provider). The grammar of its command line is `agentls_dev::args`.
 
 use agentls::cli::process::runtime;
-use agentls_dev::args::{Bench, Cli, Command};
+use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
     bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_sandbox,
-    bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
+    bench_stream, bench_subagent, demo, eval_compaction, eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -24,6 +24,12 @@ fn main() -> ExitCode {
             let options = args.into();
             report(block_on(eval_compaction::run(&options)), |report| {
                 eval_compaction::print(&options, report)
+            })
+        }
+        Command::Eval(Eval::Definitions(args)) => {
+            let options = args.into();
+            report(block_on(eval_definitions::run(&options)), |report| {
+                eval_definitions::print(&options, report)
             })
         }
         Command::FakeProvider { script } => {

@@ -1,0 +1,683 @@
+//! `agentls-dev eval definitions`: do the definitions a function needs reach the editor block?
+//!
+//! On real code not written here (crates from cargo's registry, packages of Python's
+//! standard library), each a workspace of its own: functions are sampled by a seed; for each,
+//! the expected definitions are the names its code uses (every identifier leaf of its syntax
+//! tree, its own name aside) that are defined exactly once in the workspace, in another
+//! file. The editor block is then built exactly as `agentls context FILE:LINE` builds it
+//! (the same gather over the disk, only the active file open, the cursor on the function's
+//! name) and a definition counts as present when the `definitions` part shows its defining
+//! line under its path. Reported: recall, the part's median tokens, the block's fill of its
+//! budget. The cases can be exported as JSON (`scripts/eval-aider` measures Aider's repo
+//! map on them).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use agentls::gather::{self, DiskSource};
+use agentls_core::config::Config;
+use agentls_core::context::AssemblyCache;
+use agentls_core::document::DocumentSnapshot;
+use agentls_core::editor_context::{EditorContext, PartReport};
+use agentls_core::editor_state::EditorState;
+use agentls_core::history::History;
+use agentls_core::inspect;
+use agentls_core::language::Language;
+use agentls_core::syntax::{self, Symbol, SymbolKind};
+use agentls_core::tokens::Calibration;
+
+/// Crates of cargo's registry (the newest version present) measured by default.
+pub const DEFAULT_CRATES: [&str; 8] = [
+    "hyper",
+    "regex-automata",
+    "clap_builder",
+    "rustls",
+    "ignore",
+    "tower-lsp",
+    "tracing-subscriber",
+    "reqwest",
+];
+
+/// Packages of Python's standard library measured by default.
+pub const DEFAULT_PYTHON_PACKAGES: [&str; 7] = [
+    "email",
+    "asyncio",
+    "http",
+    "importlib",
+    "concurrent",
+    "xml",
+    "urllib",
+];
+
+pub struct DefinitionsEvalOptions {
+    /// Workspaces to measure; empty = the default crates and Python packages found here.
+    pub workspaces: Vec<PathBuf>,
+    /// Functions sampled per workspace.
+    pub per_workspace: usize,
+    pub seed: u64,
+    /// Where to write the cases and the results as JSON.
+    pub export: Option<PathBuf>,
+}
+
+impl Default for DefinitionsEvalOptions {
+    fn default() -> Self {
+        DefinitionsEvalOptions {
+            workspaces: Vec::new(),
+            per_workspace: 8,
+            seed: 1,
+            export: None,
+        }
+    }
+}
+
+/// A definition a case expects in the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub name: String,
+    /// Relative to the workspace root, '/'-separated.
+    pub path: String,
+    /// 1-based line of the definition's name.
+    pub line: usize,
+    /// That line's text, trimmed.
+    pub text: String,
+}
+
+/// A function with the cursor on its name, and what it should bring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    pub workspace: PathBuf,
+    pub path: String,
+    pub function: String,
+    /// 1-based line and column (chars) of the function's name: where the cursor is.
+    pub line: usize,
+    pub column: usize,
+    pub expected: Vec<Expected>,
+}
+
+/// What the block brought for one case.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub found: Vec<bool>,
+    pub definitions_tokens: usize,
+    pub block_tokens: usize,
+    pub budget: usize,
+    pub parts: Vec<PartReport>,
+}
+
+pub struct WorkspaceReport {
+    pub root: PathBuf,
+    pub files: usize,
+    pub candidates: usize,
+    pub cases: Vec<(Case, Outcome)>,
+}
+
+pub struct DefinitionsEvalReport {
+    pub workspaces: Vec<WorkspaceReport>,
+    /// Default workspaces not found on this machine.
+    pub missing: Vec<String>,
+}
+
+/// A parsed file of a workspace.
+struct ParsedFile {
+    path: String,
+    snapshot: DocumentSnapshot,
+    symbols: Vec<Symbol>,
+}
+
+/// The default workspaces present on this machine, and the names of those missing.
+pub fn default_workspaces() -> (Vec<PathBuf>, Vec<String>) {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    let registry = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .map(|home| home.join("registry").join("src"));
+    for name in DEFAULT_CRATES {
+        match registry.as_deref().and_then(|dir| newest_crate(dir, name)) {
+            Some(dir) => found.push(dir),
+            None => missing.push(format!("crate {name}")),
+        }
+    }
+    let stdlib = std::process::Command::new("python3")
+        .args(["-c", "import sysconfig;print(sysconfig.get_paths()['stdlib'])"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    for name in DEFAULT_PYTHON_PACKAGES {
+        match stdlib.as_ref().map(|dir| dir.join(name)).filter(|d| d.is_dir()) {
+            Some(dir) => found.push(dir),
+            None => missing.push(format!("python package {name}")),
+        }
+    }
+    (found, missing)
+}
+
+/// `registry/src/<index>/<name>-<version>` with the highest version, over all indexes.
+fn newest_crate(registry: &Path, name: &str) -> Option<PathBuf> {
+    let prefix = format!("{name}-");
+    let mut best: Option<(Vec<u64>, PathBuf)> = None;
+    for index in std::fs::read_dir(registry).ok()?.flatten() {
+        for entry in std::fs::read_dir(index.path()).into_iter().flatten().flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let Some(version) = file_name.strip_prefix(&prefix) else {
+                continue;
+            };
+            // `name-x.y.z` only: `tokio-util-0.7` is not a version of `tokio`.
+            if !version.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let key: Vec<u64> = version
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|part| part.parse().ok())
+                .collect();
+            if best.as_ref().is_none_or(|(k, _)| key > *k) {
+                best = Some((key, entry.path()));
+            }
+        }
+    }
+    best.map(|(_, path)| path)
+}
+
+pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalReport, String> {
+    let (workspaces, missing) = if options.workspaces.is_empty() {
+        default_workspaces()
+    } else {
+        (options.workspaces.clone(), Vec::new())
+    };
+    if workspaces.is_empty() {
+        return Err(format!("no workspace found ({})", missing.join(", ")));
+    }
+    let mut reports = Vec::new();
+    for root in workspaces {
+        let root = std::fs::canonicalize(&root)
+            .map_err(|err| format!("cannot use workspace {}: {err}", root.display()))?;
+        let files = parse_workspace(&root);
+        let candidates = cases(&root, &files);
+        let candidate_count = candidates.len();
+        let sampled = sample(candidates, options.per_workspace, options.seed);
+        let mut measured = Vec::new();
+        for case in sampled {
+            let outcome = measure(&case).await?;
+            measured.push((case, outcome));
+        }
+        reports.push(WorkspaceReport {
+            root,
+            files: files.len(),
+            candidates: candidate_count,
+            cases: measured,
+        });
+    }
+    let report = DefinitionsEvalReport {
+        workspaces: reports,
+        missing,
+    };
+    if let Some(path) = &options.export {
+        let text = serde_json::to_string_pretty(&export(&report, options)).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    }
+    Ok(report)
+}
+
+/// Every file of the workspace index with a grammar, parsed.
+fn parse_workspace(root: &Path) -> Vec<ParsedFile> {
+    let max_bytes = Config::default().syntax_max_document_bytes;
+    let (paths, _) = agentls::store::file_index::walk(&[root.to_path_buf()], |_| {});
+    paths
+        .into_iter()
+        .filter(|path| Language::detect("", Some(path)).grammar().is_some())
+        .filter_map(|path| {
+            let snapshot = agentls::store::files::read_document(&path, max_bytes).ok()?;
+            let tree = snapshot.tree.as_ref()?;
+            let source = snapshot.rope.to_string();
+            let symbols = syntax::outline(snapshot.language, source.as_bytes(), tree);
+            Some(ParsedFile {
+                path: relative(root, &path),
+                snapshot,
+                symbols,
+            })
+        })
+        .collect()
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Kinds a name can be "defined" as: an impl is not a name, an inline module is a namespace.
+fn is_definition(kind: SymbolKind) -> bool {
+    !matches!(kind, SymbolKind::Impl | SymbolKind::Module)
+}
+
+fn is_function(kind: SymbolKind) -> bool {
+    matches!(kind, SymbolKind::Function | SymbolKind::Method)
+}
+
+fn flatten(symbols: &[Symbol]) -> Vec<&Symbol> {
+    let mut all = Vec::new();
+    let mut stack: Vec<&Symbol> = symbols.iter().rev().collect();
+    while let Some(symbol) = stack.pop() {
+        all.push(symbol);
+        stack.extend(symbol.children.iter().rev());
+    }
+    all
+}
+
+/// Every function of the workspace that uses at least one name defined exactly once, in
+/// another file; in (path, line) order.
+fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
+    // Name → (file, symbol) of each definition.
+    let mut definitions: HashMap<&str, Vec<(usize, &Symbol)>> = HashMap::new();
+    for (index, file) in files.iter().enumerate() {
+        for symbol in flatten(&file.symbols) {
+            if is_definition(symbol.kind) {
+                definitions.entry(&symbol.name).or_default().push((index, symbol));
+            }
+        }
+    }
+    let mut cases = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let Some(tree) = file.snapshot.tree.as_ref() else {
+            continue;
+        };
+        let source = file.snapshot.rope.to_string();
+        for function in flatten(&file.symbols).into_iter().filter(|s| is_function(s.kind)) {
+            let mut expected = Vec::new();
+            for name in used_names(tree, source.as_bytes(), function) {
+                if name == function.name {
+                    continue;
+                }
+                let Some([(home, symbol)]) = definitions.get(name.as_str()).map(Vec::as_slice)
+                else {
+                    continue;
+                };
+                if *home == index {
+                    continue;
+                }
+                let target = &files[*home];
+                let rope = &target.snapshot.rope;
+                let line = rope.byte_to_line(symbol.selection_range.start.min(rope.len_bytes()));
+                expected.push(Expected {
+                    name,
+                    path: target.path.clone(),
+                    line: line + 1,
+                    text: rope.line(line).to_string().trim().to_string(),
+                });
+            }
+            if expected.is_empty() {
+                continue;
+            }
+            let rope = &file.snapshot.rope;
+            let start = function.selection_range.start.min(rope.len_bytes());
+            let line = rope.byte_to_line(start);
+            let column = rope.byte_to_char(start) - rope.line_to_char(line);
+            cases.push(Case {
+                workspace: root.to_path_buf(),
+                path: file.path.clone(),
+                function: function.name.clone(),
+                line: line + 1,
+                column: column + 1,
+                expected,
+            });
+        }
+    }
+    cases
+}
+
+/// The distinct names of the identifier leaves inside the function, in order.
+fn used_names(tree: &tree_sitter::Tree, source: &[u8], function: &Symbol) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let range = function.range.clone();
+    let mut cursor = tree.walk();
+    loop {
+        let node = cursor.node();
+        let inside = node.start_byte() < range.end && range.start < node.end_byte();
+        if inside {
+            if node.child_count() == 0
+                && node.is_named()
+                && node.kind().contains("identifier")
+                && node.start_byte() != function.selection_range.start
+            {
+                if let Some(text) = source.get(node.byte_range()) {
+                    let name = String::from_utf8_lossy(text).into_owned();
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return names;
+            }
+        }
+    }
+}
+
+/// `count` cases picked by the seed (all of them when there are fewer), in (path, line)
+/// order.
+pub fn sample(mut cases: Vec<Case>, count: usize, seed: u64) -> Vec<Case> {
+    let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        // splitmix64: deterministic on every machine.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    // A partial Fisher–Yates shuffle.
+    let count = count.min(cases.len());
+    for i in 0..count {
+        let j = i + (next() % (cases.len() - i) as u64) as usize;
+        cases.swap(i, j);
+    }
+    cases.truncate(count);
+    cases.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    cases
+}
+
+/// The editor block of the case, built as `agentls context FILE:LINE:COL` builds it.
+pub async fn editor_block(case: &Case) -> Result<(EditorContext, usize), String> {
+    let config = Config::default();
+    let file = case.workspace.join(&case.path);
+    let uri = lsp_types_url(&file)?;
+    let state = EditorState {
+        uri,
+        position: tower_lsp::lsp_types::Position::new(
+            case.line.saturating_sub(1) as u32,
+            case.column.saturating_sub(1) as u32,
+        ),
+        selection: None,
+        visible_range: None,
+        diagnostics: Vec::new(),
+    };
+    let source = DiskSource {
+        roots: vec![case.workspace.clone()],
+    };
+    let gathered = gather::gather(&source, &config, Some(&state)).await?;
+    let (prompts, _) = agentls::store::prompts::load(
+        agentls::store::prompts::override_dir(None).as_deref(),
+        config.compaction.prompt_file.as_deref(),
+    );
+    let history = History::new(config.tokenizer());
+    let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
+    let prepared = inspect::prepare(&inputs, &mut AssemblyCache::default());
+    let editor = prepared
+        .block
+        .editor
+        .ok_or_else(|| format!("{}: no editor block", case.path))?;
+    Ok((editor, config.editor_context_max_tokens))
+}
+
+fn lsp_types_url(path: &Path) -> Result<tower_lsp::lsp_types::Url, String> {
+    tower_lsp::lsp_types::Url::from_file_path(path)
+        .map_err(|()| format!("{} has no file: uri", path.display()))
+}
+
+async fn measure(case: &Case) -> Result<Outcome, String> {
+    let (editor, budget) = editor_block(case).await?;
+    let part = definitions_part(&editor.text);
+    let found = case
+        .expected
+        .iter()
+        .map(|expected| shows_definition(part, expected))
+        .collect();
+    let definitions_tokens = editor
+        .parts
+        .iter()
+        .find(|p| p.name == "definitions")
+        .map_or(0, |p| p.tokens);
+    Ok(Outcome {
+        found,
+        definitions_tokens,
+        block_tokens: editor.tokens,
+        budget,
+        parts: editor.parts,
+    })
+}
+
+/// The text of the block's `definitions` part (empty when it has none).
+pub fn definitions_part(block: &str) -> &str {
+    let Some(start) = block.find("<definitions>\n") else {
+        return "";
+    };
+    let rest = &block[start..];
+    match rest.find("</definitions>\n") {
+        Some(end) => &rest[..end],
+        None => rest,
+    }
+}
+
+/// Whether one `<definition … path="P" …>` entry of the part shows line `L{line}:`.
+pub fn shows_definition(part: &str, expected: &Expected) -> bool {
+    let path = format!("path=\"{}\"", expected.path.replace('"', "&quot;"));
+    let line = format!("\nL{}: ", expected.line);
+    part.split("<definition ")
+        .skip(1)
+        .any(|entry| entry.split('\n').next().is_some_and(|open| open.contains(&path)) && entry.contains(&line))
+}
+
+fn median(mut values: Vec<usize>) -> usize {
+    if values.is_empty() {
+        return 0;
+    }
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+fn export(report: &DefinitionsEvalReport, options: &DefinitionsEvalOptions) -> Value {
+    let cases: Vec<Value> = report
+        .workspaces
+        .iter()
+        .flat_map(|workspace| &workspace.cases)
+        .map(|(case, outcome)| {
+            json!({
+                "workspace": case.workspace,
+                "path": case.path,
+                "function": case.function,
+                "line": case.line,
+                "column": case.column,
+                "expected": case.expected.iter().zip(&outcome.found).map(|(e, found)| json!({
+                    "name": e.name, "path": e.path, "line": e.line, "text": e.text,
+                    "foundByAgentls": found,
+                })).collect::<Vec<_>>(),
+                "agentls": {
+                    "definitionsTokens": outcome.definitions_tokens,
+                    "blockTokens": outcome.block_tokens,
+                    "budget": outcome.budget,
+                    "parts": outcome.parts,
+                },
+            })
+        })
+        .collect();
+    json!({
+        "seed": options.seed,
+        "perWorkspace": options.per_workspace,
+        "workspaces": report.workspaces.iter().map(|w| json!({
+            "root": w.root, "files": w.files, "candidates": w.candidates,
+        })).collect::<Vec<_>>(),
+        "cases": cases,
+    })
+}
+
+pub struct Totals {
+    pub cases: usize,
+    pub expected: usize,
+    pub found: usize,
+    pub definitions_median: usize,
+    pub definitions_max: usize,
+    pub block_median: usize,
+    pub block_max: usize,
+    pub over_budget: usize,
+    pub budget: usize,
+}
+
+pub fn totals<'a>(cases: impl IntoIterator<Item = &'a (Case, Outcome)>) -> Totals {
+    let mut totals = Totals {
+        cases: 0,
+        expected: 0,
+        found: 0,
+        definitions_median: 0,
+        definitions_max: 0,
+        block_median: 0,
+        block_max: 0,
+        over_budget: 0,
+        budget: 0,
+    };
+    let mut definitions = Vec::new();
+    let mut blocks = Vec::new();
+    for (case, outcome) in cases {
+        totals.cases += 1;
+        totals.expected += case.expected.len();
+        totals.found += outcome.found.iter().filter(|f| **f).count();
+        definitions.push(outcome.definitions_tokens);
+        blocks.push(outcome.block_tokens);
+        totals.over_budget += usize::from(outcome.block_tokens > outcome.budget);
+        totals.budget = outcome.budget;
+    }
+    totals.definitions_max = definitions.iter().copied().max().unwrap_or(0);
+    totals.block_max = blocks.iter().copied().max().unwrap_or(0);
+    totals.definitions_median = median(definitions);
+    totals.block_median = median(blocks);
+    totals
+}
+
+fn percent(found: usize, expected: usize) -> f64 {
+    if expected == 0 {
+        0.0
+    } else {
+        found as f64 * 100.0 / expected as f64
+    }
+}
+
+pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
+    if !report.missing.is_empty() {
+        println!("not on this machine (skipped): {}", report.missing.join(", "));
+    }
+    println!(
+        "{:<44}{:>6}{:>7}{:>10}{:>9}{:>11}{:>10}",
+        "workspace", "files", "cases", "recall", "found", "defs med", "block max"
+    );
+    for workspace in &report.workspaces {
+        let t = totals(&workspace.cases);
+        let name = workspace
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!(
+            "{:<44}{:>6}{:>7}{:>9.1}%{:>9}{:>11}{:>10}",
+            name,
+            workspace.files,
+            t.cases,
+            percent(t.found, t.expected),
+            format!("{}/{}", t.found, t.expected),
+            t.definitions_median,
+            t.block_max
+        );
+    }
+    let t = totals(report.workspaces.iter().flat_map(|w| &w.cases));
+    println!(
+        "\nagentls editor block (seed {}, {} functions per workspace): {:.1}% of the expected definitions ({}/{} over {} functions)",
+        options.seed,
+        options.per_workspace,
+        percent(t.found, t.expected),
+        t.found,
+        t.expected,
+        t.cases
+    );
+    println!(
+        "definitions part: median {} tokens, max {}; block: median {} tokens, max {} of its {} budget, {} over it",
+        t.definitions_median, t.definitions_max, t.block_median, t.block_max, t.budget, t.over_budget
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn expected_definitions_are_the_names_defined_once_in_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(
+            root,
+            "src/a.rs",
+            "pub struct Unique { x: u8 }\npub fn twice() {}\npub fn helper() {}\n",
+        );
+        write(root, "src/b.rs", "pub fn twice() {}\n");
+        write(
+            root,
+            "src/c.rs",
+            "fn local() {}\npub fn user(u: Unique) {\n    twice();\n    helper();\n    local();\n}\n",
+        );
+        let files = parse_workspace(root);
+        let cases = cases(root, &files);
+        let user = cases.iter().find(|c| c.function == "user").expect("user is a case");
+        assert_eq!((user.path.as_str(), user.line, user.column), ("src/c.rs", 2, 8));
+        let expected: Vec<(&str, &str, usize)> = user
+            .expected
+            .iter()
+            .map(|e| (e.name.as_str(), e.path.as_str(), e.line))
+            .collect();
+        // `twice` is defined twice, `local` in the same file: neither is expected.
+        assert_eq!(expected, [("Unique", "src/a.rs", 1), ("helper", "src/a.rs", 3)]);
+        assert_eq!(user.expected[0].text, "pub struct Unique { x: u8 }");
+        // Functions needing nothing from elsewhere are not cases.
+        assert!(cases.iter().all(|c| c.function != "local"));
+    }
+
+    #[test]
+    fn sampling_is_deterministic_and_keeps_source_order() {
+        let case = |line| Case {
+            workspace: PathBuf::new(),
+            path: "a.rs".into(),
+            function: format!("f{line}"),
+            line,
+            column: 1,
+            expected: Vec::new(),
+        };
+        let all: Vec<Case> = (1..=50).map(case).collect();
+        let a = sample(all.clone(), 5, 7);
+        assert_eq!(a, sample(all.clone(), 5, 7));
+        assert_ne!(a, sample(all.clone(), 5, 8));
+        assert_eq!(a.len(), 5);
+        assert!(a.windows(2).all(|w| w[0].line < w[1].line));
+        assert_eq!(sample(all.clone(), 100, 7).len(), 50);
+    }
+
+    #[test]
+    fn a_definition_is_present_when_its_line_is_shown_under_its_path() {
+        let part = "<definitions>\n<definition name=\"A\" kind=\"struct\" path=\"src/a.rs\" lines=\"3-4\">\nL3: pub struct A;\n</definition>\n";
+        let expected = |path: &str, line| Expected {
+            name: "A".into(),
+            path: path.into(),
+            line,
+            text: String::new(),
+        };
+        assert!(shows_definition(part, &expected("src/a.rs", 3)));
+        assert!(!shows_definition(part, &expected("src/a.rs", 4)));
+        assert!(!shows_definition(part, &expected("src/b.rs", 3)));
+        assert_eq!(definitions_part("x\n<definitions>\nA</definitions>\ny"), "<definitions>\nA");
+    }
+}
