@@ -220,9 +220,7 @@ pub trait Host: Send + Sync + 'static {
     /// user sees. By default the one gather recipe over the disk under `roots` (a host
     /// without an editor); the editor's host reads its open buffers first.
     async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        let source = crate::gather::DiskSource {
-            roots: self.roots(),
-        };
+        let source = crate::gather::DiskSource::new(self.roots());
         crate::gather::gather(&source, &self.config(), editor).await
     }
     /// The open buffer's text and version, when the file is open in the editor (never, for

@@ -111,6 +111,14 @@ const CODE_CUT_ALLOWANCE: usize = 24;
 /// Token counts of a cut are known only after rendering; a few refits always converge.
 const MAX_FIT_ATTEMPTS: usize = 6;
 const MAX_DEFINITIONS: usize = 30;
+/// The most the definitions take, and what the parts before them leave for them.
+pub const DEFINITIONS_MAX_TOKENS: usize = 2_048;
+const DEFINITIONS_FLOOR_TOKENS: usize = 1_024;
+/// The most the outline takes: a long file's outline shows the cursor's neighbourhood and
+/// the top-level items, its test modules last.
+pub const OUTLINE_MAX_TOKENS: usize = 1_536;
+/// Outline symbols this many lines around the cursor are its neighbourhood.
+const OUTLINE_NEIGHBOURHOOD_LINES: usize = 40;
 /// A definition up to this many lines is shown whole; a longer one by its head.
 const WHOLE_DEFINITION_MAX_LINES: usize = 12;
 const DEFINITION_HEAD_LINES: usize = 6;
@@ -134,7 +142,7 @@ struct BufferSyntax {
     version: i32,
     len_bytes: usize,
     symbols: Arc<Vec<Symbol>>,
-    outline_lines: Option<Arc<Vec<String>>>,
+    outline_lines: Option<Arc<Vec<OutlineLine>>>,
     /// Symbol name → its definitions rendered, in source order.
     definitions: Option<Arc<HashMap<String, Vec<Arc<str>>>>>,
 }
@@ -148,7 +156,7 @@ impl OutlineCache {
         self.with_entry(buffer, |entry, _| entry.symbols.clone())
     }
 
-    fn outline_lines(&mut self, buffer: &OpenBuffer) -> Option<Arc<Vec<String>>> {
+    fn outline_lines(&mut self, buffer: &OpenBuffer) -> Option<Arc<Vec<OutlineLine>>> {
         self.with_entry(buffer, |entry, buffer| {
             entry
                 .outline_lines
@@ -223,9 +231,11 @@ impl OutlineCache {
 
 /// Renders the editor context block of `active` within `budget` tokens (see the module
 /// documentation for the priority order and the markers).
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     active: &ActiveFile,
     others: &[OpenBuffer],
+    workspace: Option<&WorkspaceDefinitions>,
     boundary: &str,
     budget: usize,
     tokenizer: TokenizerKind,
@@ -255,9 +265,10 @@ pub fn build(
     let header_tokens = cache.count(tokenizer, &format!("{header}{CLOSING_TAG}"));
 
     // Identifiers are looked up only where a definition could be found.
-    let has_definition_sources = others
-        .iter()
-        .any(|buffer| buffer.display_path != active.display_path && buffer.snapshot.tree.is_some());
+    let has_definition_sources = workspace.is_some()
+        || others.iter().any(|buffer| {
+            buffer.display_path != active.display_path && buffer.snapshot.tree.is_some()
+        });
     let syntax = ActiveSyntax::of(
         active,
         cursor,
@@ -270,10 +281,26 @@ pub fn build(
         cursor,
         selection.as_ref(),
         syntax.as_ref(),
-        others,
+        Sources { others, workspace },
         outlines,
     );
     fill(header, header_tokens, parts, budget, tokenizer, cache)
+}
+
+/// The identifiers the editor block looks definitions up for: those of the cursor's line,
+/// the selection and the enclosing symbol, in that order (what a host fetches from the
+/// workspace's symbol index before [`build`]).
+pub fn identifiers_in_play(active: &ActiveFile, outlines: &mut OutlineCache) -> Vec<Identifier> {
+    let rope = &active.snapshot.rope;
+    let cursor = position::clamp_byte(rope, active.cursor);
+    let selection = active
+        .selection
+        .as_ref()
+        .map(|range| position::clamp_byte_range(rope, range))
+        .filter(|range| !range.is_empty());
+    ActiveSyntax::of(active, cursor, selection.as_ref(), true, outlines)
+        .map(|syntax| syntax.identifiers)
+        .unwrap_or_default()
 }
 
 /// The parts the active file has, in priority order: the selection, the enclosing symbol
@@ -283,7 +310,7 @@ fn parts(
     cursor: usize,
     selection: Option<&Range<usize>>,
     syntax: Option<&ActiveSyntax>,
-    others: &[OpenBuffer],
+    sources: Sources,
     outlines: &mut OutlineCache,
 ) -> Vec<Part> {
     let rope = &active.snapshot.rope;
@@ -303,28 +330,39 @@ fn parts(
         parts.push(diagnostics_part(rope, cursor, &active.diagnostics));
     }
     if let Some(syntax) = syntax {
-        if !syntax.outline_lines.is_empty() {
-            parts.push(Part {
-                name: "outline",
-                body: Body::Entries(EntryBlock {
-                    open: "<outline>\n",
-                    entries: syntax.outline_lines.to_vec(),
-                    close: "</outline>\n",
-                    unit: EntryUnit::Lines,
-                }),
-            });
-        }
         let definitions =
-            definition_entries(&syntax.identifiers, active.display_path, others, outlines);
+            definition_entries(&syntax.identifiers, active.display_path, sources, outlines);
         if !definitions.is_empty() {
             parts.push(Part {
                 name: "definitions",
                 body: Body::Entries(EntryBlock {
                     open: "<definitions>\n",
                     entries: definitions,
+                    keep_order: None,
                     close: "</definitions>\n",
                     unit: EntryUnit::Definitions,
                 }),
+                cap: DEFINITIONS_MAX_TOKENS,
+                floor: DEFINITIONS_FLOOR_TOKENS,
+            });
+        }
+        if !syntax.outline_lines.is_empty() {
+            let cursor_line = position::byte_to_line(rope, cursor);
+            parts.push(Part {
+                name: "outline",
+                body: Body::Entries(EntryBlock {
+                    open: "<outline>\n",
+                    entries: syntax
+                        .outline_lines
+                        .iter()
+                        .map(|l| l.text.clone())
+                        .collect(),
+                    keep_order: Some(outline_keep_order(&syntax.outline_lines, cursor_line)),
+                    close: "</outline>\n",
+                    unit: EntryUnit::Lines,
+                }),
+                cap: OUTLINE_MAX_TOKENS,
+                floor: 0,
             });
         }
     }
@@ -353,13 +391,31 @@ fn fill(
     let mut remaining = budget.saturating_sub(header_tokens);
     // Markers of the parts not placed yet: a part may use only what leaves room for them,
     // so an omission further down can always be announced within the budget.
-    let mut reserved: usize = markers.iter().map(|(_, tokens)| tokens).sum();
+    // A part with a floor keeps that much (up to its whole) from the parts before it.
+    // A floor is at most a quarter of the budget: a small budget goes to the code first.
+    let holds: Vec<usize> = parts
+        .iter()
+        .zip(&wholes)
+        .zip(&markers)
+        .map(|((part, (_, whole)), (_, marker))| {
+            (*marker).max(part.floor.min(*whole).min(budget / 4))
+        })
+        .collect();
+    let mut reserved_markers: usize = markers.iter().map(|(_, tokens)| tokens).sum();
+    let mut reserved: usize = holds.iter().sum();
 
-    for ((part, (whole, whole_tokens)), (marker, marker_tokens)) in
-        parts.iter().zip(wholes).zip(markers)
+    for (((part, (whole, whole_tokens)), (marker, marker_tokens)), hold) in
+        parts.iter().zip(wholes).zip(markers).zip(holds)
     {
-        reserved -= marker_tokens;
-        let available = remaining.saturating_sub(reserved);
+        reserved -= hold;
+        reserved_markers -= marker_tokens;
+        // The selection is what the user pointed at: it yields to the markers only.
+        let held = if part.name == "selection" {
+            reserved_markers
+        } else {
+            reserved
+        };
+        let available = remaining.saturating_sub(held).min(part.cap);
         let report = match place(part, whole, whole_tokens, available, tokenizer, cache) {
             Some(placed) => {
                 text.push_str(&placed.text);
@@ -457,7 +513,7 @@ fn place(
 struct ActiveSyntax {
     enclosing: Option<EnclosingSymbol>,
     /// The outline rendered one line per symbol.
-    outline_lines: Arc<Vec<String>>,
+    outline_lines: Arc<Vec<OutlineLine>>,
     /// Referenced in the selection and the enclosing symbol, else on the cursor's line.
     identifiers: Vec<Identifier>,
 }
@@ -484,20 +540,17 @@ impl ActiveSyntax {
         let source = source.as_bytes();
         let enclosing = syntax::enclosing_in_outline(&outline, source, cursor);
         let identifiers = if look_up_identifiers {
-            // The selection's identifiers first, then the rest of the enclosing symbol's:
-            // both are what the user is looking at.
-            let mut lookups = Vec::new();
+            // The cursor's line first, then the selection's identifiers, then the rest of
+            // the enclosing symbol's: all are what the user is looking at.
+            let mut lookups = vec![position::line_content_bytes(
+                &snapshot.rope,
+                position::byte_to_line(&snapshot.rope, cursor),
+            )];
             if let Some(selection) = selection {
                 lookups.push(selection.clone());
             }
             if let Some(symbol) = &enclosing {
                 lookups.push(symbol.range.clone());
-            }
-            if lookups.is_empty() {
-                lookups.push(position::line_content_bytes(
-                    &snapshot.rope,
-                    position::byte_to_line(&snapshot.rope, cursor),
-                ));
             }
             let mut identifiers: Vec<syntax::Identifier> = Vec::new();
             for range in lookups {
@@ -526,6 +579,11 @@ impl ActiveSyntax {
 struct Part {
     name: &'static str,
     body: Body,
+    /// The most this part may take, whatever the budget leaves.
+    cap: usize,
+    /// Tokens the parts before this one leave for it (up to its whole size), so a long
+    /// enclosing symbol cannot crowd it out.
+    floor: usize,
 }
 
 enum Body {
@@ -545,6 +603,10 @@ struct CodeBlock {
 struct EntryBlock {
     open: &'static str,
     entries: Vec<String>,
+    /// The order in which entries are kept when the block is cut (indexes into
+    /// `entries`); None keeps the first ones. Kept entries are shown in their own order,
+    /// a gap between two of them as a "…" line.
+    keep_order: Option<Vec<usize>>,
     close: &'static str,
     unit: EntryUnit,
 }
@@ -648,13 +710,23 @@ impl EntryBlock {
             .iter()
             .map(|entry| cache.count(tokenizer, entry))
             .collect();
+        let order: Vec<usize> = match &self.keep_order {
+            Some(order) => order.clone(),
+            None => (0..entries.len()).collect(),
+        };
         // Estimate with the largest marker the cut can need; the exact count decides below.
+        let all_lines = entries.iter().map(|e| e.matches('\n').count()).sum();
         let frame = cache.count(tokenizer, &format!("{}{}", self.open, self.close))
-            + cache.count(tokenizer, &self.unit.marker(entries, whole_tokens.max(1)));
+            + cache.count(
+                tokenizer,
+                &self
+                    .unit
+                    .marker(entries.len(), all_lines, whole_tokens.max(1)),
+            );
         let mut kept = 0;
         let mut used = frame;
-        while kept < entries.len() && used + entry_tokens[kept] <= available {
-            used += entry_tokens[kept];
+        while kept < order.len() && used + entry_tokens[order[kept]] <= available {
+            used += entry_tokens[order[kept]];
             kept += 1;
         }
         // The whole part did not fit, so at least one entry goes even if the per-entry
@@ -665,13 +737,9 @@ impl EntryBlock {
             if kept == 0 {
                 return None;
             }
-            let cut_tokens: usize = entry_tokens[kept..].iter().sum();
-            let mut text = String::from(self.open);
-            entries[..kept]
-                .iter()
-                .for_each(|entry| text.push_str(entry));
-            text.push_str(&self.unit.marker(&entries[kept..], cut_tokens));
-            text.push_str(self.close);
+            let mut keep = vec![false; entries.len()];
+            order[..kept].iter().for_each(|&i| keep[i] = true);
+            let (text, cut_tokens) = self.render_kept(&keep, &entry_tokens);
             let tokens = cache.count(tokenizer, &text);
             if tokens <= available {
                 return Some(Placed {
@@ -684,27 +752,49 @@ impl EntryBlock {
             let mut dropped = 0;
             while kept > 0 && dropped < tokens - available {
                 kept -= 1;
-                dropped += entry_tokens[kept];
+                dropped += entry_tokens[order[kept]];
             }
         }
         None
     }
+
+    /// The kept entries in their order, a "…" line for each run left out before a kept
+    /// one, and the marker for all left out; with the tokens left out.
+    fn render_kept(&self, keep: &[bool], entry_tokens: &[usize]) -> (String, usize) {
+        let mut text = String::from(self.open);
+        let (mut cut_tokens, mut cut_entries, mut cut_lines) = (0, 0, 0);
+        let mut in_gap = false;
+        for (index, entry) in self.entries.iter().enumerate() {
+            if keep[index] {
+                if in_gap {
+                    text.push_str("…\n");
+                    in_gap = false;
+                }
+                text.push_str(entry);
+            } else {
+                in_gap = true;
+                cut_tokens += entry_tokens[index];
+                cut_entries += 1;
+                cut_lines += entry.matches('\n').count();
+            }
+        }
+        text.push_str(&self.unit.marker(cut_entries, cut_lines, cut_tokens));
+        text.push_str(self.close);
+        (text, cut_tokens)
+    }
 }
 
 impl EntryUnit {
-    /// The marker line standing for the `cut` entries, worth `tokens` tokens.
-    fn marker(self, cut: &[String], tokens: usize) -> String {
+    /// The marker line standing for `entries` cut entries of `lines` lines, worth `tokens`
+    /// tokens.
+    fn marker(self, entries: usize, lines: usize, tokens: usize) -> String {
         match self {
-            EntryUnit::Lines => {
-                // An entry may span lines (a multi-line diagnostic message): count lines.
-                let lines: usize = cut.iter().map(|entry| entry.matches('\n').count()).sum();
-                format!(
-                    "[… {lines} more lines ({tokens} tokens) cut to fit the editor-context budget]\n"
-                )
-            }
+            // An entry may span lines (a multi-line diagnostic message): count lines.
+            EntryUnit::Lines => format!(
+                "[… {lines} more lines ({tokens} tokens) cut to fit the editor-context budget]\n"
+            ),
             EntryUnit::Definitions => format!(
-                "[… {} more definitions ({tokens} tokens) omitted to fit the editor-context budget]\n",
-                cut.len()
+                "[… {entries} more definitions ({tokens} tokens) omitted to fit the editor-context budget]\n"
             ),
         }
     }
@@ -757,6 +847,8 @@ fn selection_part(rope: &Rope, selection: &Range<usize>) -> Part {
             code: numbered_lines(rope, lines),
             close: "</selection>\n",
         }),
+        cap: usize::MAX,
+        floor: 0,
     }
 }
 
@@ -776,6 +868,8 @@ fn enclosing_symbol_part(rope: &Rope, symbol: &EnclosingSymbol) -> Part {
             code: numbered_lines(rope, lines),
             close: "</enclosing_symbol>\n",
         }),
+        cap: usize::MAX,
+        floor: 0,
     }
 }
 
@@ -804,9 +898,12 @@ fn diagnostics_part(rope: &Rope, cursor: usize, diagnostics: &[EditorDiagnostic]
         body: Body::Entries(EntryBlock {
             open: "<diagnostics>\n",
             entries: ordered.into_iter().map(|(_, line)| line).collect(),
+            keep_order: None,
             close: "</diagnostics>\n",
             unit: EntryUnit::Lines,
         }),
+        cap: usize::MAX,
+        floor: 0,
     }
 }
 
@@ -834,23 +931,92 @@ fn diagnostic_line(rope: &Rope, diagnostic: &EditorDiagnostic, range: Range<usiz
     line
 }
 
+/// One line of the outline: a symbol, nested by two spaces per level.
+#[derive(Debug, Clone)]
+struct OutlineLine {
+    text: String,
+    depth: usize,
+    /// 0-based lines of the symbol.
+    lines: Range<usize>,
+    /// Inside (or itself) a test module or test class: the first to go when the outline is
+    /// long.
+    in_tests: bool,
+}
+
 /// One line per symbol in source order, nested by two spaces per level.
-fn outline_entries(rope: &Rope, symbols: &[Symbol]) -> Vec<String> {
+fn outline_entries(rope: &Rope, symbols: &[Symbol]) -> Vec<OutlineLine> {
     let mut entries = Vec::new();
     // An explicit stack: the outline of a pathologically deep tree must not recurse.
-    let mut stack: Vec<(&Symbol, usize)> = symbols.iter().rev().map(|s| (s, 0)).collect();
-    while let Some((symbol, depth)) = stack.pop() {
+    let mut stack: Vec<(&Symbol, usize, bool)> =
+        symbols.iter().rev().map(|s| (s, 0, false)).collect();
+    while let Some((symbol, depth, in_tests)) = stack.pop() {
         let lines =
             position::byte_range_to_lines(rope, &position::clamp_byte_range(rope, &symbol.range));
-        entries.push(format!(
-            "{}{} {}\n",
-            "  ".repeat(depth.min(MAX_OUTLINE_INDENT)),
-            symbol_label(symbol),
-            position::display_lines(&lines)
-        ));
-        stack.extend(symbol.children.iter().rev().map(|child| (child, depth + 1)));
+        let in_tests = in_tests || is_test_container(symbol);
+        entries.push(OutlineLine {
+            text: format!(
+                "{}{} {}\n",
+                "  ".repeat(depth.min(MAX_OUTLINE_INDENT)),
+                symbol_label(symbol),
+                position::display_lines(&lines)
+            ),
+            depth,
+            lines,
+            in_tests,
+        });
+        stack.extend(
+            symbol
+                .children
+                .iter()
+                .rev()
+                .map(|child| (child, depth + 1, in_tests)),
+        );
     }
     entries
+}
+
+/// `mod tests`, `mod test_foo`, `class TestFoo`: a container of tests.
+fn is_test_container(symbol: &Symbol) -> bool {
+    let name = symbol.name.as_str();
+    match symbol.kind {
+        SymbolKind::Module => name == "tests" || name == "test" || name.starts_with("test_"),
+        SymbolKind::Class => name.starts_with("Test"),
+        _ => false,
+    }
+}
+
+/// The order in which outline lines are kept when the outline must be cut: the symbols
+/// around the cursor (those enclosing it and its neighbours), then the top-level items,
+/// then their members, then deeper symbols; test modules last. Ties go to the nearer line.
+fn outline_keep_order(entries: &[OutlineLine], cursor_line: usize) -> Vec<usize> {
+    let distance = |entry: &OutlineLine| {
+        if entry.lines.contains(&cursor_line) {
+            0
+        } else if cursor_line < entry.lines.start {
+            entry.lines.start - cursor_line
+        } else {
+            cursor_line + 1 - entry.lines.end
+        }
+    };
+    let mut order: Vec<(usize, usize, usize)> = entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let near = distance(entry) <= OUTLINE_NEIGHBOURHOOD_LINES;
+            let tier = match (entry.in_tests, near, entry.depth) {
+                (_, true, _) if distance(entry) == 0 => 0,
+                (false, true, _) => 1,
+                (false, false, 0) => 2,
+                (false, false, 1) => 3,
+                (false, false, _) => 4,
+                (true, true, _) => 5,
+                (true, false, _) => 6,
+            };
+            (tier, distance(entry), index)
+        })
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, _, index)| index).collect()
 }
 
 /// "struct Foo"; an impl's name already says what it is ("impl Display for Foo").
@@ -861,18 +1027,28 @@ fn symbol_label(symbol: &Symbol) -> String {
     }
 }
 
-/// Definitions, in the other open buffers, of `identifiers` in their order: a repo map in
-/// miniature of what the code in view uses.
+/// Where definitions are looked up: the other open buffers first (their text is the
+/// user's, saved or not), then the workspace's symbol index.
+#[derive(Clone, Copy)]
+struct Sources<'s, 'a> {
+    others: &'s [OpenBuffer<'a>],
+    workspace: Option<&'s WorkspaceDefinitions>,
+}
+
+/// Definitions of `identifiers`: those in the other open buffers, in the identifiers'
+/// order, then those the workspace index resolves (see [`resolve`]) for the names no open
+/// buffer defines. A repo map in miniature of what the code in view uses.
 fn definition_entries(
     identifiers: &[Identifier],
     active_path: &str,
-    others: &[OpenBuffer],
+    sources: Sources,
     outlines: &mut OutlineCache,
 ) -> Vec<String> {
     if identifiers.is_empty() {
         return Vec::new();
     }
-    let indexes: Vec<_> = others
+    let indexes: Vec<_> = sources
+        .others
         .iter()
         .filter(|buffer| buffer.display_path != active_path)
         .filter_map(|buffer| outlines.definitions(buffer))
@@ -894,7 +1070,62 @@ fn definition_entries(
             }
         }
     }
+    let Some(workspace) = sources.workspace else {
+        return entries;
+    };
+    let in_buffers = |name: &str| indexes.iter().any(|index| index.contains_key(name));
+    // An open buffer's own text wins over what the index read of it from disk.
+    let open: HashSet<&str> = sources.others.iter().map(|b| b.display_path).collect();
+    for (_, found) in resolve::pick(identifiers, workspace, in_buffers) {
+        if entries.len() == MAX_DEFINITIONS {
+            break;
+        }
+        if !open.contains(found.display_path.as_str()) && found.display_path != active_path {
+            entries.push(render_indexed_definition(found));
+        }
+    }
     entries
+}
+
+/// A definition from the index: its doc comment or attributes, its signature on the line
+/// of its name, a small type's fields.
+fn render_indexed_definition(found: &WorkspaceDefinition) -> String {
+    let definition = &found.definition;
+    let lines = definition.start_line as usize..definition.end_line as usize + 1;
+    let mut text = format!(
+        "<definition name=\"{}\" kind=\"{}\" path=\"{}\" lines=\"{}\"",
+        attribute(&definition.name),
+        kind_name(definition.kind),
+        attribute(&found.display_path),
+        position::display_lines(&lines)
+    );
+    if let Some(container) = &definition.container {
+        let _ = write!(text, " in=\"{}\"", attribute(container));
+    }
+    text.push_str(">\n");
+    let doc = definition.doc.trim_end();
+    // Python's docstring follows the signature; everywhere else the doc comment and the
+    // attributes come before it.
+    let doc_after = found.language == crate::language::Language::Python;
+    if !doc.is_empty() && !doc_after {
+        text.push_str(doc);
+        text.push('\n');
+    }
+    let _ = writeln!(
+        text,
+        "L{}: {}",
+        definition.name_line as usize + 1,
+        definition.signature.trim_end()
+    );
+    if !doc.is_empty() && doc_after {
+        text.push_str(doc);
+        text.push('\n');
+    }
+    for field in &definition.fields {
+        let _ = writeln!(text, "    {}", field.trim());
+    }
+    text.push_str("</definition>\n");
+    text
 }
 
 fn render_definition(path: &str, rope: &Rope, symbol: &Symbol) -> String {
@@ -967,6 +1198,10 @@ fn numbered_lines(rope: &Rope, lines: Range<usize>) -> String {
     }
     text
 }
+
+pub mod resolve;
+
+pub use resolve::{WorkspaceDefinition, WorkspaceDefinitions};
 
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,9 @@ pub struct Inputs<'a> {
     pub skills: &'a [Skill],
     pub active: Option<&'a ActiveDocument>,
     pub others: &'a [OtherDocument],
+    /// The definitions the workspace's symbol index holds for the identifiers in play,
+    /// when the host has an index.
+    pub workspace: Option<&'a editor_context::WorkspaceDefinitions>,
     pub history: &'a History,
     pub calibration: Calibration,
 }
@@ -106,6 +109,7 @@ pub fn turn_block(inputs: &Inputs, cache: &mut AssemblyCache) -> TurnBlock {
         editor_context::build(
             &file,
             &others,
+            inputs.workspace,
             &inputs.prompts.data_boundary,
             inputs.config.editor_context_max_tokens,
             tokenizer,

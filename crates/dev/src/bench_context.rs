@@ -164,6 +164,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
             skills: &[],
             active: Some(active),
             others: &buffers,
+            workspace: None,
             history,
             calibration: Calibration::default(),
         };

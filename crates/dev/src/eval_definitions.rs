@@ -141,13 +141,20 @@ pub fn default_workspaces() -> (Vec<PathBuf>, Vec<String>) {
         }
     }
     let stdlib = std::process::Command::new("python3")
-        .args(["-c", "import sysconfig;print(sysconfig.get_paths()['stdlib'])"])
+        .args([
+            "-c",
+            "import sysconfig;print(sysconfig.get_paths()['stdlib'])",
+        ])
         .output()
         .ok()
         .filter(|out| out.status.success())
         .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
     for name in DEFAULT_PYTHON_PACKAGES {
-        match stdlib.as_ref().map(|dir| dir.join(name)).filter(|d| d.is_dir()) {
+        match stdlib
+            .as_ref()
+            .map(|dir| dir.join(name))
+            .filter(|d| d.is_dir())
+        {
             Some(dir) => found.push(dir),
             None => missing.push(format!("python package {name}")),
         }
@@ -160,7 +167,11 @@ fn newest_crate(registry: &Path, name: &str) -> Option<PathBuf> {
     let prefix = format!("{name}-");
     let mut best: Option<(Vec<u64>, PathBuf)> = None;
     for index in std::fs::read_dir(registry).ok()?.flatten() {
-        for entry in std::fs::read_dir(index.path()).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let file_name = entry.file_name().to_string_lossy().into_owned();
             let Some(version) = file_name.strip_prefix(&prefix) else {
                 continue;
@@ -199,8 +210,13 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
         let candidate_count = candidates.len();
         let sampled = sample(candidates, options.per_workspace, options.seed);
         let mut measured = Vec::new();
+        // One index per workspace, built as `agentls context` builds it.
+        let source = DiskSource::with_symbols(
+            vec![root.clone()],
+            Config::default().syntax_max_document_bytes,
+        );
         for case in sampled {
-            let outcome = measure(&case).await?;
+            let outcome = measure(&case, &source).await?;
             measured.push((case, outcome));
         }
         reports.push(WorkspaceReport {
@@ -215,8 +231,10 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
         missing,
     };
     if let Some(path) = &options.export {
-        let text = serde_json::to_string_pretty(&export(&report, options)).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        let text =
+            serde_json::to_string_pretty(&export(&report, options)).map_err(|e| e.to_string())?;
+        std::fs::write(path, text)
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     }
     Ok(report)
 }
@@ -278,7 +296,10 @@ fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
     for (index, file) in files.iter().enumerate() {
         for symbol in flatten(&file.symbols) {
             if is_definition(symbol.kind) {
-                definitions.entry(&symbol.name).or_default().push((index, symbol));
+                definitions
+                    .entry(&symbol.name)
+                    .or_default()
+                    .push((index, symbol));
             }
         }
     }
@@ -288,7 +309,10 @@ fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
             continue;
         };
         let source = file.snapshot.rope.to_string();
-        for function in flatten(&file.symbols).into_iter().filter(|s| is_function(s.kind)) {
+        for function in flatten(&file.symbols)
+            .into_iter()
+            .filter(|s| is_function(s.kind))
+        {
             let mut expected = Vec::new();
             for name in used_names(tree, source.as_bytes(), function) {
                 if name == function.name {
@@ -391,7 +415,10 @@ pub fn sample(mut cases: Vec<Case>, count: usize, seed: u64) -> Vec<Case> {
 }
 
 /// The editor block of the case, built as `agentls context FILE:LINE:COL` builds it.
-pub async fn editor_block(case: &Case) -> Result<(EditorContext, usize), String> {
+pub async fn editor_block(
+    case: &Case,
+    source: &DiskSource,
+) -> Result<(EditorContext, usize), String> {
     let config = Config::default();
     let file = case.workspace.join(&case.path);
     let uri = lsp_types_url(&file)?;
@@ -405,10 +432,7 @@ pub async fn editor_block(case: &Case) -> Result<(EditorContext, usize), String>
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    let source = DiskSource {
-        roots: vec![case.workspace.clone()],
-    };
-    let gathered = gather::gather(&source, &config, Some(&state)).await?;
+    let gathered = gather::gather(source, &config, Some(&state)).await?;
     let (prompts, _) = agentls::store::prompts::load(
         agentls::store::prompts::override_dir(None).as_deref(),
         config.compaction.prompt_file.as_deref(),
@@ -428,8 +452,8 @@ fn lsp_types_url(path: &Path) -> Result<tower_lsp::lsp_types::Url, String> {
         .map_err(|()| format!("{} has no file: uri", path.display()))
 }
 
-async fn measure(case: &Case) -> Result<Outcome, String> {
-    let (editor, budget) = editor_block(case).await?;
+async fn measure(case: &Case, source: &DiskSource) -> Result<Outcome, String> {
+    let (editor, budget) = editor_block(case, source).await?;
     let part = definitions_part(&editor.text);
     let found = case
         .expected
@@ -466,9 +490,13 @@ pub fn definitions_part(block: &str) -> &str {
 pub fn shows_definition(part: &str, expected: &Expected) -> bool {
     let path = format!("path=\"{}\"", expected.path.replace('"', "&quot;"));
     let line = format!("\nL{}: ", expected.line);
-    part.split("<definition ")
-        .skip(1)
-        .any(|entry| entry.split('\n').next().is_some_and(|open| open.contains(&path)) && entry.contains(&line))
+    part.split("<definition ").skip(1).any(|entry| {
+        entry
+            .split('\n')
+            .next()
+            .is_some_and(|open| open.contains(&path))
+            && entry.contains(&line)
+    })
 }
 
 fn median(mut values: Vec<usize>) -> usize {
@@ -566,7 +594,10 @@ fn percent(found: usize, expected: usize) -> f64 {
 
 pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
     if !report.missing.is_empty() {
-        println!("not on this machine (skipped): {}", report.missing.join(", "));
+        println!(
+            "not on this machine (skipped): {}",
+            report.missing.join(", ")
+        );
     }
     println!(
         "{:<44}{:>6}{:>7}{:>10}{:>9}{:>11}{:>10}",
@@ -633,15 +664,24 @@ mod tests {
         );
         let files = parse_workspace(root);
         let cases = cases(root, &files);
-        let user = cases.iter().find(|c| c.function == "user").expect("user is a case");
-        assert_eq!((user.path.as_str(), user.line, user.column), ("src/c.rs", 2, 8));
+        let user = cases
+            .iter()
+            .find(|c| c.function == "user")
+            .expect("user is a case");
+        assert_eq!(
+            (user.path.as_str(), user.line, user.column),
+            ("src/c.rs", 2, 8)
+        );
         let expected: Vec<(&str, &str, usize)> = user
             .expected
             .iter()
             .map(|e| (e.name.as_str(), e.path.as_str(), e.line))
             .collect();
         // `twice` is defined twice, `local` in the same file: neither is expected.
-        assert_eq!(expected, [("Unique", "src/a.rs", 1), ("helper", "src/a.rs", 3)]);
+        assert_eq!(
+            expected,
+            [("Unique", "src/a.rs", 1), ("helper", "src/a.rs", 3)]
+        );
         assert_eq!(user.expected[0].text, "pub struct Unique { x: u8 }");
         // Functions needing nothing from elsewhere are not cases.
         assert!(cases.iter().all(|c| c.function != "local"));
@@ -678,6 +718,9 @@ mod tests {
         assert!(shows_definition(part, &expected("src/a.rs", 3)));
         assert!(!shows_definition(part, &expected("src/a.rs", 4)));
         assert!(!shows_definition(part, &expected("src/b.rs", 3)));
-        assert_eq!(definitions_part("x\n<definitions>\nA</definitions>\ny"), "<definitions>\nA");
+        assert_eq!(
+            definitions_part("x\n<definitions>\nA</definitions>\ny"),
+            "<definitions>\nA"
+        );
     }
 }

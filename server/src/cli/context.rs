@@ -104,9 +104,9 @@ pub fn run(options: &Options) -> Result<String, String> {
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    let source = DiskSource {
-        roots: vec![root.clone()],
-    };
+    // The symbol index of the workspace, built on the spot: the definitions the code at the
+    // cursor uses, from anywhere in the workspace.
+    let source = DiskSource::with_symbols(vec![root.clone()], config.syntax_max_document_bytes);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
