@@ -194,6 +194,55 @@ fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
         .contains("outside the workspace"));
 }
 
+/// `agentls context` builds the workspace's symbol index on the spot: a definition the code
+/// at the cursor uses, from a file that is not open anywhere, is in the editor block, with
+/// its doc comment, its signature on its own line and its path; a name the active file
+/// defines itself is not looked up elsewhere.
+#[test]
+fn context_shows_a_definition_from_an_unopened_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src/net")).unwrap();
+    std::fs::write(
+        root.join("src/net/retry.rs"),
+        "/// How often to try again.\npub struct RetryPolicy {\n    pub attempts: u32,\n    pub backoff_ms: u64,\n}\n\npub fn helper() {}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/other.rs"), "pub fn helper() {}\n").unwrap();
+    std::fs::write(
+        root.join("src/main.rs"),
+        "fn helper() {}\n\nfn run(policy: RetryPolicy) -> u32 {\n    helper();\n    policy.attempts\n}\n",
+    )
+    .unwrap();
+    let target = format!("{}:4:5", root.join("src/main.rs").display());
+    let out = run(&["context", &target, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let turn = report["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let start = turn.find("<definitions>").expect("a definitions part");
+    let end = turn.find("</definitions>").unwrap();
+    let definitions = &turn[start..end];
+    assert!(
+        definitions.contains(
+            "<definition name=\"RetryPolicy\" kind=\"struct\" path=\"src/net/retry.rs\" lines=\"2-5\">\n/// How often to try again.\nL2: pub struct RetryPolicy\n    pub attempts: u32\n    pub backoff_ms: u64\n</definition>"
+        ),
+        "{definitions}"
+    );
+    // `helper` is the active file's own: neither file's other `helper` is shown.
+    assert!(!definitions.contains("name=\"helper\""), "{definitions}");
+    let parts = report["editorParts"].as_array().unwrap();
+    let part = parts.iter().find(|p| p["name"] == "definitions").unwrap();
+    assert!(part["tokens"].as_u64().unwrap() > 0, "{part}");
+}
+
 /// `agentls ask` against the fake provider over real HTTP: the answer on stdout, the tool
 /// call on stderr, the edit refused without a terminal to ask on, the session persisted and
 /// continued with --session.

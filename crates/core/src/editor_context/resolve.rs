@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::language::Language;
-use crate::symbol_index::{Definition, FileRanks, SymbolIndex};
+use crate::symbol_index::{self, Definition, FileRanks, Import, SymbolIndex};
 use crate::syntax::{Identifier, IdentifierKind, SymbolKind};
 
 /// Alternatives shown for an ambiguous name beyond its best guess.
@@ -61,6 +61,9 @@ pub fn fetch(
     display: impl Fn(&str) -> String,
 ) -> WorkspaceDefinitions {
     let mut by_name = HashMap::new();
+    let imports: &[Import] = index
+        .file(active_key)
+        .map_or(&[], |file| file.imports.as_slice());
     for identifier in identifiers {
         let name = identifier.name.as_str();
         if by_name.contains_key(name) {
@@ -70,10 +73,14 @@ pub fn fetch(
         if hits.first().is_none_or(|hit| hit.path == active_key) {
             continue;
         }
-        let elsewhere: Vec<_> = hits
+        let mut elsewhere: Vec<_> = hits
             .into_iter()
             .filter(|hit| hit.path != active_key && hit.definition.kind != SymbolKind::Impl)
             .collect();
+        // The index ranks a definition first when an import names the name or the file's
+        // module; an import statement naming both (`use crate::b::open`) says which one.
+        // Stable: the index's order holds within each strength.
+        elsewhere.sort_by_key(|hit| std::cmp::Reverse(import_strength(imports, name, hit.path)));
         if elsewhere.is_empty() {
             continue;
         }
@@ -92,6 +99,21 @@ pub fn fetch(
         by_name.insert(name.to_string(), found);
     }
     WorkspaceDefinitions { by_name }
+}
+
+/// 2 when one import statement names both `name` and the module of `path`, 1 when one
+/// names either, else 0.
+fn import_strength(imports: &[Import], name: &str, path: &str) -> u8 {
+    let module = symbol_index::module_name(path);
+    imports
+        .iter()
+        .map(|import| {
+            let names_it = import.names.iter().any(|n| n == name);
+            let names_module = module.is_some_and(|m| import.names.iter().any(|n| n == m));
+            u8::from(names_it) + u8::from(names_module)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// How sure a pick is; lower is kept first.

@@ -863,3 +863,157 @@ fn kind_names_are_the_serde_names() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Definitions from the workspace's symbol index
+// ---------------------------------------------------------------------------------------
+
+use crate::symbol_index::{extract_tags, FileStamp, SymbolIndex};
+use crate::syntax::{Identifier, IdentifierKind};
+
+/// An index of (path, source) files, keyed by path as a host keys them.
+fn index_of(files: &[(&str, &str)]) -> SymbolIndex {
+    let mut index = SymbolIndex::new();
+    for (path, text) in files {
+        let language = Language::detect("", Some(std::path::Path::new(path)));
+        let document = snapshot(text, language);
+        let tags = extract_tags(language, text.as_bytes(), document.tree.as_ref().unwrap());
+        index.insert(path, FileStamp::default(), tags);
+    }
+    index
+}
+
+fn ident(name: &str, kind: IdentifierKind) -> Identifier {
+    Identifier {
+        name: name.into(),
+        kind,
+    }
+}
+
+fn shown(workspace: &WorkspaceDefinitions, identifiers: &[Identifier]) -> Vec<(String, String)> {
+    resolve::pick(identifiers, workspace, |_| false)
+        .into_iter()
+        .map(|(_, d)| (d.definition.name.clone(), d.display_path.clone()))
+        .collect()
+}
+
+#[test]
+fn unique_names_come_first_then_the_best_guess_then_alternatives() {
+    let index = index_of(&[
+        ("src/a.rs", "pub fn open() {}\npub struct Config;\n"),
+        ("src/b.rs", "pub fn open() {}\n"),
+        ("src/c.rs", "pub fn unique_helper() {}\n"),
+        ("src/main.rs", "use crate::b::open;\nfn local() {}\n"),
+    ]);
+    let identifiers = [
+        ident("open", IdentifierKind::Value),
+        ident("local", IdentifierKind::Value),
+        ident("unique_helper", IdentifierKind::Value),
+        ident("Config", IdentifierKind::Type),
+        ident("missing", IdentifierKind::Value),
+    ];
+    let workspace = resolve::fetch(&index, None, &identifiers, "src/main.rs", str::to_string);
+    // `local` is the active file's own; `missing` is nowhere.
+    assert!(!workspace.by_name.contains_key("local"));
+    assert!(!workspace.by_name.contains_key("missing"));
+    assert_eq!(
+        shown(&workspace, &identifiers),
+        [
+            ("unique_helper".to_string(), "src/c.rs".to_string()),
+            ("Config".into(), "src/a.rs".into()),
+            // Ambiguous: the one main.rs imports is the best guess, the other follows.
+            ("open".into(), "src/b.rs".into()),
+            ("open".into(), "src/a.rs".into()),
+        ]
+    );
+    // A name an open buffer answers is not shown again.
+    let picked = resolve::pick(&identifiers, &workspace, |name| name == "Config");
+    assert!(picked.iter().all(|(_, d)| d.definition.name != "Config"));
+}
+
+#[test]
+fn what_an_identifier_is_used_as_picks_the_kind_first() {
+    let index = index_of(&[
+        ("a.py", "def Shape():\n    pass\n"),
+        ("b.py", "class Shape:\n    pass\n"),
+        ("main.py", "x = 1\n"),
+    ]);
+    let as_type = [ident("Shape", IdentifierKind::Type)];
+    let workspace = resolve::fetch(&index, None, &as_type, "main.py", str::to_string);
+    assert_eq!(shown(&workspace, &as_type)[0].1, "b.py");
+}
+
+#[test]
+fn a_definition_from_the_index_reaches_the_block_with_its_doc_and_fields() {
+    let geometry = "/// A point in the plane.\n#[derive(Clone, Copy)]\npub struct Point {\n    pub x: f64,\n    pub y: f64,\n}\n\n/// Scales a point.\npub fn scale(p: Point, by: f64) -> Point {\n    Point { x: p.x * by, y: p.y * by }\n}\n";
+    let active_text = "fn shrink(p: Point) -> Point {\n    scale(p, 0.5)\n}\n";
+    let index = index_of(&[("src/geometry.rs", geometry), ("src/main.rs", active_text)]);
+    let document = snapshot(active_text, Language::Rust);
+    let file = active("src/main.rs", &document, at(active_text, "scale(p"));
+    let identifiers = identifiers_in_play(&file, &mut OutlineCache::default());
+    let workspace = resolve::fetch(&index, None, &identifiers, "src/main.rs", str::to_string);
+    let context = build(
+        &file,
+        &[],
+        Some(&workspace),
+        BOUNDARY,
+        DEFAULT_EDITOR_BUDGET,
+        TOK,
+        &mut CountCache::default(),
+        &mut OutlineCache::default(),
+    );
+    expect![[r#"
+        <definitions>
+        <definition name="scale" kind="function" path="src/geometry.rs" lines="9-11">
+        /// Scales a point.
+        L9: pub fn scale(p: Point, by: f64) -> Point
+        </definition>
+        <definition name="Point" kind="struct" path="src/geometry.rs" lines="3-6">
+        /// A point in the plane.
+        #[derive(Clone, Copy)]
+        L3: pub struct Point
+            pub x: f64
+            pub y: f64
+        </definition>
+        </definitions>
+    "#]]
+    .assert_eq(block(&context.text, "<definitions>", "</definitions>\n"));
+    assert_accounting(&context, DEFAULT_EDITOR_BUDGET, 0);
+}
+
+#[test]
+fn a_long_outline_keeps_the_cursor_and_top_level_items_before_test_modules() {
+    let mut source = String::new();
+    for i in 0..60 {
+        source.push_str(&format!(
+            "pub fn item_{i}(x: u32) -> u32 {{\n    x + {i}\n}}\n"
+        ));
+    }
+    source.push_str("#[cfg(test)]\nmod tests {\n");
+    for i in 0..400 {
+        source.push_str(&format!(
+            "    #[test]\n    fn case_{i}() {{\n        assert_eq!(1, 1);\n    }}\n"
+        ));
+    }
+    source.push_str("}\n");
+    let document = snapshot(&source, Language::Rust);
+    let file = active("src/items.rs", &document, at(&source, "x + 30"));
+    let context = run(&file, &[], DEFAULT_EDITOR_BUDGET);
+    assert_accounting(&context, DEFAULT_EDITOR_BUDGET, 0);
+    let outline = part(&context, "outline").unwrap();
+    assert!(
+        outline.cut_tokens > 0 && outline.tokens <= OUTLINE_MAX_TOKENS,
+        "{outline:?}"
+    );
+    let text = block(&context.text, "<outline>", "</outline>\n");
+    // Every top-level item stays; the test functions go first.
+    for i in 0..60 {
+        assert!(
+            text.contains(&format!("function item_{i} ")),
+            "item_{i}: {text}"
+        );
+    }
+    assert!(text.contains("module tests "), "{text}");
+    assert!(!text.contains("function case_399 "), "{text}");
+    assert!(text.contains("more lines ("), "{text}");
+}
