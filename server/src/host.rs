@@ -257,6 +257,11 @@ pub trait Host: Send + Sync + 'static {
     ) -> Vec<(PathBuf, Vec<agentls_core::editor_diagnostics::Diagnostic>)> {
         Vec::new()
     }
+    /// The workspace symbol index (`find_symbol`), its open buffers brought up to date;
+    /// None for a host that keeps none.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        None
+    }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.
     fn notify(&self, notice: Notice);
