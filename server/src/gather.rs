@@ -17,12 +17,10 @@ use agentls_core::editor_context::{self, resolve, ActiveFile, OutlineCache, Work
 use agentls_core::editor_state::{self, EditorState};
 use agentls_core::environment::Environment;
 use agentls_core::inspect::{ActiveDocument, OtherDocument};
-use agentls_core::language::Language;
 use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
 use agentls_core::skills::Skill;
-use agentls_core::symbol_index::{self, FileStamp, SymbolIndex};
 use agentls_core::syntax::Identifier;
 
 use crate::store::files;
@@ -87,13 +85,9 @@ pub trait DocumentSource: Send + Sync {
     }
     /// AGENTS.md files below the open buffers: the disk, cached or not.
     fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync>;
-    /// What the workspace's symbol index holds for `identifiers`, ranked for a reader of
-    /// `active` (see `editor_context::resolve::fetch`); None for a host without an index.
-    async fn workspace_definitions(
-        &self,
-        _active: &Path,
-        _identifiers: &[Identifier],
-    ) -> Option<WorkspaceDefinitions> {
+    /// The workspace symbol index, open buffers brought up to date (None: the host keeps
+    /// none). Its `resolve(name, from)` ranks a name's definitions for a reader of `from`.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
         None
     }
 }
@@ -132,10 +126,10 @@ pub async fn gather(
         })
         .collect();
     let workspace = match &active {
-        Some((path, doc)) => {
-            let identifiers = identifiers_in_play(doc);
-            source.workspace_definitions(path, &identifiers).await
-        }
+        Some((path, doc)) => match source.symbols().await {
+            Some(symbols) => Some(workspace_definitions(&symbols, path, doc, &roots)),
+            None => None,
+        },
         None => None,
     };
     let skill_roots = roots.clone();
@@ -195,6 +189,29 @@ async fn active_document(
         editor: resolved,
     };
     Ok((path, document))
+}
+
+/// What the symbol index holds for the identifiers in play around the cursor: the core
+/// names the identifiers and ranks their definitions; this only holds the index's read lock
+/// while the core looks them up.
+fn workspace_definitions(
+    symbols: &crate::symbols::Symbols,
+    path: &Path,
+    doc: &ActiveDocument,
+    roots: &[PathBuf],
+) -> WorkspaceDefinitions {
+    let identifiers = identifiers_in_play(doc);
+    let canonical = crate::symbols::canonical(path);
+    let Some(key) = canonical.to_str() else {
+        return WorkspaceDefinitions::default();
+    };
+    let roots: Vec<PathBuf> = roots.iter().map(|r| crate::symbols::canonical(r)).collect();
+    let ranks = symbols.ranks_for(key);
+    symbols.read(|index| {
+        resolve::fetch(index, Some(&ranks), &identifiers, key, |path| {
+            paths::display(Path::new(path), &roots)
+        })
+    })
 }
 
 /// The identifiers whose definitions the editor block looks for (the core decides which).
@@ -257,71 +274,11 @@ fn list(roots: &[PathBuf]) -> String {
 }
 
 /// The documents of a host without an editor (`agentls ask`, `agentls context`, the eval):
-/// the disk under fixed roots, with the symbol index built over them when the host asks
-/// for one ([`DiskSource::with_symbols`]).
+/// the disk under fixed roots.
 pub struct DiskSource {
     pub roots: Vec<PathBuf>,
-    pub symbols: Option<Arc<SymbolIndex>>,
-}
-
-impl DiskSource {
-    pub fn new(roots: Vec<PathBuf>) -> DiskSource {
-        DiskSource {
-            roots,
-            symbols: None,
-        }
-    }
-
-    /// With the symbol index of the roots, built on the spot (blocking).
-    pub fn with_symbols(roots: Vec<PathBuf>, max_file_bytes: usize) -> DiskSource {
-        let index = build_symbol_index(&roots, max_file_bytes);
-        DiskSource {
-            roots,
-            symbols: Some(Arc::new(index)),
-        }
-    }
-}
-
-/// The symbol index of every source file under the roots (the workspace index's files,
-/// .gitignore respected), built on this thread; files that cannot be read or parsed, or
-/// are over `max_file_bytes`, are left out. Keys are the files' paths.
-pub fn build_symbol_index(roots: &[PathBuf], max_file_bytes: usize) -> SymbolIndex {
-    let roots: Vec<PathBuf> = roots
-        .iter()
-        .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
-        .collect();
-    let (paths, _) = crate::store::file_index::walk(&roots, |_| {});
-    let mut index = SymbolIndex::new();
-    for path in paths {
-        if Language::detect("", Some(&path)).grammar().is_none() {
-            continue;
-        }
-        let Some(key) = path.to_str() else { continue };
-        let Ok(metadata) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if metadata.len() > max_file_bytes as u64 {
-            continue;
-        }
-        let Ok(snapshot) = files::read_document(&path, max_file_bytes) else {
-            continue;
-        };
-        let Some(tree) = snapshot.tree.as_ref() else {
-            continue;
-        };
-        let source = snapshot.rope.to_string();
-        let tags = symbol_index::extract_tags(snapshot.language, source.as_bytes(), tree);
-        let stamp = FileStamp {
-            mtime_ns: metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as u64),
-            size: metadata.len(),
-        };
-        index.insert(key, stamp, tags);
-    }
-    index
+    /// The symbol index of `roots`, when the host has one (`symbols::Symbols::open`).
+    pub symbols: Option<crate::symbols::Symbols>,
 }
 
 #[async_trait::async_trait]
@@ -339,26 +296,7 @@ impl DocumentSource for DiskSource {
         Arc::new(crate::store::agents_md::DiskFiles::default())
     }
 
-    async fn workspace_definitions(
-        &self,
-        active: &Path,
-        identifiers: &[Identifier],
-    ) -> Option<WorkspaceDefinitions> {
-        let index = self.symbols.as_ref()?;
-        let active = std::fs::canonicalize(active).unwrap_or_else(|_| active.to_path_buf());
-        let key = active.to_str()?;
-        let roots: Vec<PathBuf> = self
-            .roots
-            .iter()
-            .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
-            .collect();
-        let ranks = symbol_index::rank_files(index, Some(key));
-        Some(resolve::fetch(
-            index,
-            Some(&ranks),
-            identifiers,
-            key,
-            |path| paths::display(Path::new(path), &roots),
-        ))
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        self.symbols.clone()
     }
 }

@@ -31,6 +31,7 @@ pub mod protocol;
 pub mod provider;
 pub mod sandbox;
 pub mod store;
+pub mod symbols;
 pub mod tools;
 
 /// The layering rules of ARCHITECTURE.md that the compiler cannot see, checked over the

@@ -211,10 +211,20 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
         let sampled = sample(candidates, options.per_workspace, options.seed);
         let mut measured = Vec::new();
         // One index per workspace, built as `agentls context` builds it.
-        let source = DiskSource::with_symbols(
-            vec![root.clone()],
-            Config::default().syntax_max_document_bytes,
+        let symbols = agentls::symbols::Symbols::default();
+        symbols.build(
+            agentls::symbols::BuildOptions {
+                roots: vec![root.clone()],
+                max_file_bytes: Config::default().syntax_max_document_bytes as u64,
+                store: None,
+                threads: agentls::symbols::BuildOptions::default_threads(),
+            },
+            &|_, _| {},
         );
+        let source = DiskSource {
+            roots: vec![root.clone()],
+            symbols: Some(symbols),
+        };
         for case in sampled {
             let outcome = measure(&case, &source).await?;
             measured.push((case, outcome));

@@ -104,9 +104,22 @@ pub fn run(options: &Options) -> Result<String, String> {
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    // The symbol index of the workspace, built on the spot: the definitions the code at the
-    // cursor uses, from anywhere in the workspace.
-    let source = DiskSource::with_symbols(vec![root.clone()], config.syntax_max_document_bytes);
+    // The symbol index of the workspace, built on the spot.
+    let roots = vec![root.clone()];
+    let symbols = crate::symbols::Symbols::default();
+    symbols.build(
+        crate::symbols::BuildOptions {
+            roots: roots.clone(),
+            max_file_bytes: config.syntax_max_document_bytes as u64,
+            store: None,
+            threads: crate::symbols::BuildOptions::default_threads(),
+        },
+        &|_, _| {},
+    );
+    let source = DiskSource {
+        roots,
+        symbols: Some(symbols),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
