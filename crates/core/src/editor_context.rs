@@ -90,7 +90,8 @@ pub struct EditorContext {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PartReport {
-    /// "header" | "selection" | "enclosingSymbol" | "diagnostics" | "outline" | "definitions"
+    /// "header" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" | "outline",
+    /// in the order they are placed
     pub name: &'static str,
     /// Tokens this part adds to the text: what was included (after any cut), or the
     /// omission marker's tokens when the part was omitted.
@@ -99,6 +100,17 @@ pub struct PartReport {
     pub cut_tokens: usize,
     /// True when nothing of the part fit and only its marker is in the text.
     pub omitted: bool,
+    /// The room the part had: the least of its own cap (definitions 2,048, outline 1,536)
+    /// and what the budget left after the parts before it and the room held for the parts
+    /// after it (their markers; the definitions' floor).
+    pub max_tokens: usize,
+    /// Entries shown, for a part made of entries (definitions, outline lines,
+    /// diagnostics); absent for the header and the code parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<usize>,
+    /// Entries left out to fit (absent as `entries` is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_entries: Option<usize>,
 }
 
 pub const DEFAULT_EDITOR_BUDGET: usize = 8_000;
@@ -386,6 +398,9 @@ fn fill(
         tokens: header_tokens,
         cut_tokens: 0,
         omitted: false,
+        max_tokens: header_tokens,
+        entries: None,
+        cut_entries: None,
     }];
     let mut total = header_tokens;
     let mut remaining = budget.saturating_sub(header_tokens);
@@ -419,11 +434,16 @@ fn fill(
         let report = match place(part, whole, whole_tokens, available, tokenizer, cache) {
             Some(placed) => {
                 text.push_str(&placed.text);
+                let total_entries = part.body.entry_count();
+                let kept = placed.kept_entries.or(total_entries);
                 PartReport {
                     name: part.name,
                     tokens: placed.tokens,
                     cut_tokens: placed.cut_tokens,
                     omitted: false,
+                    max_tokens: available,
+                    entries: kept,
+                    cut_entries: total_entries.zip(kept).map(|(all, kept)| all - kept),
                 }
             }
             None => {
@@ -433,6 +453,9 @@ fn fill(
                     tokens: marker_tokens,
                     cut_tokens: whole_tokens,
                     omitted: true,
+                    max_tokens: available,
+                    entries: part.body.entry_count().map(|_| 0),
+                    cut_entries: part.body.entry_count(),
                 }
             }
         };
@@ -501,6 +524,7 @@ fn place(
             text: whole,
             tokens: whole_tokens,
             cut_tokens: 0,
+            kept_entries: None,
         })
     } else if available >= MIN_PART_TOKENS {
         part.body.cut_to(available, whole_tokens, tokenizer, cache)
@@ -622,9 +646,18 @@ struct Placed {
     text: String,
     tokens: usize,
     cut_tokens: usize,
+    /// Entries kept by a cut; None when whole or not made of entries.
+    kept_entries: Option<usize>,
 }
 
 impl Body {
+    fn entry_count(&self) -> Option<usize> {
+        match self {
+            Body::Code(_) => None,
+            Body::Entries(block) => Some(block.entries.len()),
+        }
+    }
+
     fn whole(&self) -> String {
         match self {
             Body::Code(block) => format!("{}{}{}", block.open, block.code, block.close),
@@ -684,6 +717,7 @@ impl CodeBlock {
                         text,
                         tokens,
                         cut_tokens: truncated.removed,
+                        kept_entries: None,
                     });
                 }
                 tokens - available
@@ -746,6 +780,7 @@ impl EntryBlock {
                     text,
                     tokens,
                     cut_tokens,
+                    kept_entries: Some(kept),
                 });
             }
             // Drop kept entries worth at least the overshoot.

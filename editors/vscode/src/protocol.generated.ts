@@ -150,6 +150,12 @@ export interface DebugWorkspaceResult {
   roots: string[];
   /** `notstarted`, `indexing` or `ready`. */
   status: string;
+  /**
+   * The workspace symbol index: `status`, `files`, `definitions`, `reused`, `parsed`,
+   * `removed`, `skipped` (by reason), `skippedTotal`, `persisted`, `elapsedMs`,
+   * `parsesTotal`, `saveError`.
+   */
+  symbols: unknown;
   /** Whether the model's vocabulary is built (at `initialized`, in the background). */
   tokenizer: TokenizerState;
 }
@@ -274,9 +280,25 @@ export interface OutlineSymbol {
 }
 
 export interface PartReport {
+  /** Entries left out to fit (absent as `entries` is). */
+  cutEntries?: number;
   /** Tokens of content removed to fit the budget; the whole part's size when omitted. */
   cutTokens: number;
-  /** "header" | "selection" | "enclosingSymbol" | "diagnostics" | "outline" | "definitions" */
+  /**
+   * Entries shown, for a part made of entries (definitions, outline lines,
+   * diagnostics); absent for the header and the code parts.
+   */
+  entries?: number;
+  /**
+   * The room the part had: the least of its own cap (definitions 2,048, outline 1,536)
+   * and what the budget left after the parts before it and the room held for the parts
+   * after it (their markers; the definitions' floor).
+   */
+  maxTokens: number;
+  /**
+   * "header" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" | "outline",
+   * in the order they are placed
+   */
   name: string;
   /** True when nothing of the part fit and only its marker is in the text. */
   omitted: boolean;

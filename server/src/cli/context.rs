@@ -167,14 +167,23 @@ fn render(report: &ContextReport, path: &str, options: &Options, root: &Path) ->
     if !report.editor_parts.is_empty() {
         out.push_str("\neditor context parts:\n");
         for part in &report.editor_parts {
-            let note = if part.omitted {
+            let mut note = if part.omitted {
                 format!("omitted ({} tokens did not fit)", part.cut_tokens)
             } else if part.cut_tokens > 0 {
                 format!("cut ({} tokens removed)", part.cut_tokens)
             } else {
                 String::new()
             };
-            out.push_str(&format!("  {:<22}{:>9}  {note}\n", part.name, part.tokens));
+            if let (Some(shown), Some(cut)) = (part.entries, part.cut_entries) {
+                note = format!("{shown} shown, {cut} left out {note}");
+            }
+            out.push_str(&format!(
+                "  {:<22}{:>9}  of {:<7}{}\n",
+                part.name,
+                part.tokens,
+                part.max_tokens,
+                note.trim_end()
+            ));
         }
     }
     out

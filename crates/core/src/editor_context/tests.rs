@@ -979,6 +979,10 @@ fn a_definition_from_the_index_reaches_the_block_with_its_doc_and_fields() {
     "#]]
     .assert_eq(block(&context.text, "<definitions>", "</definitions>\n"));
     assert_accounting(&context, DEFAULT_EDITOR_BUDGET, 0);
+    let report = part(&context, "definitions").unwrap();
+    assert_eq!((report.entries, report.cut_entries), (Some(2), Some(0)));
+    assert_eq!(report.max_tokens, DEFINITIONS_MAX_TOKENS);
+    assert_eq!(part(&context, "enclosingSymbol").unwrap().entries, None);
 }
 
 #[test]
