@@ -126,10 +126,10 @@ pub async fn gather(
         })
         .collect();
     let workspace = match &active {
-        Some((path, doc)) => match source.symbols().await {
-            Some(symbols) => Some(workspace_definitions(&symbols, path, doc, &roots)),
-            None => None,
-        },
+        Some((path, doc)) => source
+            .symbols()
+            .await
+            .map(|symbols| workspace_definitions(&symbols, path, doc, &roots)),
         None => None,
     };
     let skill_roots = roots.clone();
