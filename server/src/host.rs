@@ -222,6 +222,7 @@ pub trait Host: Send + Sync + 'static {
     async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
         let source = crate::gather::DiskSource {
             roots: self.roots(),
+            symbols: self.symbols().await,
         };
         crate::gather::gather(&source, &self.config(), editor).await
     }

@@ -316,4 +316,8 @@ impl DocumentSource for Backend {
     fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
         self.state.agents_disk.clone()
     }
+
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        Some(self.symbols_current().await)
+    }
 }

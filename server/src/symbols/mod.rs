@@ -156,6 +156,23 @@ pub struct Symbols {
 }
 
 impl Symbols {
+    /// The index of `roots` for a host without an editor (`agentls ask`, `agentls
+    /// context`): the persisted one brought up to date, or built on the spot, blocking.
+    pub fn open(roots: &[PathBuf], config: &agentls_core::config::Config) -> Symbols {
+        let canonical_roots: Vec<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
+        let state_dir = crate::store::session_log::state_dir(config.state_dir.as_deref());
+        let options = BuildOptions {
+            store: disk::store_path(&state_dir, &canonical_roots),
+            roots: canonical_roots,
+            max_file_bytes: config.syntax_max_document_bytes as u64,
+            threads: BuildOptions::default_threads(),
+        };
+        let symbols = Symbols::default();
+        let status = symbols.build(options, &|_, _| {});
+        tracing::info!("{}", status.summary());
+        symbols
+    }
+
     pub fn status(&self) -> SymbolsStatus {
         let mut status = self.inner.status.read_locked().clone();
         let index = self.inner.index.read_locked();
