@@ -285,7 +285,7 @@ impl Symbols {
         match disk::load(path) {
             disk::Loaded::Missing => Persisted::Missing,
             disk::Loaded::Index(index) => {
-                *self.inner.index.write_locked() = index;
+                *self.inner.index.write_locked() = *index;
                 Persisted::Loaded
             }
             disk::Loaded::Damaged(why) => {

@@ -77,7 +77,7 @@ pub fn find_symbol(
     }
     // `Type::method` and `obj.method` name the method (the index keys by simple name).
     let simple = name
-        .rsplit(|c| c == ':' || c == '.')
+        .rsplit([':', '.'])
         .find(|s| !s.is_empty())
         .unwrap_or(name);
     let kind = input.kind.as_deref().map(parse_kind).transpose()?;
