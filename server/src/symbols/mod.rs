@@ -460,26 +460,42 @@ impl Symbols {
         kind: Option<SymbolKind>,
         path_prefix: Option<&Path>,
     ) -> Vec<FoundDefinition> {
+        self.definitions_limited(name, kind, path_prefix, usize::MAX)
+            .0
+    }
+
+    /// The first `limit` of `definitions`, and how many there are in all. Only the files of
+    /// those returned are checked for changes on disk.
+    pub fn definitions_limited(
+        &self,
+        name: &str,
+        kind: Option<SymbolKind>,
+        path_prefix: Option<&Path>,
+        limit: usize,
+    ) -> (Vec<FoundDefinition>, usize) {
         let prefix = path_prefix.and_then(Path::to_str);
         let lookup = || {
             self.read(|index| {
-                index
-                    .definitions(&Query {
-                        name,
-                        kind,
-                        path_prefix: prefix,
-                    })
+                let hits = index.definitions(&Query {
+                    name,
+                    kind,
+                    path_prefix: prefix,
+                });
+                let found: Vec<FoundDefinition> = hits
                     .iter()
+                    .take(limit)
                     .map(|hit| FoundDefinition {
                         path: PathBuf::from(hit.path),
                         language: hit.language,
                         definition: hit.definition.clone(),
                     })
-                    .collect::<Vec<_>>()
+                    .collect();
+                (found, hits.len())
             })
         };
         let found = lookup();
-        let files: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
+        let mut files: Vec<PathBuf> = found.0.iter().map(|f| f.path.clone()).collect();
+        files.dedup();
         if self.refresh_stale(&files) > 0 {
             return lookup();
         }
@@ -489,21 +505,42 @@ impl Symbols {
     /// Every line that uses `name` (under a path prefix), by path and line; files changed
     /// on disk are re-read first.
     pub fn references(&self, name: &str, path_prefix: Option<&Path>) -> Vec<FoundReference> {
+        self.references_limited(name, path_prefix, usize::MAX).0
+    }
+
+    /// The first `limit` of `references`, how many there are in all, and in how many files.
+    /// Only the files of those returned are checked for changes on disk.
+    pub fn references_limited(
+        &self,
+        name: &str,
+        path_prefix: Option<&Path>,
+        limit: usize,
+    ) -> (Vec<FoundReference>, usize, usize) {
         let prefix = path_prefix.and_then(Path::to_str);
         let lookup = || {
             self.read(|index| {
-                index
-                    .references(name, prefix)
+                let hits = index.references(name, prefix);
+                let mut files = 0;
+                let mut last = None;
+                for hit in &hits {
+                    if last != Some(hit.path) {
+                        files += 1;
+                        last = Some(hit.path);
+                    }
+                }
+                let found: Vec<FoundReference> = hits
                     .iter()
+                    .take(limit)
                     .map(|hit| FoundReference {
                         path: PathBuf::from(hit.path),
                         line: hit.line,
                     })
-                    .collect::<Vec<_>>()
+                    .collect();
+                (found, hits.len(), files)
             })
         };
         let found = lookup();
-        let mut files: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
+        let mut files: Vec<PathBuf> = found.0.iter().map(|f| f.path.clone()).collect();
         files.dedup();
         if self.refresh_stale(&files) > 0 {
             return lookup();
