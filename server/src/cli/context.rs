@@ -104,18 +104,10 @@ pub fn run(options: &Options) -> Result<String, String> {
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    // The symbol index of the workspace, built on the spot.
+    // The same index the editor's server keeps: the persisted one brought up to date, or
+    // built on the spot.
     let roots = vec![root.clone()];
-    let symbols = crate::symbols::Symbols::default();
-    symbols.build(
-        crate::symbols::BuildOptions {
-            roots: roots.clone(),
-            max_file_bytes: config.syntax_max_document_bytes as u64,
-            store: None,
-            threads: crate::symbols::BuildOptions::default_threads(),
-        },
-        &|_, _| {},
-    );
+    let symbols = crate::symbols::Symbols::open(&roots, &config);
     let source = DiskSource {
         roots,
         symbols: Some(symbols),

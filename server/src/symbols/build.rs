@@ -222,3 +222,71 @@ pub fn plan(
         .collect();
     (to_parse, reused, gone)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_deleted_between_the_walk_and_its_read_is_counted_as_vanished() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["a.rs", "b.py", "c.go"] {
+            std::fs::write(root.join(name), "x = 1\n").unwrap();
+        }
+        std::fs::write(root.join("notes.txt"), "not a source").unwrap();
+        let (sources, skipped) = walk_sources(std::slice::from_ref(&root));
+        assert_eq!(sources.len(), 3, "only files with a grammar");
+        assert_eq!(skipped.total(), 0);
+        std::fs::remove_file(root.join("b.py")).unwrap();
+        let mut parsed = Vec::new();
+        let mut counts = SkipCounts::default();
+        parse_all(
+            &sources,
+            2,
+            1 << 20,
+            &|| true,
+            &mut |source, result| match result {
+                Ok(file) => parsed.push(file.key),
+                Err(skip) => {
+                    assert!(source.path.ends_with("b.py"));
+                    counts.add(skip);
+                }
+            },
+        );
+        parsed.sort();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(counts.vanished, 1);
+        assert_eq!(counts.total(), 1);
+    }
+
+    #[test]
+    fn plan_reuses_unchanged_files_and_drops_the_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.rs"), "fn a() {}\n").unwrap();
+        std::fs::write(root.join("b.rs"), "fn b() {}\n").unwrap();
+        let stamp = |name: &str| stamp_of(&std::fs::metadata(root.join(name)).unwrap());
+        let key = |name: &str| root.join(name).to_str().unwrap().to_string();
+        let indexed: HashMap<String, FileStamp> = [
+            (key("a.rs"), stamp("a.rs")),
+            (
+                key("b.rs"),
+                FileStamp {
+                    mtime_ns: 1,
+                    size: 1,
+                },
+            ),
+            (key("gone.rs"), FileStamp::default()),
+        ]
+        .into_iter()
+        .collect();
+        let (sources, _) = walk_sources(std::slice::from_ref(&root));
+        let mut skipped = SkipCounts::default();
+        let (to_parse, reused, gone) = plan(sources, &indexed, &mut skipped);
+        assert_eq!(reused, 1);
+        assert_eq!(to_parse.len(), 1);
+        assert!(to_parse[0].path.ends_with("b.rs"));
+        assert_eq!(gone, [key("gone.rs")]);
+    }
+}

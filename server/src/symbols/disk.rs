@@ -30,7 +30,7 @@ pub fn store_path(state_dir: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
 /// What was found on disk.
 pub enum Loaded {
     Missing,
-    Index(SymbolIndex),
+    Index(Box<SymbolIndex>),
     /// Present but not trusted: why.
     Damaged(String),
 }
@@ -42,7 +42,7 @@ pub fn load(path: &Path) -> Loaded {
         Err(err) => return Loaded::Damaged(format!("cannot be read: {err}")),
     };
     match persist::decode(&bytes) {
-        Ok(index) => Loaded::Index(index),
+        Ok(index) => Loaded::Index(Box::new(index)),
         Err(err) => Loaded::Damaged(err.to_string()),
     }
 }

@@ -156,6 +156,23 @@ pub struct Symbols {
 }
 
 impl Symbols {
+    /// The index of `roots` for a host without an editor (`agentls ask`, `agentls
+    /// context`): the persisted one brought up to date, or built on the spot, blocking.
+    pub fn open(roots: &[PathBuf], config: &agentls_core::config::Config) -> Symbols {
+        let canonical_roots: Vec<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
+        let state_dir = crate::store::session_log::state_dir(config.state_dir.as_deref());
+        let options = BuildOptions {
+            store: disk::store_path(&state_dir, &canonical_roots),
+            roots: canonical_roots,
+            max_file_bytes: config.syntax_max_document_bytes as u64,
+            threads: BuildOptions::default_threads(),
+        };
+        let symbols = Symbols::default();
+        let status = symbols.build(options, &|_, _| {});
+        tracing::info!("{}", status.summary());
+        symbols
+    }
+
     pub fn status(&self) -> SymbolsStatus {
         let mut status = self.inner.status.read_locked().clone();
         let index = self.inner.index.read_locked();
@@ -268,7 +285,7 @@ impl Symbols {
         match disk::load(path) {
             disk::Loaded::Missing => Persisted::Missing,
             disk::Loaded::Index(index) => {
-                *self.inner.index.write_locked() = index;
+                *self.inner.index.write_locked() = *index;
                 Persisted::Loaded
             }
             disk::Loaded::Damaged(why) => {
@@ -443,26 +460,42 @@ impl Symbols {
         kind: Option<SymbolKind>,
         path_prefix: Option<&Path>,
     ) -> Vec<FoundDefinition> {
+        self.definitions_limited(name, kind, path_prefix, usize::MAX)
+            .0
+    }
+
+    /// The first `limit` of `definitions`, and how many there are in all. Only the files of
+    /// those returned are checked for changes on disk.
+    pub fn definitions_limited(
+        &self,
+        name: &str,
+        kind: Option<SymbolKind>,
+        path_prefix: Option<&Path>,
+        limit: usize,
+    ) -> (Vec<FoundDefinition>, usize) {
         let prefix = path_prefix.and_then(Path::to_str);
         let lookup = || {
             self.read(|index| {
-                index
-                    .definitions(&Query {
-                        name,
-                        kind,
-                        path_prefix: prefix,
-                    })
+                let hits = index.definitions(&Query {
+                    name,
+                    kind,
+                    path_prefix: prefix,
+                });
+                let found: Vec<FoundDefinition> = hits
                     .iter()
+                    .take(limit)
                     .map(|hit| FoundDefinition {
                         path: PathBuf::from(hit.path),
                         language: hit.language,
                         definition: hit.definition.clone(),
                     })
-                    .collect::<Vec<_>>()
+                    .collect();
+                (found, hits.len())
             })
         };
         let found = lookup();
-        let files: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
+        let mut files: Vec<PathBuf> = found.0.iter().map(|f| f.path.clone()).collect();
+        files.dedup();
         if self.refresh_stale(&files) > 0 {
             return lookup();
         }
@@ -472,21 +505,42 @@ impl Symbols {
     /// Every line that uses `name` (under a path prefix), by path and line; files changed
     /// on disk are re-read first.
     pub fn references(&self, name: &str, path_prefix: Option<&Path>) -> Vec<FoundReference> {
+        self.references_limited(name, path_prefix, usize::MAX).0
+    }
+
+    /// The first `limit` of `references`, how many there are in all, and in how many files.
+    /// Only the files of those returned are checked for changes on disk.
+    pub fn references_limited(
+        &self,
+        name: &str,
+        path_prefix: Option<&Path>,
+        limit: usize,
+    ) -> (Vec<FoundReference>, usize, usize) {
         let prefix = path_prefix.and_then(Path::to_str);
         let lookup = || {
             self.read(|index| {
-                index
-                    .references(name, prefix)
+                let hits = index.references(name, prefix);
+                let mut files = 0;
+                let mut last = None;
+                for hit in &hits {
+                    if last != Some(hit.path) {
+                        files += 1;
+                        last = Some(hit.path);
+                    }
+                }
+                let found: Vec<FoundReference> = hits
                     .iter()
+                    .take(limit)
                     .map(|hit| FoundReference {
                         path: PathBuf::from(hit.path),
                         line: hit.line,
                     })
-                    .collect::<Vec<_>>()
+                    .collect();
+                (found, hits.len(), files)
             })
         };
         let found = lookup();
-        let mut files: Vec<PathBuf> = found.iter().map(|f| f.path.clone()).collect();
+        let mut files: Vec<PathBuf> = found.0.iter().map(|f| f.path.clone()).collect();
         files.dedup();
         if self.refresh_stale(&files) > 0 {
             return lookup();

@@ -77,7 +77,7 @@ pub fn find_symbol(
     }
     // `Type::method` and `obj.method` name the method (the index keys by simple name).
     let simple = name
-        .rsplit(|c| c == ':' || c == '.')
+        .rsplit([':', '.'])
         .find(|s| !s.is_empty())
         .unwrap_or(name);
     let kind = input.kind.as_deref().map(parse_kind).transpose()?;
@@ -87,7 +87,10 @@ pub fn find_symbol(
     };
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
     let status = symbols.status();
-    let mut definitions = symbols.definitions(simple, kind, prefix.as_deref());
+    // A qualified name is sorted among every definition; a plain one needs only the first.
+    let wanted = if simple != name { usize::MAX } else { limit };
+    let (mut definitions, total) =
+        symbols.definitions_limited(simple, kind, prefix.as_deref(), wanted);
     if simple != name {
         // Prefer the ones inside the named container.
         let container = name[..name.len() - simple.len()].trim_end_matches([':', '.']);
@@ -114,17 +117,16 @@ pub fn find_symbol(
     } else {
         let shown = definitions.len().min(limit);
         out.push(format!(
-            "{} definition{} of `{simple}`:",
-            definitions.len(),
-            if definitions.len() == 1 { "" } else { "s" }
+            "{total} definition{} of `{simple}`:",
+            if total == 1 { "" } else { "s" }
         ));
         for found in &definitions[..shown] {
             out.push(definition_block(ws, found, &mut cache));
         }
-        if definitions.len() > shown {
+        if total > shown {
             out.push(format!(
                 "[{} more definitions not shown; narrow with kind or path]",
-                definitions.len() - shown
+                total - shown
             ));
         }
     }
@@ -153,11 +155,7 @@ fn prefix_of(path: &Path) -> PathBuf {
     }
 }
 
-fn definition_block(
-    ws: &PathBoundary,
-    found: &FoundDefinition,
-    cache: &mut HashMap<PathBuf, Option<Vec<String>>>,
-) -> String {
+fn definition_block(ws: &PathBoundary, found: &FoundDefinition, cache: &mut FileCache) -> String {
     let d = &found.definition;
     let container = d
         .container
@@ -177,7 +175,7 @@ fn definition_block(
         Some(lines) => {
             let start = d.start_line as usize;
             let end = (d.end_line as usize + 1).min(start + DEFINITION_LINES);
-            for line in lines.iter().take(end).skip(start) {
+            for line in (start..end.min(lines.len())).filter_map(|n| lines.get(n)) {
                 block.push(format!("    {}", cut_line(line, MAX_LINE_CHARS)));
             }
             if d.end_line as usize + 1 > end {
@@ -198,28 +196,21 @@ fn reference_lines(
     name: &str,
     prefix: Option<&Path>,
     limit: usize,
-    cache: &mut HashMap<PathBuf, Option<Vec<String>>>,
+    cache: &mut FileCache,
 ) -> Vec<String> {
-    let references = symbols.references(name, prefix);
-    if references.is_empty() {
+    let (references, total, files) = symbols.references_limited(name, prefix, limit);
+    if total == 0 {
         return vec![format!("No references to `{name}` found.")];
     }
-    let files = {
-        let mut paths: Vec<&PathBuf> = references.iter().map(|r| &r.path).collect();
-        paths.dedup();
-        paths.len()
-    };
-    let shown = references.len().min(limit);
     let mut out = vec![format!(
-        "{} reference{} to `{name}` in {files} file{}:",
-        references.len(),
-        if references.len() == 1 { "" } else { "s" },
+        "{total} reference{} to `{name}` in {files} file{}:",
+        if total == 1 { "" } else { "s" },
         if files == 1 { "" } else { "s" }
     )];
-    for reference in &references[..shown] {
+    for reference in &references {
         let text = file_lines(cache, &reference.path)
             .and_then(|lines| lines.get(reference.line as usize))
-            .map(|line| cut_line(line.trim(), MAX_LINE_CHARS))
+            .map(|line| cut_line(line.trim(), MAX_LINE_CHARS).into_owned())
             .unwrap_or_default();
         out.push(format!(
             "{}:{}: {text}",
@@ -227,27 +218,48 @@ fn reference_lines(
             reference.line + 1
         ));
     }
-    if references.len() > shown {
+    if total > references.len() {
         out.push(format!(
             "[{} more references not shown; narrow with path or raise limit]",
-            references.len() - shown
+            total - references.len()
         ));
     }
     out
 }
 
+/// A file's text and where each line starts.
+struct FileText {
+    text: String,
+    starts: Vec<usize>,
+}
+
+impl FileText {
+    fn new(text: String) -> FileText {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        FileText { text, starts }
+    }
+
+    /// Line `n` (0-based) without its line break.
+    fn get(&self, n: usize) -> Option<&str> {
+        let start = *self.starts.get(n)?;
+        let end = self.starts.get(n + 1).map_or(self.text.len(), |e| e - 1);
+        Some(self.text[start..end.max(start)].trim_end_matches('\r'))
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+}
+
+type FileCache = HashMap<PathBuf, Option<FileText>>;
+
 /// The file's lines, read once per call (a file that cannot be read shows no text).
-fn file_lines<'a>(
-    cache: &'a mut HashMap<PathBuf, Option<Vec<String>>>,
-    path: &Path,
-) -> Option<&'a Vec<String>> {
+fn file_lines<'a>(cache: &'a mut FileCache, path: &Path) -> Option<&'a FileText> {
     cache
         .entry(path.to_path_buf())
-        .or_insert_with(|| {
-            read_text(path)
-                .ok()
-                .map(|text| text.lines().map(str::to_string).collect())
-        })
+        .or_insert_with(|| read_text(path).ok().map(FileText::new))
         .as_ref()
 }
 
