@@ -82,6 +82,33 @@ pub enum Bench {
     /// What the command sandbox adds to a `shell` call: the same command sandboxed and not,
     /// alternately (run in a workspace-like directory)
     Sandbox(SandboxArgs),
+    /// What checkpoints cost a turn, on a copy of this repository and on a generated
+    /// workspace (run at the repository's root); the store's growth per turn
+    Checkpoint(CheckpointArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CheckpointArgs {
+    /// Turns measured per workspace
+    #[arg(long, default_value_t = 200, value_parser = at_least::<1>)]
+    turns: usize,
+    /// Files of the generated workspace
+    #[arg(long, default_value_t = 20_000, value_parser = at_least::<1>)]
+    files: usize,
+    /// Files each turn changes
+    #[arg(long, default_value_t = 3, value_parser = at_least::<1>)]
+    changed: usize,
+}
+
+impl From<CheckpointArgs> for crate::bench_checkpoint::CheckpointOptions {
+    fn from(args: CheckpointArgs) -> Self {
+        crate::bench_checkpoint::CheckpointOptions {
+            turns: args.turns,
+            files: args.files,
+            changed: args.changed,
+            max_file_bytes: agentls_core::checkpoints::CheckpointSettings::default().max_file_bytes,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

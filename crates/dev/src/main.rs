@@ -4,8 +4,8 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command};
 use agentls_dev::{
-    bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_sandbox,
-    bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
+    bench, bench_checkpoint, bench_compaction, bench_context, bench_memory, bench_prefix,
+    bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -77,6 +77,12 @@ fn run_bench(which: Bench) -> ExitCode {
             let options = args.into();
             report(block_on(bench_sandbox::run(&options)), |report| {
                 bench_sandbox::print(&options, report)
+            })
+        }
+        Bench::Checkpoint(args) => {
+            let options = args.into();
+            report(bench_checkpoint::run(&options), |report| {
+                bench_checkpoint::print(&options, report)
             })
         }
         Bench::Prefix(args) => {

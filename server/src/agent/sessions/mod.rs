@@ -175,6 +175,7 @@ impl Agent {
             workspace: workspace.clone(),
             at: session_log::now_millis(),
             parent,
+            forked_from: None,
         };
         let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
         let mut live = Live { session, log };
@@ -532,6 +533,11 @@ pub(in crate::agent) fn summary(session: &Session) -> SessionSummary {
             .parent
             .as_ref()
             .map(|p| p.parent_tool_call_id.clone()),
+        forked_from: session.forked_from.as_ref().map(|f| f.session_id.clone()),
+        forked_from_checkpoint: session
+            .forked_from
+            .as_ref()
+            .and_then(|f| f.checkpoint_id.clone()),
     }
 }
 
