@@ -24,6 +24,9 @@ pub struct Workload {
     pub first: Duration,
     /// Per turn: both snapshots and their refs.
     pub turns: Vec<Duration>,
+    /// Per turn: the CPU time (user + system) of the git processes (what the machine's
+    /// other load does not inflate).
+    pub cpu: Vec<Duration>,
     pub growth_per_turn: u64,
 }
 
@@ -140,7 +143,9 @@ fn measure(
     let size_before = store.size()?;
     let candidates = some_files(root, options.changed);
     let mut turns = Vec::new();
+    let mut cpu = Vec::new();
     for turn in 0..options.turns {
+        let cpu_before = children_cpu();
         let started = Instant::now();
         let before = store.snapshot(&roots, options.max_file_bytes)?;
         store.keep("bench", &format!("t{turn}"), &before.trees)?;
@@ -156,6 +161,8 @@ fn measure(
         store.keep("bench", &format!("t{turn}-end"), &after.trees)?;
         took += started.elapsed();
         turns.push(took);
+        // The edits between the snapshots are this process's own: not in the children's.
+        cpu.push(children_cpu().saturating_sub(cpu_before));
     }
     let growth = store.size()?.saturating_sub(size_before) / options.turns.max(1) as u64;
     let _ = std::fs::remove_dir_all(&state);
@@ -164,8 +171,21 @@ fn measure(
         files,
         first,
         turns,
+        cpu,
         growth_per_turn: growth,
     })
+}
+
+/// The user + system CPU time of this process's ended children.
+fn children_cpu() -> Duration {
+    // SAFETY: a zeroed rusage is a valid value, and getrusage only writes into it.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 pub fn print(options: &CheckpointOptions, workloads: &[Workload]) {
@@ -185,6 +205,13 @@ pub fn print(options: &CheckpointOptions, workloads: &[Workload]) {
             "  per turn (checkpoint + end snapshot + refs): p50 {:.1} ms, p99 {:.1} ms",
             ms(crate::bench_stream::percentile(&sorted, 0.5)),
             ms(crate::bench_stream::percentile(&sorted, 0.99))
+        );
+        let mut cpu = workload.cpu.clone();
+        cpu.sort();
+        println!(
+            "  CPU of the git processes per turn: p50 {:.1} ms, p99 {:.1} ms",
+            ms(crate::bench_stream::percentile(&cpu, 0.5)),
+            ms(crate::bench_stream::percentile(&cpu, 0.99))
         );
         println!(
             "  store growth per turn: {:.1} KiB",

@@ -50,6 +50,7 @@ const CONFIG: &[(&str, &str)] = &[
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
     ("index.version", "4"),
+    ("index.skipHash", "true"),
 ];
 
 /// `info/attributes` wins over the work tree's `.gitattributes`: content stored as is.
@@ -313,18 +314,29 @@ impl CheckpointStore {
         Self::run(cat, None)
     }
 
-    /// Keeps `trees` for `session` (a ref each: what the cap drops session by session).
+    /// Keeps `trees` for `session` (a ref each: what the cap drops session by session),
+    /// written as loose ref files (no git process per turn). `session` and `name` are file
+    /// names (a session id; a checkpoint id).
     pub fn keep(&self, session: &str, name: &str, trees: &[RootTree]) -> Result<(), String> {
-        let mut input = String::new();
-        for (i, tree) in trees.iter().enumerate() {
-            input.push_str(&format!(
-                "update refs/sessions/{session}/{name}-{i} {}\n",
-                tree.tree
-            ));
+        let safe = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if !safe(session) || !safe(name) {
+            return Err(format!("not a ref name: {session}/{name}"));
         }
-        let mut update = self.git(None, None);
-        update.args(["update-ref", "--stdin"]);
-        Self::run(update, Some(input.as_bytes())).map(|_| ())
+        let dir = self.git_dir().join("refs/sessions").join(session);
+        private_dir(&dir, None).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for (i, tree) in trees.iter().enumerate() {
+            if tree.tree.len() < 40 || !tree.tree.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("not a tree id: {}", tree.tree));
+            }
+            let path = dir.join(format!("{name}-{i}"));
+            std::fs::write(&path, format!("{}\n", tree.tree))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// The store's size in bytes (loose objects and packs).

@@ -188,12 +188,12 @@ impl Turn {
                         turn_id: self.turn_id.clone(),
                         checkpoint_id: checkpoint_id.clone(),
                         at: session_log::now_millis(),
-                        trees: snapshot.trees,
-                        unstored: snapshot.unstored,
+                        trees: snapshot.trees.clone(),
+                        unstored: snapshot.unstored.clone(),
                     })
                     .await;
                 match recorded {
-                    Ok(()) => self.checkpoint = Some(checkpoint_id),
+                    Ok(()) => self.checkpoint = Some((checkpoint_id, snapshot)),
                     Err(err) => self.warn(format!("no checkpoint for this turn: {err}")),
                 }
             }
@@ -206,10 +206,17 @@ impl Turn {
     /// After the turn: the files as it left them, so what it changed is known and a
     /// rewind sees the user's later edits. Then the store is kept under its cap.
     pub(in crate::agent) async fn take_turn_snapshot(&mut self) {
-        let Some(checkpoint_id) = self.checkpoint.take() else {
+        let Some((checkpoint_id, start)) = self.checkpoint.take() else {
             return;
         };
-        match self.snapshot(&format!("{checkpoint_id}-end")).await {
+        let snapshot = if self.only_read().await {
+            // Nothing of the agent's could change a file: the end is the checkpoint (no
+            // walk of the workspace for a turn that only talked or read).
+            Ok(start)
+        } else {
+            self.snapshot(&format!("{checkpoint_id}-end")).await
+        };
+        match snapshot {
             Ok(snapshot) => {
                 if let Err(err) = self
                     .record(Event::TurnSnapshot {
@@ -238,6 +245,26 @@ impl Turn {
             Ok(Err(err)) => tracing::warn!("checkpoint store cap: {err}"),
             _ => {}
         }
+    }
+
+    /// Whether this turn's tool calls (since its user message) only read and searched.
+    async fn only_read(&self) -> bool {
+        use agentls_core::history::Item;
+        use agentls_core::tool_info::{ToolCatalog, ToolKind};
+        let live = self.handle.live.lock().await;
+        live.session
+            .history
+            .entries()
+            .iter()
+            .rev()
+            .take_while(|e| !matches!(e.item, Item::User { .. }))
+            .all(|e| match &e.item {
+                Item::ToolCall { name, .. } => matches!(
+                    Registry::builtin().kind(name),
+                    ToolKind::Read | ToolKind::Search
+                ),
+                _ => true,
+            })
     }
 
     /// The workspace's files now, kept for this session under `name`. Holds the session

@@ -102,8 +102,8 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) repeats: Option<(String, usize)>,
     /// Whether this turn's last compaction made room (`Turn::measure_compaction`).
     pub(in crate::agent) compaction_check: CompactionCheck,
-    /// The checkpoint taken before this turn (`agent::checkpoints`).
-    pub(in crate::agent) checkpoint: Option<String>,
+    /// The checkpoint taken before this turn (`agent::checkpoints`): its id and trees.
+    pub(in crate::agent) checkpoint: Option<(String, crate::store::checkpoints::Snapshot)>,
 }
 
 /// What the request after a compaction of the turn showed.
