@@ -45,7 +45,7 @@ local function two_turns()
       { text = { "In the fork." } },
     },
   })
-  h.setup(ws, url, { settings = { approval = "full-auto" } })
+  h.setup(ws, url, { approval = "full-auto" })
   vim.cmd("AgentChat")
   local chat = require("agentls.chat")
   chat.send("first message")
