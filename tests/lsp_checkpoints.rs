@@ -749,17 +749,22 @@ async fn checkpoints_can_be_turned_off_and_a_failed_one_is_said_while_the_turn_g
     assert!(checkpoints(&server, &session).await.is_empty());
     drop(server);
 
-    // A state directory whose checkpoint store cannot be made: a warning, the turn answers.
+    // A state directory whose checkpoint store cannot be made (a file in its place): a
+    // warning, and the turn answers.
     let ws2 = workspace(false);
     let blocked: PathBuf = ws2.state.path().to_path_buf();
-    let server = start(&ws2, &fake, vec![]).await;
-    let session = new_session(&server).await;
+    let mut first = start(&ws2, &fake, vec![]).await;
+    new_session(&first).await;
+    kill9(&mut first).await;
     let store_dir = fs::read_dir(&blocked)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.join("sessions").is_dir())
         .unwrap();
+    let _ = fs::remove_dir_all(store_dir.join("checkpoints"));
     fs::write(store_dir.join("checkpoints"), "not a directory").unwrap();
+    let server = start(&ws2, &fake, vec![]).await;
+    let session = new_session(&server).await;
     fake.push(FakeProvider::openai_text(&["STILL ANSWERED"], None));
     let (updates, _) = run_turn(&server, &session, "TWO").await;
     assert_eq!(stop_reason(&updates), "endTurn");

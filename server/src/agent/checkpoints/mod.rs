@@ -39,6 +39,27 @@ impl Agent {
             .events)
     }
 
+    /// Takes a snapshot of the roots in the background, so the first turn's checkpoint
+    /// finds git's index (its stat cache) and the files' objects made: the first snapshot
+    /// of a workspace hashes every file (seconds on 20,000 files), the next ones only what
+    /// changed. A turn that starts before it ends waits for it (one snapshot at a time).
+    pub(in crate::agent) fn warm_checkpoints(&self) {
+        let config = self.host.config();
+        if !config.checkpoints.enabled {
+            return;
+        }
+        let Ok(store) = self.checkpoint_store() else {
+            return;
+        };
+        let roots = self.host.roots();
+        let max_file_bytes = config.checkpoints.max_file_bytes;
+        tokio::task::spawn_blocking(move || {
+            if let Err(err) = store.snapshot(&roots, max_file_bytes) {
+                tracing::info!("checkpoint store not warmed: {err}");
+            }
+        });
+    }
+
     /// `agent/session/checkpoints`: each checkpoint with what its turn changed (the diff
     /// from it to the turn's end; a turn that never ended, to the next checkpoint or now).
     pub async fn checkpoints(

@@ -142,6 +142,8 @@ impl Agent {
     ) -> Result<String, AgentError> {
         // The first session is when the MCP servers are needed: they start in the background.
         self.ensure_mcp();
+        // And the checkpoint store's first snapshot (every file hashed once) is taken now.
+        self.warm_checkpoints();
         self.create_session(model, None).await
     }
 
