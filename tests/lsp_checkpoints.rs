@@ -778,3 +778,71 @@ async fn checkpoints_can_be_turned_off_and_a_failed_one_is_said_while_the_turn_g
     );
     assert_eq!(common::agent::answer_text(&updates), "STILL ANSWERED");
 }
+
+#[tokio::test]
+async fn past_the_store_cap_the_oldest_sessions_checkpoints_go_and_a_rewind_to_them_says_so() {
+    let ws = workspace(false);
+    let fake = FakeProvider::start().await;
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "checkpoints": {"maxStoreBytes": 1}}),
+    );
+    let server = server(&ws, options, Some(editor())).await;
+    let older = new_session(&server).await;
+    let write = |id: &'static str, text: &str| {
+        FakeProvider::openai_tool_calls(
+            &[(
+                id,
+                "shell",
+                &[json!({ "command": format!("printf '{text}' > notes.txt") })
+                    .to_string()
+                    .as_str()],
+            )],
+            None,
+        )
+    };
+    fake.push(write("c1", "older"));
+    fake.push(FakeProvider::openai_text(&["ONE"], None));
+    run_turn(&server, &older, "OLDER").await;
+    let older_checkpoint = checkpoints(&server, &older).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let newer = new_session(&server).await;
+    fake.push(write("c2", "newer"));
+    fake.push(FakeProvider::openai_text(&["TWO"], None));
+    let (updates, _) = run_turn(&server, &newer, "NEWER").await;
+    let dropped = updates
+        .iter()
+        .find(|u| {
+            u["kind"] == "warning" && u["message"].as_str().unwrap().contains("maxStoreBytes")
+        })
+        .unwrap_or_else(|| panic!("no warning of the cap: {updates:?}"));
+    assert!(
+        dropped["message"].as_str().unwrap().contains(&older),
+        "{dropped}"
+    );
+
+    let err = server
+        .client
+        .request(
+            "agent/session/rewind",
+            json!({"sessionId": older, "checkpointId": older_checkpoint, "restore": "code"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("no longer in the store"), "{err:?}");
+    // The running session's own checkpoints stay.
+    let newer_checkpoint = checkpoints(&server, &newer).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = rewind(&server, &newer, &newer_checkpoint, "code", json!({})).await;
+    assert_eq!(strings(&done["restore"]), ["notes.txt"]);
+    assert_eq!(
+        fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
+        "older"
+    );
+}

@@ -199,7 +199,17 @@ impl CheckpointStore {
         self.ensure()?;
         let mut snapshot = Snapshot::default();
         for root in roots {
-            let (tree, unstored) = self.snapshot_root(root, max_file_bytes)?;
+            let taken = self.snapshot_root(root, max_file_bytes).or_else(|err| {
+                // An index whose objects are gone (a store pruned under it, a crash): it is
+                // only a cache, so the root is snapshotted again from nothing.
+                tracing::warn!(
+                    "checkpoint of {}: {err}; rebuilding its index",
+                    root.display()
+                );
+                let _ = std::fs::remove_file(self.index_file(root));
+                self.snapshot_root(root, max_file_bytes)
+            });
+            let (tree, unstored) = taken?;
             snapshot.trees.push(RootTree {
                 root: root.to_string_lossy().into_owned(),
                 tree,
@@ -354,6 +364,27 @@ impl CheckpointStore {
         Ok(kib * 1024)
     }
 
+    /// A ref to each root index's tree, so a gc never prunes what an index names (git
+    /// keeps only its own default index's objects).
+    fn keep_indexes(&self) -> Result<(), String> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| e.to_string())?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("index-") || name.contains('.') {
+                continue;
+            }
+            let mut write = self.git(None, Some(&entry.path()));
+            write.arg("write-tree");
+            if let Ok(tree) = Self::run(write, None) {
+                // Beside the sessions' refs, never one of them (the cap drops sessions).
+                let dir = self.git_dir().join("refs/indexes");
+                private_dir(&dir, None).map_err(|e| e.to_string())?;
+                std::fs::write(dir.join(&name), tree).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Past `max_bytes`, drops the oldest sessions' checkpoints (never `current`'s) until
     /// the store fits; the sessions dropped. Blocking; runs git's gc when it drops any.
     pub fn enforce_cap(&self, max_bytes: u64, current: &str) -> Result<Vec<String>, String> {
@@ -379,6 +410,7 @@ impl CheckpointStore {
             let mut delete = self.git(None, None);
             delete.args(["update-ref", "--stdin"]);
             Self::run(delete, Some(input.as_bytes()))?;
+            self.keep_indexes()?;
             let mut gc = self.git(None, None);
             gc.args(["gc", "--quiet", "--prune=now"]);
             Self::run(gc, None)?;
