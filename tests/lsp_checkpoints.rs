@@ -786,7 +786,7 @@ async fn past_the_store_cap_the_oldest_sessions_checkpoints_go_and_a_rewind_to_t
     let options = provider_options(
         &fake,
         &ws,
-        json!({"approval": "full-auto", "checkpoints": {"maxStoreBytes": 1}}),
+        json!({"approval": "full-auto", "checkpoints": {"maxStoreBytes": 4096}}),
     );
     let server = server(&ws, options, Some(editor())).await;
     let older = new_session(&server).await;
@@ -844,5 +844,48 @@ async fn past_the_store_cap_the_oldest_sessions_checkpoints_go_and_a_rewind_to_t
     assert_eq!(
         fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
         "older"
+    );
+}
+
+#[tokio::test]
+async fn files_over_max_file_bytes_are_not_stored_said_so_and_never_touched_by_a_rewind() {
+    let ws = workspace(false);
+    let big = "x".repeat(1000);
+    fs::write(ws.root.join("big.log"), &big).unwrap();
+    let fake = FakeProvider::start().await;
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "checkpoints": {"maxFileBytes": 500}}),
+    );
+    let server = server(&ws, options, Some(editor())).await;
+    let session = new_session(&server).await;
+    let command =
+        json!({"command": "printf 'more' >> big.log && printf 'changed' > notes.txt"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "shell", &[command.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["DONE"], None));
+    run_turn(&server, &session, "GROW IT").await;
+    let listed = checkpoints(&server, &session).await;
+    assert_eq!(listed[0]["notStored"], json!(["big.log"]));
+    let done = rewind(
+        &server,
+        &session,
+        listed[0]["id"].as_str().unwrap(),
+        "code",
+        json!({}),
+    )
+    .await;
+    assert_eq!(strings(&done["restore"]), ["notes.txt"]);
+    assert_eq!(strings(&done["notStored"]), ["big.log"]);
+    assert_eq!(
+        fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
+        NOTES
+    );
+    assert_eq!(
+        fs::read_to_string(ws.root.join("big.log")).unwrap(),
+        format!("{big}more")
     );
 }

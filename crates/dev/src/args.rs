@@ -106,7 +106,7 @@ impl From<CheckpointArgs> for crate::bench_checkpoint::CheckpointOptions {
             turns: args.turns,
             files: args.files,
             changed: args.changed,
-            max_file_bytes: agentls_core::checkpoints::CheckpointSettings::default().max_file_bytes,
+            limits: agentls_core::checkpoints::CheckpointSettings::default(),
         }
     }
 }

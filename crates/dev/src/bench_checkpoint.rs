@@ -15,7 +15,7 @@ pub struct CheckpointOptions {
     pub turns: usize,
     pub files: usize,
     pub changed: usize,
-    pub max_file_bytes: u64,
+    pub limits: agentls_core::checkpoints::CheckpointSettings,
 }
 
 pub struct Workload {
@@ -138,7 +138,7 @@ fn measure(
     let store = CheckpointStore::at(&state);
     let roots = vec![root.to_path_buf()];
     let started = Instant::now();
-    store.snapshot(&roots, options.max_file_bytes)?;
+    store.snapshot(&roots, options.limits)?;
     let first = started.elapsed();
     let size_before = store.size()?;
     let candidates = some_files(root, options.changed);
@@ -147,7 +147,7 @@ fn measure(
     for turn in 0..options.turns {
         let cpu_before = children_cpu();
         let started = Instant::now();
-        let before = store.snapshot(&roots, options.max_file_bytes)?;
+        let before = store.snapshot(&roots, options.limits)?;
         store.keep("bench", &format!("t{turn}"), &before.trees)?;
         let mut took = started.elapsed();
         for k in 0..options.changed {
@@ -157,7 +157,7 @@ fn measure(
             std::fs::write(path, text).map_err(|e| e.to_string())?;
         }
         let started = Instant::now();
-        let after = store.snapshot(&roots, options.max_file_bytes)?;
+        let after = store.snapshot(&roots, options.limits)?;
         store.keep("bench", &format!("t{turn}-end"), &after.trees)?;
         took += started.elapsed();
         turns.push(took);

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use agentls_core::checkpoints::{parse_raw_diff, RawChange};
+use agentls_core::checkpoints::{parse_raw_diff, CheckpointSettings, RawChange};
 use agentls_core::event::RootTree;
 
 use crate::locks::Locked;
@@ -52,6 +52,10 @@ const CONFIG: &[(&str, &str)] = &[
     ("index.version", "4"),
     ("index.skipHash", "true"),
 ];
+
+/// More changed or new files than this in one snapshot: none is taken (a root that is a
+/// home directory, a tree of build outputs nobody ignored).
+const MAX_CHANGED_FILES: usize = 200_000;
 
 /// `info/attributes` wins over the work tree's `.gitattributes`: content stored as is.
 const ATTRIBUTES: &str = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n";
@@ -194,12 +198,16 @@ impl CheckpointStore {
     }
 
     /// The workspace's files now: one tree per root. Blocking.
-    pub fn snapshot(&self, roots: &[PathBuf], max_file_bytes: u64) -> Result<Snapshot, String> {
+    pub fn snapshot(
+        &self,
+        roots: &[PathBuf],
+        limits: CheckpointSettings,
+    ) -> Result<Snapshot, String> {
         let _one = SNAPSHOTS.locked();
         self.ensure()?;
         let mut snapshot = Snapshot::default();
         for root in roots {
-            let taken = self.snapshot_root(root, max_file_bytes).or_else(|err| {
+            let taken = self.snapshot_root(root, limits).or_else(|err| {
                 // An index whose objects are gone (a store pruned under it, a crash): it is
                 // only a cache, so the root is snapshotted again from nothing.
                 tracing::warn!(
@@ -207,7 +215,7 @@ impl CheckpointStore {
                     root.display()
                 );
                 let _ = std::fs::remove_file(self.index_file(root));
-                self.snapshot_root(root, max_file_bytes)
+                self.snapshot_root(root, limits)
             });
             let (tree, unstored) = taken?;
             snapshot.trees.push(RootTree {
@@ -222,7 +230,7 @@ impl CheckpointStore {
     fn snapshot_root(
         &self,
         root: &Path,
-        max_file_bytes: u64,
+        limits: CheckpointSettings,
     ) -> Result<(String, Vec<String>), String> {
         let index = self.index_file(root);
         // What changed since this index last saw the root: new (untracked here), modified
@@ -248,14 +256,28 @@ impl CheckpointStore {
             .split(|&b| b == 0)
             .filter(|p| !p.is_empty())
             .collect();
+        if paths.len() > MAX_CHANGED_FILES {
+            return Err(format!(
+                "{} files changed or new since the last checkpoint of {} (more than {MAX_CHANGED_FILES}): too many to store (is the workspace root a home directory?)",
+                paths.len(),
+                root.display()
+            ));
+        }
+        let mut bytes = 0u64;
         for path in paths {
             // A nested repository's directory: not this store's to snapshot.
             if path.ends_with(b"/") {
                 continue;
             }
+            let on_disk =
+                root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
             let relative = String::from_utf8_lossy(path).into_owned();
-            match storable(&root.join(&relative), max_file_bytes) {
-                Storable::Yes | Storable::Gone => update.extend_from_slice(path),
+            match storable(&on_disk, limits.max_file_bytes) {
+                Storable::Yes(len) => {
+                    bytes += len;
+                    update.extend_from_slice(path);
+                }
+                Storable::Gone => update.extend_from_slice(path),
                 Storable::No => {
                     dropped.extend_from_slice(path);
                     dropped.push(0);
@@ -265,6 +287,13 @@ impl CheckpointStore {
                 Storable::Special => continue,
             }
             update.push(0);
+        }
+        if bytes > limits.max_store_bytes {
+            return Err(format!(
+                "{bytes} bytes changed or new in {} since the last checkpoint: more than checkpoints.maxStoreBytes ({})",
+                root.display(),
+                limits.max_store_bytes
+            ));
         }
         if !dropped.is_empty() {
             let mut remove = self.git(Some(root), Some(&index));
@@ -421,7 +450,8 @@ impl CheckpointStore {
 }
 
 enum Storable {
-    Yes,
+    /// A regular file of this many bytes, or a symlink.
+    Yes(u64),
     /// Gone from the disk: its entry leaves the index.
     Gone,
     /// Too large or unreadable: listed as not stored.
@@ -436,7 +466,7 @@ fn storable(path: &Path, max_file_bytes: u64) -> Storable {
     };
     let kind = meta.file_type();
     if kind.is_symlink() {
-        return Storable::Yes;
+        return Storable::Yes(0);
     }
     if !kind.is_file() {
         return Storable::Special;
@@ -444,7 +474,7 @@ fn storable(path: &Path, max_file_bytes: u64) -> Storable {
     if meta.len() > max_file_bytes || std::fs::File::open(path).is_err() {
         return Storable::No;
     }
-    Storable::Yes
+    Storable::Yes(meta.len())
 }
 
 /// Writes `bytes` at `path` as a whole: a temporary file beside it, its mode set, synced,

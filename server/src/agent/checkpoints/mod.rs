@@ -14,7 +14,7 @@ mod rewind;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentls_core::checkpoints::{self as core, CheckpointInfo, RawChange};
+use agentls_core::checkpoints::{self as core, CheckpointInfo, CheckpointSettings, RawChange};
 use agentls_core::event::{Event, RootTree};
 
 use crate::agent::sessions::live::Durability;
@@ -52,9 +52,9 @@ impl Agent {
             return;
         };
         let roots = self.host.roots();
-        let max_file_bytes = config.checkpoints.max_file_bytes;
+        let limits = config.checkpoints;
         tokio::task::spawn_blocking(move || {
-            if let Err(err) = store.snapshot(&roots, max_file_bytes) {
+            if let Err(err) = store.snapshot(&roots, limits) {
                 tracing::info!("checkpoint store not warmed: {err}");
             }
         });
@@ -73,8 +73,8 @@ impl Agent {
         };
         let listed = core::list(&events);
         let store = self.checkpoint_store()?;
-        let max_file_bytes = self.host.config().checkpoints.max_file_bytes;
-        tokio::task::spawn_blocking(move || entries(&store, &listed, max_file_bytes))
+        let limits = self.host.config().checkpoints;
+        tokio::task::spawn_blocking(move || entries(&store, &listed, limits))
             .await
             .map_err(|e| AgentError(e.to_string()))?
             .map_err(AgentError)
@@ -85,14 +85,14 @@ impl Agent {
 fn entries(
     store: &CheckpointStore,
     listed: &[CheckpointInfo],
-    max_file_bytes: u64,
+    limits: CheckpointSettings,
 ) -> Result<Vec<CheckpointEntry>, String> {
     let mut now: Option<Snapshot> = None;
     let mut rows = Vec::new();
     for (at, checkpoint) in listed.iter().enumerate() {
         let mut files = Vec::new();
         for (first, root) in checkpoint.trees.iter().enumerate() {
-            let changes = match turn_diff(store, listed, at, &root.root, &mut now, max_file_bytes) {
+            let changes = match turn_diff(store, listed, at, &root.root, &mut now, limits) {
                 Ok(changes) => changes,
                 // A tree the cap dropped: the row stays, without its files.
                 Err(_) if !store.has(&root.tree) => Vec::new(),
@@ -143,7 +143,7 @@ pub(in crate::agent) fn turn_diff(
     at: usize,
     root: &str,
     now: &mut Option<Snapshot>,
-    max_file_bytes: u64,
+    limits: CheckpointSettings,
 ) -> Result<Vec<RawChange>, String> {
     let checkpoint = &listed[at];
     let Some(start) = tree_of(&checkpoint.trees, root) else {
@@ -162,7 +162,7 @@ pub(in crate::agent) fn turn_diff(
     let end = match end {
         Some(end) => end,
         None => {
-            let snapshot = now_snapshot(store, listed, now, max_file_bytes)?;
+            let snapshot = now_snapshot(store, listed, now, limits)?;
             match tree_of(&snapshot.trees, root) {
                 Some(tree) => tree.to_string(),
                 None => return Ok(Vec::new()),
@@ -177,7 +177,7 @@ pub(in crate::agent) fn now_snapshot<'a>(
     store: &CheckpointStore,
     listed: &[CheckpointInfo],
     now: &'a mut Option<Snapshot>,
-    max_file_bytes: u64,
+    limits: CheckpointSettings,
 ) -> Result<&'a Snapshot, String> {
     if now.is_none() {
         let mut roots: Vec<PathBuf> = Vec::new();
@@ -189,7 +189,7 @@ pub(in crate::agent) fn now_snapshot<'a>(
                 }
             }
         }
-        *now = Some(store.snapshot(&roots, max_file_bytes)?);
+        *now = Some(store.snapshot(&roots, limits)?);
     }
     Ok(now.as_ref().expect("just taken"))
 }
@@ -293,12 +293,12 @@ impl Turn {
     async fn snapshot(&self, name: &str) -> Result<Snapshot, String> {
         let store = self.agent.checkpoint_store().map_err(|e| e.0)?;
         let roots = self.host().roots();
-        let max_file_bytes = self.host().config().checkpoints.max_file_bytes;
+        let limits = self.host().config().checkpoints;
         let session = self.handle.id.clone();
         let name = name.to_string();
         let _live = self.handle.live.lock().await;
         tokio::task::spawn_blocking(move || {
-            let snapshot = store.snapshot(&roots, max_file_bytes)?;
+            let snapshot = store.snapshot(&roots, limits)?;
             store.keep(&session, &name, &snapshot.trees)?;
             Ok(snapshot)
         })

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agentls_core::checkpoints::{self as core, Action, CheckpointInfo, PlannedFile, Restore};
+use agentls_core::checkpoints::{
+    self as core, Action, CheckpointInfo, CheckpointSettings, PlannedFile, Restore,
+};
 use agentls_core::event::Event;
 use agentls_core::session::Session;
 
@@ -79,12 +81,11 @@ impl Agent {
         if restore.code() {
             let store = self.checkpoint_store()?;
             let since = listed[at..].to_vec();
-            let max_file_bytes = self.host.config().checkpoints.max_file_bytes;
-            let plan =
-                tokio::task::spawn_blocking(move || plan_code(&store, &since, max_file_bytes))
-                    .await
-                    .map_err(|e| AgentError(e.to_string()))?
-                    .map_err(AgentError)?;
+            let limits = self.host.config().checkpoints;
+            let plan = tokio::task::spawn_blocking(move || plan_code(&store, &since, limits))
+                .await
+                .map_err(|e| AgentError(e.to_string()))?
+                .map_err(AgentError)?;
             self.restore_files(plan, force, &mut result).await?;
         }
         if dry_run {
@@ -222,7 +223,7 @@ impl Agent {
 fn plan_code(
     store: &CheckpointStore,
     since: &[CheckpointInfo],
-    max_file_bytes: u64,
+    limits: CheckpointSettings,
 ) -> Result<CodePlan, String> {
     let checkpoint = &since[0];
     for tree in &checkpoint.trees {
@@ -234,7 +235,7 @@ fn plan_code(
         }
     }
     let mut now: Option<Snapshot> = None;
-    let now_trees = now_snapshot(store, since, &mut now, max_file_bytes)?.clone();
+    let now_trees = now_snapshot(store, since, &mut now, limits)?.clone();
     let mut not_stored: Vec<String> = checkpoint.unstored.clone();
     for later in since {
         not_stored.extend(later.end_unstored.iter().cloned());
@@ -249,14 +250,7 @@ fn plan_code(
         };
         let mut turn_diffs = Vec::new();
         for at in 0..since.len() {
-            turn_diffs.push(turn_diff(
-                store,
-                since,
-                at,
-                &root.root,
-                &mut now,
-                max_file_bytes,
-            )?);
+            turn_diffs.push(turn_diff(store, since, at, &root.root, &mut now, limits)?);
         }
         let last = core::agent_last_states(&turn_diffs);
         let target_vs_now = store.diff(&root.tree, &now_tree.tree)?;
