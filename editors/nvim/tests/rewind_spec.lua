@@ -147,3 +147,48 @@ test(":AgentFork from the second message opens a fork with the first turn only",
   end
   h.assert_eq(fork.forkedFrom, original)
 end)
+
+test("an edit the agent made in an open buffer, not saved, is rewound in the buffer", function()
+  local lib = "pub fn answer() -> u32 {\n    41\n}\n"
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local edit = { path = "src/lib.rs", old_text = "    41\n", new_text = "    42\n" }
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "e1", name = "edit_file", arguments = edit } } },
+      { text = { "Changed." } },
+    },
+  })
+  h.setup(ws, url, { approval = "full-auto" })
+  vim.cmd.edit(ws .. "/src/lib.rs")
+  local lib_buf = vim.api.nvim_get_current_buf()
+  vim.cmd("AgentChat")
+  local chat = require("agentls.chat")
+  chat.send("make it 42")
+  h.wait_transcript("Changed.")
+  wait_idle()
+  h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false)[1], "    42", "the edit is in the buffer")
+  h.assert_eq(read(ws .. "/src/lib.rs"), lib, "and not saved")
+  local preview
+  local asked = 0
+  h.answer_select(function(items)
+    asked = asked + 1
+    if asked == 1 then
+      return items[2] -- code
+    end
+    preview = float_lines()
+    return items[1]
+  end)
+  vim.api.nvim_set_current_win(chat.ui.win)
+  local lines = vim.api.nvim_buf_get_lines(chat.ui.buf, 0, -1, false)
+  for i, line in ipairs(lines) do
+    if line == "make it 42" then
+      vim.api.nvim_win_set_cursor(chat.ui.win, { i, 0 })
+    end
+  end
+  vim.cmd.normal("R")
+  h.wait(function()
+    return vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false)[1] == "    41"
+  end, "the buffer rewound: " .. vim.inspect(vim.api.nvim_buf_get_lines(lib_buf, 0, -1, false)))
+  assert(vim.tbl_contains(preview, "  ~ src/lib.rs"), vim.inspect(preview))
+  h.assert_eq(read(ws .. "/src/lib.rs"), lib, "the disk as it was")
+end)

@@ -203,11 +203,23 @@ impl CheckpointStore {
         roots: &[PathBuf],
         limits: CheckpointSettings,
     ) -> Result<Snapshot, String> {
+        self.snapshot_with(roots, limits, &[])
+    }
+
+    /// `snapshot`, with `buffers` (absolute path, text) in place of what the disk holds:
+    /// the editor's unsaved buffers the agent edited (an edit through `workspace/applyEdit`
+    /// lands in the buffer; the disk has it once the user saves).
+    pub fn snapshot_with(
+        &self,
+        roots: &[PathBuf],
+        limits: CheckpointSettings,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<Snapshot, String> {
         let _one = SNAPSHOTS.locked();
         self.ensure()?;
         let mut snapshot = Snapshot::default();
         for root in roots {
-            let taken = self.snapshot_root(root, limits).or_else(|err| {
+            let taken = self.snapshot_root(root, limits, buffers).or_else(|err| {
                 // An index whose objects are gone (a store pruned under it, a crash): it is
                 // only a cache, so the root is snapshotted again from nothing.
                 tracing::warn!(
@@ -215,7 +227,7 @@ impl CheckpointStore {
                     root.display()
                 );
                 let _ = std::fs::remove_file(self.index_file(root));
-                self.snapshot_root(root, limits)
+                self.snapshot_root(root, limits, buffers)
             });
             let (tree, unstored) = taken?;
             snapshot.trees.push(RootTree {
@@ -231,6 +243,7 @@ impl CheckpointStore {
         &self,
         root: &Path,
         limits: CheckpointSettings,
+        buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<(String, Vec<String>), String> {
         let index = self.index_file(root);
         // What changed since this index last saw the root: new (untracked here), modified
@@ -305,12 +318,48 @@ impl CheckpointStore {
             add.args(["update-index", "-z", "--add", "--remove", "--stdin"]);
             Self::run(add, Some(&update))?;
         }
+        self.overlay_buffers(root, &index, buffers)?;
         let mut write = self.git(Some(root), Some(&index));
         write.arg("write-tree");
         let tree = String::from_utf8_lossy(&Self::run(write, None)?)
             .trim()
             .to_string();
         Ok((tree, unstored.into_iter().collect()))
+    }
+
+    /// The buffers under `root` put in the index in place of their files (their entries
+    /// carry no stat, so the next snapshot reads the disk again).
+    fn overlay_buffers(
+        &self,
+        root: &Path,
+        index: &Path,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<(), String> {
+        let mut entries = Vec::new();
+        for (path, text) in buffers {
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let mut hash = self.git(None, None);
+            hash.args(["hash-object", "-w", "--no-filters", "--stdin"]);
+            let oid = String::from_utf8_lossy(&Self::run(hash, Some(text))?)
+                .trim()
+                .to_string();
+            let executable = std::fs::metadata(path)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false);
+            let mode = if executable { "100755" } else { "100644" };
+            entries.push(format!("{mode},{oid},{}", relative.display()));
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut update = self.git(Some(root), Some(index));
+        update.args(["update-index", "--add"]);
+        for entry in &entries {
+            update.args(["--cacheinfo", entry]);
+        }
+        Self::run(update, None).map(|_| ())
     }
 
     /// What changed from tree `from` to tree `to` (`git diff-tree -r --raw`).
@@ -344,6 +393,29 @@ impl CheckpointStore {
         let mut check = self.git(None, None);
         check.args(["cat-file", "-e", &format!("{tree}:{dir}")]);
         Self::run(check, None).is_ok()
+    }
+
+    /// The entry of `path` (relative to its root) in `tree`: its mode and blob.
+    pub fn entry(&self, tree: &str, path: &str) -> Option<agentls_core::checkpoints::Blob> {
+        let mut list = self.git(None, None);
+        list.args(["ls-tree", "-z", "--full-tree", tree, "--", path]);
+        let out = Self::run(list, None).ok()?;
+        let line = String::from_utf8_lossy(&out).into_owned();
+        let (meta, _) = line.split_once('\t')?;
+        let mut parts = meta.split(' ');
+        let mode = u32::from_str_radix(parts.next()?, 8).ok()?;
+        let kind = parts.next()?;
+        let oid = parts.next()?.to_string();
+        (kind == "blob").then_some(agentls_core::checkpoints::Blob { mode, oid })
+    }
+
+    /// The blob id `bytes` would have (nothing written).
+    pub fn hash(&self, bytes: &[u8]) -> Result<String, String> {
+        let mut hash = self.git(None, None);
+        hash.args(["hash-object", "--no-filters", "--stdin"]);
+        Ok(String::from_utf8_lossy(&Self::run(hash, Some(bytes))?)
+            .trim()
+            .to_string())
     }
 
     /// A blob's bytes.

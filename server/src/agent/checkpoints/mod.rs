@@ -18,6 +18,7 @@ use agentls_core::checkpoints::{self as core, CheckpointInfo, CheckpointSettings
 use agentls_core::event::{Event, RootTree};
 
 use crate::agent::sessions::live::Durability;
+use crate::agent::sessions::SessionHandle;
 use crate::agent::turn::Turn;
 use crate::agent::{Agent, AgentError};
 use crate::protocol::lsp::{CheckpointEntry, CheckpointFile};
@@ -60,6 +61,40 @@ impl Agent {
         });
     }
 
+    /// The editor's buffers of the files the agent changed in this session whose text is
+    /// not what the disk holds (an edit through `workspace/applyEdit` not saved yet): a
+    /// snapshot takes them in place of the disk. At most 64.
+    pub(in crate::agent) async fn unsaved_buffers(
+        &self,
+        handle: &SessionHandle,
+    ) -> Vec<(PathBuf, Vec<u8>)> {
+        let changed: Vec<String> = {
+            let live = handle.live.lock().await;
+            live.session.ledger.files_changed.keys().cloned().collect()
+        };
+        let roots = self.host.roots();
+        let mut buffers = Vec::new();
+        for shown in changed {
+            let candidates: Vec<PathBuf> = if std::path::Path::new(&shown).is_absolute() {
+                vec![PathBuf::from(&shown)]
+            } else {
+                roots.iter().map(|root| root.join(&shown)).collect()
+            };
+            for path in candidates {
+                if let Some((text, _)) = self.host.buffer(&path).await {
+                    if std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()) {
+                        buffers.push((path, text.into_bytes()));
+                    }
+                    break;
+                }
+            }
+            if buffers.len() >= 64 {
+                break;
+            }
+        }
+        buffers
+    }
+
     /// `agent/session/checkpoints`: each checkpoint with what its turn changed (the diff
     /// from it to the turn's end; a turn that never ended, to the next checkpoint or now).
     pub async fn checkpoints(
@@ -74,7 +109,8 @@ impl Agent {
         let listed = core::list(&events);
         let store = self.checkpoint_store()?;
         let limits = self.host.config().checkpoints;
-        tokio::task::spawn_blocking(move || entries(&store, &listed, limits))
+        let buffers = self.unsaved_buffers(&handle).await;
+        tokio::task::spawn_blocking(move || entries(&store, &listed, limits, &buffers))
             .await
             .map_err(|e| AgentError(e.to_string()))?
             .map_err(AgentError)
@@ -86,13 +122,15 @@ fn entries(
     store: &CheckpointStore,
     listed: &[CheckpointInfo],
     limits: CheckpointSettings,
+    buffers: &[(PathBuf, Vec<u8>)],
 ) -> Result<Vec<CheckpointEntry>, String> {
     let mut now: Option<Snapshot> = None;
     let mut rows = Vec::new();
     for (at, checkpoint) in listed.iter().enumerate() {
         let mut files = Vec::new();
         for (first, root) in checkpoint.trees.iter().enumerate() {
-            let changes = match turn_diff(store, listed, at, &root.root, &mut now, limits) {
+            let changes = match turn_diff(store, listed, at, &root.root, &mut now, limits, buffers)
+            {
                 Ok(changes) => changes,
                 // A tree the cap dropped: the row stays, without its files.
                 Err(_) if !store.has(&root.tree) => Vec::new(),
@@ -144,6 +182,7 @@ pub(in crate::agent) fn turn_diff(
     root: &str,
     now: &mut Option<Snapshot>,
     limits: CheckpointSettings,
+    buffers: &[(PathBuf, Vec<u8>)],
 ) -> Result<Vec<RawChange>, String> {
     let checkpoint = &listed[at];
     let Some(start) = tree_of(&checkpoint.trees, root) else {
@@ -162,7 +201,7 @@ pub(in crate::agent) fn turn_diff(
     let end = match end {
         Some(end) => end,
         None => {
-            let snapshot = now_snapshot(store, listed, now, limits)?;
+            let snapshot = now_snapshot(store, listed, now, limits, buffers)?;
             match tree_of(&snapshot.trees, root) {
                 Some(tree) => tree.to_string(),
                 None => return Ok(Vec::new()),
@@ -178,6 +217,7 @@ pub(in crate::agent) fn now_snapshot<'a>(
     listed: &[CheckpointInfo],
     now: &'a mut Option<Snapshot>,
     limits: CheckpointSettings,
+    buffers: &[(PathBuf, Vec<u8>)],
 ) -> Result<&'a Snapshot, String> {
     if now.is_none() {
         let mut roots: Vec<PathBuf> = Vec::new();
@@ -189,7 +229,7 @@ pub(in crate::agent) fn now_snapshot<'a>(
                 }
             }
         }
-        *now = Some(store.snapshot(&roots, limits)?);
+        *now = Some(store.snapshot_with(&roots, limits, buffers)?);
     }
     Ok(now.as_ref().expect("just taken"))
 }
@@ -296,9 +336,10 @@ impl Turn {
         let limits = self.host().config().checkpoints;
         let session = self.handle.id.clone();
         let name = name.to_string();
+        let buffers = self.agent.unsaved_buffers(&self.handle).await;
         let _live = self.handle.live.lock().await;
         tokio::task::spawn_blocking(move || {
-            let snapshot = store.snapshot(&roots, limits)?;
+            let snapshot = store.snapshot_with(&roots, limits, &buffers)?;
             store.keep(&session, &name, &snapshot.trees)?;
             Ok(snapshot)
         })

@@ -36,6 +36,8 @@ struct CodePlan {
     first_root: String,
     /// Per root: the checkpoint's tree (to tell which directories it had).
     trees: Vec<(String, String)>,
+    /// The unsaved buffers the plan read in place of their files.
+    buffered: Vec<PathBuf>,
 }
 
 impl Agent {
@@ -54,6 +56,8 @@ impl Agent {
             ))
         })?;
         let handle = self.handle(id).await?;
+        // Read before the session is held (it reads the ledger).
+        let buffers = self.unsaved_buffers(&handle).await;
         let mut live = handle.live.lock().await;
         {
             let state = handle.state();
@@ -82,10 +86,11 @@ impl Agent {
             let store = self.checkpoint_store()?;
             let since = listed[at..].to_vec();
             let limits = self.host.config().checkpoints;
-            let plan = tokio::task::spawn_blocking(move || plan_code(&store, &since, limits))
-                .await
-                .map_err(|e| AgentError(e.to_string()))?
-                .map_err(AgentError)?;
+            let plan =
+                tokio::task::spawn_blocking(move || plan_code(&store, &since, limits, buffers))
+                    .await
+                    .map_err(|e| AgentError(e.to_string()))?
+                    .map_err(AgentError)?;
             self.restore_files(plan, force, &mut result).await?;
         }
         if dry_run {
@@ -133,10 +138,13 @@ impl Agent {
             let path = PathBuf::from(&file.root).join(&file.path);
             let name = shown(&file.root, &file.path, file.root == plan.first_root);
             let buffer = self.host.buffer(&path).await;
-            // Unsaved changes in the editor are the user's too.
+            // Unsaved changes in the editor are the user's too, unless the plan read the
+            // buffer (the agent's edit, not saved yet).
             let unsaved = match &buffer {
-                Some((text, _)) => std::fs::read(&path).ok().as_deref() != Some(text.as_bytes()),
-                None => false,
+                Some((text, _)) if !plan.buffered.contains(&path) => {
+                    std::fs::read(&path).ok().as_deref() != Some(text.as_bytes())
+                }
+                _ => false,
             };
             if file.conflict || unsaved {
                 result.conflicts.push(name.clone());
@@ -224,6 +232,7 @@ fn plan_code(
     store: &CheckpointStore,
     since: &[CheckpointInfo],
     limits: CheckpointSettings,
+    buffers: Vec<(PathBuf, Vec<u8>)>,
 ) -> Result<CodePlan, String> {
     let checkpoint = &since[0];
     for tree in &checkpoint.trees {
@@ -235,7 +244,7 @@ fn plan_code(
         }
     }
     let mut now: Option<Snapshot> = None;
-    let now_trees = now_snapshot(store, since, &mut now, limits)?.clone();
+    let now_trees = now_snapshot(store, since, &mut now, limits, &buffers)?.clone();
     let mut not_stored: Vec<String> = checkpoint.unstored.clone();
     for later in since {
         not_stored.extend(later.end_unstored.iter().cloned());
@@ -250,7 +259,9 @@ fn plan_code(
         };
         let mut turn_diffs = Vec::new();
         for at in 0..since.len() {
-            turn_diffs.push(turn_diff(store, since, at, &root.root, &mut now, limits)?);
+            turn_diffs.push(turn_diff(
+                store, since, at, &root.root, &mut now, limits, &buffers,
+            )?);
         }
         let last = core::agent_last_states(&turn_diffs);
         let target_vs_now = store.diff(&root.tree, &now_tree.tree)?;
@@ -261,6 +272,7 @@ fn plan_code(
             &not_stored,
         ));
     }
+    files.extend(unsaved_edits(store, checkpoint, &buffers, &files));
     Ok(CodePlan {
         files,
         not_stored: checkpoint.unstored.clone(),
@@ -274,7 +286,48 @@ fn plan_code(
             .iter()
             .map(|t| (t.root.clone(), t.tree.clone()))
             .collect(),
+        buffered: buffers.into_iter().map(|(path, _)| path).collect(),
     })
+}
+
+/// The agent's edits still in unsaved buffers that the snapshots did not see (the editor
+/// tells the server of an applied edit a moment later): each such buffer whose text is not
+/// the file's at the checkpoint goes back to it, through the editor (so its undo has it).
+fn unsaved_edits(
+    store: &CheckpointStore,
+    checkpoint: &CheckpointInfo,
+    buffers: &[(PathBuf, Vec<u8>)],
+    planned: &[PlannedFile],
+) -> Vec<PlannedFile> {
+    let mut more = Vec::new();
+    for (path, text) in buffers {
+        for root in &checkpoint.trees {
+            let Ok(relative) = path.strip_prefix(&root.root) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy().into_owned();
+            if planned
+                .iter()
+                .any(|p| p.root == root.root && p.path == relative)
+            {
+                continue;
+            }
+            let Some(target) = store.entry(&root.tree, &relative) else {
+                continue;
+            };
+            if store.hash(text).is_ok_and(|oid| oid != target.oid) {
+                more.push(PlannedFile {
+                    root: root.root.clone(),
+                    path: relative,
+                    action: Action::Restore,
+                    target: Some(target),
+                    now: None,
+                    conflict: false,
+                });
+            }
+        }
+    }
+    more
 }
 
 /// Refuses a path whose directories (below the root) include a symlink: writing there
