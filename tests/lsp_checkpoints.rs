@@ -761,8 +761,13 @@ async fn checkpoints_can_be_turned_off_and_a_failed_one_is_said_while_the_turn_g
         .map(|e| e.unwrap().path())
         .find(|p| p.join("sessions").is_dir())
         .unwrap();
-    let _ = fs::remove_dir_all(store_dir.join("checkpoints"));
-    fs::write(store_dir.join("checkpoints"), "not a directory").unwrap();
+    // The killed server's warming git may still be writing there: until it is gone.
+    while {
+        let _ = fs::remove_dir_all(store_dir.join("checkpoints"));
+        fs::write(store_dir.join("checkpoints"), "not a directory").is_err()
+    } {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let server = start(&ws2, &fake, vec![]).await;
     let session = new_session(&server).await;
     fake.push(FakeProvider::openai_text(&["STILL ANSWERED"], None));
