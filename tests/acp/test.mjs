@@ -387,6 +387,29 @@ test("session/load replays the history, then answers; session/list finds it", as
   assert.equal(text(second.updates, "agent_message_chunk"), "Forty-one.");
 });
 
+test("session/fork (advertised as sessionCapabilities.fork) starts a session with the history, also after a restart", async () => {
+  const ws = workspace({});
+  const first = await start({ replies: [{ text: ["Forty-one."] }, { text: ["Original goes on."] }] }, ws);
+  assert.ok(first.init.agentCapabilities.sessionCapabilities.fork, JSON.stringify(first.init.agentCapabilities));
+  const { sessionId } = await first.connection.newSession({ cwd: ws, mcpServers: [] });
+  await first.connection.prompt({ sessionId, prompt: [{ type: "text", text: "What is it?" }] });
+  const forked = await first.connection.unstable_forkSession({ sessionId, cwd: ws, mcpServers: [] });
+  assert.notEqual(forked.sessionId, sessionId);
+  assert.equal(forked.modes.currentModeId, "ask");
+  // The original goes on apart from the fork.
+  await first.connection.prompt({ sessionId, prompt: [{ type: "text", text: "ORIGINALONLY" }] });
+  first.child.stdin.end();
+  // Another process: the fork of a session it loads from the log, and the fork's history.
+  const second = await start({ replies: [{ text: ["In the fork."] }] }, ws);
+  const again = await second.connection.unstable_forkSession({ sessionId: forked.sessionId, cwd: ws, mcpServers: [] });
+  await second.connection.prompt({ sessionId: again.sessionId, prompt: [{ type: "text", text: "And now?" }] });
+  const requests = await (await fetch(second.url.replace(/\/v1$/, "") + "/__requests")).json();
+  const sent = JSON.stringify(requests.at(-1).body.messages);
+  assert.ok(sent.includes("What is it?") && sent.includes("Forty-one."), sent);
+  assert.ok(!sent.includes("ORIGINALONLY"), sent);
+  await assert.rejects(second.connection.unstable_forkSession({ sessionId: "nope", cwd: ws, mcpServers: [] }), /unknown session/);
+});
+
 test("set_mode full-auto stops the permission requests", async () => {
   const ws = workspace({});
   const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "echo auto" } }] }, { text: ["Done."] }] }, ws);

@@ -542,7 +542,7 @@ pub fn replay(items: &[TranscriptItem]) -> Vec<Value> {
     let mut updates = Vec::new();
     for item in items {
         match item {
-            TranscriptItem::User { text } => updates.push(chunk("user_message_chunk", text)),
+            TranscriptItem::User { text, .. } => updates.push(chunk("user_message_chunk", text)),
             TranscriptItem::Assistant { text } => {
                 updates.push(chunk("agent_message_chunk", text))
             }
@@ -841,7 +841,10 @@ mod tests {
     #[test]
     fn a_transcript_replays_as_updates() {
         let items = vec![
-            TranscriptItem::User { text: "hi".into() },
+            TranscriptItem::User {
+                text: "hi".into(),
+                checkpoint_id: None,
+            },
             TranscriptItem::Assistant {
                 text: "hello".into(),
             },

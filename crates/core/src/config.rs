@@ -77,6 +77,8 @@ pub struct Config {
     pub reminders: crate::reminders::ReminderSettings,
     /// `sandbox` (the mode) or `sandbox.{mode, network, writableRoots, required}`.
     pub sandbox: crate::sandbox::SandboxSettings,
+    /// `checkpoints.{enabled, maxFileBytes, maxStoreBytes}`.
+    pub checkpoints: crate::checkpoints::CheckpointSettings,
 }
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
@@ -127,6 +129,7 @@ impl Default for Config {
             mcp_servers: Vec::new(),
             reminders: crate::reminders::ReminderSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
+            checkpoints: crate::checkpoints::CheckpointSettings::default(),
         }
     }
 }
@@ -582,6 +585,30 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.sandbox.writable_roots = p.sandbox.writable_roots.clone(),
+    },
+    Key {
+        path: "checkpoints.enabled",
+        set: |c, v| {
+            c.checkpoints.enabled = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.checkpoints.enabled = p.checkpoints.enabled,
+    },
+    Key {
+        path: "checkpoints.maxFileBytes",
+        set: |c, v| {
+            c.checkpoints.max_file_bytes = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.checkpoints.max_file_bytes = p.checkpoints.max_file_bytes,
+    },
+    Key {
+        path: "checkpoints.maxStoreBytes",
+        set: |c, v| {
+            c.checkpoints.max_store_bytes = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.checkpoints.max_store_bytes = p.checkpoints.max_store_bytes,
     },
 ];
 

@@ -22,6 +22,9 @@ pub enum Event {
         /// A subagent's session: the session and the `task` call that ran it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent: Option<ParentLink>,
+        /// A fork's session: the session and checkpoint it was forked from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        forked_from: Option<ForkLink>,
     },
     TurnStarted {
         turn_id: String,
@@ -99,6 +102,35 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         text: String,
     },
+    /// The workspace's files before a user message's turn changed anything: one tree of the
+    /// private checkpoint store per root (`checkpoints`). Recorded before `TurnStarted`.
+    Checkpoint {
+        turn_id: String,
+        checkpoint_id: String,
+        at: u64,
+        trees: Vec<RootTree>,
+        /// Files over `checkpoints.maxFileBytes` (or unreadable): not stored, never restored.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unstored: Vec<String>,
+    },
+    /// The workspace's files as the turn left them (after its last tool call, subagents'
+    /// included): what the turn changed is the diff from its checkpoint, and a rewind finds
+    /// the user's later edits against it.
+    TurnSnapshot {
+        turn_id: String,
+        trees: Vec<RootTree>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unstored: Vec<String>,
+    },
+    /// `agent/session/rewind` to `checkpoint_id`: with `conversation` or `both`, the events
+    /// from that checkpoint to here leave the session's state (`checkpoints::resolve_rewinds`),
+    /// except the approvals and model switches.
+    Rewind {
+        checkpoint_id: String,
+        /// `code`, `conversation` or `both`.
+        restore: String,
+        at: u64,
+    },
     /// A hook ran (what the `hook` update told the editor).
     Hook {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +158,22 @@ pub struct ChangedPath {
 pub struct ParentLink {
     pub parent_session_id: String,
     pub parent_tool_call_id: String,
+}
+
+/// A fork's origin.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkLink {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<String>,
+}
+
+/// One workspace root's files as a tree of the checkpoint store (a git tree id).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RootTree {
+    pub root: String,
+    pub tree: String,
 }
 
 /// What a compaction did, recorded with its boundary and reported to the client.

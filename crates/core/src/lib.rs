@@ -12,6 +12,7 @@ pub mod agents_md;
 pub mod approval;
 pub mod attachments;
 pub mod bpe;
+pub mod checkpoints;
 pub mod commands;
 pub mod compaction;
 pub mod config;

@@ -64,6 +64,8 @@ pub struct Session {
     pub generation: u64,
     /// Set for a subagent's session.
     pub parent: Option<ParentLink>,
+    /// Set for a fork (`agent/session/fork`).
+    pub forked_from: Option<crate::event::ForkLink>,
     /// Reminder key → the version shown (`reminders::due` skips what is here).
     pub reminders_shown: std::collections::BTreeMap<String, String>,
 }
@@ -93,12 +95,14 @@ impl Session {
             context_window: None,
             generation: 0,
             parent: None,
+            forked_from: None,
             reminders_shown: Default::default(),
         }
     }
 
-    /// Replays a log. The entries' recorded counts are trusted when they were made with
-    /// `tokenizer`; the caller recounts after a tokenizer change.
+    /// Replays a log (its conversation rewinds resolved: `checkpoints::resolve_rewinds`).
+    /// The entries' recorded counts are trusted when they were made with `tokenizer`; the
+    /// caller recounts after a tokenizer change.
     pub fn replay(
         id: &str,
         events: &[Event],
@@ -106,7 +110,7 @@ impl Session {
         tools: &dyn ToolCatalog,
     ) -> Session {
         let mut session = Session::new(id, "", "", tokenizer);
-        for event in events {
+        for event in crate::checkpoints::resolve_rewinds(events) {
             session.apply(event, tools);
         }
         session
@@ -121,7 +125,11 @@ impl Session {
                 workspace,
                 at,
                 parent,
-            } => self.start(session_id, model, workspace, *at, parent),
+                forked_from,
+            } => {
+                self.forked_from = forked_from.clone();
+                self.start(session_id, model, workspace, *at, parent)
+            }
             Event::TurnStarted { turn_id, at } => {
                 self.turns += 1;
                 self.open_turn = Some(turn_id.clone());
@@ -169,6 +177,9 @@ impl Session {
                 self.last_usage = None;
             }
             Event::Hook { .. } => {}
+            // What they change is the log's prefix (`replay` resolves rewinds; a live rewind
+            // replays the log again), or nothing of the session's state (the trees).
+            Event::Checkpoint { .. } | Event::TurnSnapshot { .. } | Event::Rewind { .. } => {}
         }
     }
 
@@ -286,6 +297,9 @@ pub fn shorten(text: &str) -> String {
 pub enum TranscriptItem {
     User {
         text: String,
+        /// The checkpoint taken before this message's turn (`agent/session/rewind`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint_id: Option<String>,
     },
     Assistant {
         text: String,
@@ -332,9 +346,26 @@ pub enum TranscriptItem {
 /// The transcript of a session's events, in order.
 pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptItem> {
     let mut items: Vec<TranscriptItem> = Vec::new();
-    for event in events {
+    // The last checkpoint's turn and id: the user message of that turn carries it.
+    let mut checkpoint: Option<(&str, &str)> = None;
+    for event in crate::checkpoints::resolve_rewinds(events) {
         match event {
-            Event::Item { entry, .. } => push_item(&mut items, &entry.item, tools),
+            Event::Checkpoint {
+                turn_id,
+                checkpoint_id,
+                ..
+            } => checkpoint = Some((turn_id, checkpoint_id)),
+            Event::Item { entry, turn_id } => {
+                push_item(&mut items, &entry.item, tools);
+                if let (Some(TranscriptItem::User { checkpoint_id, .. }), Some((turn, id))) =
+                    (items.last_mut(), checkpoint)
+                {
+                    if turn == turn_id {
+                        *checkpoint_id = Some(id.to_string());
+                        checkpoint = None;
+                    }
+                }
+            }
             Event::Compacted {
                 summary, metrics, ..
             } => items.push(TranscriptItem::Compaction {
@@ -379,7 +410,10 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
 /// A history item's row; a tool output completes its call's row instead.
 fn push_item(items: &mut Vec<TranscriptItem>, item: &Item, tools: &dyn ToolCatalog) {
     match item {
-        Item::User { text, .. } => items.push(TranscriptItem::User { text: text.clone() }),
+        Item::User { text, .. } => items.push(TranscriptItem::User {
+            text: text.clone(),
+            checkpoint_id: None,
+        }),
         Item::Assistant { text } => items.push(TranscriptItem::Assistant { text: text.clone() }),
         Item::ToolCall {
             call_id,
@@ -448,6 +482,7 @@ mod tests {
                 workspace: "/w".into(),
                 at: 10,
                 parent: None,
+                forked_from: None,
             },
             Event::TurnStarted {
                 turn_id: "t1".into(),

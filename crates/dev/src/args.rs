@@ -126,6 +126,9 @@ pub enum Bench {
     /// The workspace symbol index over a large tree (default: cargo's registry): cold build,
     /// restart from the persisted index, one file re-indexed, find_symbol latency, peak RSS
     Index(IndexArgs),
+    /// What checkpoints cost a turn, on a copy of this repository and on a generated
+    /// workspace (run at the repository's root); the store's growth per turn
+    Checkpoint(CheckpointArgs),
 }
 
 #[derive(Args, Debug)]
@@ -149,6 +152,30 @@ impl From<IndexArgs> for crate::bench_index::IndexOptions {
             threads: args.threads.unwrap_or(defaults.threads),
             lookups: args.lookups,
             ..defaults
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CheckpointArgs {
+    /// Turns measured per workspace
+    #[arg(long, default_value_t = 200, value_parser = at_least::<1>)]
+    turns: usize,
+    /// Files of the generated workspace
+    #[arg(long, default_value_t = 20_000, value_parser = at_least::<1>)]
+    files: usize,
+    /// Files each turn changes
+    #[arg(long, default_value_t = 3, value_parser = at_least::<1>)]
+    changed: usize,
+}
+
+impl From<CheckpointArgs> for crate::bench_checkpoint::CheckpointOptions {
+    fn from(args: CheckpointArgs) -> Self {
+        crate::bench_checkpoint::CheckpointOptions {
+            turns: args.turns,
+            files: args.files,
+            changed: args.changed,
+            limits: agentls_core::checkpoints::CheckpointSettings::default(),
         }
     }
 }

@@ -142,6 +142,7 @@ fn write_session(
         workspace: root.to_string_lossy().into_owned(),
         at: session_log::now_millis(),
         parent: None,
+        forked_from: None,
     })
     .map_err(|e| e.to_string())?;
     for entry in &entries {

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod bench_checkpoint;
 pub mod bench_compaction;
 pub mod bench_context;
 pub mod bench_index;

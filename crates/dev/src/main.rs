@@ -4,9 +4,9 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
-    bench, bench_compaction, bench_context, bench_index, bench_memory, bench_prefix, bench_sandbox,
-    bench_stream, bench_subagent, demo, eval_compaction, eval_definitions, fake_provider,
-    null_server,
+    bench, bench_checkpoint, bench_compaction, bench_context, bench_index, bench_memory,
+    bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
+    eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -90,6 +90,12 @@ fn run_bench(which: Bench) -> ExitCode {
             let options = args.into();
             report(bench_index::run(&options), |report| {
                 bench_index::print(&options, report)
+            })
+        }
+        Bench::Checkpoint(args) => {
+            let options = args.into();
+            report(bench_checkpoint::run(&options), |report| {
+                bench_checkpoint::print(&options, report)
             })
         }
         Bench::Prefix(args) => {

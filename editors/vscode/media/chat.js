@@ -102,8 +102,18 @@
 
   function render(block) {
     switch (block.type) {
-      case 'user':
-        return el('div', 'block user', block.text);
+      case 'user': {
+        // Hover actions: "Rewind to here" and "Fork from here" (the extension previews).
+        const div = el('div', 'block user', block.text);
+        const actions = el('div', 'actions');
+        for (const [type, label] of [['rewind', 'Rewind to here'], ['fork', 'Fork from here']]) {
+          const button = el('button', type, label);
+          button.addEventListener('click', () => vscode.postMessage({ type, index: Number(div.dataset.index) }));
+          actions.appendChild(button);
+        }
+        div.appendChild(actions);
+        return div;
+      }
       case 'agent': {
         const div = el('div', 'block agent');
         markdown(div, block.text);

@@ -28,6 +28,7 @@ import {
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { modePickItems } from './mode';
+import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, turnStarted } from './transcript';
 
@@ -123,6 +124,8 @@ class Agent implements vscode.Disposable {
       'agentls.showContext': () => this.showContext(),
       'agentls.mcpStatus': () => this.showMcpStatus(),
       'agentls.setMode': (...args) => this.setMode(args[0]),
+      'agentls.rewind': () => this.pickCheckpoint('rewind'),
+      'agentls.fork': () => this.pickCheckpoint('fork'),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
     };
@@ -272,6 +275,19 @@ class Agent implements vscode.Disposable {
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
           break;
+        case 'rewind':
+        case 'fork': {
+          // A user message's hover action.
+          const sessionId = await this.session();
+          const { checkpoints } = await this.request(Methods.sessionCheckpoints, { sessionId });
+          const checkpoint = checkpointOf(this.model, message.index, checkpoints);
+          if (!checkpoint) {
+            void vscode.window.showWarningMessage('agentls: this message has no checkpoint (checkpoints.enabled is off, or it could not be taken).');
+            break;
+          }
+          await (message.type === 'rewind' ? this.rewind(checkpoint) : this.fork(checkpoint));
+          break;
+        }
         case 'commands': {
           // For the `/` suggestion list: read each time, so a new command file shows.
           const sessionId = await this.session();
@@ -352,8 +368,12 @@ class Agent implements vscode.Disposable {
     const sessionId = await this.session();
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
-    this.post([addUser(this.model, text)]);
+    const added = addUser(this.model, text);
+    this.post([added]);
     const result = await this.request(Methods.sessionPrompt, { sessionId, text, editor });
+    if (added.block.type === 'user') {
+      added.block.turnId = result.turnId;
+    }
     turnStarted(this.model, result.turnId);
     this.chat.post({ type: 'running', running: isRunning(this.model) });
   }
@@ -374,6 +394,71 @@ class Agent implements vscode.Disposable {
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
     await this.chat.reveal();
+  }
+
+  /** `agentls.rewind` / `agentls.fork`: a pick of the session's checkpoints, newest first. */
+  async pickCheckpoint(action: 'rewind' | 'fork'): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no session yet.');
+      return;
+    }
+    const { checkpoints } = await this.request(Methods.sessionCheckpoints, { sessionId });
+    if (checkpoints.length === 0) {
+      void vscode.window.showInformationMessage('agentls: this session has no checkpoint yet.');
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      [...checkpoints].reverse().map((c) => ({ ...checkpointItem(c), id: c.id })),
+      { placeHolder: action === 'rewind' ? 'Rewind to before which message?' : 'Fork from before which message?' },
+    );
+    if (pick) {
+      await (action === 'rewind' ? this.rewind(pick.id) : this.fork(pick.id));
+    }
+  }
+
+  /** "Rewind to here": what to restore, the dry run's plan in a dialog, then the rewind;
+   *  a conversation rewind reloads the chat and puts the message back in the input. */
+  async rewind(checkpointId: string, restore?: Restore): Promise<void> {
+    const sessionId = await this.session();
+    if (!restore) {
+      const picked = await vscode.window.showQuickPick(
+        RESTORES.map((r) => ({ label: r.label, detail: r.detail, restore: r.restore })),
+        { placeHolder: 'Rewind what?' },
+      );
+      if (!picked) {
+        return;
+      }
+      restore = picked.restore;
+    }
+    const plan = await this.request(Methods.sessionRewind, { sessionId, checkpointId, restore, dryRun: true, force: false });
+    const buttons = choices(plan);
+    const answer = await vscode.window.showWarningMessage(
+      'agentls: rewind?',
+      { modal: true, detail: planLines(plan, restore).join('\n') },
+      ...buttons.map((b) => b.label),
+    );
+    const chosen = buttons.find((b) => b.label === answer);
+    if (!chosen) {
+      return;
+    }
+    const force = chosen.id === 'force';
+    const result = await this.request(Methods.sessionRewind, { sessionId, checkpointId, restore, dryRun: false, force });
+    if (result.conversation) {
+      await this.load(sessionId);
+      this.chat.post({ type: 'prefill', text: result.message ?? '', context: undefined });
+    }
+    const text = summary(result, restore, force);
+    void (result.failed.length > 0 ? vscode.window.showWarningMessage(text) : vscode.window.showInformationMessage(text));
+  }
+
+  /** "Fork from here": a new session with the history before the checkpoint, shown. */
+  async fork(checkpointId?: string): Promise<void> {
+    const sessionId = await this.session();
+    const result = await this.request(Methods.sessionFork, { sessionId, checkpointId });
+    await this.load(result.sessionId);
+    await this.chat.reveal();
+    void vscode.window.showInformationMessage(`agentls: forked into ${result.sessionId}.`);
   }
 
   async pickSession(): Promise<void> {

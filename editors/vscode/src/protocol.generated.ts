@@ -56,6 +56,28 @@ export interface Calibration {
 
 export type Cancelled = 'cancelled';
 
+/** A checkpoint: the workspace's files before a user message's turn. */
+export interface CheckpointEntry {
+  /** What the turn changed (every file, the shell's and subagents' included). */
+  files: CheckpointFile[];
+  id: string;
+  /** The first line of the user's message. */
+  message: string;
+  /** Files over `checkpoints.maxFileBytes` (or unreadable): not stored, never restored. */
+  notStored?: string[];
+  /** Milliseconds since the epoch. */
+  time: number;
+  /** The turn's number in the session (1 = the first user message). */
+  turn: number;
+  turnId: string;
+}
+
+export interface CheckpointFile {
+  /** `created`, `modified` or `deleted`. */
+  change: string;
+  path: string;
+}
+
 /** One entry of `agent/session/commands` and of `/help`. */
 export interface CommandInfo {
   argumentHint: string | null;
@@ -374,6 +396,11 @@ export interface Range {
   start: Position;
 }
 
+export interface RewindFailure {
+  error: string;
+  path: string;
+}
+
 /**
  * The command sandbox: what the settings ask for and what this machine gives (built by
  * `sandbox::status`).
@@ -402,6 +429,11 @@ export interface SessionCancelResult {
   cancelled: boolean;
 }
 
+export interface SessionCheckpointsResult {
+  /** Oldest first. */
+  checkpoints: CheckpointEntry[];
+}
+
 export interface SessionCommandsResult {
   commands: CommandInfo[];
 }
@@ -423,6 +455,18 @@ export interface SessionContextParams {
   editor?: EditorState;
   /** None: a fresh session (no history). */
   sessionId?: string;
+}
+
+export interface SessionForkParams {
+  /** The history ends before this checkpoint's message; none: the whole history. */
+  checkpointId?: string;
+  sessionId: string;
+}
+
+export interface SessionForkResult {
+  forkedFrom: string;
+  /** The new session. */
+  sessionId: string;
 }
 
 /**
@@ -467,6 +511,41 @@ export interface SessionPromptResult {
   turnId: string;
 }
 
+export interface SessionRewindParams {
+  checkpointId: string;
+  /** Only the plan: nothing is changed. */
+  dryRun?: boolean;
+  /** Restore the conflicting files too (the user's later changes are lost). */
+  force?: boolean;
+  /** `code`, `conversation` or `both`. */
+  restore: string;
+  sessionId: string;
+}
+
+/** A rewind's plan (`dryRun`) or what it did: paths shown relative to their root. */
+export interface SessionRewindResult {
+  /**
+   * Files the user changed after the agent's last change: left as they are unless
+   * `force` (then they are in the lists above too).
+   */
+  conflicts: string[];
+  /** Whether the conversation was (or, in a dry run, would be) rewound. */
+  conversation: boolean;
+  /** Files the turns deleted, written again. */
+  create: string[];
+  /** Files the turns created, removed. */
+  delete: string[];
+  dryRun: boolean;
+  /** Files that could not be written, with why. */
+  failed: RewindFailure[];
+  /** The rewound user message (for the input box), when the conversation is rewound. */
+  message?: string;
+  /** Files the checkpoint could not store: never touched. */
+  notStored: string[];
+  /** Files brought back to their content and mode at the checkpoint. */
+  restore: string[];
+}
+
 export interface SessionSetModeParams {
   /**
    * `ask`, `auto-edit`, `full-auto` or `plan` (ACP's session modes,
@@ -494,6 +573,10 @@ export interface SessionSetModelResult {
 
 /** One row of `agent/session/list`. */
 export interface SessionSummary {
+  /** A fork (`agent/session/fork`): the session it was forked from. */
+  forkedFrom?: string;
+  /** The checkpoint of `forkedFrom` the fork's history ends before (none: all of it). */
+  forkedFromCheckpoint?: string;
   /** A subagent's session: the session whose `task` call ran it. */
   parentSessionId?: string;
   parentToolCallId?: string;
@@ -552,7 +635,7 @@ export type ToolStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
 
 /** One row of the transcript a client renders (`agent/session/load`). */
 export type TranscriptItem =
-  | { kind: 'user'; text: string }
+  | { checkpointId?: string; kind: 'user'; text: string }
   | { kind: 'assistant'; text: string }
   | { input: unknown; kind: 'toolCall'; name: string; output: string | null; status: string; title: string; toolCallId: string; toolKind: ToolKind }
   | { entries: PlanEntry[]; kind: 'plan' }
@@ -581,6 +664,9 @@ export const Methods = {
   sessionSetModel: 'agent/session/setModel',
   sessionSetMode: 'agent/session/setMode',
   sessionContext: 'agent/session/context',
+  sessionCheckpoints: 'agent/session/checkpoints',
+  sessionRewind: 'agent/session/rewind',
+  sessionFork: 'agent/session/fork',
   mcpStatus: 'agent/mcp/status',
   sandboxStatus: 'agent/sandbox/status',
   mcpResources: 'agent/mcp/resources',
@@ -606,6 +692,9 @@ export interface ClientRequests {
   'agent/session/setModel': { params: SessionSetModelParams; result: SessionSetModelResult };
   'agent/session/setMode': { params: SessionSetModeParams; result: SessionSetModeResult };
   'agent/session/context': { params: SessionContextParams | null; result: ContextReport };
+  'agent/session/checkpoints': { params: SessionIdParams; result: SessionCheckpointsResult };
+  'agent/session/rewind': { params: SessionRewindParams; result: SessionRewindResult };
+  'agent/session/fork': { params: SessionForkParams; result: SessionForkResult };
   'agent/mcp/status': { params: unknown; result: McpStatus };
   'agent/sandbox/status': { params: unknown; result: SandboxState };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };

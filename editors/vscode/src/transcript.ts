@@ -5,7 +5,14 @@
 import type { PlanEntry, SessionUpdateParams, ToolStatus, TranscriptItem } from './protocol';
 
 export type Block =
-  | { type: 'user'; text: string }
+  | {
+      type: 'user';
+      text: string;
+      /** The turn it started (set when the prompt is answered) and its checkpoint (from
+       *  agent/session/load): what "Rewind to here" goes back to. */
+      turnId?: string;
+      checkpointId?: string;
+    }
   | { type: 'agent'; text: string }
   | { type: 'thought'; text: string }
   | {
@@ -73,8 +80,8 @@ function appendText(model: ChatModel, type: 'agent' | 'thought', text: string): 
 }
 
 /** The user's prompt, added when it is sent (the server does not echo it). */
-export function addUser(model: ChatModel, text: string): BlockChange {
-  return push(model, { type: 'user', text });
+export function addUser(model: ChatModel, text: string, checkpointId?: string): BlockChange {
+  return push(model, checkpointId === undefined ? { type: 'user', text } : { type: 'user', text, checkpointId });
 }
 
 export function turnStarted(model: ChatModel, turnId: string): void {
@@ -215,7 +222,7 @@ export function fromItems(sessionId: string, items: TranscriptItem[]): ChatModel
   for (const item of items) {
     switch (item.kind) {
       case 'user':
-        addUser(model, item.text);
+        addUser(model, item.text, item.checkpointId);
         break;
       case 'assistant':
         appendText(model, 'agent', item.text);

@@ -15,9 +15,10 @@ use super::host::{AcpHost, ClientFs};
 use super::transport::{Connection, Incoming, Reply, RpcError};
 use crate::agent::{Agent, AgentError};
 use crate::protocol::acp::{
-    Authenticate, Cancel, Initialize, InitializeParams, ListSessions, ListSessionsParams,
-    LoadSession, LoadSessionParams, NewSession, NewSessionParams, Prompt, PromptParams,
-    ResumeSession, SessionUpdate, SetConfigOption, SetConfigOptionParams, SetMode, SetModeParams,
+    Authenticate, Cancel, ForkSession, ForkSessionParams, Initialize, InitializeParams,
+    ListSessions, ListSessionsParams, LoadSession, LoadSessionParams, NewSession, NewSessionParams,
+    Prompt, PromptParams, ResumeSession, SessionUpdate, SetConfigOption, SetConfigOptionParams,
+    SetMode, SetModeParams,
 };
 use crate::protocol::{ClientNotification, ClientRequest};
 use agentls_core::acp as mapping;
@@ -89,6 +90,9 @@ impl State {
                 <ResumeSession as ClientRequest>::METHOD => {
                     self.resume_session(parse::<ResumeSession>(params)?).await
                 }
+                <ForkSession as ClientRequest>::METHOD => {
+                    self.fork_session(parse::<ForkSession>(params)?).await
+                }
                 <ListSessions as ClientRequest>::METHOD => {
                     self.list_sessions(parse::<ListSessions>(params)?).await
                 }
@@ -143,7 +147,7 @@ impl State {
                 "loadSession": true,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
-                "sessionCapabilities": {"list": {}, "resume": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "fork": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": "agentls", "version": env!("CARGO_PKG_VERSION")},
@@ -309,6 +313,36 @@ impl State {
         // Not loaded (no replay), but about to be used: its MCP servers start now.
         session.agent.ensure_mcp();
         let mut reply = Reply::new(Self::session_state(&session, &id));
+        reply.then.push(Self::commands_update(&session, &id).await);
+        Self::commands_after_mcp_starts(&session, &id);
+        Ok(reply)
+    }
+
+    /// `session/fork`: the source session (of this process, or loaded from its log in
+    /// `cwd`'s store) forked by its agent; the fork gets a host and agent of its own, as a
+    /// new session does.
+    async fn fork_session(&self, params: ForkSessionParams) -> Result<Reply, RpcError> {
+        let source = self.reopen(&params.session_id, &params.cwd).await?;
+        let id = source
+            .agent
+            .fork(&params.session_id, params.checkpoint_id.as_deref())
+            .await
+            .map_err(|err| {
+                if err.0.starts_with("unknown checkpoint") {
+                    RpcError::new(RpcError::INVALID_PARAMS, err.0)
+                } else {
+                    agent_error(err)
+                }
+            })?;
+        let session = self.open(&params.cwd)?;
+        if let Some(servers) = params.mcp_servers {
+            session.agent.set_client_mcp(&Value::Array(servers));
+        }
+        let session = self.register(&id, session);
+        session.agent.ensure_mcp();
+        let mut state = Self::session_state(&session, &id);
+        state["sessionId"] = json!(id);
+        let mut reply = Reply::new(state);
         reply.then.push(Self::commands_update(&session, &id).await);
         Self::commands_after_mcp_starts(&session, &id);
         Ok(reply)

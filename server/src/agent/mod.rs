@@ -25,6 +25,7 @@ use agentls_core::context::AssemblyCache;
 use agentls_core::session::Session;
 use agentls_core::wire::{ProviderConfig, ProviderKind};
 
+mod checkpoints;
 mod compact;
 mod hooks;
 mod mcp_servers;

@@ -2,6 +2,7 @@
 //! calls on the core (documents, syntax, AGENTS.md, workspace index, config) and results
 //! back into LSP. It owns no logic the core could own.
 
+mod checkpoints;
 mod client_request;
 mod debug;
 pub mod document_store;
@@ -109,6 +110,9 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SessionCompact>(Backend::session_compact)
         .on::<ext::SessionSetModel>(Backend::session_set_model)
         .on::<ext::SessionSetMode>(Backend::session_set_mode)
+        .on::<ext::SessionCheckpoints>(Backend::session_checkpoints)
+        .on::<ext::SessionRewind>(Backend::session_rewind)
+        .on::<ext::SessionFork>(Backend::session_fork)
         .on::<ext::McpStatus>(Backend::mcp_status)
         .on::<ext::SandboxStatus>(Backend::sandbox_status)
         .on::<ext::McpResources>(Backend::mcp_resources)

@@ -106,6 +106,27 @@ impl ClientRequest for ResumeSession {
     const METHOD: &'static str = "session/resume";
 }
 
+pub enum ForkSession {}
+
+impl ClientRequest for ForkSession {
+    type Params = ForkSessionParams;
+    type Result = Value;
+    const METHOD: &'static str = "session/fork";
+}
+
+/// `session/fork` (unstable in ACP): a new session with the history of `sessionId`; agentls
+/// also reads `checkpointId` (its history then ends before that checkpoint's message).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkSessionParams {
+    pub session_id: String,
+    pub cwd: PathBuf,
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<Value>>,
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+}
+
 pub enum ListSessions {}
 
 impl ClientRequest for ListSessions {

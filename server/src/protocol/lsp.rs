@@ -84,6 +84,134 @@ pub struct SessionSummary {
     pub parent_session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<String>,
+    /// A fork (`agent/session/fork`): the session it was forked from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
+    /// The checkpoint of `forkedFrom` the fork's history ends before (none: all of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from_checkpoint: Option<String>,
+}
+
+pub enum SessionCheckpoints {}
+
+impl ClientRequest for SessionCheckpoints {
+    type Params = SessionIdParams;
+    type Result = SessionCheckpointsResult;
+    const METHOD: &'static str = "agent/session/checkpoints";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCheckpointsResult {
+    /// Oldest first.
+    pub checkpoints: Vec<CheckpointEntry>,
+}
+
+/// A checkpoint: the workspace's files before a user message's turn.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointEntry {
+    pub id: String,
+    /// The turn's number in the session (1 = the first user message).
+    pub turn: u32,
+    pub turn_id: String,
+    /// The first line of the user's message.
+    pub message: String,
+    /// Milliseconds since the epoch.
+    pub time: u64,
+    /// What the turn changed (every file, the shell's and subagents' included).
+    pub files: Vec<CheckpointFile>,
+    /// Files over `checkpoints.maxFileBytes` (or unreadable): not stored, never restored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_stored: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointFile {
+    pub path: String,
+    /// `created`, `modified` or `deleted`.
+    pub change: String,
+}
+
+pub enum SessionRewind {}
+
+impl ClientRequest for SessionRewind {
+    type Params = SessionRewindParams;
+    type Result = SessionRewindResult;
+    const METHOD: &'static str = "agent/session/rewind";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRewindParams {
+    pub session_id: String,
+    pub checkpoint_id: String,
+    /// `code`, `conversation` or `both`.
+    pub restore: String,
+    /// Only the plan: nothing is changed.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Restore the conflicting files too (the user's later changes are lost).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// A rewind's plan (`dryRun`) or what it did: paths shown relative to their root.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRewindResult {
+    pub dry_run: bool,
+    /// Files brought back to their content and mode at the checkpoint.
+    pub restore: Vec<String>,
+    /// Files the turns deleted, written again.
+    pub create: Vec<String>,
+    /// Files the turns created, removed.
+    pub delete: Vec<String>,
+    /// Files the user changed after the agent's last change: left as they are unless
+    /// `force` (then they are in the lists above too).
+    pub conflicts: Vec<String>,
+    /// Files the checkpoint could not store: never touched.
+    pub not_stored: Vec<String>,
+    /// Files that could not be written, with why.
+    pub failed: Vec<RewindFailure>,
+    /// Whether the conversation was (or, in a dry run, would be) rewound.
+    pub conversation: bool,
+    /// The rewound user message (for the input box), when the conversation is rewound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindFailure {
+    pub path: String,
+    pub error: String,
+}
+
+pub enum SessionFork {}
+
+impl ClientRequest for SessionFork {
+    type Params = SessionForkParams;
+    type Result = SessionForkResult;
+    const METHOD: &'static str = "agent/session/fork";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkParams {
+    pub session_id: String,
+    /// The history ends before this checkpoint's message; none: the whole history.
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkResult {
+    /// The new session.
+    pub session_id: String,
+    pub forked_from: String,
 }
 
 pub enum SessionCommands {}
@@ -855,6 +983,9 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SessionSetModel>(),
         handled::<SessionSetMode>(),
         handled::<SessionContext>(),
+        handled::<SessionCheckpoints>(),
+        handled::<SessionRewind>(),
+        handled::<SessionFork>(),
         handled::<McpStatus>(),
         handled::<SandboxStatus>(),
         handled::<McpResources>(),

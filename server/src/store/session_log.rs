@@ -34,7 +34,7 @@ pub fn state_dir(configured: Option<&Path>) -> PathBuf {
 
 /// Creates `dir` (and any missing parent) 0700, then tightens `dir` and `also` (its
 /// parents that belong to agentls) when they are open to the group or others.
-pub(crate) fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
+pub fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

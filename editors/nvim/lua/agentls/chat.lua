@@ -23,6 +23,7 @@ M.ui = {
   pending_state = nil, -- an editor state set by a code action or :AgentAsk
   text_open = false, -- the last line is the agent's text, still streaming
   calls = {}, -- toolCallId -> extmark id
+  messages = {}, -- the user messages: {mark, turnId?, checkpointId?} (rewind.lua)
 }
 
 local function agentls()
@@ -41,6 +42,7 @@ local function ensure_buffers()
     vim.bo[ui.buf].filetype = "markdown"
     vim.bo[ui.buf].modifiable = false
     ui.calls = {}
+    ui.messages = {}
     ui.text_open = false
   end
   if not valid(ui.input) then
@@ -56,6 +58,20 @@ local function ensure_buffers()
     for _, buf in ipairs({ ui.buf, ui.input }) do
       vim.keymap.set("n", keys.cancel, M.cancel, { buffer = buf, desc = "agentls: cancel" })
     end
+    -- On a user message of the transcript: "Rewind to here" and "Fork from here".
+    vim.keymap.set("n", keys.rewind, function()
+      local rewind = require("agentls.rewind")
+      rewind.rewind(rewind.checkpoint_at_cursor())
+    end, { buffer = ui.buf, desc = "agentls: rewind to this message" })
+    vim.keymap.set("n", keys.fork, function()
+      local rewind = require("agentls.rewind")
+      local checkpoint = rewind.checkpoint_at_cursor()
+      if checkpoint then
+        rewind.fork(checkpoint)
+      else
+        vim.notify("agentls: no checkpoint for this message", vim.log.levels.WARN)
+      end
+    end, { buffer = ui.buf, desc = "agentls: fork from this message" })
     -- `/` at the start of the input completes the slash commands (built-in and custom);
     -- <C-x><C-o> completes them too.
     vim.bo[ui.input].omnifunc = "v:lua.require'agentls.chat'.omnifunc"
@@ -157,6 +173,31 @@ local function append_lines(lines)
   end)
   M.ui.text_open = false
   follow(follows)
+end
+
+--- A user message's header ("## You"), marked so "Rewind to here" finds its checkpoint.
+local function user_header(turn_id, checkpoint_id)
+  append_lines({ "", "## You", "" })
+  local row = vim.api.nvim_buf_line_count(M.ui.buf) - 2
+  local keys = agentls().config.keymaps
+  local mark = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, row, 0, {
+    virt_text = { { string.format("  %s rewind · %s fork", keys.rewind, keys.fork), "Comment" } },
+  })
+  local message = { mark = mark, turnId = turn_id, checkpointId = checkpoint_id }
+  table.insert(M.ui.messages, message)
+  return message
+end
+
+--- The user message at or above transcript row `row` (0-based).
+function M.user_message_at(row)
+  local found
+  for _, message in ipairs(M.ui.messages) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(M.ui.buf, ns, message.mark, {})
+    if pos[1] and pos[1] <= row then
+      found = message
+    end
+  end
+  return found
 end
 
 --- Appends streamed text: continues the last line while the text is open.
@@ -416,7 +457,7 @@ function M.send(text)
     end
   end
   ui.pending_state = nil
-  append_lines({ "", "## You", "" })
+  local message = user_header()
   append_lines(vim.split(text, "\n", { plain = true }))
   append_lines({ "", "## Agent", "" })
   vim.api.nvim_buf_set_lines(ui.input, 0, -1, false, {})
@@ -426,6 +467,7 @@ function M.send(text)
     return
   end
   agentls().state.turn = result.turnId
+  message.turnId = result.turnId
 end
 
 function M.cancel()
@@ -443,6 +485,7 @@ function M.clear()
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
   end)
   M.ui.calls = {}
+  M.ui.messages = {}
   M.ui.text_open = false
 end
 
@@ -451,7 +494,7 @@ function M.render(items)
   M.clear()
   for _, item in ipairs(items or {}) do
     if item.kind == "user" then
-      append_lines({ "", "## You", "" })
+      user_header(nil, item.checkpointId)
       append_lines(vim.split(item.text or "", "\n", { plain = true }))
       append_lines({ "", "## Agent", "" })
     elseif item.kind == "assistant" then

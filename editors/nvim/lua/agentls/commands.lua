@@ -202,6 +202,8 @@ function M.register()
     AgentContext = { M.context, {} },
     AgentMcp = { function() require("agentls.mcp").show() end, {} },
     AgentAsk = { M.ask, { nargs = "?", range = true } },
+    AgentRewind = { function() require("agentls.rewind").pick("rewind") end, {} },
+    AgentFork = { function() require("agentls.rewind").pick("fork") end, {} },
     AgentMode = {
       function(o)
         M.set_mode(o.args)

@@ -21,6 +21,8 @@ local defaults = {
     send = "<CR>", -- normal mode, in the input
     send_insert = "<C-s>", -- insert mode, in the input
     cancel = "<C-c>",
+    rewind = "R", -- on a user message of the transcript: "Rewind to here"
+    fork = "gR", -- on a user message of the transcript: "Fork from here"
   },
   root_markers = { ".git", "AGENTS.md", "Cargo.toml", "package.json" },
 }

@@ -17,7 +17,9 @@ export type FromWebview =
   | { type: 'sessions' }
   | { type: 'clearContext' }
   | { type: 'commands' }
-  | { type: 'copy'; text: string };
+  | { type: 'copy'; text: string }
+  | { type: 'rewind'; index: number }
+  | { type: 'fork'; index: number };
 
 export function isFromWebview(value: unknown): value is FromWebview {
   if (typeof value !== 'object' || value === null) {
@@ -28,6 +30,9 @@ export function isFromWebview(value: unknown): value is FromWebview {
     case 'send':
     case 'copy':
       return typeof (value as { text?: unknown }).text === 'string';
+    case 'rewind':
+    case 'fork':
+      return Number.isInteger((value as { index?: unknown }).index);
     case 'ready':
     case 'cancel':
     case 'newSession':

@@ -142,6 +142,8 @@ impl Agent {
     ) -> Result<String, AgentError> {
         // The first session is when the MCP servers are needed: they start in the background.
         self.ensure_mcp();
+        // And the checkpoint store's first snapshot (every file hashed once) is taken now.
+        self.warm_checkpoints();
         self.create_session(model, None).await
     }
 
@@ -175,6 +177,7 @@ impl Agent {
             workspace: workspace.clone(),
             at: session_log::now_millis(),
             parent,
+            forked_from: None,
         };
         let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
         let mut live = Live { session, log };
@@ -532,6 +535,11 @@ pub(in crate::agent) fn summary(session: &Session) -> SessionSummary {
             .parent
             .as_ref()
             .map(|p| p.parent_tool_call_id.clone()),
+        forked_from: session.forked_from.as_ref().map(|f| f.session_id.clone()),
+        forked_from_checkpoint: session
+            .forked_from
+            .as_ref()
+            .and_then(|f| f.checkpoint_id.clone()),
     }
 }
 

@@ -102,6 +102,8 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) repeats: Option<(String, usize)>,
     /// Whether this turn's last compaction made room (`Turn::measure_compaction`).
     pub(in crate::agent) compaction_check: CompactionCheck,
+    /// The checkpoint taken before this turn (`agent::checkpoints`): its id and trees.
+    pub(in crate::agent) checkpoint: Option<(String, crate::store::checkpoints::Snapshot)>,
 }
 
 /// What the request after a compaction of the turn showed.
@@ -151,6 +153,7 @@ impl Turn {
             output_budget: None,
             repeats: None,
             compaction_check: CompactionCheck::None,
+            checkpoint: None,
         }
     }
 
@@ -305,6 +308,7 @@ impl Turn {
             block.text.push_str("\n\n");
             block.text.push_str(&attachments);
         }
+        self.take_checkpoint().await;
         let started = self
             .record(Event::TurnStarted {
                 turn_id: self.turn_id.clone(),
@@ -425,6 +429,7 @@ impl Turn {
         let at = session_log::now_millis();
         let started = self.handle.live.lock().await.session.open_turn.as_deref()
             == Some(self.turn_id.as_str());
+        self.take_turn_snapshot().await;
         if started {
             let _ = self
                 .record(Event::TurnEnded {

@@ -1,0 +1,105 @@
+//! `agent/session/fork` (and ACP `session/fork`): a new session whose log is the
+//! original's events up to a checkpoint (its rewinds resolved), so its history is the
+//! original's up to there, item for item: the same stable prefix, the provider's prompt
+//! cache reused. The checkpoints it carries stay kept for it in the store.
+
+use std::sync::Arc;
+
+use agentls_core::checkpoints as core;
+use agentls_core::event::{Event, ForkLink};
+
+use crate::agent::{Agent, AgentError};
+use crate::store::session_log;
+
+impl Agent {
+    /// Forks session `id` before `checkpoint_id` (all of it when None); the new session's id.
+    pub async fn fork(
+        self: &Arc<Self>,
+        id: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<String, AgentError> {
+        let handle = self.handle(id).await?;
+        let _live = handle.live.lock().await;
+        if checkpoint_id.is_none() {
+            let state = handle.state();
+            if state.running.is_some() || !state.waiting.is_empty() {
+                return Err(AgentError(format!(
+                    "a turn of session {id} is running: fork from one of its checkpoints, or once the turn ended"
+                )));
+            }
+        }
+        let events = self.events_of(id)?;
+        let prefix = core::prefix_before(&events, checkpoint_id).ok_or_else(|| {
+            AgentError(format!(
+                "unknown checkpoint {:?} in session {id} (agent/session/checkpoints lists them)",
+                checkpoint_id.unwrap_or_default()
+            ))
+        })?;
+        let store = self.store()?;
+        let new_id = session_log::new_session_id();
+        let forked_from = Some(ForkLink {
+            session_id: id.to_string(),
+            checkpoint_id: checkpoint_id.map(str::to_string),
+        });
+        let mut copied: Vec<Event> = Vec::with_capacity(prefix.len() + 1);
+        for event in prefix {
+            match event {
+                Event::SessionStarted {
+                    model, workspace, ..
+                } => copied.push(Event::SessionStarted {
+                    session_id: new_id.clone(),
+                    model: model.clone(),
+                    workspace: workspace.clone(),
+                    at: session_log::now_millis(),
+                    parent: None,
+                    forked_from: forked_from.clone(),
+                }),
+                // Already resolved into the prefix.
+                Event::Rewind { .. } => {}
+                other => copied.push(other.clone()),
+            }
+        }
+        if !matches!(copied.first(), Some(Event::SessionStarted { .. })) {
+            copied.insert(
+                0,
+                Event::SessionStarted {
+                    session_id: new_id.clone(),
+                    model: String::new(),
+                    workspace: String::new(),
+                    at: session_log::now_millis(),
+                    parent: None,
+                    forked_from: forked_from.clone(),
+                },
+            );
+        }
+        let mut log = store
+            .open(&new_id)
+            .map_err(|e| AgentError(format!("cannot create the fork's log: {e}")))?;
+        for event in &copied {
+            log.append(event)
+                .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))?;
+        }
+        log.sync()
+            .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))?;
+        // The fork keeps its checkpoints' trees even when the original's are dropped.
+        let checkpoints = self.checkpoint_store()?;
+        let kept: Vec<(String, Vec<agentls_core::event::RootTree>)> = core::list(&copied)
+            .into_iter()
+            .flat_map(|c| {
+                let end = c.end.map(|trees| (format!("{}-end", c.id), trees));
+                std::iter::once((c.id, c.trees)).chain(end)
+            })
+            .collect();
+        let session = new_id.clone();
+        tokio::task::spawn_blocking(move || {
+            for (name, trees) in kept {
+                if let Err(err) = checkpoints.keep(&session, &name, &trees) {
+                    tracing::warn!("fork {session}: cannot keep checkpoint {name}: {err}");
+                }
+            }
+        })
+        .await
+        .map_err(|e| AgentError(e.to_string()))?;
+        Ok(new_id)
+    }
+}

@@ -1,0 +1,378 @@
+//! `agent/session/rewind`: the code, the conversation or both back to a checkpoint.
+//!
+//! Code: every file the turns since the checkpoint changed goes back to its state there
+//! (restored, created again, deleted), each written whole (a temporary file renamed over
+//! it: a kill leaves the old or the new file) and, when it is open in the editor, through
+//! `workspace/applyEdit` first so the editor's undo still has it. A file whose state now is
+//! not the one the agent last left it in was changed by the user since: a conflict, left as
+//! it is unless `force`. Conversation: an `Event::Rewind` in the log (append-only), and the
+//! session replayed from it, so a reload gives the same history.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentls_core::checkpoints::{
+    self as core, Action, CheckpointInfo, CheckpointSettings, PlannedFile, Restore,
+};
+use agentls_core::event::Event;
+use agentls_core::session::Session;
+
+use crate::agent::checkpoints::{now_snapshot, record_synced, shown, turn_diff};
+use crate::agent::{tokenizer_for, Agent, AgentError};
+use crate::host::FileChange;
+use crate::locks::Locked;
+use crate::protocol::lsp::{RewindFailure, SessionRewindResult};
+use crate::store::checkpoints::{write_atomically, CheckpointStore, Snapshot};
+use crate::store::session_log;
+use crate::tools::registry::Registry;
+
+/// Test hook: a pause between two files of a rewind, so a test can kill the server there.
+const PAUSE_ENV: &str = "AGENTLS_TEST_REWIND_PAUSE_MS";
+
+/// What a code rewind found: the plan, and the paths not stored.
+struct CodePlan {
+    files: Vec<PlannedFile>,
+    not_stored: Vec<String>,
+    first_root: String,
+    /// Per root: the checkpoint's tree (to tell which directories it had).
+    trees: Vec<(String, String)>,
+    /// The unsaved buffers the plan read in place of their files.
+    buffered: Vec<PathBuf>,
+}
+
+impl Agent {
+    /// `agent/session/rewind`. Refused while a turn of the session runs or waits.
+    pub async fn rewind(
+        self: &Arc<Self>,
+        id: &str,
+        checkpoint_id: &str,
+        restore: &str,
+        dry_run: bool,
+        force: bool,
+    ) -> Result<SessionRewindResult, AgentError> {
+        let restore = Restore::parse(restore).ok_or_else(|| {
+            AgentError(format!(
+                "invalid params: restore must be \"code\", \"conversation\" or \"both\", got {restore:?}"
+            ))
+        })?;
+        let handle = self.handle(id).await?;
+        // Read before the session is held (it reads the ledger).
+        let buffers = self.unsaved_buffers(&handle).await;
+        let mut live = handle.live.lock().await;
+        {
+            let state = handle.state();
+            if state.running.is_some() || !state.waiting.is_empty() {
+                return Err(AgentError(format!(
+                    "a turn of session {id} is running: cancel it or wait for its end before rewinding"
+                )));
+            }
+        }
+        let events = self.events_of(id)?;
+        let listed = core::list(&events);
+        let Some(at) = listed.iter().position(|c| c.id == checkpoint_id) else {
+            return Err(AgentError(format!(
+                "unknown checkpoint {checkpoint_id:?} in session {id} (agent/session/checkpoints lists them)"
+            )));
+        };
+        let mut result = SessionRewindResult {
+            dry_run,
+            conversation: restore.conversation(),
+            message: restore
+                .conversation()
+                .then(|| listed[at].full_message.clone()),
+            ..Default::default()
+        };
+        if restore.code() {
+            let store = self.checkpoint_store()?;
+            let since = listed[at..].to_vec();
+            let limits = self.host.config().checkpoints;
+            let plan =
+                tokio::task::spawn_blocking(move || plan_code(&store, &since, limits, buffers))
+                    .await
+                    .map_err(|e| AgentError(e.to_string()))?
+                    .map_err(AgentError)?;
+            self.restore_files(plan, force, &mut result).await?;
+        }
+        if dry_run {
+            return Ok(result);
+        }
+        let rewind = Event::Rewind {
+            checkpoint_id: checkpoint_id.to_string(),
+            restore: restore.name().into(),
+            at: session_log::now_millis(),
+        };
+        record_synced(&mut live, &rewind)?;
+        if restore.conversation() {
+            let mut events = events;
+            events.push(rewind);
+            let config = self.host.config();
+            let tokenizer = tokenizer_for(&config, &live.session.model);
+            let mut session = Session::replay(id, &events, tokenizer, Registry::builtin());
+            if session.model.is_empty() {
+                session.model = live.session.model.clone();
+            }
+            live.session = session;
+            // A summary prepared from the history that is gone must not be used.
+            *handle.prepared.locked() = Default::default();
+            self.idle_status(&live.session, None);
+        }
+        Ok(result)
+    }
+
+    /// Lists (dry run) or makes the plan's changes: deletes first (a symlinked directory the
+    /// agent made goes before anything is written under its name), then the rest.
+    async fn restore_files(
+        &self,
+        plan: CodePlan,
+        force: bool,
+        result: &mut SessionRewindResult,
+    ) -> Result<(), AgentError> {
+        let mut files = plan.files;
+        files.sort_by_key(|f| (f.action != Action::Delete, f.path.clone()));
+        let pause = std::env::var(PAUSE_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok());
+        let store = self.checkpoint_store()?;
+        result.not_stored = plan.not_stored;
+        for file in files {
+            let path = PathBuf::from(&file.root).join(&file.path);
+            let name = shown(&file.root, &file.path, file.root == plan.first_root);
+            let buffer = self.host.buffer(&path).await;
+            // Unsaved changes in the editor are the user's too, unless the plan read the
+            // buffer (the agent's edit, not saved yet).
+            let unsaved = match &buffer {
+                Some((text, _)) if !plan.buffered.contains(&path) => {
+                    std::fs::read(&path).ok().as_deref() != Some(text.as_bytes())
+                }
+                _ => false,
+            };
+            if file.conflict || unsaved {
+                result.conflicts.push(name.clone());
+                if !force {
+                    continue;
+                }
+            }
+            match file.action {
+                Action::Restore => result.restore.push(name.clone()),
+                Action::Create => result.create.push(name.clone()),
+                Action::Delete => result.delete.push(name.clone()),
+            }
+            if result.dry_run {
+                continue;
+            }
+            if let Some(ms) = pause {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+            let tree = plan
+                .trees
+                .iter()
+                .find(|(root, _)| *root == file.root)
+                .map(|(_, tree)| tree.clone())
+                .unwrap_or_default();
+            if let Err(error) = self.restore_file(&store, &file, &path, &tree, buffer).await {
+                result.failed.push(RewindFailure { path: name, error });
+            }
+        }
+        Ok(())
+    }
+
+    /// One file back to its state at the checkpoint.
+    async fn restore_file(
+        &self,
+        store: &CheckpointStore,
+        file: &PlannedFile,
+        path: &Path,
+        tree: &str,
+        buffer: Option<(String, i32)>,
+    ) -> Result<(), String> {
+        inside_without_symlinks(Path::new(&file.root), &file.path)?;
+        let Some(target) = &file.target else {
+            let (store, path, root, tree, relative) = (
+                store.clone(),
+                path.to_path_buf(),
+                PathBuf::from(&file.root),
+                tree.to_string(),
+                file.path.clone(),
+            );
+            return tokio::task::spawn_blocking(move || {
+                remove(&store, &root, &tree, &relative, &path)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        };
+        let bytes = {
+            let (store, oid) = (store.clone(), target.oid.clone());
+            tokio::task::spawn_blocking(move || store.blob(&oid))
+                .await
+                .map_err(|e| e.to_string())??
+        };
+        // Open in the editor: through it first, so its undo has the change.
+        if let (Some((text, version)), Ok(content), false) =
+            (buffer, std::str::from_utf8(&bytes), target.mode == 0o120000)
+        {
+            let change = FileChange::Write {
+                path: path.to_path_buf(),
+                version: Some(version),
+                original: Some(text),
+                content: content.to_string(),
+            };
+            if let Err(err) = self.host.apply(change).await {
+                tracing::warn!("rewind: the editor did not take {}: {err}", path.display());
+            }
+        }
+        let (path, mode) = (path.to_path_buf(), target.mode);
+        tokio::task::spawn_blocking(move || write_atomically(&path, &bytes, mode))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+}
+
+/// The plan of a rewind to `since[0]` (`since`: it and the checkpoints after it). Blocking.
+fn plan_code(
+    store: &CheckpointStore,
+    since: &[CheckpointInfo],
+    limits: CheckpointSettings,
+    buffers: Vec<(PathBuf, Vec<u8>)>,
+) -> Result<CodePlan, String> {
+    let checkpoint = &since[0];
+    for tree in &checkpoint.trees {
+        if !store.has(&tree.tree) {
+            return Err(format!(
+                "checkpoint {} is no longer in the store (dropped to keep it under checkpoints.maxStoreBytes)",
+                checkpoint.id
+            ));
+        }
+    }
+    let mut now: Option<Snapshot> = None;
+    let now_trees = now_snapshot(store, since, &mut now, limits, &buffers)?.clone();
+    let mut not_stored: Vec<String> = checkpoint.unstored.clone();
+    for later in since {
+        not_stored.extend(later.end_unstored.iter().cloned());
+    }
+    not_stored.extend(now_trees.unstored.iter().cloned());
+    not_stored.sort();
+    not_stored.dedup();
+    let mut files = Vec::new();
+    for root in &checkpoint.trees {
+        let Some(now_tree) = now_trees.trees.iter().find(|t| t.root == root.root) else {
+            continue;
+        };
+        let mut turn_diffs = Vec::new();
+        for at in 0..since.len() {
+            turn_diffs.push(turn_diff(
+                store, since, at, &root.root, &mut now, limits, &buffers,
+            )?);
+        }
+        let last = core::agent_last_states(&turn_diffs);
+        let target_vs_now = store.diff(&root.tree, &now_tree.tree)?;
+        files.extend(core::plan_root(
+            &root.root,
+            &target_vs_now,
+            &last,
+            &not_stored,
+        ));
+    }
+    files.extend(unsaved_edits(store, checkpoint, &buffers, &files));
+    Ok(CodePlan {
+        files,
+        not_stored: checkpoint.unstored.clone(),
+        first_root: checkpoint
+            .trees
+            .first()
+            .map(|t| t.root.clone())
+            .unwrap_or_default(),
+        trees: checkpoint
+            .trees
+            .iter()
+            .map(|t| (t.root.clone(), t.tree.clone()))
+            .collect(),
+        buffered: buffers.into_iter().map(|(path, _)| path).collect(),
+    })
+}
+
+/// The agent's edits still in unsaved buffers that the snapshots did not see (the editor
+/// tells the server of an applied edit a moment later): each such buffer whose text is not
+/// the file's at the checkpoint goes back to it, through the editor (so its undo has it).
+fn unsaved_edits(
+    store: &CheckpointStore,
+    checkpoint: &CheckpointInfo,
+    buffers: &[(PathBuf, Vec<u8>)],
+    planned: &[PlannedFile],
+) -> Vec<PlannedFile> {
+    let mut more = Vec::new();
+    for (path, text) in buffers {
+        for root in &checkpoint.trees {
+            let Ok(relative) = path.strip_prefix(&root.root) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy().into_owned();
+            if planned
+                .iter()
+                .any(|p| p.root == root.root && p.path == relative)
+            {
+                continue;
+            }
+            let Some(target) = store.entry(&root.tree, &relative) else {
+                continue;
+            };
+            if store.hash(text).is_ok_and(|oid| oid != target.oid) {
+                more.push(PlannedFile {
+                    root: root.root.clone(),
+                    path: relative,
+                    action: Action::Restore,
+                    target: Some(target),
+                    now: None,
+                    conflict: false,
+                });
+            }
+        }
+    }
+    more
+}
+
+/// Refuses a path whose directories (below the root) include a symlink: writing there
+/// could land outside the workspace.
+fn inside_without_symlinks(root: &Path, relative: &str) -> Result<(), String> {
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = relative.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        if part.is_empty() || *part == "." || *part == ".." {
+            return Err(format!("refused path {relative:?}"));
+        }
+        at.push(part);
+        if let Ok(meta) = std::fs::symlink_metadata(&at) {
+            if meta.file_type().is_symlink() {
+                return Err(format!(
+                    "{} is a symlink now: not written through",
+                    at.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes a file the turns created, then its directories left empty that the checkpoint
+/// did not have.
+fn remove(
+    store: &CheckpointStore,
+    root: &Path,
+    tree: &str,
+    relative: &str,
+    path: &Path,
+) -> Result<(), String> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+    }
+    let mut dir = Path::new(relative).parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        let shown = d.to_string_lossy();
+        if store.has_dir(tree, &shown) || std::fs::remove_dir(root.join(d)).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}

@@ -1,0 +1,594 @@
+//! The checkpoint store: the workspace's files before each user message's turn, kept
+//! content-addressed in a private git object store under the state directory
+//! (`STATE/WORKSPACE-KEY/checkpoints/git`, 0700, files 0600), beside the session logs.
+//!
+//! It is never the user's repository: every git run here names its own `GIT_DIR` and
+//! `GIT_INDEX_FILE` (one index per root: git's stat cache, so a turn that changed three
+//! files of 20,000 hashes three), `--work-tree` the root, and no configuration of the
+//! user's (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`, every `GIT_*` variable of
+//! the environment removed), so no hook, filter, fsmonitor or attribute of the user's can
+//! run or change what is stored (`info/attributes` turns off every conversion). The user's
+//! `.git` (index, HEAD, refs, stash, config) is never opened; git itself skips `.git`.
+//!
+//! What is stored: the files git would see (tracked and untracked, `.gitignore` respected),
+//! regular files and symlinks, each at most `checkpoints.maxFileBytes` (larger or
+//! unreadable ones are listed as not stored). A tree per root per checkpoint; refs
+//! `refs/sessions/SESSION/…` keep them, and past `checkpoints.maxStoreBytes` the oldest
+//! sessions' refs go and git prunes what nothing keeps.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use agentls_core::checkpoints::{parse_raw_diff, CheckpointSettings, RawChange};
+use agentls_core::event::RootTree;
+
+use crate::locks::Locked;
+use crate::store::session_log::{private_dir, SessionStore};
+
+/// One snapshot process at a time: the roots' index files are shared by the sessions of a
+/// workspace (another process is kept off by git's own `index.lock`).
+static SNAPSHOTS: Mutex<()> = Mutex::new(());
+
+/// Configuration given to every git run: nothing of the user's, nothing that runs a
+/// program, no conversion of content, no automatic gc (the cap decides what goes).
+const CONFIG: &[(&str, &str)] = &[
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.untrackedCache", "true"),
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.symlinks", "true"),
+    ("core.filemode", "true"),
+    ("core.quotePath", "false"),
+    ("core.logAllRefUpdates", "false"),
+    ("core.sharedRepository", "0600"),
+    ("core.bare", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("index.version", "4"),
+    ("index.skipHash", "true"),
+];
+
+/// More changed or new files than this in one snapshot: none is taken (a root that is a
+/// home directory, a tree of build outputs nobody ignored).
+const MAX_CHANGED_FILES: usize = 200_000;
+
+/// `info/attributes` wins over the work tree's `.gitattributes`: content stored as is.
+const ATTRIBUTES: &str = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n";
+
+/// The state of a workspace's files at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub trees: Vec<RootTree>,
+    /// Files not stored (over the size limit, unreadable): root-relative paths.
+    pub unstored: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckpointStore {
+    dir: PathBuf,
+    /// agentls's own state directory, never snapshotted when it lies inside a root (a
+    /// `stateDir` in the workspace: the logs must not be rewound).
+    state: PathBuf,
+}
+
+impl CheckpointStore {
+    /// The store of the workspace whose sessions `sessions` holds.
+    pub fn beside(sessions: &SessionStore) -> CheckpointStore {
+        let workspace = sessions.dir().parent().unwrap_or(sessions.dir());
+        CheckpointStore {
+            dir: workspace.join("checkpoints"),
+            state: workspace.parent().unwrap_or(workspace).to_path_buf(),
+        }
+    }
+
+    /// A store in `dir` (the benchmark's; the agent's is `beside` its session logs).
+    pub fn at(dir: &Path) -> CheckpointStore {
+        CheckpointStore {
+            dir: dir.to_path_buf(),
+            state: dir.to_path_buf(),
+        }
+    }
+
+    pub fn git_dir(&self) -> PathBuf {
+        self.dir.join("git")
+    }
+
+    fn index_file(&self, root: &Path) -> PathBuf {
+        let key = root
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |hash, &b| {
+                (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        self.dir.join(format!("index-{key:016x}"))
+    }
+
+    /// Creates the store (0700) and its git directory once.
+    fn ensure(&self) -> Result<(), String> {
+        let git_dir = self.git_dir();
+        if git_dir.join("HEAD").is_file() {
+            return Ok(());
+        }
+        private_dir(&self.dir, None)
+            .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        let output = self
+            .git(None, None)
+            .args(["init", "--quiet", "--bare"])
+            .arg(&git_dir)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "git init failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        let info = git_dir.join("info");
+        private_dir(&info, None).map_err(|e| e.to_string())?;
+        std::fs::write(info.join("attributes"), ATTRIBUTES).map_err(|e| e.to_string())?;
+        // The template's sample hooks are never run (hooksPath); they go anyway.
+        let _ = std::fs::remove_dir_all(git_dir.join("hooks"));
+        Ok(())
+    }
+
+    /// A git command on this store, for `root`'s work tree and index when given.
+    fn git(&self, root: Option<&Path>, index: Option<&Path>) -> Command {
+        let mut command = Command::new("git");
+        for (name, _) in std::env::vars_os() {
+            if name.as_encoded_bytes().starts_with(b"GIT_") {
+                command.env_remove(name);
+            }
+        }
+        command
+            .env("GIT_DIR", self.git_dir())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_COUNT", CONFIG.len().to_string())
+            .stdin(Stdio::null());
+        for (i, (key, value)) in CONFIG.iter().enumerate() {
+            command
+                .env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        }
+        if let Some(root) = root {
+            command.env("GIT_WORK_TREE", root).current_dir(root);
+            // The repository's own excludes, read (never written) where the root has one.
+            let exclude = root.join(".git/info/exclude");
+            if exclude.is_file() {
+                command
+                    .arg("-c")
+                    .arg(format!("core.excludesFile={}", exclude.display()));
+            }
+        }
+        if let Some(index) = index {
+            command.env("GIT_INDEX_FILE", index);
+        }
+        command
+    }
+
+    /// Runs `command`, feeding `input`; its stdout, or an error with its stderr.
+    fn run(mut command: Command, input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        if input.is_some() {
+            command.stdin(Stdio::piped());
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().expect("piped");
+            // A write error shows as git's own failure below.
+            let _ = stdin.write_all(input);
+        }
+        let output = child.wait_with_output().map_err(|e| e.to_string())?;
+        if !output.status.success() {
+            return Err(format!(
+                "git failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(output.stdout)
+    }
+
+    /// The workspace's files now: one tree per root. Blocking.
+    pub fn snapshot(
+        &self,
+        roots: &[PathBuf],
+        limits: CheckpointSettings,
+    ) -> Result<Snapshot, String> {
+        self.snapshot_with(roots, limits, &[])
+    }
+
+    /// `snapshot`, with `buffers` (absolute path, text) in place of what the disk holds:
+    /// the editor's unsaved buffers the agent edited (an edit through `workspace/applyEdit`
+    /// lands in the buffer; the disk has it once the user saves).
+    pub fn snapshot_with(
+        &self,
+        roots: &[PathBuf],
+        limits: CheckpointSettings,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<Snapshot, String> {
+        let _one = SNAPSHOTS.locked();
+        self.ensure()?;
+        let mut snapshot = Snapshot::default();
+        for root in roots {
+            let taken = self.snapshot_root(root, limits, buffers).or_else(|err| {
+                // An index whose objects are gone (a store pruned under it, a crash): it is
+                // only a cache, so the root is snapshotted again from nothing.
+                tracing::warn!(
+                    "checkpoint of {}: {err}; rebuilding its index",
+                    root.display()
+                );
+                let _ = std::fs::remove_file(self.index_file(root));
+                self.snapshot_root(root, limits, buffers)
+            });
+            let (tree, unstored) = taken?;
+            snapshot.trees.push(RootTree {
+                root: root.to_string_lossy().into_owned(),
+                tree,
+            });
+            snapshot.unstored.extend(unstored);
+        }
+        Ok(snapshot)
+    }
+
+    fn snapshot_root(
+        &self,
+        root: &Path,
+        limits: CheckpointSettings,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<(String, Vec<String>), String> {
+        let index = self.index_file(root);
+        // What changed since this index last saw the root: new (untracked here), modified
+        // (by stat) and deleted files; unchanged files cost a stat inside git.
+        let mut list = self.git(Some(root), Some(&index));
+        list.args([
+            "ls-files",
+            "-z",
+            "--others",
+            "--modified",
+            "--deleted",
+            "--exclude-standard",
+        ]);
+        // agentls's state (logs, this store) when it lies inside the root.
+        if let Ok(inside) = self.state.strip_prefix(root) {
+            list.arg(format!("--exclude=/{}", inside.display()));
+        }
+        let listed = Self::run(list, None)?;
+        let mut update = Vec::new();
+        let mut unstored = BTreeSet::new();
+        let mut dropped = Vec::new();
+        let paths: BTreeSet<&[u8]> = listed
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        if paths.len() > MAX_CHANGED_FILES {
+            return Err(format!(
+                "{} files changed or new since the last checkpoint of {} (more than {MAX_CHANGED_FILES}): too many to store (is the workspace root a home directory?)",
+                paths.len(),
+                root.display()
+            ));
+        }
+        let mut bytes = 0u64;
+        for path in paths {
+            // A nested repository's directory: not this store's to snapshot.
+            if path.ends_with(b"/") {
+                continue;
+            }
+            let on_disk =
+                root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+            let relative = String::from_utf8_lossy(path).into_owned();
+            match storable(&on_disk, limits.max_file_bytes) {
+                Storable::Yes(len) => {
+                    bytes += len;
+                    update.extend_from_slice(path);
+                }
+                Storable::Gone => update.extend_from_slice(path),
+                Storable::No => {
+                    dropped.extend_from_slice(path);
+                    dropped.push(0);
+                    unstored.insert(relative);
+                    continue;
+                }
+                Storable::Special => continue,
+            }
+            update.push(0);
+        }
+        if bytes > limits.max_store_bytes {
+            return Err(format!(
+                "{bytes} bytes changed or new in {} since the last checkpoint: more than checkpoints.maxStoreBytes ({})",
+                root.display(),
+                limits.max_store_bytes
+            ));
+        }
+        if !dropped.is_empty() {
+            let mut remove = self.git(Some(root), Some(&index));
+            remove.args(["update-index", "-z", "--force-remove", "--stdin"]);
+            Self::run(remove, Some(&dropped))?;
+        }
+        if !update.is_empty() {
+            let mut add = self.git(Some(root), Some(&index));
+            add.args(["update-index", "-z", "--add", "--remove", "--stdin"]);
+            Self::run(add, Some(&update))?;
+        }
+        self.overlay_buffers(root, &index, buffers)?;
+        let mut write = self.git(Some(root), Some(&index));
+        write.arg("write-tree");
+        let tree = String::from_utf8_lossy(&Self::run(write, None)?)
+            .trim()
+            .to_string();
+        Ok((tree, unstored.into_iter().collect()))
+    }
+
+    /// The buffers under `root` put in the index in place of their files (their entries
+    /// carry no stat, so the next snapshot reads the disk again).
+    fn overlay_buffers(
+        &self,
+        root: &Path,
+        index: &Path,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<(), String> {
+        let mut entries = Vec::new();
+        for (path, text) in buffers {
+            let Ok(relative) = path.strip_prefix(root) else {
+                continue;
+            };
+            let mut hash = self.git(None, None);
+            hash.args(["hash-object", "-w", "--no-filters", "--stdin"]);
+            let oid = String::from_utf8_lossy(&Self::run(hash, Some(text))?)
+                .trim()
+                .to_string();
+            let executable = std::fs::metadata(path)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false);
+            let mode = if executable { "100755" } else { "100644" };
+            entries.push(format!("{mode},{oid},{}", relative.display()));
+        }
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut update = self.git(Some(root), Some(index));
+        update.args(["update-index", "--add"]);
+        for entry in &entries {
+            update.args(["--cacheinfo", entry]);
+        }
+        Self::run(update, None).map(|_| ())
+    }
+
+    /// What changed from tree `from` to tree `to` (`git diff-tree -r --raw`).
+    pub fn diff(&self, from: &str, to: &str) -> Result<Vec<RawChange>, String> {
+        if from == to {
+            return Ok(Vec::new());
+        }
+        let mut diff = self.git(None, None);
+        diff.args([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--raw",
+            "--no-renames",
+            "--full-index",
+            from,
+            to,
+        ]);
+        Ok(parse_raw_diff(&Self::run(diff, None)?))
+    }
+
+    /// Whether the store still holds `tree` (the cap may have dropped it).
+    pub fn has(&self, tree: &str) -> bool {
+        let mut check = self.git(None, None);
+        check.args(["cat-file", "-e", &format!("{tree}^{{tree}}")]);
+        Self::run(check, None).is_ok()
+    }
+
+    /// Whether `tree` has a directory `dir` (a path relative to its root).
+    pub fn has_dir(&self, tree: &str, dir: &str) -> bool {
+        let mut check = self.git(None, None);
+        check.args(["cat-file", "-e", &format!("{tree}:{dir}")]);
+        Self::run(check, None).is_ok()
+    }
+
+    /// The entry of `path` (relative to its root) in `tree`: its mode and blob.
+    pub fn entry(&self, tree: &str, path: &str) -> Option<agentls_core::checkpoints::Blob> {
+        let mut list = self.git(None, None);
+        list.args(["ls-tree", "-z", "--full-tree", tree, "--", path]);
+        let out = Self::run(list, None).ok()?;
+        let line = String::from_utf8_lossy(&out).into_owned();
+        let (meta, _) = line.split_once('\t')?;
+        let mut parts = meta.split(' ');
+        let mode = u32::from_str_radix(parts.next()?, 8).ok()?;
+        let kind = parts.next()?;
+        let oid = parts.next()?.to_string();
+        (kind == "blob").then_some(agentls_core::checkpoints::Blob { mode, oid })
+    }
+
+    /// The blob id `bytes` would have (nothing written).
+    pub fn hash(&self, bytes: &[u8]) -> Result<String, String> {
+        let mut hash = self.git(None, None);
+        hash.args(["hash-object", "--no-filters", "--stdin"]);
+        Ok(String::from_utf8_lossy(&Self::run(hash, Some(bytes))?)
+            .trim()
+            .to_string())
+    }
+
+    /// A blob's bytes.
+    pub fn blob(&self, oid: &str) -> Result<Vec<u8>, String> {
+        let mut cat = self.git(None, None);
+        cat.args(["cat-file", "blob", oid]);
+        Self::run(cat, None)
+    }
+
+    /// Keeps `trees` for `session` (a ref each: what the cap drops session by session),
+    /// written as loose ref files (no git process per turn). `session` and `name` are file
+    /// names (a session id; a checkpoint id).
+    pub fn keep(&self, session: &str, name: &str, trees: &[RootTree]) -> Result<(), String> {
+        let safe = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if !safe(session) || !safe(name) {
+            return Err(format!("not a ref name: {session}/{name}"));
+        }
+        let dir = self.git_dir().join("refs/sessions").join(session);
+        private_dir(&dir, None).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for (i, tree) in trees.iter().enumerate() {
+            if tree.tree.len() < 40 || !tree.tree.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("not a tree id: {}", tree.tree));
+            }
+            let path = dir.join(format!("{name}-{i}"));
+            std::fs::write(&path, format!("{}\n", tree.tree))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The store's size in bytes (loose objects and packs).
+    pub fn size(&self) -> Result<u64, String> {
+        let mut count = self.git(None, None);
+        count.args(["count-objects", "-v"]);
+        let out = String::from_utf8_lossy(&Self::run(count, None)?).into_owned();
+        let kib: u64 = out
+            .lines()
+            .filter_map(|line| {
+                let (key, value) = line.split_once(": ")?;
+                matches!(key, "size" | "size-pack").then(|| value.trim().parse::<u64>().ok())?
+            })
+            .sum();
+        Ok(kib * 1024)
+    }
+
+    /// A ref to each root index's tree, so a gc never prunes what an index names (git
+    /// keeps only its own default index's objects).
+    fn keep_indexes(&self) -> Result<(), String> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| e.to_string())?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("index-") || name.contains('.') {
+                continue;
+            }
+            let mut write = self.git(None, Some(&entry.path()));
+            write.arg("write-tree");
+            if let Ok(tree) = Self::run(write, None) {
+                // Beside the sessions' refs, never one of them (the cap drops sessions).
+                let dir = self.git_dir().join("refs/indexes");
+                private_dir(&dir, None).map_err(|e| e.to_string())?;
+                std::fs::write(dir.join(&name), tree).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Past `max_bytes`, drops the oldest sessions' checkpoints (never `current`'s) until
+    /// the store fits; the sessions dropped. Blocking; runs git's gc when it drops any.
+    pub fn enforce_cap(&self, max_bytes: u64, current: &str) -> Result<Vec<String>, String> {
+        let _one = SNAPSHOTS.locked();
+        let mut dropped = Vec::new();
+        while self.size()? > max_bytes {
+            let mut refs = self.git(None, None);
+            refs.args(["for-each-ref", "--format=%(refname)", "refs/sessions/"]);
+            let listed = String::from_utf8_lossy(&Self::run(refs, None)?).into_owned();
+            // Session ids begin with their creation time: the smallest is the oldest.
+            let oldest = listed
+                .lines()
+                .filter_map(|r| r.strip_prefix("refs/sessions/")?.split('/').next())
+                .filter(|s| *s != current)
+                .min()
+                .map(str::to_string);
+            let Some(oldest) = oldest else { break };
+            let input: String = listed
+                .lines()
+                .filter(|r| r.starts_with(&format!("refs/sessions/{oldest}/")))
+                .map(|r| format!("delete {r}\n"))
+                .collect();
+            let mut delete = self.git(None, None);
+            delete.args(["update-ref", "--stdin"]);
+            Self::run(delete, Some(input.as_bytes()))?;
+            self.keep_indexes()?;
+            let mut gc = self.git(None, None);
+            gc.args(["gc", "--quiet", "--prune=now"]);
+            Self::run(gc, None)?;
+            dropped.push(oldest);
+        }
+        Ok(dropped)
+    }
+}
+
+enum Storable {
+    /// A regular file of this many bytes, or a symlink.
+    Yes(u64),
+    /// Gone from the disk: its entry leaves the index.
+    Gone,
+    /// Too large or unreadable: listed as not stored.
+    No,
+    /// A FIFO, socket or device: not content, not stored, not listed.
+    Special,
+}
+
+fn storable(path: &Path, max_file_bytes: u64) -> Storable {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Storable::Gone;
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Storable::Yes(0);
+    }
+    if !kind.is_file() {
+        return Storable::Special;
+    }
+    if meta.len() > max_file_bytes || std::fs::File::open(path).is_err() {
+        return Storable::No;
+    }
+    Storable::Yes(meta.len())
+}
+
+/// Writes `bytes` at `path` as a whole: a temporary file beside it, its mode set, synced,
+/// then renamed over the path, so a kill leaves the old file or the new one, never a torn
+/// one. `mode` is git's (`0o100755` executable, `0o120000` a symlink to `bytes`).
+pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent directory")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = path.file_name().ok_or("no file name")?.to_string_lossy();
+    let temp = dir.join(format!(".{name}.agentls-rewind-{}", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    if mode == 0o120000 {
+        let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes);
+        std::os::unix::fs::symlink(target, &temp).map_err(|e| e.to_string())?;
+    } else {
+        let written = (|| -> std::io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            file.write_all(bytes)?;
+            let old = std::fs::symlink_metadata(path)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.permissions().mode() & 0o7777)
+                .unwrap_or(0o644);
+            // Git keeps only the executable bit: x where r is, as git checks files out.
+            let permissions = if mode & 0o111 != 0 {
+                old | (old & 0o444) >> 2 | 0o100
+            } else {
+                old & !0o111
+            };
+            file.set_permissions(std::fs::Permissions::from_mode(permissions))?;
+            file.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(format!("cannot write {}: {e}", temp.display()));
+        }
+    }
+    std::fs::rename(&temp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        format!("cannot replace {}: {e}", path.display())
+    })
+}
