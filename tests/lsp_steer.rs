@@ -161,11 +161,12 @@ async fn a_steered_message_joins_the_running_turn_after_the_tool_result_and_relo
         })
         .collect();
     let kinds: Vec<&str> = items.iter().map(|(k, _)| k.as_str()).collect();
+    // Each user message after its UserPromptSubmit hook's row, the steered one included.
     assert_eq!(
         kinds,
-        ["user", "toolCall", "user", "assistant", "user", "assistant"]
+        ["hook", "user", "toolCall", "hook", "user", "assistant", "hook", "user", "assistant"]
     );
-    assert_eq!(items[2].1, "Also mention the number.");
+    assert_eq!(items[4].1, "Also mention the number.");
     reloaded.stop().await;
 }
 

@@ -285,13 +285,12 @@ async fn first_output(background: &Background) {
 /// Reads the command until it ends or is stopped, then notes how it ended.
 async fn watch(
     background: Arc<Background>,
-    child: tokio::process::Child,
+    mut child: tokio::process::Child,
     mut group: GroupGuard,
     mut chunks: tokio::sync::mpsc::Receiver<String>,
     readers: Vec<tokio::task::JoinHandle<()>>,
     absent: Vec<PathBuf>,
 ) {
-    let mut child = child;
     let wait = child.wait();
     tokio::pin!(wait);
     let limits = Limits {

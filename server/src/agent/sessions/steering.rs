@@ -46,18 +46,19 @@ impl Agent {
         let steer_id = format!("steer-{}", session_log::new_session_id());
         let joined = {
             let mut state = handle.state();
-            match &state.running {
-                Some((turn_id, token)) if !token.is_cancelled() => {
-                    let turn_id = turn_id.clone();
-                    state.steering.push(Steering {
-                        id: steer_id.clone(),
-                        text: text.clone(),
-                        editor: editor.clone(),
-                    });
-                    Some(turn_id)
-                }
-                _ => None,
+            let running = state
+                .running
+                .as_ref()
+                .filter(|(_, token)| !token.is_cancelled())
+                .map(|(turn_id, _)| turn_id.clone());
+            if running.is_some() {
+                state.steering.push(Steering {
+                    id: steer_id.clone(),
+                    text: text.clone(),
+                    editor: editor.clone(),
+                });
             }
+            running
         };
         match joined {
             Some(turn_id) => {
@@ -161,7 +162,7 @@ impl Agent {
     /// The running turn ends: not running any more, and the steering messages it did not
     /// take (it ended before its next step boundary) queued as prompts of their own, under
     /// their ids, in one step with the end (a steer after it finds no turn running).
-    pub(in crate::agent) fn end_running(self: &Arc<Self>, handle: &Arc<SessionHandle>) {
+    pub(in crate::agent) fn end_running(&self, handle: &SessionHandle) {
         let leftovers = {
             let mut state = handle.state();
             state.running = None;
