@@ -397,6 +397,8 @@ mod tests {
                 "edit_file",
                 "write_file",
                 "shell",
+                "shell_output",
+                "shell_kill",
                 "update_plan",
                 "task"
             ]
