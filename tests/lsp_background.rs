@@ -78,7 +78,10 @@ async fn a_background_command_returns_at_once_and_is_read_and_killed_later() {
     // shell_kill ended it; its whole group is gone.
     let killed = tool_output_in(&requests[3].body, "call_kill");
     assert!(killed.contains("[bg1 was killed]"), "{killed}");
-    assert!(killed.contains("[bg1 was stopped by shell_kill]"), "{killed}");
+    assert!(
+        killed.contains("[bg1 was stopped by shell_kill]"),
+        "{killed}"
+    );
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     wait_gone(pid.trim()).await;
     assert_invariants(&requests);
@@ -86,10 +89,15 @@ async fn a_background_command_returns_at_once_and_is_read_and_killed_later() {
     // The editor was told of the list as it changed: running, then exited.
     let lists: Vec<&Value> = others
         .iter()
-        .filter(|m| m.method == "agent/session/update" && m.params["update"]["kind"] == "background")
+        .filter(|m| {
+            m.method == "agent/session/update" && m.params["update"]["kind"] == "background"
+        })
         .map(|m| &m.params["update"]["commands"])
         .collect();
-    assert!(lists.iter().any(|l| l[0]["state"] == "running"), "{lists:?}");
+    assert!(
+        lists.iter().any(|l| l[0]["state"] == "running"),
+        "{lists:?}"
+    );
     assert!(lists.iter().any(|l| l[0]["state"] == "exited"), "{lists:?}");
     let listed = background_list(&server, &session).await;
     assert_eq!(listed.len(), 1);
@@ -101,7 +109,9 @@ async fn a_background_command_returns_at_once_and_is_read_and_killed_later() {
         .unwrap()
         .flatten()
         .flat_map(|d| walk(&d.path()))
-        .find(|p| p.to_string_lossy().contains(&session) && p.extension().is_some_and(|e| e == "jsonl"))
+        .find(|p| {
+            p.to_string_lossy().contains(&session) && p.extension().is_some_and(|e| e == "jsonl")
+        })
         .expect("the session log");
     let log = std::fs::read_to_string(store).unwrap();
     let changed = log
@@ -143,8 +153,14 @@ async fn stop_all_ends_the_sessions_background_commands_and_the_next_turn_is_rem
     let (next, _) = run_turn(&server, &session, "Anything running?").await;
     assert_eq!(answer_text(&next), "Still there.");
     let body = fake.requests()[2].body.to_string();
-    assert!(body.contains(r#"<command id=\"bg1\" state=\"running\">"#), "{body}");
-    assert_eq!(background_list(&server, &session).await[0]["state"], "running");
+    assert!(
+        body.contains(r#"<command id=\"bg1\" state=\"running\">"#),
+        "{body}"
+    );
+    assert_eq!(
+        background_list(&server, &session).await[0]["state"],
+        "running"
+    );
     assert!(!agentls::process_groups::gone(pid.trim().parse().unwrap()));
 
     let cancelled = server
@@ -205,8 +221,7 @@ async fn a_kill_9_of_agentls_leaves_no_background_command_behind() {
         json!({"command": sleeper(&pid_file, "1000"), "background": true}),
     ));
     fake.push(FakeProvider::openai_text(&["Started."], None));
-    let (mut server, session) =
-        session_server(&ws, &fake, json!({"approval": "full-auto"})).await;
+    let (mut server, session) = session_server(&ws, &fake, json!({"approval": "full-auto"})).await;
     run_turn(&server, &session, "Start it.").await;
     let pid = wait_for_file(&pid_file).await;
     kill9(&mut server).await;

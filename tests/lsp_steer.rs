@@ -80,7 +80,12 @@ async fn a_steered_message_joins_the_running_turn_after_the_tool_result_and_relo
         json!({"sessionId": session, "text": "WITHDRAWN-STEER"}),
     )
     .await;
-    let queue = request(&server, "agent/session/queue", json!({"sessionId": session})).await;
+    let queue = request(
+        &server,
+        "agent/session/queue",
+        json!({"sessionId": session}),
+    )
+    .await;
     let listed: Vec<(&str, &str)> = queue["items"]
         .as_array()
         .unwrap()
@@ -164,7 +169,17 @@ async fn a_steered_message_joins_the_running_turn_after_the_tool_result_and_relo
     // Each user message after its UserPromptSubmit hook's row, the steered one included.
     assert_eq!(
         kinds,
-        ["hook", "user", "toolCall", "hook", "user", "assistant", "hook", "user", "assistant"]
+        [
+            "hook",
+            "user",
+            "toolCall",
+            "hook",
+            "user",
+            "assistant",
+            "hook",
+            "user",
+            "assistant"
+        ]
     );
     assert_eq!(items[4].1, "Also mention the number.");
     reloaded.stop().await;

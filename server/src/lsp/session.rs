@@ -6,9 +6,9 @@ use crate::gather;
 use crate::host::Gathered;
 use crate::locks::Locked;
 use crate::protocol::lsp::{
-    McpResourceList, McpServers, SessionCancelParams, SessionCancelResult, SessionCommandsResult, SessionCompactParams,
-    SessionCompactResult, SessionContextParams, SessionListParams, SessionListResult,
-    SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
+    McpResourceList, McpServers, SessionCancelParams, SessionCancelResult, SessionCommandsResult,
+    SessionCompactParams, SessionCompactResult, SessionContextParams, SessionListParams,
+    SessionListResult, SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
     SessionPromptResult, SessionSetModeParams, SessionSetModeResult, SessionSetModelParams,
     SessionSetModelResult,
 };

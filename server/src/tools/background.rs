@@ -207,7 +207,14 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
         let mut state = background.state.locked();
         state.live = Some(cx.on_output.clone());
     }
-    tokio::spawn(watch(background.clone(), child, group, chunks, readers, absent));
+    tokio::spawn(watch(
+        background.clone(),
+        child,
+        group,
+        chunks,
+        readers,
+        absent,
+    ));
     tell(&cx.session_id);
     first_output(&background).await;
     background.state.locked().live = None;
@@ -359,7 +366,10 @@ fn ending_line(
 /// A command of `session_id`, by id.
 fn find(session_id: &str, id: &str) -> Result<Arc<Background>, String> {
     let sessions = SESSIONS.locked();
-    let commands = sessions.get(session_id).map(|s| &s.commands[..]).unwrap_or(&[]);
+    let commands = sessions
+        .get(session_id)
+        .map(|s| &s.commands[..])
+        .unwrap_or(&[]);
     match commands.iter().find(|c| c.id == id.trim()) {
         Some(found) => Ok(found.clone()),
         None => {

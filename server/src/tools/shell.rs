@@ -108,11 +108,7 @@ pub struct ChildSetup<'a> {
 
 /// The command started in a process group of its own, with no terminal to wait on, without
 /// the hidden variables, and confined to the sandbox when there is one.
-pub(crate) fn spawn(
-    command: &str,
-    cwd: &Path,
-    setup: ChildSetup<'_>,
-) -> Result<Child, ToolError> {
+pub(crate) fn spawn(command: &str, cwd: &Path, setup: ChildSetup<'_>) -> Result<Child, ToolError> {
     let ChildSetup {
         hidden_env,
         sandbox,

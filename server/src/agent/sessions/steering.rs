@@ -169,7 +169,9 @@ impl Agent {
             let leftovers = std::mem::take(&mut state.steering);
             for steering in &leftovers {
                 state.waiting.push(steering.id.clone());
-                state.texts.insert(steering.id.clone(), steering.text.clone());
+                state
+                    .texts
+                    .insert(steering.id.clone(), steering.text.clone());
             }
             leftovers
         };
@@ -183,7 +185,10 @@ impl Agent {
                 editor: steering.editor,
             }));
             if sent.is_err() {
-                tracing::warn!("session {}: a steering message was lost: the session is shutting down", handle.id);
+                tracing::warn!(
+                    "session {}: a steering message was lost: the session is shutting down",
+                    handle.id
+                );
             }
         }
         self.announce_queue(handle);

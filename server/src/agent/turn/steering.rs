@@ -18,7 +18,10 @@ impl Turn {
 
     /// Takes the steering messages waiting for this turn into its history. Err ends the
     /// turn (the log cannot take them).
-    pub(in crate::agent::turn) async fn take_steering(&mut self, opened: &Opened) -> Result<(), Stop> {
+    pub(in crate::agent::turn) async fn take_steering(
+        &mut self,
+        opened: &Opened,
+    ) -> Result<(), Stop> {
         let taken = std::mem::take(&mut self.handle.state().steering);
         if taken.is_empty() {
             return Ok(());
