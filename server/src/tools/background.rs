@@ -78,8 +78,11 @@ struct Progress {
     ending: Option<String>,
     exit_code: Option<i32>,
     /// Forwarded to the `shell` call that started it while that call waits.
-    live: Option<Arc<dyn Fn(&str) + Send + Sync>>,
+    live: Option<OnOutput>,
 }
+
+/// Where the output streams to while the starting call waits (the call's `on_output`).
+type OnOutput = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A row of the list the editor shows (`agent/session/background`, the `background` update).
 pub use crate::protocol::lsp::BackgroundCommand as BackgroundInfo;
