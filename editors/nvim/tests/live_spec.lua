@@ -35,6 +35,10 @@ test("steer now joins the running turn; a queued message is withdrawn before it 
   chat.send("Run the slow command.")
   h.wait_transcript("sleep 3")
   chat.send("Also say hi.")
+  h.wait(function()
+    return offered ~= nil
+  end, "the steer / queue choice")
+  h.wait_transcript("↳ steering")
   h.assert_eq(offered[1].id, "steer", "steer is offered first")
   h.assert_eq(offered[2].id, "queue")
   -- Queued, then withdrawn from the queue the server reports.
