@@ -354,3 +354,30 @@ step('a background command is listed above the input and its Stop button ends it
   await row.filter({ hasText: 'bg1 exited' }).waitFor();
   assert.equal(await row.getByRole('button', { name: 'Stop' }).count(), 0, 'an ended command has no Stop');
 });
+
+step('Enter during a turn steers it: the message joins the turn after its tool call', async () => {
+  await pushReply({ toolCalls: [{ id: 'slow', name: 'shell', arguments: { command: 'sleep 4' } }] });
+  await pushReply({ text: ['Steered: hi.'] });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Run the slow command.');
+  await input.press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  await dialog.getByRole('button', { name: /^Allow/ }).first().click();
+  // While `sleep 4` runs: the steer / queue choice shows; Enter steers.
+  await chat.locator('#busy').waitFor({ state: 'visible' });
+  await input.fill('Also say hi.');
+  await input.press('Enter');
+  await chat.locator('#queue .live-row.steering', { hasText: 'Also say hi.' }).waitFor();
+  await chat.locator('.block.agent', { hasText: 'Steered: hi.' }).waitFor();
+  // The steered message is shown where it joined, before the answer, and left the queue.
+  const texts = await chat.locator('.block').allInnerTexts();
+  const steered = texts.lastIndexOf('Also say hi.');
+  assert.ok(steered > 0 && steered < texts.findLastIndex((t) => t.includes('Steered: hi.')), texts.join(' | '));
+  assert.equal(await chat.locator('#queue .live-row').count(), 0);
+  const requests = await (await fetch(`${FAKE}/__requests`)).json();
+  const last = requests[requests.length - 1].body.messages;
+  assert.equal(last[last.length - 1].content, 'Also say hi.');
+  assert.equal(last[last.length - 2].role, 'tool');
+});
