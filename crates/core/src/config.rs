@@ -60,6 +60,9 @@ pub struct Config {
     pub subagent_max_steps: usize,
     /// `subagents.maxConcurrent`: `task` calls of one response that run at the same time.
     pub subagent_max_concurrent: usize,
+    /// `shell.maxBackground`: background commands (`shell` with `background: true`) of one
+    /// session running at once.
+    pub shell_max_background: usize,
     /// `stateDir`: where session logs live.
     pub state_dir: Option<PathBuf>,
     /// `approvalTimeoutMs`: an unanswered permission request counts as rejected after this.
@@ -121,6 +124,7 @@ impl Default for Config {
             max_steps: 50,
             subagent_max_steps: 25,
             subagent_max_concurrent: 3,
+            shell_max_background: 4,
             state_dir: None,
             approval_timeout_ms: 300_000,
             diagnostics_settle_ms: 1_500,
@@ -333,6 +337,14 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.subagent_max_concurrent = p.subagent_max_concurrent,
+    },
+    Key {
+        path: "shell.maxBackground",
+        set: |c, v| {
+            c.shell_max_background = positive_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.shell_max_background = p.shell_max_background,
     },
     Key {
         path: "stateDir",

@@ -396,6 +396,7 @@ mod tests {
             shell: "bash".into(),
             workspace_roots: vec!["/w".into()],
             date: date.into(),
+            background_commands: Vec::new(),
         }
     }
 

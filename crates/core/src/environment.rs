@@ -15,6 +15,9 @@ pub struct Environment {
     pub workspace_roots: Vec<String>,
     /// `YYYY-MM-DD`, UTC.
     pub date: String,
+    /// The session's background commands still running (id, command line): the model is
+    /// reminded of them each turn.
+    pub background_commands: Vec<(String, String)>,
 }
 
 impl Environment {
@@ -42,6 +45,15 @@ impl Environment {
             out.push_str("  </workspace_roots>\n");
         }
         out.push_str(&format!("  <current_date>{}</current_date>\n", self.date));
+        if !self.background_commands.is_empty() {
+            out.push_str("  <background_commands>\n");
+            for (id, command) in &self.background_commands {
+                out.push_str(&format!(
+                    "    <command id=\"{id}\" state=\"running\">{command}</command>\n"
+                ));
+            }
+            out.push_str("  </background_commands>\n");
+        }
         out.push_str("</environment_context>");
         out
     }
@@ -84,6 +96,7 @@ mod tests {
             shell: "bash".into(),
             workspace_roots: vec!["/w".into(), "/x".into()],
             date: "2026-11-22".into(),
+            background_commands: Vec::new(),
         };
         expect_test::expect![[r#"
             <environment_context>
@@ -97,6 +110,33 @@ mod tests {
                 <root>/x</root>
               </workspace_roots>
               <current_date>2026-11-22</current_date>
+            </environment_context>"#]]
+        .assert_eq(&env.render());
+    }
+
+    #[test]
+    fn running_background_commands_are_listed() {
+        let env = Environment {
+            cwd: "/w".into(),
+            approval_policy: "ask".into(),
+            sandbox_mode: "none".into(),
+            network_access: "enabled".into(),
+            shell: "sh".into(),
+            workspace_roots: Vec::new(),
+            date: "2026-11-22".into(),
+            background_commands: vec![("bg2".into(), "npm run dev".into())],
+        };
+        expect_test::expect![[r#"
+            <environment_context>
+              <cwd>/w</cwd>
+              <approval_policy>ask</approval_policy>
+              <sandbox_mode>none</sandbox_mode>
+              <network_access>enabled</network_access>
+              <shell>sh</shell>
+              <current_date>2026-11-22</current_date>
+              <background_commands>
+                <command id="bg2" state="running">npm run dev</command>
+              </background_commands>
             </environment_context>"#]]
         .assert_eq(&env.render());
     }

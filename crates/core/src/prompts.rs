@@ -70,6 +70,12 @@ pub struct ToolOutputTexts {
     pub file_replaced: String,
     /// `edit_file` applied: `{path}`, `{old}` and `{new}` line counts.
     pub file_edited: String,
+    /// Opens the output of `shell` with `background: true`: `{id}`, `{command}`.
+    pub background_started: String,
+    /// Ends a background command's output while it runs: `{id}`.
+    pub background_running: String,
+    /// Ends the output of `shell_kill`: `{id}`.
+    pub background_stopped: String,
 }
 
 /// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
@@ -392,6 +398,8 @@ mod tests {
                 "edit_file",
                 "write_file",
                 "shell",
+                "shell_output",
+                "shell_kill",
                 "update_plan",
                 "task"
             ]

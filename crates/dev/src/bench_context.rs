@@ -247,6 +247,7 @@ fn environment() -> Environment {
         shell: "bash".into(),
         workspace_roots: vec!["/w".into()],
         date: "2026-11-22".into(),
+        background_commands: Vec::new(),
     }
 }
 

@@ -124,6 +124,8 @@ function M.cleanup()
   local agentls = require("agentls")
   agentls.state.session, agentls.state.turn, agentls.state.status, agentls.state.last_error = nil, nil, nil, nil
   agentls.state.modes, agentls.state.sandbox = {}, nil
+  local live = require("agentls.live")
+  live.queue, live.background = {}, {}
   chat.ui.buf, chat.ui.input, chat.ui.pending_state = nil, nil, nil
   vim.ui.select = M.original_select
 end

@@ -329,3 +329,55 @@ step('Agent: Set Mode back to auto-edit: the same session makes the edit without
   await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
   await page.locator('.monaco-editor .view-line', { hasText: /^\s*43\s*$/ }).first().waitFor();
 });
+
+/** Queues a reply on the fake provider (its `/__push` control endpoint). */
+async function pushReply(reply) {
+  const answer = await fetch(`${FAKE}/__push`, { method: 'POST', body: JSON.stringify({ reply }) });
+  assert.equal(answer.status, 200, await answer.text());
+}
+
+step('a background command is listed above the input and its Stop button ends it', async () => {
+  await pushReply({ toolCalls: [{ id: 'bg', name: 'shell', arguments: { command: 'echo serving; sleep 1000', background: true } }] });
+  await pushReply({ text: ['The server runs in the background.'] });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Start the server.');
+  await input.press('Enter');
+  // auto-edit asks for a command: allow it.
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  await dialog.getByRole('button', { name: /^Allow/ }).first().click();
+  await chat.locator('.block.agent', { hasText: 'The server runs in the background.' }).waitFor();
+  const row = chat.locator('#background .live-row', { hasText: 'sleep 1000' });
+  await row.filter({ hasText: 'bg1 running' }).waitFor();
+  await row.getByRole('button', { name: 'Stop' }).click();
+  await row.filter({ hasText: 'bg1 exited' }).waitFor();
+  assert.equal(await row.getByRole('button', { name: 'Stop' }).count(), 0, 'an ended command has no Stop');
+});
+
+step('Enter during a turn steers it: the message joins the turn after its tool call', async () => {
+  await pushReply({ toolCalls: [{ id: 'slow', name: 'shell', arguments: { command: 'sleep 4' } }] });
+  await pushReply({ text: ['Steered: hi.'] });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await input.fill('Run the slow command.');
+  await input.press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  await dialog.getByRole('button', { name: /^Allow/ }).first().click();
+  // While `sleep 4` runs: the steer / queue choice shows; Enter steers.
+  await chat.locator('#busy').waitFor({ state: 'visible' });
+  await input.fill('Also say hi.');
+  await input.press('Enter');
+  await chat.locator('#queue .live-row.steering', { hasText: 'Also say hi.' }).waitFor();
+  await chat.locator('.block.agent', { hasText: 'Steered: hi.' }).waitFor();
+  // The steered message is shown where it joined, before the answer, and left the queue.
+  const texts = await chat.locator('.block').allInnerTexts();
+  const steered = texts.lastIndexOf('Also say hi.');
+  assert.ok(steered > 0 && steered < texts.findLastIndex((t) => t.includes('Steered: hi.')), texts.join(' | '));
+  assert.equal(await chat.locator('#queue .live-row').count(), 0);
+  const requests = await (await fetch(`${FAKE}/__requests`)).json();
+  const last = requests[requests.length - 1].body.messages;
+  assert.equal(last[last.length - 1].content, 'Also say hi.');
+  assert.equal(last[last.length - 2].role, 'tool');
+});

@@ -11,6 +11,11 @@
   const context = /** @type {HTMLElement} */ (document.getElementById('context'));
   const contextLabel = /** @type {HTMLElement} */ (document.getElementById('context-label'));
   const suggestions = /** @type {HTMLElement} */ (document.getElementById('suggestions'));
+  const live = /** @type {HTMLElement} */ (document.getElementById('live'));
+  const queueList = /** @type {HTMLElement} */ (document.getElementById('queue'));
+  const backgroundList = /** @type {HTMLElement} */ (document.getElementById('background'));
+  const busy = /** @type {HTMLElement} */ (document.getElementById('busy'));
+  let running = false;
 
   const marks = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
 
@@ -191,8 +196,50 @@
     else transcript.appendChild(node);
   }
 
-  function setRunning(running) {
+  function setRunning(value) {
+    running = value;
     stop.hidden = !running;
+    busy.hidden = !running;
+  }
+
+  /** The queue (each message with a withdraw button) and the background commands (each
+   *  running one with a Stop button), above the input. */
+  function renderLive(queue, background) {
+    queueList.replaceChildren();
+    for (const item of queue) {
+      const row = el('div', 'live-row ' + item.kind);
+      row.appendChild(el('span', 'live-kind', item.kind === 'steering' ? '↳ steering' : '⏳ queued'));
+      row.appendChild(el('span', 'live-text', item.text.split('\n')[0]));
+      const withdraw = el('button', 'live-action', 'Withdraw');
+      withdraw.title = 'Withdraw it before it is used';
+      withdraw.addEventListener('click', () => vscode.postMessage({ type: 'unqueue', id: item.id }));
+      row.appendChild(withdraw);
+      queueList.appendChild(row);
+    }
+    backgroundList.replaceChildren();
+    for (const command of background) {
+      const row = el('div', 'live-row background ' + command.state);
+      const state = command.state === 'running' ? 'running' : 'exited ' + (command.exitCode ?? '?');
+      row.appendChild(el('span', 'live-kind', command.id + ' ' + state));
+      row.appendChild(el('span', 'live-text', command.command));
+      if (command.state === 'running') {
+        const kill = el('button', 'live-action', 'Stop');
+        kill.title = 'Stop this background command';
+        kill.addEventListener('click', () => vscode.postMessage({ type: 'killBackground', id: command.id }));
+        row.appendChild(kill);
+      }
+      backgroundList.appendChild(row);
+    }
+    live.hidden = queue.length === 0 && background.length === 0;
+  }
+
+  /** Sends the input; while a turn runs `how` says steer (the default) or queue. */
+  function sendInput(how) {
+    const text = input.value.trim();
+    if (!text) return;
+    vscode.postMessage(running ? { type: 'send', text, how } : { type: 'send', text });
+    input.value = '';
+    context.hidden = true;
   }
 
   window.addEventListener('message', (event) => {
@@ -214,6 +261,9 @@
       case 'commands':
         commands = msg.commands;
         suggest();
+        break;
+      case 'live':
+        renderLive(msg.queue, msg.background);
         break;
       case 'prefill':
         input.value = msg.text;
@@ -319,14 +369,11 @@
     }
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      const text = input.value.trim();
-      if (text) {
-        vscode.postMessage({ type: 'send', text });
-        input.value = '';
-        context.hidden = true;
-      }
+      sendInput(event.altKey ? 'queue' : 'steer');
     }
   });
+  document.getElementById('steer')?.addEventListener('click', () => sendInput('steer'));
+  document.getElementById('queue-send')?.addEventListener('click', () => sendInput('queue'));
   stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
   document.getElementById('new')?.addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
   document.getElementById('sessions')?.addEventListener('click', () => vscode.postMessage({ type: 'sessions' }));

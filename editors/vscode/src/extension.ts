@@ -30,7 +30,7 @@ import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { modePickItems } from './mode';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
-import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, turnStarted } from './transcript';
+import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, turnStarted } from './transcript';
 
 const SESSION_KEY = 'agentls.sessionId';
 const SCHEME = 'agentls';
@@ -240,11 +240,21 @@ class Agent implements vscode.Disposable {
 
   private resetView(): void {
     this.chat.post({ type: 'reset', blocks: this.model.blocks, running: isRunning(this.model) });
+    this.postLive();
+  }
+
+  /** The queue and the background commands, for the panel above the input. */
+  private postLive(): void {
+    this.chat.post({ type: 'live', queue: this.model.queue, background: this.model.background });
   }
 
   private onUpdate(params: SessionUpdateParams): void {
     const wasRunning = isRunning(this.model);
     this.post(applyUpdate(this.model, params));
+    const kind = params.update.kind;
+    if ((kind === 'queue' || kind === 'background') && params.sessionId === this.model.sessionId) {
+      this.postLive();
+    }
     if (wasRunning !== isRunning(this.model)) {
       this.chat.post({ type: 'running', running: isRunning(this.model) });
     }
@@ -258,7 +268,17 @@ class Agent implements vscode.Disposable {
           this.resetView();
           break;
         case 'send':
-          await this.send(message.text);
+          await this.send(message.text, message.how);
+          break;
+        case 'unqueue':
+          if (this.model.sessionId) {
+            await this.request(Methods.sessionUnqueue, { sessionId: this.model.sessionId, id: message.id });
+          }
+          break;
+        case 'killBackground':
+          if (this.model.sessionId) {
+            await this.request(Methods.sessionKillBackground, { sessionId: this.model.sessionId, id: message.id });
+          }
           break;
         case 'cancel':
           await this.cancel();
@@ -364,10 +384,24 @@ class Agent implements vscode.Disposable {
     });
   }
 
-  async send(text: string): Promise<void> {
+  /** Sends `text`: while a turn runs it steers that turn (or, `how: 'queue'`, waits for a
+   *  turn of its own; the `queue` update lists it, and the `steered` update shows it once it
+   *  joined the turn); otherwise it is a prompt. */
+  async send(text: string, how?: 'steer' | 'queue'): Promise<void> {
     const sessionId = await this.session();
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
+    if (sendKind(this.model, how) === 'steer') {
+      const steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
+      if (steered.steered) {
+        return;
+      }
+      // No turn ran any more: it became a prompt of its own.
+      this.post([addUser(this.model, text)]);
+      turnStarted(this.model, steered.turnId);
+      this.chat.post({ type: 'running', running: isRunning(this.model) });
+      return;
+    }
     const added = addUser(this.model, text);
     this.post([added]);
     const result = await this.request(Methods.sessionPrompt, { sessionId, text, editor });

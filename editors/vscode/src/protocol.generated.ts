@@ -43,6 +43,19 @@ export interface AgentsFile {
   path: string;
 }
 
+/** A background command (`shell` with `background: true`; built by `tools::background`). */
+export interface BackgroundCommand {
+  command: string;
+  cwd: string;
+  exitCode?: number;
+  /** `bg1`, `bg2`, … (what the model's `shell_output` and `shell_kill` take). */
+  id: string;
+  /** Milliseconds since the epoch. */
+  startedAt: number;
+  /** `running` or `exited`. */
+  state: string;
+}
+
 /**
  * The ratio between what the provider reports and what agentls counted for the same
  * request. Applied to later estimates, it brings them close to the provider's own count
@@ -391,6 +404,17 @@ export interface Position {
   line: number;
 }
 
+/** A message waiting in a session (built by `agent::sessions::steering`). */
+export interface QueueItem {
+  id: string;
+  /**
+   * `steering`: joins the running turn at its next step; `queued`: a turn of its own
+   * after the running one.
+   */
+  kind: string;
+  text: string;
+}
+
 export interface Range {
   end: Position;
   start: Position;
@@ -422,6 +446,17 @@ export interface Section {
   name: string;
   tokens: number;
   trust: Trust;
+}
+
+export interface SessionBackgroundResult {
+  /** In the order they started; ended ones until the session's end forgets them. */
+  commands: BackgroundCommand[];
+}
+
+export interface SessionCancelParams {
+  sessionId: string;
+  /** "Stop all": the session's background commands are killed too. */
+  stopBackground?: boolean;
 }
 
 export interface SessionCancelResult {
@@ -477,6 +512,17 @@ export interface SessionIdParams {
   sessionId: string;
 }
 
+export interface SessionKillBackgroundParams {
+  /** The command's id (`bg1`). */
+  id: string;
+  sessionId: string;
+}
+
+export interface SessionKillBackgroundResult {
+  /** False when it had ended already. */
+  killed: boolean;
+}
+
 export interface SessionListParams {
   /** Subagents' sessions too. */
   includeChildren?: boolean;
@@ -509,6 +555,11 @@ export interface SessionPromptParams {
 
 export interface SessionPromptResult {
   turnId: string;
+}
+
+export interface SessionQueueResult {
+  /** The same list as the last `queue` update. */
+  items: QueueItem[];
 }
 
 export interface SessionRewindParams {
@@ -571,6 +622,27 @@ export interface SessionSetModelResult {
   compacted: boolean;
 }
 
+export interface SessionSteerParams {
+  /** Paths attached to the message, as `@path` mentions are. */
+  attachments?: string[];
+  /** Used only when no turn runs and the message becomes a prompt. */
+  editor?: EditorState;
+  sessionId: string;
+  text: string;
+}
+
+export interface SessionSteerResult {
+  /**
+   * What `agent/session/unqueue` withdraws it by: the steering message's id, or (when it
+   * became a prompt) its turn's.
+   */
+  id: string;
+  /** False when no turn was running: it is an ordinary prompt. */
+  steered: boolean;
+  /** The running turn it joins, or the turn it starts. */
+  turnId: string;
+}
+
 /** One row of `agent/session/list`. */
 export interface SessionSummary {
   /** A fork (`agent/session/fork`): the session it was forked from. */
@@ -588,6 +660,17 @@ export interface SessionSummary {
   updatedAt: number;
 }
 
+export interface SessionUnqueueParams {
+  /** A steering message's id, or a queued prompt's turn id. */
+  id: string;
+  sessionId: string;
+}
+
+export interface SessionUnqueueResult {
+  /** False when it was already used, withdrawn or never known. */
+  removed: boolean;
+}
+
 /** What happened in a turn, in order (`kind`). */
 export type SessionUpdate =
   | { kind: 'agentMessageChunk'; text: string }
@@ -601,7 +684,10 @@ export type SessionUpdate =
   | { durationMs?: number; fallbackReason?: string; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
   | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
   | { key: string; kind: 'reminder'; source: string; text: string }
-  | { kind: 'turnEnd'; stopReason: StopReason; usage?: Usage };
+  | { kind: 'turnEnd'; stopReason: StopReason; usage?: Usage }
+  | { items: QueueItem[]; kind: 'queue' }
+  | { blocked?: boolean; id: string; kind: 'steered'; text: string }
+  | { commands: BackgroundCommand[]; kind: 'background' };
 
 export interface SessionUpdateParams {
   sessionId: string;
@@ -670,6 +756,11 @@ export const Methods = {
   mcpStatus: 'agent/mcp/status',
   sandboxStatus: 'agent/sandbox/status',
   mcpResources: 'agent/mcp/resources',
+  sessionSteer: 'agent/session/steer',
+  sessionUnqueue: 'agent/session/unqueue',
+  sessionQueue: 'agent/session/queue',
+  sessionBackground: 'agent/session/background',
+  sessionKillBackground: 'agent/session/killBackground',
   debugDocument: 'agentls/debug/document',
   debugSyntax: 'agentls/debug/syntax',
   debugAgentsMd: 'agentls/debug/agentsMd',
@@ -686,7 +777,7 @@ export interface ClientRequests {
   'agent/session/list': { params: SessionListParams | null; result: SessionListResult };
   'agent/session/load': { params: SessionIdParams; result: SessionLoadResult };
   'agent/session/prompt': { params: SessionPromptParams; result: SessionPromptResult };
-  'agent/session/cancel': { params: SessionIdParams; result: SessionCancelResult };
+  'agent/session/cancel': { params: SessionCancelParams; result: SessionCancelResult };
   'agent/session/commands': { params: SessionIdParams; result: SessionCommandsResult };
   'agent/session/compact': { params: SessionCompactParams; result: SessionCompactResult };
   'agent/session/setModel': { params: SessionSetModelParams; result: SessionSetModelResult };
@@ -698,6 +789,11 @@ export interface ClientRequests {
   'agent/mcp/status': { params: unknown; result: McpStatus };
   'agent/sandbox/status': { params: unknown; result: SandboxState };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };
+  'agent/session/steer': { params: SessionSteerParams; result: SessionSteerResult };
+  'agent/session/unqueue': { params: SessionUnqueueParams; result: SessionUnqueueResult };
+  'agent/session/queue': { params: SessionIdParams; result: SessionQueueResult };
+  'agent/session/background': { params: SessionIdParams; result: SessionBackgroundResult };
+  'agent/session/killBackground': { params: SessionKillBackgroundParams; result: SessionKillBackgroundResult };
   'agentls/debug/document': { params: DebugDocumentParams; result: DebugDocumentResult };
   'agentls/debug/syntax': { params: DebugSyntaxParams; result: DebugSyntaxResult };
   'agentls/debug/agentsMd': { params: DebugAgentsMdParams; result: AgentsChain };

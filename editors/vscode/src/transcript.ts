@@ -2,7 +2,7 @@
 // from agent/session/load items. It lives in the extension host (not in the webview) so
 // that the transcript survives the view being hidden and disposed; the webview only
 // renders blocks it is sent. Pure: no `vscode`, unit-tested in plain Node.
-import type { PlanEntry, SessionUpdateParams, ToolStatus, TranscriptItem } from './protocol';
+import type { BackgroundCommand, PlanEntry, QueueItem, SessionUpdateParams, ToolStatus, TranscriptItem } from './protocol';
 
 export type Block =
   | {
@@ -44,6 +44,10 @@ export interface ChatModel {
   tools: Record<string, number>;
   /** Turns whose turnEnd came, possibly before the prompt's answer did (a fast turn). */
   ended: string[];
+  /** What waits in the session (the last `queue` update): steering messages, queued prompts. */
+  queue: QueueItem[];
+  /** The session's background commands (the last `background` update). */
+  background: BackgroundCommand[];
 }
 
 /** A change for the view: the block at `index` is new or replaced. */
@@ -53,7 +57,7 @@ export interface BlockChange {
 }
 
 export function emptyModel(sessionId?: string): ChatModel {
-  return { sessionId, blocks: [], running: [], tools: {}, ended: [] };
+  return { sessionId, blocks: [], running: [], tools: {}, ended: [], queue: [], background: [] };
 }
 
 /** Tool output kept for display; the model sees the server's own (cut) copy. */
@@ -93,6 +97,12 @@ export function turnStarted(model: ChatModel, turnId: string): void {
 
 export function isRunning(model: ChatModel): boolean {
   return model.running.length > 0;
+}
+
+/** Which request a message takes: while a turn runs it steers that turn (the default) unless
+ *  the user chose to queue it; otherwise it is a prompt. */
+export function sendKind(model: ChatModel, how: 'steer' | 'queue' | undefined): 'steer' | 'prompt' {
+  return isRunning(model) && how !== 'queue' ? 'steer' : 'prompt';
 }
 
 /** An update of a subagent's session: its tool calls join the `task` call's row; the rest
@@ -166,6 +176,17 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
     case 'queued':
       turnStarted(model, params.turnId);
       return [push(model, { type: 'notice', level: 'info', text: 'queued behind the running turn' })];
+    case 'queue':
+      model.queue = u.items ?? [];
+      return [];
+    case 'background':
+      model.background = u.commands ?? [];
+      return [];
+    case 'steered':
+      // A steering message entered the running turn: the user's words, where they landed.
+      return u.blocked
+        ? [push(model, { type: 'notice', level: 'warning', text: `steering blocked by a hook: ${oneLine(u.text, 120)}` })]
+        : [push(model, { type: 'user', text: u.text ?? '' })];
     case 'warning':
       return [push(model, { type: 'notice', level: 'warning', text: u.message ?? '' })];
     case 'hook':

@@ -8,6 +8,7 @@ mod debug;
 pub mod document_store;
 mod host;
 mod lifecycle;
+mod live_turn;
 mod malformed;
 mod mcp_status;
 mod progress;
@@ -116,6 +117,11 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::McpStatus>(Backend::mcp_status)
         .on::<ext::SandboxStatus>(Backend::sandbox_status)
         .on::<ext::McpResources>(Backend::mcp_resources)
+        .on::<ext::SessionSteer>(Backend::session_steer)
+        .on::<ext::SessionUnqueue>(Backend::session_unqueue)
+        .on::<ext::SessionQueue>(Backend::session_queue)
+        .on::<ext::SessionBackground>(Backend::session_background)
+        .on::<ext::SessionKillBackground>(Backend::session_kill_background)
         .on::<malformed::InvalidRequest>(Backend::invalid_request)
         .on_notification::<malformed::MalformedMessage>(Backend::malformed_message)
 }

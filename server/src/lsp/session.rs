@@ -6,9 +6,9 @@ use crate::gather;
 use crate::host::Gathered;
 use crate::locks::Locked;
 use crate::protocol::lsp::{
-    McpResourceList, McpServers, SessionCancelResult, SessionCommandsResult, SessionCompactParams,
-    SessionCompactResult, SessionContextParams, SessionListParams, SessionListResult,
-    SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
+    McpResourceList, McpServers, SessionCancelParams, SessionCancelResult, SessionCommandsResult,
+    SessionCompactParams, SessionCompactResult, SessionContextParams, SessionListParams,
+    SessionListResult, SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
     SessionPromptResult, SessionSetModeParams, SessionSetModeResult, SessionSetModelParams,
     SessionSetModelResult,
 };
@@ -126,13 +126,15 @@ impl Backend {
 
     pub(super) async fn session_cancel(
         &self,
-        params: SessionIdParams,
+        params: SessionCancelParams,
     ) -> jsonrpc::Result<SessionCancelResult> {
-        let cancelled = self
-            .agent()
-            .cancel(&params.session_id)
-            .await
-            .map_err(agent_error)?;
+        let agent = self.agent();
+        let cancelled = if params.stop_background {
+            agent.cancel_all(&params.session_id).await
+        } else {
+            agent.cancel(&params.session_id).await
+        }
+        .map_err(agent_error)?;
         Ok(SessionCancelResult { cancelled })
     }
 

@@ -270,9 +270,18 @@ pub struct SessionPromptResult {
 pub enum SessionCancel {}
 
 impl ClientRequest for SessionCancel {
-    type Params = SessionIdParams;
+    type Params = SessionCancelParams;
     type Result = SessionCancelResult;
     const METHOD: &'static str = "agent/session/cancel";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCancelParams {
+    pub session_id: String,
+    /// "Stop all": the session's background commands are killed too.
+    #[serde(default)]
+    pub stop_background: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -567,6 +576,26 @@ pub enum Update {
         stop_reason: StopReason,
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+    },
+    /// What waits in the session changed (a prompt queued or started, a message steered,
+    /// taken or withdrawn): the whole list, steering messages first. Under the running
+    /// turn's id, or `""`.
+    Queue {
+        items: Vec<QueueItem>,
+    },
+    /// A steering message entered the running turn as a user message (at a step boundary).
+    Steered {
+        /// Its id (`agent/session/steer`'s result).
+        id: String,
+        text: String,
+        /// A UserPromptSubmit hook blocked it: it did not reach the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blocked: Option<bool>,
+    },
+    /// The session's background commands changed (one started, ended or was stopped): the
+    /// whole list. Under the turn id `""` (a command outlives its turn).
+    Background {
+        commands: Vec<BackgroundCommand>,
     },
 }
 
@@ -966,6 +995,145 @@ pub struct DebugSyntaxConfig {
     pub max_document_bytes: usize,
 }
 
+// ---- the live turn: steering, the queue, background commands (client → server) ----
+
+pub enum SessionSteer {}
+
+impl ClientRequest for SessionSteer {
+    type Params = SessionSteerParams;
+    type Result = SessionSteerResult;
+    const METHOD: &'static str = "agent/session/steer";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSteerParams {
+    pub session_id: String,
+    pub text: String,
+    /// Paths attached to the message, as `@path` mentions are.
+    #[serde(default)]
+    pub attachments: Vec<String>,
+    /// Used only when no turn runs and the message becomes a prompt.
+    #[serde(default)]
+    #[schemars(with = "Option<shapes::EditorState>")]
+    pub editor: Option<EditorState>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSteerResult {
+    /// What `agent/session/unqueue` withdraws it by: the steering message's id, or (when it
+    /// became a prompt) its turn's.
+    pub id: String,
+    /// The running turn it joins, or the turn it starts.
+    pub turn_id: String,
+    /// False when no turn was running: it is an ordinary prompt.
+    pub steered: bool,
+}
+
+pub enum SessionUnqueue {}
+
+impl ClientRequest for SessionUnqueue {
+    type Params = SessionUnqueueParams;
+    type Result = SessionUnqueueResult;
+    const METHOD: &'static str = "agent/session/unqueue";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUnqueueParams {
+    pub session_id: String,
+    /// A steering message's id, or a queued prompt's turn id.
+    pub id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUnqueueResult {
+    /// False when it was already used, withdrawn or never known.
+    pub removed: bool,
+}
+
+pub enum SessionQueue {}
+
+impl ClientRequest for SessionQueue {
+    type Params = SessionIdParams;
+    type Result = SessionQueueResult;
+    const METHOD: &'static str = "agent/session/queue";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionQueueResult {
+    /// The same list as the last `queue` update.
+    pub items: Vec<QueueItem>,
+}
+
+/// A message waiting in a session (built by `agent::sessions::steering`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueItem {
+    pub id: String,
+    /// `steering`: joins the running turn at its next step; `queued`: a turn of its own
+    /// after the running one.
+    pub kind: String,
+    pub text: String,
+}
+
+pub enum SessionBackground {}
+
+impl ClientRequest for SessionBackground {
+    type Params = SessionIdParams;
+    type Result = SessionBackgroundResult;
+    const METHOD: &'static str = "agent/session/background";
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionBackgroundResult {
+    /// In the order they started; ended ones until the session's end forgets them.
+    pub commands: Vec<BackgroundCommand>,
+}
+
+/// A background command (`shell` with `background: true`; built by `tools::background`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundCommand {
+    /// `bg1`, `bg2`, … (what the model's `shell_output` and `shell_kill` take).
+    pub id: String,
+    pub command: String,
+    pub cwd: String,
+    /// Milliseconds since the epoch.
+    pub started_at: u64,
+    /// `running` or `exited`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+pub enum SessionKillBackground {}
+
+impl ClientRequest for SessionKillBackground {
+    type Params = SessionKillBackgroundParams;
+    type Result = SessionKillBackgroundResult;
+    const METHOD: &'static str = "agent/session/killBackground";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionKillBackgroundParams {
+    pub session_id: String,
+    /// The command's id (`bg1`).
+    pub id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionKillBackgroundResult {
+    /// False when it had ended already.
+    pub killed: bool,
+}
+
 /// Every method of this module, in the order the TypeScript lists them (a type left out
 /// fails `catalog`'s tests).
 #[cfg(test)]
@@ -989,6 +1157,11 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<McpStatus>(),
         handled::<SandboxStatus>(),
         handled::<McpResources>(),
+        handled::<SessionSteer>(),
+        handled::<SessionUnqueue>(),
+        handled::<SessionQueue>(),
+        handled::<SessionBackground>(),
+        handled::<SessionKillBackground>(),
         handled::<DebugDocument>(),
         handled::<DebugSyntax>(),
         handled::<DebugAgentsMd>(),

@@ -38,5 +38,6 @@ pub fn current(
         shell,
         workspace_roots,
         date: civil_date(days as i64),
+        background_commands: Vec::new(),
     }
 }

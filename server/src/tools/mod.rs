@@ -9,6 +9,7 @@
 //! applying an edit is the host's, through the editor, so that open buffers, undo and
 //! formatting stay the editor's. No LSP and no network here.
 
+pub mod background;
 pub mod boundary;
 mod diff;
 pub mod edit_file;
@@ -22,6 +23,8 @@ pub mod registry;
 #[cfg(test)]
 mod schema_check;
 pub mod shell;
+pub mod shell_kill;
+pub mod shell_output;
 pub mod snapshot;
 pub mod task;
 #[cfg(test)]
@@ -42,6 +45,8 @@ pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
         Box::new(edit_file::EditFile),
         Box::new(write_file::WriteFile),
         Box::new(shell::Shell),
+        Box::new(shell_output::ShellOutput),
+        Box::new(shell_kill::ShellKill),
         Box::new(update_plan::UpdatePlan),
         Box::new(task::Task),
     ]

@@ -91,6 +91,12 @@ pub enum Effect {
     },
     /// The model's plan: recorded as an event and sent to the editor.
     Plan(Vec<PlanEntry>),
+    /// Files a background command changed, found when its output was read: recorded for
+    /// the ledger under the command (not the reading call).
+    BackgroundChanged {
+        command: String,
+        changed: Vec<agentls_core::event::ChangedPath>,
+    },
     /// Files a subagent changed: recorded for the session's ledger.
     SubagentChanged { agent: String, files: Vec<String> },
 }

@@ -47,7 +47,7 @@ pub struct ShellOutcome {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
+pub(crate) enum Ending {
     Exited,
     TimedOut,
     Cancelled,
@@ -108,7 +108,7 @@ pub struct ChildSetup<'a> {
 
 /// The command started in a process group of its own, with no terminal to wait on, without
 /// the hidden variables, and confined to the sandbox when there is one.
-fn spawn(command: &str, cwd: &Path, setup: ChildSetup<'_>) -> Result<Child, ToolError> {
+pub(crate) fn spawn(command: &str, cwd: &Path, setup: ChildSetup<'_>) -> Result<Child, ToolError> {
     let ChildSetup {
         hidden_env,
         sandbox,
@@ -155,7 +155,7 @@ fn spawn(command: &str, cwd: &Path, setup: ChildSetup<'_>) -> Result<Child, Tool
 }
 
 /// stdout and stderr as one stream of text chunks, in arrival order, and their readers.
-fn merged_output(child: &mut Child) -> (mpsc::Receiver<String>, Vec<JoinHandle<()>>) {
+pub(crate) fn merged_output(child: &mut Child) -> (mpsc::Receiver<String>, Vec<JoinHandle<()>>) {
     // A small bound: a command printing faster than the output is consumed waits for it.
     let (sender, receiver) = mpsc::channel::<String>(64);
     let mut readers = Vec::new();
@@ -169,24 +169,24 @@ fn merged_output(child: &mut Child) -> (mpsc::Receiver<String>, Vec<JoinHandle<(
 }
 
 /// When a command is stopped from outside.
-struct Limits<'a> {
-    timeout: Duration,
-    cancel: &'a CancellationToken,
+pub(crate) struct Limits<'a> {
+    pub(crate) timeout: Duration,
+    pub(crate) cancel: &'a CancellationToken,
 }
 
 /// What watching a command saw until it ended or was killed.
-struct Watched {
-    ending: Ending,
-    status: Option<ExitStatus>,
+pub(crate) struct Watched {
+    pub(crate) ending: Ending,
+    pub(crate) status: Option<ExitStatus>,
     /// Its output pipes were still open (killed, or something it left running holds them).
     pipes_open: bool,
     /// It exited, and what it left running in the background was killed.
-    left_running_killed: bool,
+    pub(crate) left_running_killed: bool,
 }
 
 /// Passes the output on until the command exits with its pipes closed, or the timeout, a
 /// cancel or the grace after its exit kills its group. Err only when waiting fails.
-async fn watch(
+pub(crate) async fn watch(
     mut wait: Pin<&mut impl Future<Output = std::io::Result<ExitStatus>>>,
     chunks: &mut mpsc::Receiver<String>,
     take: &mut impl FnMut(&str),
@@ -239,7 +239,7 @@ async fn watch(
 
 /// After a kill: what the group wrote before dying, still in the pipes, and its exit status
 /// if it comes soon. The status the command ended with.
-async fn settle(
+pub(crate) async fn settle(
     wait: Pin<&mut impl Future<Output = std::io::Result<ExitStatus>>>,
     chunks: &mut mpsc::Receiver<String>,
     take: &mut impl FnMut(&str),
@@ -416,7 +416,7 @@ fn take_complete_utf8(pending: &mut Vec<u8>) -> String {
 
 /// A command's output held in bounded memory: all of it up to a cap, beyond which the head
 /// and a rolling tail are kept and the middle counted.
-struct KeptOutput {
+pub(crate) struct KeptOutput {
     head: String,
     tail: String,
     dropped_bytes: usize,
@@ -424,7 +424,7 @@ struct KeptOutput {
 }
 
 impl KeptOutput {
-    fn new(max_output_bytes: usize) -> KeptOutput {
+    pub(crate) fn new(max_output_bytes: usize) -> KeptOutput {
         KeptOutput {
             head: String::new(),
             tail: String::new(),
@@ -433,7 +433,7 @@ impl KeptOutput {
         }
     }
 
-    fn push(&mut self, mut chunk: &str) {
+    pub(crate) fn push(&mut self, mut chunk: &str) {
         if self.head.len() < self.half {
             let room = floor_char_boundary(chunk, self.half - self.head.len());
             self.head.push_str(&chunk[..room]);
@@ -447,7 +447,7 @@ impl KeptOutput {
         }
     }
 
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         if self.dropped_bytes == 0 {
             return self.head + &self.tail;
         }
@@ -459,7 +459,7 @@ impl KeptOutput {
 }
 
 /// Shell output kept in a tool result before the history's own truncation.
-const SHELL_OUTPUT_BYTES: usize = 64 * 1024;
+pub(crate) const SHELL_OUTPUT_BYTES: usize = 64 * 1024;
 const SHELL_DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Shell;
@@ -471,6 +471,8 @@ pub struct ShellInput {
     pub cwd: Option<String>,
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// Start it and return at once with its id and first output (`tools::background`).
+    pub background: Option<bool>,
 }
 
 #[async_trait::async_trait]
@@ -486,6 +488,9 @@ impl Tool for Shell {
         let Some(command) = text_arg(arguments, "command") else {
             return "Run a command".to_string();
         };
+        if arguments["background"] == Value::Bool(true) {
+            return format!("Start `{}` in the background", shorten(command));
+        }
         match text_arg(arguments, "cwd").map(str::trim) {
             Some(cwd) if cwd != "." && cwd != "./" => {
                 format!("Run `{}` in {}", shorten(command), shorten(cwd))
@@ -511,6 +516,9 @@ impl Tool for Shell {
             },
             None => cx.boundary.roots[0].clone(),
         };
+        if input.background == Some(true) {
+            return start_background(cx, &input.command, cwd).await;
+        }
         let timeout = input
             .timeout_ms
             .map(Duration::from_millis)
@@ -539,8 +547,19 @@ impl Tool for Shell {
     }
 }
 
+/// `background: true`: started, and the call answered with its id and first output.
+async fn start_background(cx: &ToolContext, command: &str, cwd: PathBuf) -> ToolOutcome {
+    match crate::tools::background::start(cx, command, cwd).await {
+        Ok(output) => ToolOutcome::ok(output).with_effect(Effect::Ran {
+            evidence: format!("`{command}` started in the background"),
+            changed: Vec::new(),
+        }),
+        Err(err) => ToolOutcome::failed(err.0),
+    }
+}
+
 /// The innermost workspace root that holds `dir` (else the first).
-fn root_holding<'a>(cx: &'a ToolContext, dir: &Path) -> &'a Path {
+pub(crate) fn root_holding<'a>(cx: &'a ToolContext, dir: &Path) -> &'a Path {
     cx.boundary
         .roots
         .iter()
@@ -588,7 +607,7 @@ async fn execute(
 
 /// The protected paths that are not there before a sandboxed command: the mount namespace
 /// cannot make a missing path read-only, so one the command creates is removed after it.
-fn absent_protected(sandbox: Option<&SandboxPolicy>) -> Vec<PathBuf> {
+pub(crate) fn absent_protected(sandbox: Option<&SandboxPolicy>) -> Vec<PathBuf> {
     sandbox.map_or_else(Vec::new, |policy| {
         policy
             .protected
@@ -600,7 +619,7 @@ fn absent_protected(sandbox: Option<&SandboxPolicy>) -> Vec<PathBuf> {
 }
 
 /// Removes what the command created at the `absent` protected paths; the paths removed.
-fn remove_planted(absent: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn remove_planted(absent: &[PathBuf]) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     for path in absent {
         let Ok(meta) = std::fs::symlink_metadata(path) else {

@@ -336,6 +336,8 @@ function M.on_update(params)
     append_lines({ M.reminder_line(update) })
   elseif kind == "queued" then
     append_lines({ "> queued behind the running turn" })
+  elseif require("agentls.live").on_update(update, append_lines) then
+    return
   elseif kind == "turnEnd" then
     local reason = update.stopReason
     if reason ~= "endTurn" then
@@ -457,6 +459,24 @@ function M.send(text)
     end
   end
   ui.pending_state = nil
+  if require("agentls.live").busy() then
+    -- A turn runs: steer it (the default) or queue a turn of its own.
+    vim.api.nvim_buf_set_lines(ui.input, 0, -1, false, {})
+    return require("agentls.live").choose(function(how)
+      if not how then
+        vim.api.nvim_buf_set_lines(ui.input, 0, -1, false, vim.split(text, "\n", { plain = true }))
+        return
+      end
+      local result, err = require("agentls.live").send_while_busy(session, text, state, how)
+      if err or not result then
+        append_lines({ "> ✗ " .. (err and err.message or "the message was not taken") })
+      elseif how == "queue" or result.steered == false then
+        append_lines({ "> queued: " .. text })
+      else
+        append_lines({ "> ↳ steering (joins the turn after its current tool calls): " .. text })
+      end
+    end)
+  end
   local message = user_header()
   append_lines(vim.split(text, "\n", { plain = true }))
   append_lines({ "", "## Agent", "" })

@@ -195,7 +195,18 @@ end
 function M.register()
   local commands = {
     AgentChat = { function() chat().toggle() end, {} },
-    AgentCancel = { function() chat().cancel() end, {} },
+    AgentCancel = {
+      function(o)
+        if o.bang then
+          require("agentls.live").stop_all()
+        else
+          chat().cancel()
+        end
+      end,
+      { bang = true },
+    },
+    AgentQueue = { function() require("agentls.live").show_queue() end, {} },
+    AgentBackground = { function() require("agentls.live").show_background() end, {} },
     AgentNew = { M.new_session, {} },
     AgentSessions = { M.sessions, {} },
     AgentCompact = { function(o) M.compact(o.args) end, { nargs = "?" } },

@@ -16,6 +16,7 @@ local defaults = {
     layout = "vertical", -- "vertical" | "float"
     width = 0.4,
     input_height = 4,
+    busySend = nil, -- sending during a turn: nil asks (steer first), "steer" or "queue"
   },
   keymaps = {
     send = "<CR>", -- normal mode, in the input

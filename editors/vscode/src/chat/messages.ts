@@ -1,5 +1,5 @@
 // Messages between the extension host and the chat webview (media/chat.js).
-import type { CommandInfo } from '../protocol';
+import type { BackgroundCommand, CommandInfo, QueueItem } from '../protocol';
 import type { Block, BlockChange } from '../transcript';
 
 export type ToWebview =
@@ -7,11 +7,18 @@ export type ToWebview =
   | { type: 'blocks'; changes: BlockChange[]; running: boolean }
   | { type: 'prefill'; text: string; context: string | undefined }
   | { type: 'running'; running: boolean }
-  | { type: 'commands'; commands: CommandInfo[] };
+  | { type: 'commands'; commands: CommandInfo[] }
+  /** What waits (steering, queued) and the background commands, whole, after a change. */
+  | { type: 'live'; queue: QueueItem[]; background: BackgroundCommand[] };
+
+/** How a message sent while a turn runs goes: into that turn, or into the queue. */
+export type SendHow = 'steer' | 'queue';
 
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; how?: SendHow }
+  | { type: 'unqueue'; id: string }
+  | { type: 'killBackground'; id: string }
   | { type: 'cancel' }
   | { type: 'newSession' }
   | { type: 'sessions' }
@@ -27,12 +34,18 @@ export function isFromWebview(value: unknown): value is FromWebview {
   }
   const type = (value as { type?: unknown }).type;
   switch (type) {
-    case 'send':
+    case 'send': {
+      const how = (value as { how?: unknown }).how;
+      return typeof (value as { text?: unknown }).text === 'string' && (how === undefined || how === 'steer' || how === 'queue');
+    }
     case 'copy':
       return typeof (value as { text?: unknown }).text === 'string';
     case 'rewind':
     case 'fork':
       return Number.isInteger((value as { index?: unknown }).index);
+    case 'unqueue':
+    case 'killBackground':
+      return typeof (value as { id?: unknown }).id === 'string';
     case 'ready':
     case 'cancel':
     case 'newSession':

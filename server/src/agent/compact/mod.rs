@@ -131,7 +131,7 @@ impl Agent {
             .await
         }
         .await;
-        handle.stop();
+        self.end_running(handle);
         let live = handle.live.lock().await;
         self.idle_status(&live.session, None);
         result
@@ -150,7 +150,7 @@ impl Agent {
         let result = self
             .switch_model(handle, &job_id, model, context_window, &cancel)
             .await;
-        handle.stop();
+        self.end_running(handle);
         let live = handle.live.lock().await;
         self.idle_status(&live.session, None);
         result

@@ -11,8 +11,10 @@ use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
 use crate::protocol::lsp::SessionSummary;
+mod background;
 pub(in crate::agent) mod live;
 mod modes;
+pub(in crate::agent) mod steering;
 
 use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
@@ -60,6 +62,10 @@ pub(in crate::agent) struct QueueState {
     pub(in crate::agent) running: Option<(String, CancellationToken)>,
     /// Queued turns a cancel dropped: the worker skips them.
     pub(in crate::agent) dropped: std::collections::HashSet<String>,
+    /// The text of each waiting turn, for the queue the editor shows.
+    pub(in crate::agent) texts: std::collections::HashMap<String, String>,
+    /// Messages for the running turn, taken at its next step boundary (`steering.rs`).
+    pub(in crate::agent) steering: Vec<steering::Steering>,
 }
 
 pub(in crate::agent) struct SessionHandle {
@@ -129,10 +135,6 @@ impl SessionHandle {
         state.running = Some((turn_id.to_string(), token.clone()));
         Some(token)
     }
-
-    pub(in crate::agent) fn stop(&self) {
-        self.state().running = None;
-    }
 }
 
 impl Agent {
@@ -190,6 +192,7 @@ impl Agent {
     /// Forgets a session's in-memory state (its log stays): a finished subagent's session is
     /// not used again unless loaded, which replays it.
     pub(in crate::agent) fn release(&self, id: &str) {
+        self.stop_background(id);
         self.sessions.locked().remove(id);
     }
 
@@ -451,10 +454,14 @@ impl Agent {
             let mut state = handle.state();
             let busy = state.running.is_some() || !state.waiting.is_empty();
             state.waiting.push(turn_id.clone());
+            if busy {
+                state.texts.insert(turn_id.clone(), text.clone());
+            }
             busy
         };
         if busy {
             self.update(id, &turn_id, json!({"kind": "queued"}));
+            self.announce_queue(&handle);
         }
         handle
             .queue
@@ -470,14 +477,19 @@ impl Agent {
     /// `agent/session/cancel`: stops the running turn and drops the queued ones.
     pub async fn cancel(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
         let handle = self.handle(id).await?;
-        let (dropped, running) = {
+        let (dropped, running, listed) = {
             let mut state = handle.state();
             let dropped = std::mem::take(&mut state.waiting);
             // The worker skips them when it gets to them.
             state.dropped.extend(dropped.iter().cloned());
+            let listed = !state.texts.is_empty() || !state.steering.is_empty();
+            state.texts.clear();
+            // Steering messages not taken yet go with the turn they were for.
+            state.steering.clear();
             (
                 dropped,
                 state.running.as_ref().map(|(_, token)| token.clone()),
+                listed,
             )
         };
         for turn_id in &dropped {
@@ -486,6 +498,9 @@ impl Agent {
                 turn_id,
                 json!({"kind": "turnEnd", "stopReason": "cancelled"}),
             );
+        }
+        if listed {
+            self.announce_queue(&handle);
         }
         let cancelled = match running {
             Some(token) => {
@@ -505,7 +520,13 @@ impl Agent {
         handle: &Arc<SessionHandle>,
         prompt: Prompt,
     ) {
-        let Some(cancel) = handle.start(&prompt.turn_id) else {
+        let listed = handle.state().texts.remove(&prompt.turn_id).is_some();
+        let started = handle.start(&prompt.turn_id);
+        if listed {
+            // It left the queue the editor shows (to run, or dropped).
+            self.announce_queue(handle);
+        }
+        let Some(cancel) = started else {
             return;
         };
         let mut turn = Turn::new(

@@ -11,6 +11,7 @@ use crate::locks::Locked;
 mod dispatch;
 mod input;
 mod model_step;
+mod steering;
 
 pub(in crate::agent) use dispatch::subagents::Scope;
 
@@ -262,8 +263,14 @@ impl Turn {
             if self.steps >= opened.config.max_steps {
                 return Stop::MaxSteps;
             }
+            // A step boundary: every call of the last step has its output.
+            if let Err(stop) = self.take_steering(opened).await {
+                return stop;
+            }
             match self.step(opened, &mut compacted_for_this_call).await {
                 Flow::Next => {}
+                // A message steered in while the model answered: the turn goes on with it.
+                Flow::Done(Stop::EndTurn) if self.steering_waits() => {}
                 Flow::Done(stop) => return stop,
             }
         }
@@ -283,6 +290,8 @@ impl Turn {
         gathered.environment = self
             .agent
             .environment_for(&gathered.environment, &self.mode());
+        gathered.environment.background_commands =
+            crate::tools::background::running(&self.handle.id);
         let model = match &self.scope.model {
             Some(model) => model.clone(),
             None => self.handle.live.lock().await.session.model.clone(),
@@ -474,8 +483,9 @@ impl Turn {
         if self.usage != (0, 0) {
             end["usage"] = json!({"inputTokens": self.usage.0, "outputTokens": self.usage.1});
         }
-        // Not running any more before the client hears so: a cancel after this is a no-op.
-        self.handle.stop();
+        // Not running any more before the client hears so: a cancel after this is a no-op;
+        // steering messages it did not take become prompts of their own.
+        self.agent.end_running(&self.handle);
         self.agent.update(&self.handle.id, &self.turn_id, end);
     }
 }

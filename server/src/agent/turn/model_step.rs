@@ -40,10 +40,13 @@ impl Turn {
                 self.agent.window_of(&live.session),
             )
         };
+        // Assembled uncalibrated: `estimated` is agentls's own count (what a usage report
+        // calibrates against), `used` the calibrated one; calibrating both counted the
+        // ratio twice once a sample was taken (a 4x ratio made 8k look like 32k).
         let assembly = agentls_core::context::AssemblyConfig {
             tokenizer: opened.tokenizer,
             context_window: window.context_window,
-            calibration,
+            calibration: agentls_core::tokens::Calibration::default(),
         };
         let request = {
             let mut cache = self.agent.cache.locked();

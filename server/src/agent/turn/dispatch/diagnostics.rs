@@ -40,12 +40,14 @@ impl Turn {
         }
         let wanted: Vec<(PathBuf, Option<Range<u32>>)> = match (&outcome.effect, planned) {
             (Some(Effect::Changed(_)), Some((path, lines))) => vec![(path, Some(lines))],
-            (Some(Effect::Ran { changed, .. }), _) => changed
-                .iter()
-                .filter(|c| c.change != ChangeKind::Deleted)
-                .filter_map(|c| cx.boundary.resolve(&c.path).ok())
-                .map(|path| (path, None))
-                .collect(),
+            (Some(Effect::Ran { changed, .. } | Effect::BackgroundChanged { changed, .. }), _) => {
+                changed
+                    .iter()
+                    .filter(|c| c.change != ChangeKind::Deleted)
+                    .filter_map(|c| cx.boundary.resolve(&c.path).ok())
+                    .map(|path| (path, None))
+                    .collect()
+            }
             _ => Vec::new(),
         };
         if wanted.is_empty() {

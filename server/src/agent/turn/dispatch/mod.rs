@@ -415,6 +415,17 @@ impl Turn {
                         .await;
                 }
             }
+            Some(Effect::BackgroundChanged { command, changed }) => {
+                self.changed.extend(changed.iter().map(|c| c.path.clone()));
+                let _ = self
+                    .record(Event::FilesChanged {
+                        turn_id: self.turn_id.clone(),
+                        tool_call_id: call.id.clone(),
+                        command,
+                        files: changed,
+                    })
+                    .await;
+            }
             Some(Effect::Plan(entries)) => {
                 let _ = self
                     .record(Event::Plan {

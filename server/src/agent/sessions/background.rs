@@ -1,0 +1,43 @@
+//! What the editor and the front doors do with a session's background commands (the model's
+//! side is `tools::background` and its tools): list them, stop one, stop all of them when the
+//! session ends or is cancelled with "stop all".
+
+use std::sync::Arc;
+
+use crate::agent::Agent;
+use crate::agent::AgentError;
+use crate::tools::background::{self, BackgroundInfo};
+
+impl Agent {
+    /// Stops every background command of session `id` (its whole process groups) and forgets
+    /// them; how many were running. The one call for a session's end: a subagent's session
+    /// released, `agent/session/cancel` with `stopBackground`, ACP `session/close`.
+    pub fn stop_background(&self, id: &str) -> usize {
+        background::stop_session(id)
+    }
+
+    /// `agent/session/background`: the session's background commands, running and ended
+    /// (until the session's end forgets them), in the order they started.
+    pub async fn background(self: &Arc<Self>, id: &str) -> Result<Vec<BackgroundInfo>, AgentError> {
+        self.handle(id).await?;
+        Ok(background::list(id))
+    }
+
+    /// `agent/session/killBackground`: stops one command (the editor's stop button); whether
+    /// it was running. Its last output stays for the model's next `shell_output`.
+    pub async fn kill_background(
+        self: &Arc<Self>,
+        id: &str,
+        command_id: &str,
+    ) -> Result<bool, AgentError> {
+        self.handle(id).await?;
+        background::stop(id, command_id).map_err(AgentError)
+    }
+
+    /// `agent/session/cancel` with `stopBackground`: the running turn and the queue as a
+    /// cancel does, and every background command. Whether anything was stopped.
+    pub async fn cancel_all(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
+        let cancelled = self.cancel(id).await?;
+        Ok(self.stop_background(id) > 0 || cancelled)
+    }
+}

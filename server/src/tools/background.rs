@@ -1,0 +1,509 @@
+//! Background commands: `shell` with `background: true` starts a command that outlives its
+//! call, `shell_output` reads what it printed since the last read, `shell_kill` stops it.
+//! A background command runs as a foreground one does (the same spawn: its own process group
+//! held by a `GroupGuard`, listed with the warden before it runs, so a kill -9 of agentls
+//! ends it too; the same sandbox and hidden variables), and belongs to the session that
+//! started it: [`stop_session`] kills a session's commands (its end, a cancel with
+//! `stopBackground`), `process_groups::kill_all` every command at agentls's exit.
+//!
+//! What a command changes in the workspace enters the ledger when its output is read: each
+//! read compares the workspace with the snapshot taken at the previous read (or the start).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use agentls_core::event::ChangedPath;
+use agentls_core::prompts::fill;
+use agentls_core::tool_info::{error, ToolError};
+use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+
+use crate::host::{Host, Notice};
+use crate::locks::Locked;
+use crate::process_groups::GroupGuard;
+use crate::tools::registry::ToolContext;
+use crate::tools::shell::{self, ChildSetup, Ending, KeptOutput, Limits, SHELL_OUTPUT_BYTES};
+use crate::tools::snapshot;
+
+/// How long `shell` with `background: true` waits for a command's first output.
+const FIRST_OUTPUT_WAIT: Duration = Duration::from_millis(1000);
+/// Once output came, how long a pause in it ends the wait for the first output.
+const FIRST_OUTPUT_QUIET: Duration = Duration::from_millis(150);
+/// The longest `wait_ms` of `shell_output`: a read never holds a turn for long.
+pub const MAX_WAIT_MS: u64 = 30_000;
+/// How long `shell_kill` waits for a stopped command's last output and status.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// Every session's background commands.
+static SESSIONS: LazyLock<Mutex<HashMap<String, SessionCommands>>> =
+    LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct SessionCommands {
+    /// The number of the next id (`bg1`, `bg2`, …): ids are never reused in a server's life.
+    next: u32,
+    commands: Vec<Arc<Background>>,
+    /// Told when the list changes (a command starts or ends).
+    host: Option<Arc<dyn Host>>,
+}
+
+/// One background command.
+pub struct Background {
+    pub id: String,
+    pub session_id: String,
+    pub command: String,
+    pub cwd: PathBuf,
+    /// Milliseconds since the epoch.
+    pub started_at: u64,
+    state: Mutex<Progress>,
+    /// Signalled on new output and at the end.
+    changed: Notify,
+    stop: CancellationToken,
+    /// Where its changes are found, and the snapshot the next read compares against.
+    root: PathBuf,
+    roots: Vec<PathBuf>,
+    snapshot: tokio::sync::Mutex<Option<snapshot::Before>>,
+}
+
+struct Progress {
+    /// Printed since the last read, bounded (head and tail kept, the middle counted).
+    unread: KeptOutput,
+    unread_bytes: usize,
+    /// The status line once it ended (`[exit code 0]`).
+    ending: Option<String>,
+    exit_code: Option<i32>,
+    /// Forwarded to the `shell` call that started it while that call waits.
+    live: Option<OnOutput>,
+}
+
+/// Where the output streams to while the starting call waits (the call's `on_output`).
+type OnOutput = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A row of the list the editor shows (`agent/session/background`, the `background` update).
+pub use crate::protocol::lsp::BackgroundCommand as BackgroundInfo;
+
+/// What a read found: the new output (cut head and tail, ending with the status line) and
+/// the files changed since the previous read.
+pub struct Read {
+    pub output: String,
+    pub changed: Vec<ChangedPath>,
+    pub command: String,
+    pub ended: bool,
+    pub exit_code: Option<i32>,
+}
+
+impl Background {
+    fn push(&self, chunk: &str) {
+        let live = {
+            let mut state = self.state.locked();
+            state.unread.push(chunk);
+            state.unread_bytes += chunk.len();
+            state.live.clone()
+        };
+        if let Some(live) = live {
+            live(chunk);
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn ended(&self) -> bool {
+        self.state.locked().ending.is_some()
+    }
+
+    fn has_unread(&self) -> bool {
+        self.state.locked().unread_bytes > 0
+    }
+
+    fn info(&self) -> BackgroundInfo {
+        let state = self.state.locked();
+        BackgroundInfo {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            cwd: self.cwd.display().to_string(),
+            started_at: self.started_at,
+            state: if state.ending.is_some() {
+                "exited"
+            } else {
+                "running"
+            }
+            .into(),
+            exit_code: state.exit_code,
+        }
+    }
+
+    /// Waits until it ends, prints something new, or `wait` passes.
+    async fn wait_for_news(&self, wait: Duration) {
+        let changed = self.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if self.ended() || self.has_unread() {
+            return;
+        }
+        let _ = tokio::time::timeout(wait, changed).await;
+    }
+
+    /// The output since the last read, cut head and tail, with its status line.
+    fn take_output(&self, prompts: &agentls_core::prompts::Prompts) -> (String, bool, Option<i32>) {
+        let mut state = self.state.locked();
+        let unread = std::mem::replace(&mut state.unread, KeptOutput::new(SHELL_OUTPUT_BYTES));
+        state.unread_bytes = 0;
+        let mut output = truncate_middle(
+            &unread.finish(),
+            TruncationPolicy::Bytes(SHELL_OUTPUT_BYTES),
+            agentls_core::tokens::TokenizerKind::default(),
+        )
+        .text;
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        match &state.ending {
+            Some(ending) => output.push_str(ending),
+            None => output.push_str(&fill(
+                &prompts.tool_outputs.background_running,
+                &[("id", &self.id)],
+            )),
+        }
+        (output, state.ending.is_some(), state.exit_code)
+    }
+
+    /// The files changed since the previous read; the snapshot moves on to now.
+    async fn changes(&self) -> Vec<ChangedPath> {
+        let mut snapshot = self.snapshot.lock().await;
+        let next = snapshot::before(&self.root).await;
+        match std::mem::replace(&mut *snapshot, next) {
+            Some(before) => snapshot::changes_since(before, &self.roots).await,
+            None => Vec::new(),
+        }
+    }
+}
+
+/// Starts `command` in the background for the call of `cx`; the text the call returns: its
+/// id, then what it printed in its first moments (and its status, if it ended already).
+pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<String, ToolError> {
+    let max = cx.host.config().shell_max_background.max(1);
+    let running = running_count(&cx.session_id);
+    if running >= max {
+        return Err(error(format!(
+            "{running} background commands of this session are running, the most allowed (shell.maxBackground = {max}): stop one with shell_kill, or run this one in the foreground"
+        )));
+    }
+    let root = shell::root_holding(cx, &cwd).to_path_buf();
+    let before = snapshot::before(&root).await;
+    let absent = shell::absent_protected(cx.sandbox.as_ref());
+    let mut child = shell::spawn(
+        command,
+        &cwd,
+        ChildSetup {
+            hidden_env: &cx.hidden_env,
+            sandbox: cx.sandbox.as_ref(),
+        },
+    )?;
+    let group = GroupGuard::new(child.id());
+    let (chunks, readers) = shell::merged_output(&mut child);
+    let background = register(cx, command, cwd, root, before);
+    {
+        let mut state = background.state.locked();
+        state.live = Some(cx.on_output.clone());
+    }
+    tokio::spawn(watch(
+        background.clone(),
+        child,
+        group,
+        chunks,
+        readers,
+        absent,
+    ));
+    tell(&cx.session_id);
+    first_output(&background).await;
+    background.state.locked().live = None;
+    let prompts = cx.host.prompts();
+    let (output, _, _) = background.take_output(&prompts);
+    let opening = fill(
+        &prompts.tool_outputs.background_started,
+        &[
+            ("id", &background.id),
+            ("command", &agentls_core::tool_info::shorten(command)),
+        ],
+    );
+    Ok(format!("{opening}\n{output}"))
+}
+
+/// Registers a new command of `cx`'s session under the next id.
+fn register(
+    cx: &ToolContext,
+    command: &str,
+    cwd: PathBuf,
+    root: PathBuf,
+    before: Option<snapshot::Before>,
+) -> Arc<Background> {
+    let mut sessions = SESSIONS.locked();
+    let session = sessions.entry(cx.session_id.clone()).or_default();
+    session.next += 1;
+    session.host = Some(cx.host.clone());
+    let background = Arc::new(Background {
+        id: format!("bg{}", session.next),
+        session_id: cx.session_id.clone(),
+        command: command.to_string(),
+        cwd,
+        started_at: crate::store::session_log::now_millis(),
+        state: Mutex::new(Progress {
+            unread: KeptOutput::new(SHELL_OUTPUT_BYTES),
+            unread_bytes: 0,
+            ending: None,
+            exit_code: None,
+            live: None,
+        }),
+        changed: Notify::new(),
+        stop: CancellationToken::new(),
+        root,
+        roots: cx.boundary.roots.clone(),
+        snapshot: tokio::sync::Mutex::new(before),
+    });
+    session.commands.push(background.clone());
+    background
+}
+
+/// Waits for the first output: until the command ends, its output pauses, or
+/// `FIRST_OUTPUT_WAIT` passes.
+async fn first_output(background: &Background) {
+    let deadline = tokio::time::Instant::now() + FIRST_OUTPUT_WAIT;
+    loop {
+        if background.ended() {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let wait = if background.has_unread() {
+            FIRST_OUTPUT_QUIET.min(deadline - now)
+        } else {
+            deadline - now
+        };
+        let changed = background.changed.notified();
+        if tokio::time::timeout(wait, changed).await.is_err() && background.has_unread() {
+            return;
+        }
+    }
+}
+
+/// Reads the command until it ends or is stopped, then notes how it ended.
+async fn watch(
+    background: Arc<Background>,
+    mut child: tokio::process::Child,
+    mut group: GroupGuard,
+    mut chunks: tokio::sync::mpsc::Receiver<String>,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+    absent: Vec<PathBuf>,
+) {
+    let wait = child.wait();
+    tokio::pin!(wait);
+    let limits = Limits {
+        timeout: Duration::MAX,
+        cancel: &background.stop,
+    };
+    let mut take = |chunk: &str| background.push(chunk);
+    let watched = shell::watch(wait.as_mut(), &mut chunks, &mut take, &mut group, &limits).await;
+    let (ending, exit_code) = match watched {
+        Ok(watched) => {
+            let status = shell::settle(wait, &mut chunks, &mut take, &watched).await;
+            for reader in readers {
+                reader.abort();
+            }
+            group.disarm();
+            ending_line(&background, &watched, status)
+        }
+        Err(err) => {
+            group.kill();
+            group.disarm();
+            (format!("[waiting for the command failed: {err}]"), None)
+        }
+    };
+    let planted = shell::remove_planted(&absent);
+    let mut ending = ending;
+    if !planted.is_empty() {
+        let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
+        ending = format!(
+            "[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]\n{ending}",
+            names.join(", ")
+        );
+    }
+    {
+        let mut state = background.state.locked();
+        state.ending = Some(ending);
+        state.exit_code = exit_code;
+    }
+    background.changed.notify_waiters();
+    tell(&background.session_id);
+}
+
+/// The status line of an ended command and its exit code.
+fn ending_line(
+    background: &Background,
+    watched: &shell::Watched,
+    status: Option<std::process::ExitStatus>,
+) -> (String, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut line = String::new();
+    if watched.left_running_killed {
+        line.push_str("[processes the command left running in the background were killed]\n");
+    }
+    if watched.ending == Ending::Cancelled {
+        line.push_str(&format!("[{} was killed]", background.id));
+        return (line, None);
+    }
+    let code = status.and_then(|s| s.code());
+    line.push_str(&match (code, status.and_then(|s| s.signal())) {
+        (Some(code), _) => format!("[exit code {code}]"),
+        (None, Some(signal)) => format!("[killed by signal {signal}]"),
+        (None, None) => "[exit status unknown]".to_string(),
+    });
+    (line, code)
+}
+
+/// A command of `session_id`, by id.
+fn find(session_id: &str, id: &str) -> Result<Arc<Background>, String> {
+    let sessions = SESSIONS.locked();
+    let commands = sessions
+        .get(session_id)
+        .map(|s| &s.commands[..])
+        .unwrap_or(&[]);
+    match commands.iter().find(|c| c.id == id.trim()) {
+        Some(found) => Ok(found.clone()),
+        None => {
+            let known: Vec<&str> = commands.iter().map(|c| c.id.as_str()).collect();
+            Err(if known.is_empty() {
+                format!("no background command {id:?}: this session has none (start one with shell and background: true)")
+            } else {
+                format!(
+                    "no background command {id:?}: this session's are {}",
+                    known.join(", ")
+                )
+            })
+        }
+    }
+}
+
+/// `shell_output`: what command `id` printed since the last read (waiting up to `wait` for
+/// something new while it runs), and what it changed.
+pub async fn read(
+    session_id: &str,
+    id: &str,
+    wait: Duration,
+    prompts: &agentls_core::prompts::Prompts,
+) -> Result<Read, String> {
+    let background = find(session_id, id)?;
+    if !wait.is_zero() {
+        background.wait_for_news(wait).await;
+    }
+    let changed = background.changes().await;
+    let (output, ended, exit_code) = background.take_output(prompts);
+    Ok(Read {
+        output,
+        changed,
+        command: background.command.clone(),
+        ended,
+        exit_code,
+    })
+}
+
+/// `shell_kill`: stops command `id` (its whole process group); its last output and status.
+pub async fn kill(
+    session_id: &str,
+    id: &str,
+    prompts: &agentls_core::prompts::Prompts,
+) -> Result<Read, String> {
+    let background = find(session_id, id)?;
+    let ended_before = background.ended();
+    background.stop.cancel();
+    let deadline = tokio::time::Instant::now() + KILL_WAIT;
+    while !background.ended() && tokio::time::Instant::now() < deadline {
+        background
+            .wait_for_news(deadline - tokio::time::Instant::now())
+            .await;
+    }
+    let mut read = read(session_id, id, Duration::ZERO, prompts).await?;
+    if !ended_before {
+        read.output.push('\n');
+        read.output.push_str(&fill(
+            &prompts.tool_outputs.background_stopped,
+            &[("id", &background.id)],
+        ));
+    }
+    Ok(read)
+}
+
+/// Stops every background command of `session_id` and forgets them: the session ended or
+/// was cancelled with "stop all". Returns how many were running. Each process group is
+/// killed at once (not waiting for the watchers).
+pub fn stop_session(session_id: &str) -> usize {
+    let removed = SESSIONS.locked().remove(session_id);
+    let Some(session) = removed else {
+        return 0;
+    };
+    let mut running = 0;
+    for background in &session.commands {
+        if !background.ended() {
+            running += 1;
+        }
+        background.stop.cancel();
+    }
+    if let Some(host) = session.host {
+        announce(&*host, session_id, Vec::new());
+    }
+    running
+}
+
+/// Stops one command from outside a turn (the editor's stop button); whether it was running.
+pub fn stop(session_id: &str, id: &str) -> Result<bool, String> {
+    let background = find(session_id, id)?;
+    let running = !background.ended();
+    background.stop.cancel();
+    Ok(running)
+}
+
+/// The background commands of `session_id`, in the order they started.
+pub fn list(session_id: &str) -> Vec<BackgroundInfo> {
+    SESSIONS
+        .locked()
+        .get(session_id)
+        .map(|s| s.commands.iter().map(|c| c.info()).collect())
+        .unwrap_or_default()
+}
+
+/// The session's running commands, as the environment block names them.
+pub fn running(session_id: &str) -> Vec<(String, String)> {
+    list(session_id)
+        .into_iter()
+        .filter(|c| c.state == "running")
+        .map(|c| (c.id, c.command))
+        .collect()
+}
+
+fn running_count(session_id: &str) -> usize {
+    running(session_id).len()
+}
+
+/// Tells the session's editor the list changed (a `background` update).
+fn tell(session_id: &str) {
+    let host = SESSIONS
+        .locked()
+        .get(session_id)
+        .and_then(|s| s.host.clone());
+    if let Some(host) = host {
+        announce(&*host, session_id, list(session_id));
+    }
+}
+
+fn announce(host: &dyn Host, session_id: &str, commands: Vec<BackgroundInfo>) {
+    host.notify(Notice::Update {
+        session_id: session_id.to_string(),
+        turn_id: String::new(),
+        update: json!({"kind": "background", "commands": commands}),
+    });
+}
