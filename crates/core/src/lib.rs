@@ -24,6 +24,7 @@ pub mod environment;
 pub mod event;
 pub mod front_matter;
 pub mod history;
+pub mod image;
 pub mod hooks;
 pub mod inspect;
 pub mod language;

@@ -7,6 +7,7 @@ import { DidChangeConfigurationNotification, type LanguageClient } from 'vscode-
 import { ChatViewProvider } from './chat/chatView';
 import { makeNonce } from './chat/html';
 import type { FromWebview } from './chat/messages';
+import type { PromptImage } from './chat/images';
 import { createClient } from './client';
 import { onPath, serverCommand, serverSettings } from './config';
 import { applyUnifiedDiff } from './diff';
@@ -255,7 +256,7 @@ class Agent implements vscode.Disposable {
           this.resetView();
           break;
         case 'send':
-          await this.send(message.text);
+          await this.send(message.text, message.images ?? []);
           break;
         case 'cancel':
           await this.cancel();
@@ -348,12 +349,16 @@ class Agent implements vscode.Disposable {
     });
   }
 
-  async send(text: string): Promise<void> {
+  async send(text: string, images: PromptImage[] = []): Promise<void> {
     const sessionId = await this.session();
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
-    this.post([addUser(this.model, text)]);
-    const result = await this.request(Methods.sessionPrompt, { sessionId, text, editor });
+    // The images pasted or dropped into the input go with the prompt; the transcript
+    // names them as the server's does (`[image: …]`).
+    const shown = images.length ? `${text}\n${images.map((_, i) => `[image: image ${i + 1}]`).join('\n')}` : text;
+    this.post([addUser(this.model, shown)]);
+    const params = images.length ? { sessionId, text, editor, images } : { sessionId, text, editor };
+    const result = await this.request(Methods.sessionPrompt, params);
     turnStarted(this.model, result.turnId);
     this.chat.post({ type: 'running', running: isRunning(this.model) });
   }

@@ -176,7 +176,7 @@ pub fn round_starts(entries: &[Entry]) -> Vec<usize> {
                 previous,
                 Some(Item::Assistant { .. }) | Some(Item::ToolCall { .. })
             ),
-            Item::ToolOutput { .. } | Item::Internal { .. } => false,
+            Item::ToolOutput { .. } | Item::Images { .. } | Item::Internal { .. } => false,
         };
         if starts_here || i == 0 {
             starts.push(i);
@@ -373,6 +373,30 @@ pub fn select_user_messages(
     }
     selected.reverse();
     selected
+}
+
+/// What a summarizer reads of `entries`: each image becomes its `[image: NAME, WxH]` line
+/// (a user message), its bytes dropped, so a summary request costs text only and the
+/// summary can still say what was shown.
+pub fn without_image_bytes(
+    entries: &[Entry],
+    prompts: &Prompts,
+    tokenizer: TokenizerKind,
+) -> Vec<Entry> {
+    entries
+        .iter()
+        .map(|entry| match &entry.item {
+            Item::Images { .. } => {
+                let item = Item::User {
+                    text: crate::history::model_text(&entry.item, prompts).into_owned(),
+                    context: None,
+                };
+                let tokens = item_tokens(&item, prompts, tokenizer);
+                Entry { item, tokens }
+            }
+            _ => entry.clone(),
+        })
+        .collect()
 }
 
 /// The text of the summary item: the summary (or the fallback's note) and the ledger.
@@ -608,6 +632,36 @@ mod tests {
 
     pub(super) fn assistant(text: &str) -> Entry {
         entry(Item::Assistant { text: text.into() })
+    }
+
+    #[test]
+    fn a_summary_reads_an_images_label_not_its_bytes() {
+        let prompts = Prompts::builtin();
+        let png = crate::image::test_png(800, 600);
+        let image = crate::image::check(
+            "bug.png",
+            None,
+            &png,
+            crate::image::TokenFormula::Anthropic,
+        )
+        .unwrap();
+        let entries = vec![
+            user("what is wrong here?"),
+            entry(Item::Images {
+                images: vec![image],
+                call_id: None,
+            }),
+            assistant("the button overlaps"),
+        ];
+        let input = without_image_bytes(&entries, &prompts, TokenizerKind::O200kBase);
+        let text: Vec<String> = input
+            .iter()
+            .map(|e| crate::history::model_text(&e.item, &prompts).into_owned())
+            .collect();
+        assert!(text.contains(&"[image: bug.png, 800x600]".to_string()), "{text:?}");
+        assert!(!format!("{input:?}").contains("iVBORw0KGgo"), "no bytes are left");
+        // The image never starts a round: a cut keeps it with its message.
+        assert_eq!(round_starts(&entries), [0, 2]);
     }
 
     pub(super) fn call(id: &str, path: &str) -> Entry {

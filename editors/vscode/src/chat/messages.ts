@@ -1,5 +1,6 @@
 // Messages between the extension host and the chat webview (media/chat.js).
 import type { CommandInfo } from '../protocol';
+import { isPromptImages, type PromptImage } from './images';
 import type { Block, BlockChange } from '../transcript';
 
 export type ToWebview =
@@ -11,7 +12,7 @@ export type ToWebview =
 
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; images?: PromptImage[] }
   | { type: 'cancel' }
   | { type: 'newSession' }
   | { type: 'sessions' }
@@ -25,7 +26,10 @@ export function isFromWebview(value: unknown): value is FromWebview {
   }
   const type = (value as { type?: unknown }).type;
   switch (type) {
-    case 'send':
+    case 'send': {
+      const { text, images } = value as { text?: unknown; images?: unknown };
+      return typeof text === 'string' && (images === undefined || isPromptImages(images));
+    }
     case 'copy':
       return typeof (value as { text?: unknown }).text === 'string';
     case 'ready':
