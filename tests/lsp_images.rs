@@ -212,7 +212,10 @@ async fn an_at_mention_of_an_image_file_is_the_prompts_image() {
     let (updates, _) = run_turn(&server, &session, "What is wrong in @bug.png?").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let parts = user_parts(&fake.requests()[0].body);
-    assert!(parts.iter().any(|p| p["text"] == "[image: bug.png, 40x30]"), "{parts:?}");
+    assert!(
+        parts.iter().any(|p| p["text"] == "[image: bug.png, 40x30]"),
+        "{parts:?}"
+    );
     assert!(parts.iter().any(|p| p["type"] == "image_url"), "{parts:?}");
     assert!(
         !updates.iter().any(|u| u["kind"] == "warning"),
@@ -278,7 +281,12 @@ async fn a_cancel_stops_the_wait_for_apply_edit() {
     let (ws, fake) = workspace_and_fake().await;
     fake.push_call_then_text("call_e", "edit_file", EDIT, "never asked");
     let (responder, asked) = silent_editor();
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), Some(responder)).await;
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder),
+    )
+    .await;
     let session = new_session(&server).await;
     let turn = prompt(&server, &session, "Make it 42").await;
     asked.notified().await;
@@ -309,7 +317,12 @@ async fn a_permission_request_the_server_stops_waiting_for_is_withdrawn() {
         }
         _ => Answer::Result(Value::Null),
     });
-    let server = server(&ws, provider_options(&fake, &ws, json!({})), Some(responder)).await;
+    let server = server(
+        &ws,
+        provider_options(&fake, &ws, json!({})),
+        Some(responder),
+    )
+    .await;
     let session = new_session(&server).await;
     let turn = prompt(&server, &session, "Run it").await;
     asked.notified().await;

@@ -492,9 +492,16 @@ pub fn session_info_update(title: &str) -> Value {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
-    Text { text: String },
-    ResourceLink { name: String, uri: String },
-    Resource { resource: EmbeddedResource },
+    Text {
+        text: String,
+    },
+    ResourceLink {
+        name: String,
+        uri: String,
+    },
+    Resource {
+        resource: EmbeddedResource,
+    },
     /// ACP's `ImageContent`: base64 `data` and its `mimeType` (a `uri` is not read).
     Image {
         data: String,

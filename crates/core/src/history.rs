@@ -582,9 +582,8 @@ mod tests {
 
     fn images(call_id: Option<&str>) -> Item {
         let png = crate::image::test_png(1024, 1024);
-        let image =
-            crate::image::check("shot.png", None, &png, crate::image::TokenFormula::OpenAi)
-                .unwrap();
+        let image = crate::image::check("shot.png", None, &png, crate::image::TokenFormula::OpenAi)
+            .unwrap();
         Item::Images {
             images: vec![image],
             call_id: call_id.map(String::from),

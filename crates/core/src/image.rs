@@ -184,7 +184,11 @@ const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 pub fn base64_encode(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
         for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
             if i <= chunk.len() {
@@ -369,7 +373,11 @@ mod tests {
         lossy.extend_from_slice(&[0x40, 0x01, 0xf0, 0x00]);
         assert_eq!(sniff(&lossy), Some(("image/webp", 320, 240)));
         assert_eq!(sniff(b"not an image"), None);
-        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n"), None, "a cut header is no image");
+        assert_eq!(
+            sniff(b"\x89PNG\r\n\x1a\n"),
+            None,
+            "a cut header is no image"
+        );
         assert_eq!(sniff(&[0xff, 0xd8, 0xff]), None);
     }
 
@@ -378,7 +386,9 @@ mod tests {
         let png = test_png(10, 20);
         let image = check("a.png", Some("image/png"), &png, TokenFormula::Anthropic).unwrap();
         assert_eq!(image.label(), "[image: a.png, 10x20]");
-        assert!(image.data_url().starts_with("data:image/png;base64,iVBORw0KGgo"));
+        assert!(image
+            .data_url()
+            .starts_with("data:image/png;base64,iVBORw0KGgo"));
         let err = check("a.png", Some("image/jpeg"), &png, TokenFormula::OpenAi).unwrap_err();
         assert!(err.contains("image/jpeg"), "{err}");
         let err = check("x.txt", None, b"hello", TokenFormula::OpenAi).unwrap_err();

@@ -15,10 +15,10 @@ use super::host::{AcpHost, ClientFs};
 use super::transport::{Connection, Incoming, Reply, RpcError};
 use crate::agent::{Agent, AgentError};
 use crate::protocol::acp::{
-    Authenticate, Cancel, CloseSession, DeleteSession, Initialize, InitializeParams,
-    ListSessions, ListSessionsParams, LoadSession, LoadSessionParams, NewSession,
-    NewSessionParams, Prompt, PromptParams, ResumeSession, SessionUpdate, SetConfigOption,
-    SetConfigOptionParams, SetMode, SetModeParams,
+    Authenticate, Cancel, CloseSession, DeleteSession, Initialize, InitializeParams, ListSessions,
+    ListSessionsParams, LoadSession, LoadSessionParams, NewSession, NewSessionParams, Prompt,
+    PromptParams, ResumeSession, SessionUpdate, SetConfigOption, SetConfigOptionParams, SetMode,
+    SetModeParams,
 };
 use crate::protocol::shapes::SessionIdParams;
 use crate::protocol::{ClientNotification, ClientRequest};
@@ -102,58 +102,54 @@ impl State {
 
     async fn request(&self, method: &str, params: Value) -> Result<Reply, RpcError> {
         match method {
-                <Initialize as ClientRequest>::METHOD => {
-                    self.initialize(parse::<Initialize>(params)?)
-                }
-                <Authenticate as ClientRequest>::METHOD => Ok(Reply::new(json!({}))),
-                <NewSession as ClientRequest>::METHOD => {
-                    self.new_session(parse::<NewSession>(params)?).await
-                }
-                <LoadSession as ClientRequest>::METHOD => {
-                    self.load_session(parse::<LoadSession>(params)?).await
-                }
-                <ResumeSession as ClientRequest>::METHOD => {
-                    self.resume_session(parse::<ResumeSession>(params)?).await
-                }
-                <ListSessions as ClientRequest>::METHOD => {
-                    self.list_sessions(parse::<ListSessions>(params)?).await
-                }
-                <CloseSession as ClientRequest>::METHOD => {
-                    self.close_session(parse::<CloseSession>(params)?).await
-                }
-                <DeleteSession as ClientRequest>::METHOD => {
-                    self.delete_session(parse::<DeleteSession>(params)?).await
-                }
-                <SetMode as ClientRequest>::METHOD => {
-                    self.set_mode(parse::<SetMode>(params)?).await
-                }
-                <SetConfigOption as ClientRequest>::METHOD => {
-                    self.set_config_option(parse::<SetConfigOption>(params)?)
-                        .await
-                }
-                other => Err(RpcError::new(
-                    RpcError::METHOD_NOT_FOUND,
-                    format!("method not found: {other}"),
-                )),
+            <Initialize as ClientRequest>::METHOD => self.initialize(parse::<Initialize>(params)?),
+            <Authenticate as ClientRequest>::METHOD => Ok(Reply::new(json!({}))),
+            <NewSession as ClientRequest>::METHOD => {
+                self.new_session(parse::<NewSession>(params)?).await
+            }
+            <LoadSession as ClientRequest>::METHOD => {
+                self.load_session(parse::<LoadSession>(params)?).await
+            }
+            <ResumeSession as ClientRequest>::METHOD => {
+                self.resume_session(parse::<ResumeSession>(params)?).await
+            }
+            <ListSessions as ClientRequest>::METHOD => {
+                self.list_sessions(parse::<ListSessions>(params)?).await
+            }
+            <CloseSession as ClientRequest>::METHOD => {
+                self.close_session(parse::<CloseSession>(params)?).await
+            }
+            <DeleteSession as ClientRequest>::METHOD => {
+                self.delete_session(parse::<DeleteSession>(params)?).await
+            }
+            <SetMode as ClientRequest>::METHOD => self.set_mode(parse::<SetMode>(params)?).await,
+            <SetConfigOption as ClientRequest>::METHOD => {
+                self.set_config_option(parse::<SetConfigOption>(params)?)
+                    .await
+            }
+            other => Err(RpcError::new(
+                RpcError::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
         }
     }
 
     async fn notification(&self, method: &str, params: Value) -> Result<Reply, RpcError> {
         match method {
-                <Cancel as ClientNotification>::METHOD => {
-                    let params = parse_notification::<Cancel>(params)?;
-                    let session = self.session(&params.session_id)?;
-                    session
-                        .agent
-                        .cancel(&params.session_id)
-                        .await
-                        .map_err(agent_error)?;
-                    Ok(Reply::new(Value::Null))
-                }
-                other => {
-                    tracing::debug!("acp: notification {other} ignored");
-                    Ok(Reply::new(Value::Null))
-                }
+            <Cancel as ClientNotification>::METHOD => {
+                let params = parse_notification::<Cancel>(params)?;
+                let session = self.session(&params.session_id)?;
+                session
+                    .agent
+                    .cancel(&params.session_id)
+                    .await
+                    .map_err(agent_error)?;
+                Ok(Reply::new(Value::Null))
+            }
+            other => {
+                tracing::debug!("acp: notification {other} ignored");
+                Ok(Reply::new(Value::Null))
+            }
         }
     }
 

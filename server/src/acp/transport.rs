@@ -118,7 +118,11 @@ impl Connection {
 
     /// The client's `$/cancel_request`: the request's handler sees its token cancelled.
     fn cancel_incoming(&self, params: &Value) {
-        let token = self.incoming.locked().get(&params["requestId"].to_string()).cloned();
+        let token = self
+            .incoming
+            .locked()
+            .get(&params["requestId"].to_string())
+            .cloned();
         match token {
             Some(token) => token.cancel(),
             None => tracing::debug!("acp: $/cancel_request for no pending request: {params}"),
@@ -132,7 +136,12 @@ impl Connection {
         };
         let waiter = self.pending.locked().remove(&id);
         let Some(waiter) = waiter else {
-            tracing::warn!("acp: an answer to no pending request (id {id})");
+            if id < self.next_id.load(Ordering::Relaxed) {
+                // A request withdrawn with `$/cancel_request` (or answered twice).
+                tracing::debug!("acp: a late answer to request {id}, no longer waited for");
+            } else {
+                tracing::warn!("acp: an answer to no pending request (id {id})");
+            }
             return;
         };
         let answer = match message.get("error") {
@@ -193,7 +202,10 @@ pub enum Incoming {
         params: Value,
         cancel: tokio_util::sync::CancellationToken,
     },
-    Notification { method: String, params: Value },
+    Notification {
+        method: String,
+        params: Value,
+    },
 }
 
 /// Serves `input`/`output` until `input` ends: `handle` gets every request and

@@ -25,8 +25,11 @@ pub fn read_image(
 ) -> Result<agentls_core::image::Image, String> {
     let resolved = boundary.resolve(path).map_err(|e| e.0)?;
     let shown = boundary.display(&resolved);
-    let bytes = crate::store::files::read_image_bytes(&resolved, agentls_core::image::MAX_IMAGE_BYTES as u64)
-        .map_err(|refused| refused.0.replace(&resolved.display().to_string(), &shown))?;
+    let bytes = crate::store::files::read_image_bytes(
+        &resolved,
+        agentls_core::image::MAX_IMAGE_BYTES as u64,
+    )
+    .map_err(|refused| refused.0.replace(&resolved.display().to_string(), &shown))?;
     agentls_core::image::check(&shown, declared, &bytes, formula)
 }
 

@@ -638,13 +638,9 @@ mod tests {
     fn a_summary_reads_an_images_label_not_its_bytes() {
         let prompts = Prompts::builtin();
         let png = crate::image::test_png(800, 600);
-        let image = crate::image::check(
-            "bug.png",
-            None,
-            &png,
-            crate::image::TokenFormula::Anthropic,
-        )
-        .unwrap();
+        let image =
+            crate::image::check("bug.png", None, &png, crate::image::TokenFormula::Anthropic)
+                .unwrap();
         let entries = vec![
             user("what is wrong here?"),
             entry(Item::Images {
@@ -658,8 +654,14 @@ mod tests {
             .iter()
             .map(|e| crate::history::model_text(&e.item, &prompts).into_owned())
             .collect();
-        assert!(text.contains(&"[image: bug.png, 800x600]".to_string()), "{text:?}");
-        assert!(!format!("{input:?}").contains("iVBORw0KGgo"), "no bytes are left");
+        assert!(
+            text.contains(&"[image: bug.png, 800x600]".to_string()),
+            "{text:?}"
+        );
+        assert!(
+            !format!("{input:?}").contains("iVBORw0KGgo"),
+            "no bytes are left"
+        );
         // The image never starts a round: a cut keeps it with its message.
         assert_eq!(round_starts(&entries), [0, 2]);
     }

@@ -11,8 +11,8 @@ use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
 use crate::protocol::lsp::SessionSummary;
-pub(in crate::agent) mod live;
 mod lifecycle;
+pub(in crate::agent) mod live;
 mod modes;
 
 use crate::agent::sessions::live::Durability;
