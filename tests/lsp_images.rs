@@ -344,3 +344,53 @@ async fn a_permission_request_the_server_stops_waiting_for_is_withdrawn() {
     assert_eq!(Some(&withdrawn.params["id"]), request.id.as_ref());
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_compaction_summary_reads_the_images_label_not_its_bytes() {
+    let (ws, fake) = workspace_and_fake().await;
+    let big: String = (0..400)
+        .map(|i| format!("let value_{i} = compute(&inputs[{i}], \"parser stage {i}\");\n"))
+        .collect();
+    std::fs::write(ws.root.join("src/big.rs"), big).unwrap();
+    fake.push_call_then_text("r1", "read_file", r#"{"path":"src/big.rs"}"#, "Read it.");
+    for _ in 0..2 {
+        fake.push_for(
+            "CONTEXT CHECKPOINT COMPACTION",
+            FakeProvider::openai_text(&["The user showed a screenshot; big.rs was read."], None),
+        );
+    }
+    let extra = json!({"approval": "full-auto", "provider": {"model": "gpt-4o", "contextWindow": 12000, "maxRetries": 0}, "compaction": {"prepareAt": 0.99}});
+    let (server, session) = session_server(&ws, &fake, extra).await;
+    let answer = server
+        .client
+        .request(
+            "agent/session/prompt",
+            json!({"sessionId": session, "text": "Read src/big.rs and look at this", "images": [{"data": png_base64(64, 32)}]}),
+        )
+        .await
+        .expect("prompt");
+    updates_until_end(&server, answer["turnId"].as_str().unwrap()).await;
+    let compacted = server
+        .client
+        .request("agent/session/compact", json!({"sessionId": session}))
+        .await
+        .expect("compact");
+    // The read put the turn over the threshold (a summary then), and the request compacts
+    // again: every summary request read the label, none the bytes.
+    assert_eq!(compacted["strategy"], "summary", "{compacted}");
+    let summaries: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .filter(|body| body.contains("CONTEXT CHECKPOINT COMPACTION"))
+        .collect();
+    assert!(!summaries.is_empty(), "a summary request");
+    for body in summaries {
+        assert!(body.contains("[image: image 1, 64x32]"), "{body}");
+        assert!(
+            !body.contains(&png_base64(64, 32)),
+            "no image bytes in the summary input"
+        );
+    }
+    server.stop().await;
+}

@@ -351,10 +351,11 @@ pub fn select_user_messages(
 ) -> Vec<String> {
     let mut selected = Vec::new();
     let mut left = budget;
-    for entry in entries.iter().rev() {
-        let Item::User { text, .. } = &entry.item else {
+    for index in (0..entries.len()).rev() {
+        let Some(text) = user_text_with_images(entries, index) else {
             continue;
         };
+        let text = &text;
         if text.trim().is_empty() || selected.contains(text) {
             continue;
         }
@@ -373,6 +374,29 @@ pub fn select_user_messages(
     }
     selected.reverse();
     selected
+}
+
+/// The user's message at `index` as compaction keeps it: its text, and the labels of the
+/// images that came with it (`[image: NAME, WxH]`, one a line), so a rebuilt history still
+/// says what the user showed. None when `index` is not a user message.
+fn user_text_with_images(entries: &[Entry], index: usize) -> Option<String> {
+    let Item::User { text, .. } = &entries[index].item else {
+        return None;
+    };
+    match entries.get(index + 1).map(|e| &e.item) {
+        Some(Item::Images {
+            images,
+            call_id: None,
+        }) => {
+            let mut text = text.clone();
+            for image in images {
+                text.push('\n');
+                text.push_str(&image.label());
+            }
+            Some(text)
+        }
+        _ => Some(text.clone()),
+    }
 }
 
 /// What a summarizer reads of `entries`: each image becomes its `[image: NAME, WxH]` line
@@ -417,17 +441,13 @@ pub fn rebuild(
     prompts: &Prompts,
     tokenizer: TokenizerKind,
 ) -> Vec<Entry> {
-    let tail_users: Vec<&str> = tail
-        .iter()
-        .filter_map(|e| match &e.item {
-            Item::User { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
+    let tail_users: Vec<String> = (0..tail.len())
+        .filter_map(|index| user_text_with_images(tail, index))
         .collect();
     let mut out = Vec::new();
     for text in user_messages {
         // A message the kept tail holds anyway is not repeated.
-        if tail_users.contains(&text.as_str()) {
+        if tail_users.contains(text) {
             continue;
         }
         let item = Item::User {
@@ -664,6 +684,11 @@ mod tests {
         );
         // The image never starts a round: a cut keeps it with its message.
         assert_eq!(round_starts(&entries), [0, 2]);
+        // A rebuilt history keeps the user's message with the image's label.
+        assert_eq!(
+            select_user_messages(&entries, 1000, TokenizerKind::O200kBase),
+            ["what is wrong here?\n[image: bug.png, 800x600]"]
+        );
     }
 
     pub(super) fn call(id: &str, path: &str) -> Entry {
