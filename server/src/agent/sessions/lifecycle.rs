@@ -17,8 +17,9 @@ impl Agent {
             return Ok(false);
         };
         self.cancel(id).await?;
-        // ISSUE 28 (steer-bg): the session's background commands are stopped here, with
-        // the function the background-commands work exposes, once it is merged.
+        // The session's background commands stop with it: the steer-bg branch's `release`
+        // calls `Agent::stop_background(id)` (issue 28). Until that branch is merged there
+        // are no background commands; after the merge, check that `release` still does.
         self.release(id);
         Ok(true)
     }
