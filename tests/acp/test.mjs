@@ -812,6 +812,30 @@ test("session_info_update names the session after its first message; message chu
   assert.notEqual(ids[3], ids[0], "the next turn's message has its own id");
 });
 
+test("additionalDirectories are more roots of the session: a file there can be read", async () => {
+  const ws = workspace({});
+  const other = workspace({ "notes.txt": "from the other root\n" });
+  const script = {
+    replies: [
+      { toolCalls: [{ id: "r1", name: "read_file", arguments: { path: path.join(other, "notes.txt") } }] },
+      { text: ["Read."] },
+      { toolCalls: [{ id: "r2", name: "read_file", arguments: { path: path.join(other, "notes.txt") } }] },
+      { text: ["Refused."] },
+    ],
+  };
+  const c = await start(script, ws, {}, { readTextFile: false, writeTextFile: false });
+  assert.deepEqual(c.init.agentCapabilities.sessionCapabilities.additionalDirectories, {});
+  const withRoot = await c.connection.newSession({ cwd: ws, mcpServers: [], additionalDirectories: [other] });
+  await c.connection.prompt({ sessionId: withRoot.sessionId, prompt: [{ type: "text", text: "Read the notes." }] });
+  const done = c.updates.find((n) => n.sessionId === withRoot.sessionId && kind("tool_call_update")(n) && n.update.toolCallId === "r1" && n.update.status === "completed");
+  assert.match(JSON.stringify(done?.update.content), /from the other root/);
+  const without = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId: without.sessionId, prompt: [{ type: "text", text: "Read the notes." }] });
+  const failed = c.updates.find((n) => n.sessionId === without.sessionId && kind("tool_call_update")(n) && n.update.toolCallId === "r2" && n.update.status === "failed");
+  assert.ok(failed, "outside the session's roots the read is refused");
+  await assert.rejects(c.connection.newSession({ cwd: ws, mcpServers: [], additionalDirectories: ["relative/dir"] }), /absolute/);
+});
+
 test("a cancel's late updates (the running call's end) all arrive before its cancelled answer", async () => {
   const ws = workspace({});
   const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "sleep 30" } }] }] }, ws);
