@@ -9,6 +9,11 @@ pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
 /// Images one message (a prompt, or one tool's output) may carry.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 8;
 
+/// The image data (base64) a session's history may hold: a prompt that would pass it is
+/// refused, so a session log stays bounded (start a new session, or compact: a summary
+/// keeps the labels, not the bytes).
+pub const MAX_SESSION_IMAGE_DATA: usize = 64 * 1024 * 1024;
+
 /// The formats every provider agentls speaks accepts.
 pub const MIME_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 

@@ -51,10 +51,22 @@ impl Agent {
         if inputs.is_empty() && mentioned.is_empty() {
             return Ok(Vec::new());
         }
-        let model = {
+        let (model, held) = {
             let handle = self.handle(id).await?;
             let live = handle.live.lock().await;
-            live.session.model.clone()
+            let held: usize = live
+                .session
+                .history
+                .entries()
+                .iter()
+                .filter_map(|e| match &e.item {
+                    agentls_core::history::Item::Images { images, .. } => {
+                        Some(images.iter().map(|i| i.data.len()).sum::<usize>())
+                    }
+                    _ => None,
+                })
+                .sum();
+            (live.session.model.clone(), held)
         };
         if !self.takes_images(&model) {
             return Err(AgentError(format!(
@@ -73,6 +85,14 @@ impl Agent {
             }
             for path in mentioned {
                 images.push(read_image(&boundary, &path, None, formula)?);
+            }
+            let adding: usize = images.iter().map(|i| i.data.len()).sum();
+            if held + adding > image::MAX_SESSION_IMAGE_DATA {
+                return Err(format!(
+                    "this session already holds {} MB of images; at most {} MB are kept in one session (compact it, or start a new one)",
+                    held / (1024 * 1024),
+                    image::MAX_SESSION_IMAGE_DATA / (1024 * 1024)
+                ));
             }
             Ok(images)
         };
