@@ -185,6 +185,20 @@ pub fn check_count(count: usize) -> Result<(), String> {
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+const INVALID: u8 = 0xff;
+
+/// Each byte's value in [`BASE64`], or `INVALID`: one lookup per character (a 5 MB image
+/// is 7 million of them).
+const BASE64_VALUES: [u8; 256] = {
+    let mut values = [INVALID; 256];
+    let mut i = 0;
+    while i < 64 {
+        values[BASE64[i] as usize] = i as u8;
+        i += 1;
+    }
+    values
+};
+
 /// Standard base64 with padding (a dozen lines instead of a dependency).
 pub fn base64_encode(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
@@ -212,7 +226,11 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in text.bytes() {
-        let value = BASE64.iter().position(|&b| b == c)? as u32;
+        let value = BASE64_VALUES[usize::from(c)];
+        if value == INVALID {
+            return None;
+        }
+        let value = u32::from(value);
         acc = acc << 6 | value;
         bits += 6;
         if bits >= 8 {

@@ -4,8 +4,8 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command};
 use agentls_dev::{
-    bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_sandbox,
-    bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
+    bench, bench_compaction, bench_context, bench_images, bench_memory, bench_prefix,
+    bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -78,6 +78,10 @@ fn run_bench(which: Bench) -> ExitCode {
             report(block_on(bench_sandbox::run(&options)), |report| {
                 bench_sandbox::print(&options, report)
             })
+        }
+        Bench::Images(args) => {
+            bench_images::print(&bench_images::run(args.rounds));
+            ExitCode::SUCCESS
         }
         Bench::Prefix(args) => {
             let options = args.into();
