@@ -816,6 +816,29 @@ mod tests {
     }
 
     #[test]
+    fn message_chunks_share_an_id_until_another_update_or_turn() {
+        let mut ids = MessageIds::default();
+        let mut assign = |turn: &str, update: Value| {
+            let mut update = update;
+            ids.assign(turn, &mut update);
+            update["messageId"].as_str().map(str::to_string)
+        };
+        let text = || json!({"sessionUpdate": "agent_message_chunk"});
+        let thought = || json!({"sessionUpdate": "agent_thought_chunk"});
+        let a = assign("t1", text());
+        assert_eq!(assign("t1", text()), a, "one message");
+        let b = assign("t1", thought());
+        assert_ne!(b, a, "a thought is another message");
+        assert_eq!(assign("t1", json!({"sessionUpdate": "tool_call"})), None);
+        let c = assign("t1", text());
+        assert!(
+            c.is_some() && c != a,
+            "text after a tool call is a new message"
+        );
+        assert_ne!(assign("t2", text()), c, "a new turn, a new message");
+    }
+
+    #[test]
     fn shell_commands_go_to_a_client_terminal_embedded_in_the_call() {
         expect![[r#"{"args":["-c","cargo test"],"command":"sh","cwd":"/w","env":[{"name":"OPENAI_API_KEY","value":""}],"outputByteLimit":1000,"sessionId":"s"}"#]]
             .assert_eq(&terminal_create("s", "cargo test", Path::new("/w"), &["OPENAI_API_KEY".into()], 1000, None).to_string());
