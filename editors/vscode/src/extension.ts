@@ -167,7 +167,7 @@ class Agent implements vscode.Disposable {
       handlers: {
         onUpdate: (p) => this.onUpdate(p),
         onStatus: (p) => this.onStatus(p),
-        onPermission: (p) => this.onPermission(p),
+        onPermission: (p, withdrawn) => this.onPermission(p, withdrawn),
         onMcpStatus: (p) => this.onMcpStatus(p),
         onEditorDiagnostics: (p) => this.diagnostics.answer(p),
       },
@@ -632,7 +632,10 @@ class Agent implements vscode.Disposable {
     uris.forEach((u) => this.docs.remove(u));
   }
 
-  private async onPermission(request: PermissionRequest): Promise<PermissionResponse> {
+  private async onPermission(
+    request: PermissionRequest,
+    withdrawn?: { onCancellationRequested(listener: () => void): unknown; isCancellationRequested: boolean },
+  ): Promise<PermissionResponse> {
     const call = request.toolCall;
     const shown = await this.showProposal(request).catch((error: unknown) => {
       this.output.appendLine(`could not show the proposed edit: ${describe(error)}`);
@@ -653,12 +656,28 @@ class Agent implements vscode.Disposable {
       const timeout = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), APPROVAL_TIMEOUT_MS - 2000);
       });
+      // The server withdraws a request it stopped waiting for (`$/cancelRequest`): stop
+      // waiting too, and close the proposed edit (a modal dialog cannot be closed from here;
+      // a late click is ignored).
+      const stopped = new Promise<'withdrawn'>((resolve) => {
+        if (withdrawn?.isCancellationRequested) {
+          resolve('withdrawn');
+        }
+        withdrawn?.onCancellationRequested(() => resolve('withdrawn'));
+      });
       const choice = await Promise.race([
         vscode.window.showInformationMessage(`agentls wants to ${call.title ?? call.name}`, { modal: true, detail }, ...names),
         timeout,
+        stopped,
       ]).finally(() => clearTimeout(timer));
       const option = request.options.find((o) => o.name === choice);
-      const answer = option ? option.name : choice === 'timeout' ? 'No answer in time (rejected)' : 'Cancelled';
+      const answer = option
+        ? option.name
+        : choice === 'timeout'
+          ? 'No answer in time (rejected)'
+          : choice === 'withdrawn'
+            ? 'The agent stopped waiting'
+            : 'Cancelled';
       // Only the chat of that session hears of it.
       if (request.sessionId === this.model.sessionId) {
         this.post([addNotice(this.model, `${answer}: ${call.title ?? call.name}`, 'info')]);
