@@ -1085,8 +1085,7 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
     let mut updates = Vec::new();
     let apply = until_request(&server, "workspace/applyEdit", &mut updates).await;
     session_request(&server, "agent/session/cancel", &session).await;
-    // The editor applied it after all.
-    answer_late(&server, &apply, json!({"applied": true})).await;
+    // The cancel stops the wait (an editor that never answers must not hold the turn).
     let (rest, _) = updates_until_end(&server, &turn).await;
     assert_eq!(stop_reason(&rest), "cancelled");
     // The row the editor shows ends, before turnEnd, as the log says.
@@ -1095,8 +1094,17 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
         .filter(|u| u["kind"] == "toolCallUpdate" && u["toolCallId"] == "call_a1")
         .collect();
     assert_eq!(finals.len(), 1, "{rest:?}");
-    assert_eq!(finals[0]["status"], "completed", "{rest:?}");
+    assert_eq!(finals[0]["status"], "failed", "{rest:?}");
+    assert!(
+        finals[0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled while the editor was applying it"),
+        "{rest:?}"
+    );
     assert_eq!(kinds(&rest).last().unwrap(), "turnEnd");
+    // The editor answers after all: the late answer is ignored, the server stays up.
+    answer_late(&server, &apply, json!({"applied": true})).await;
     let loaded = session_request(&server, "agent/session/load", &session).await;
     let call = loaded["items"]
         .as_array()
@@ -1105,7 +1113,7 @@ async fn a_tool_call_cancelled_during_apply_edit_still_gets_its_final_update() {
         .find(|i| i["kind"] == "toolCall")
         .unwrap()
         .clone();
-    assert_eq!(call["status"], "completed");
+    assert_eq!(call["status"], "failed");
     server.stop().await;
 }
 

@@ -111,6 +111,7 @@ function connect(child, behaviour = {}) {
     },
     async requestPermission(params) {
       permissions.push(params);
+      if (behaviour.silentPermissions) return new Promise(() => {});
       const choose = behaviour.permission || ((p) => p.options.find((o) => o.kind === "allow_once"));
       const option = choose(params);
       return option ? { outcome: { outcome: "selected", optionId: option.optionId } } : { outcome: { outcome: "cancelled" } };
@@ -126,6 +127,35 @@ function connect(child, behaviour = {}) {
       return {};
     },
   };
+  // What the agent sends on the wire, as parsed lines: `$/cancel_request` has no handler
+  // of the legacy client API, so it is read here.
+  const wire = [];
+  const wireWaiters = [];
+  let pendingLine = "";
+  child.stdout.on("data", (data) => {
+    pendingLine += data;
+    let at;
+    while ((at = pendingLine.indexOf("\n")) >= 0) {
+      const line = pendingLine.slice(0, at);
+      pendingLine = pendingLine.slice(at + 1);
+      try {
+        const message = JSON.parse(line);
+        wire.push(message);
+        for (const waiter of [...wireWaiters]) {
+          if (waiter.test(message)) {
+            wireWaiters.splice(wireWaiters.indexOf(waiter), 1);
+            waiter.resolve(message);
+          }
+        }
+      } catch {}
+    }
+  });
+  /** Resolves with the first message the agent sent (or sends) that passes `test`. */
+  const sent = (test) => {
+    const seen = wire.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve) => wireWaiters.push({ test, resolve }));
+  };
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   const connection = new acp.ClientSideConnection(() => client, stream);
   /** Resolves with the first update (already received or to come) that passes `test`. */
@@ -134,15 +164,15 @@ function connect(child, behaviour = {}) {
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve) => waiters.push({ test, resolve }));
   };
-  return { connection, updates, update, permissions, reads, writes, terminals };
+  return { connection, updates, update, permissions, reads, writes, terminals, wire, sent };
 }
 
 const kind = (name) => (n) => n.update.sessionUpdate === name;
 const text = (updates, name) => updates.filter(kind(name)).map((n) => n.update.content.text).join("");
 
-async function start(script, ws, behaviour = {}, fsCapabilities = { readTextFile: true, writeTextFile: true }, terminal = false) {
+async function start(script, ws, behaviour = {}, fsCapabilities = { readTextFile: true, writeTextFile: true }, terminal = false, model = "fake-model") {
   const { url } = await fake(script);
-  const child = spawnAgent(url, ws);
+  const child = spawnAgent(url, ws, { provider: { kind: "openai", baseUrl: url, model } });
   const client = connect(child, behaviour);
   const init = await client.connection.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: fsCapabilities, terminal } });
   return { ...client, child, url, init };
@@ -698,6 +728,150 @@ test("session/resume with mcpServers starts them and lists their prompts", async
   await again.update(
     (n) => kind("available_commands_update")(n) && n.update.availableCommands.some((cmd) => cmd.name === "mcp__fixture__greet"),
   );
+});
+
+// ---- issue 28: images and ACP's 2026 session methods ----
+
+/** A PNG of `width`x`height` (signature and IHDR: what agentls reads), base64. */
+function pngBase64(width, height) {
+  const header = Buffer.alloc(33);
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).copy(header, 0);
+  header.writeUInt32BE(13, 8);
+  header.write("IHDR", 12, "latin1");
+  header.writeUInt32BE(width, 16);
+  header.writeUInt32BE(height, 20);
+  header[24] = 8;
+  const end = Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
+  return Buffer.concat([header, end]).toString("base64");
+}
+
+const requestsOf = async (url) => (await fetch(url.replace(/\/v1$/, "") + "/__requests")).json();
+
+test("an image prompt reaches the model as image_url when the model takes images; a text-only one refuses it", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ text: ["A square."] }] }, ws, {}, undefined, false, "gpt-4o");
+  assert.equal(c.init.agentCapabilities.promptCapabilities.image, true);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const data = pngBase64(20, 10);
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "What is it?" }, { type: "image", mimeType: "image/png", data }] });
+  assert.equal(answer.stopReason, "end_turn");
+  const body = (await requestsOf(c.url)).at(-1).body;
+  const parts = body.messages.filter((m) => m.role === "user").flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+  assert.ok(parts.some((p) => p.type === "image_url" && p.image_url.url === `data:image/png;base64,${data}`), JSON.stringify(parts));
+  const text = await start({ replies: [] }, ws);
+  assert.equal(text.init.agentCapabilities.promptCapabilities.image, false);
+  const other = await text.connection.newSession({ cwd: ws, mcpServers: [] });
+  await assert.rejects(
+    text.connection.prompt({ sessionId: other.sessionId, prompt: [{ type: "image", mimeType: "image/png", data }] }),
+    /does not take images/,
+  );
+});
+
+test("session/close cancels the running turn and frees the session; its log stays for session/load", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ steps: [chunk("Hel"), { hold: true }] }] }, ws);
+  assert.deepEqual(c.init.agentCapabilities.sessionCapabilities.close, {});
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Talk." }] });
+  await c.update(kind("agent_message_chunk"));
+  await c.connection.closeSession({ sessionId });
+  assert.equal((await answer).stopReason, "cancelled");
+  await assert.rejects(c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Again." }] }), /unknown session/);
+  const loaded = await c.connection.loadSession({ sessionId, cwd: ws, mcpServers: [] });
+  assert.equal(loaded.modes.currentModeId, "ask");
+  assert.equal(text(c.updates.filter((n) => n.sessionId === sessionId), "user_message_chunk").includes("Talk."), true);
+});
+
+test("session/delete removes the session's log; an unknown id succeeds", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ text: ["Done."] }] }, ws);
+  assert.deepEqual(c.init.agentCapabilities.sessionCapabilities.delete, {});
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Hi." }] });
+  assert.ok((await c.connection.listSessions({ cwd: ws })).sessions.some((s) => s.sessionId === sessionId));
+  await c.connection.deleteSession({ sessionId });
+  assert.ok(!(await c.connection.listSessions({ cwd: ws })).sessions.some((s) => s.sessionId === sessionId));
+  await assert.rejects(c.connection.loadSession({ sessionId, cwd: ws, mcpServers: [] }));
+  await c.connection.deleteSession({ sessionId: "no-such-session" });
+  await c.connection.deleteSession({ sessionId });
+});
+
+test("$/cancel_request of a pending prompt ends it cancelled; agentls withdraws its permission request after a cancel", async () => {
+  const ws = workspace({});
+  const c = await start(
+    { replies: [{ steps: [chunk("Hel"), { hold: true }] }, { toolCalls: [{ id: "s1", name: "shell", arguments: { command: "echo hi" } }] }] },
+    ws,
+    { silentPermissions: true },
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const withdraw = new AbortController();
+  const raw = c.connection.connection;
+  const answer = raw.sendRequest("session/prompt", { sessionId, prompt: [{ type: "text", text: "Talk." }] }, undefined, { cancellationSignal: withdraw.signal });
+  await c.update(kind("agent_message_chunk"));
+  withdraw.abort();
+  assert.equal((await answer).stopReason, "cancelled");
+  // The permission request agentls stops waiting for (the turn's cancel) is withdrawn.
+  const second = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Run it." }] });
+  const asked = await c.sent((m) => m.method === "session/request_permission");
+  await c.connection.cancel({ sessionId });
+  assert.equal((await second).stopReason, "cancelled");
+  const cancel = await c.sent((m) => m.method === "$/cancel_request");
+  assert.equal(cancel.params.requestId, asked.id);
+});
+
+test("session_info_update names the session after its first message; message chunks carry messageIds", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ text: ["It ", "is ", "hi."] }, { text: ["Again."] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "What does a.txt say?" }] });
+  const info = await c.update(kind("session_info_update"));
+  assert.equal(info.update.title, "What does a.txt say?");
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Again?" }] });
+  assert.equal(c.updates.filter(kind("session_info_update")).length, 1, "once, when the title became known");
+  const ids = c.updates.filter(kind("agent_message_chunk")).map((n) => n.update.messageId);
+  assert.equal(ids.length, 4, JSON.stringify(ids));
+  assert.ok(ids.every((id) => typeof id === "string" && id.length > 0), JSON.stringify(ids));
+  assert.equal(new Set(ids.slice(0, 3)).size, 1, "one message, one id");
+  assert.notEqual(ids[3], ids[0], "the next turn's message has its own id");
+});
+
+test("additionalDirectories are more roots of the session: a file there can be read", async () => {
+  const ws = workspace({});
+  const other = workspace({ "notes.txt": "from the other root\n" });
+  const script = {
+    replies: [
+      { toolCalls: [{ id: "r1", name: "read_file", arguments: { path: path.join(other, "notes.txt") } }] },
+      { text: ["Read."] },
+      { toolCalls: [{ id: "r2", name: "read_file", arguments: { path: path.join(other, "notes.txt") } }] },
+      { text: ["Refused."] },
+    ],
+  };
+  const c = await start(script, ws, {}, { readTextFile: false, writeTextFile: false });
+  assert.deepEqual(c.init.agentCapabilities.sessionCapabilities.additionalDirectories, {});
+  const withRoot = await c.connection.newSession({ cwd: ws, mcpServers: [], additionalDirectories: [other] });
+  await c.connection.prompt({ sessionId: withRoot.sessionId, prompt: [{ type: "text", text: "Read the notes." }] });
+  const done = c.updates.find((n) => n.sessionId === withRoot.sessionId && kind("tool_call_update")(n) && n.update.toolCallId === "r1" && n.update.status === "completed");
+  assert.match(JSON.stringify(done?.update.content), /from the other root/);
+  const without = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.prompt({ sessionId: without.sessionId, prompt: [{ type: "text", text: "Read the notes." }] });
+  const failed = c.updates.find((n) => n.sessionId === without.sessionId && kind("tool_call_update")(n) && n.update.toolCallId === "r2" && n.update.status === "failed");
+  assert.ok(failed, "outside the session's roots the read is refused");
+  await assert.rejects(c.connection.newSession({ cwd: ws, mcpServers: [], additionalDirectories: ["relative/dir"] }), /absolute/);
+});
+
+test("a cancel's late updates (the running call's end) all arrive before its cancelled answer", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ toolCalls: [{ id: "s1", name: "shell", arguments: { command: "sleep 30" } }] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Wait." }] });
+  await c.update((n) => kind("tool_call_update")(n) && n.update.status === "in_progress");
+  await c.connection.cancel({ sessionId });
+  const stop = (await answer).stopReason;
+  // Read at the moment the answer arrived: the library delivers messages in order.
+  const final = c.updates.filter((n) => kind("tool_call_update")(n) && n.update.toolCallId === "s1" && ["completed", "failed"].includes(n.update.status));
+  assert.equal(stop, "cancelled");
+  assert.equal(final.length, 1, JSON.stringify(c.updates.map((n) => n.update)));
 });
 
 // ---- the runner ----

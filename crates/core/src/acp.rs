@@ -452,15 +452,75 @@ pub fn permission_choice(answer: &Value) -> Option<&str> {
     }
 }
 
+/// ACP's `messageId` of message chunks: the chunks of one message share an id; a new one
+/// starts with a new turn, after any other update (a tool call), or when agent text turns
+/// into thought or back.
+#[derive(Debug, Default)]
+pub struct MessageIds {
+    /// The turn, the chunk kind and the id of the message being streamed.
+    current: Option<(String, String, String)>,
+    count: u64,
+}
+
+impl MessageIds {
+    /// Sets `messageId` on `update` (an ACP `session/update`'s `update`) when it is a
+    /// message chunk; any other update ends the current message.
+    pub fn assign(&mut self, turn_id: &str, update: &mut Value) {
+        let kind = update["sessionUpdate"].as_str().unwrap_or_default();
+        if !matches!(kind, "agent_message_chunk" | "agent_thought_chunk") {
+            self.current = None;
+            return;
+        }
+        let same = matches!(&self.current, Some((turn, k, _)) if turn == turn_id && k == kind);
+        if !same {
+            self.count += 1;
+            let id = format!("{turn_id}-m{}", self.count);
+            self.current = Some((turn_id.to_string(), kind.to_string(), id));
+        }
+        if let Some((_, _, id)) = &self.current {
+            update["messageId"] = json!(id);
+        }
+    }
+}
+
+/// `session_info_update`: the session's title (its first message, shortened).
+pub fn session_info_update(title: &str) -> Value {
+    json!({"sessionUpdate": "session_info_update", "title": title})
+}
+
 /// A prompt content block (`ContentBlock`), as far as agentls reads it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
-    Text { text: String },
-    ResourceLink { name: String, uri: String },
-    Resource { resource: EmbeddedResource },
-    Image {},
+    Text {
+        text: String,
+    },
+    ResourceLink {
+        name: String,
+        uri: String,
+    },
+    Resource {
+        resource: EmbeddedResource,
+    },
+    /// ACP's `ImageContent`: base64 `data` and its `mimeType` (a `uri` is not read).
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
     Audio {},
+}
+
+/// The prompt's images as `(mimeType, base64 data)`, in order: the turn checks them
+/// (format, size, count) and refuses them for a model that takes none.
+pub fn prompt_images(blocks: &[ContentBlock]) -> Vec<(String, String)> {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image { data, mime_type } => Some((mime_type.clone(), data.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// An embedded resource's contents: text, or a binary `blob`.
@@ -474,8 +534,9 @@ pub struct EmbeddedResource {
 /// The text of a prompt's content blocks: text as it is; a `resource_link` to a file under
 /// `root` becomes an `@path` mention (attached by the turn as untrusted data, like the
 /// LSP mode's mentions); other links are named; an embedded text resource becomes an
-/// `<attached_resource>` block labelled untrusted, introduced by `data_boundary`. Blocks
-/// the agent cannot take (images, audio, binary resources) are listed in the Err.
+/// `<attached_resource>` block labelled untrusted, introduced by `data_boundary`; images
+/// are the prompt's images (`prompt_images`), not text. Blocks the agent cannot take
+/// (audio, binary resources) are listed in the Err.
 pub fn prompt_text(
     blocks: &[ContentBlock],
     root: &Path,
@@ -513,7 +574,7 @@ pub fn prompt_text(
                 )),
                 None => refused.push("a binary resource"),
             },
-            ContentBlock::Image {} => refused.push("an image"),
+            ContentBlock::Image { .. } => {}
             ContentBlock::Audio {} => refused.push("audio"),
         }
     }
@@ -746,8 +807,35 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///w/x.bin", "blob": "AAAA"}},
         ]))
         .unwrap();
-        expect!["agentls cannot take an image, a binary resource in a prompt (text, resource links and embedded text resources only)"]
+        expect!["agentls cannot take a binary resource in a prompt (text, resource links and embedded text resources only)"]
             .assert_eq(&prompt_text(&refused, Path::new("/w"), "").unwrap_err());
+        assert_eq!(
+            prompt_images(&refused),
+            [("image/png".to_string(), String::new())]
+        );
+    }
+
+    #[test]
+    fn message_chunks_share_an_id_until_another_update_or_turn() {
+        let mut ids = MessageIds::default();
+        let mut assign = |turn: &str, update: Value| {
+            let mut update = update;
+            ids.assign(turn, &mut update);
+            update["messageId"].as_str().map(str::to_string)
+        };
+        let text = || json!({"sessionUpdate": "agent_message_chunk"});
+        let thought = || json!({"sessionUpdate": "agent_thought_chunk"});
+        let a = assign("t1", text());
+        assert_eq!(assign("t1", text()), a, "one message");
+        let b = assign("t1", thought());
+        assert_ne!(b, a, "a thought is another message");
+        assert_eq!(assign("t1", json!({"sessionUpdate": "tool_call"})), None);
+        let c = assign("t1", text());
+        assert!(
+            c.is_some() && c != a,
+            "text after a tool call is a new message"
+        );
+        assert_ne!(assign("t2", text()), c, "a new turn, a new message");
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Config {
     pub max_retries: u32,
     /// `provider.temperature`: sent when set (the provider's default otherwise).
     pub temperature: Option<f64>,
+    /// `provider.images`: whether the model takes images; unset = the known-models table
+    /// (`models::takes_images`), false for a model it does not know.
+    pub images: Option<bool>,
+    /// `lsp.applyEditTimeoutMs`: how long a `workspace/applyEdit` waits for the editor.
+    pub apply_edit_timeout_ms: u64,
     /// `maxSteps`: model calls per turn.
     pub max_steps: usize,
     /// `subagents.maxSteps`: model calls of a subagent's turn.
@@ -121,6 +126,8 @@ impl Default for Config {
             timeout_ms: 120_000,
             max_retries: 4,
             temperature: None,
+            images: None,
+            apply_edit_timeout_ms: 30_000,
             max_steps: 50,
             subagent_max_steps: 25,
             subagent_max_concurrent: 3,
@@ -313,6 +320,25 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.temperature = p.temperature,
+    },
+    Key {
+        path: "provider.images",
+        set: |c, v| {
+            c.images = Some(
+                v.as_bool()
+                    .ok_or_else(|| format!("must be true or false, got {v}"))?,
+            );
+            Ok(())
+        },
+        keep: |c, p| c.images = p.images,
+    },
+    Key {
+        path: "lsp.applyEditTimeoutMs",
+        set: |c, v| {
+            c.apply_edit_timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.apply_edit_timeout_ms = p.apply_edit_timeout_ms,
     },
     Key {
         path: "maxSteps",

@@ -64,6 +64,14 @@ pub enum Item {
     CompactionSummary {
         text: String,
     },
+    /// Images the model sees after the message they belong to: the user's message just
+    /// before (`call_id` none) or the output of `call_id` (`read_file` of an image). Kept
+    /// apart from the message so older logs, and every item without images, are unchanged.
+    Images {
+        images: Vec<crate::image::Image>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
     /// Bookkeeping that never reaches the model (markers, boundaries).
     Internal {
         marker: String,
@@ -131,6 +139,14 @@ pub fn model_text<'a>(item: &'a Item, prompts: &Prompts) -> Cow<'a, str> {
         Item::CompactionSummary { text } => {
             Cow::Owned(format!("{}\n\n{text}", prompts.summary_prefix))
         }
+        // What a text-only view (a summary's input, a count) keeps of an image.
+        Item::Images { images, .. } => Cow::Owned(
+            images
+                .iter()
+                .map(crate::image::Image::label)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
         Item::Internal { .. } => Cow::Borrowed(""),
     }
 }
@@ -139,6 +155,10 @@ pub fn model_text<'a>(item: &'a Item, prompts: &Prompts) -> Cow<'a, str> {
 pub fn item_tokens(item: &Item, prompts: &Prompts, tokenizer: TokenizerKind) -> usize {
     if !item.reaches_model() {
         return 0;
+    }
+    if let Item::Images { images, .. } = item {
+        // The provider's formula, computed when the image was checked.
+        return images.iter().map(|i| i.tokens).sum::<usize>() + TOKENS_PER_MESSAGE;
     }
     tokenizer.count(&model_text(item, prompts)) + TOKENS_PER_MESSAGE
 }
@@ -338,7 +358,15 @@ pub fn normalize(entries: &[Entry]) -> (Vec<Normalized<'_>>, NormalizeReport) {
                 let run = &entries[index..run_end];
                 out.extend(run.iter().map(Normalized::Recorded));
                 let mut expected_position = run_end;
+                // A tool's images recorded after its output sit between outputs: not a move.
+                let skip_images = |mut at: usize| {
+                    while matches!(entries.get(at).map(|e| &e.item), Some(Item::Images { .. })) {
+                        at += 1;
+                    }
+                    at
+                };
                 for call in run {
+                    expected_position = skip_images(expected_position);
                     let Item::ToolCall { call_id, name, .. } = &call.item else {
                         unreachable!("the run holds calls only");
                     };
@@ -480,6 +508,7 @@ mod tests {
                 Item::ToolOutput { call_id, .. } => format!("O({call_id})"),
                 Item::CompactionSummary { .. } => "S".into(),
                 Item::Instructions { .. } => "I".into(),
+                Item::Images { call_id, .. } => format!("P({})", call_id.as_deref().unwrap_or("")),
                 Item::Internal { .. } => "X".into(),
             })
             .collect();
@@ -549,6 +578,50 @@ mod tests {
         // The output recorded before its call does not answer it.
         assert_eq!(got, ["U(q)", "C(a)", "O(a)", "C(later)", "O!(later)"]);
         assert_eq!(report.dropped_outputs, ["ghost", "a", "later"]);
+    }
+
+    fn images(call_id: Option<&str>) -> Item {
+        let png = crate::image::test_png(1024, 1024);
+        let image = crate::image::check("shot.png", None, &png, crate::image::TokenFormula::OpenAi)
+            .unwrap();
+        Item::Images {
+            images: vec![image],
+            call_id: call_id.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_tools_images_follow_the_outputs_of_its_run_without_a_repair() {
+        let h = history(vec![
+            user("q"),
+            images(None),
+            call("a"),
+            call("b"),
+            output("a"),
+            images(Some("a")),
+            output("b"),
+        ]);
+        let (got, report) = shape(&h);
+        // Every output of the run first (OpenAI wants them right after the calls), then the
+        // images, and the stored history needs no repair.
+        assert_eq!(got, ["U(q)", "P()", "C(a)", "C(b)", "O(a)", "O(b)", "P(a)"]);
+        assert!(report.is_clean(), "{report:?}");
+    }
+
+    #[test]
+    fn an_image_costs_its_formula_and_shows_as_its_label() {
+        let prompts = Prompts::builtin();
+        let item = images(None);
+        // 1024x1024 under OpenAI's formula: 765, plus the message's framing.
+        assert_eq!(
+            item_tokens(&item, &prompts, TokenizerKind::O200kBase),
+            765 + TOKENS_PER_MESSAGE
+        );
+        assert_eq!(model_text(&item, &prompts), "[image: shot.png, 1024x1024]");
+        // Old logs (no images) and new ones read alike: the variant is additive.
+        let line = serde_json::to_string(&item).unwrap();
+        assert!(line.starts_with("{\"type\":\"images\""), "{line}");
+        assert_eq!(serde_json::from_str::<Item>(&line).unwrap(), item);
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod event;
 pub mod front_matter;
 pub mod history;
 pub mod hooks;
+pub mod image;
 pub mod inspect;
 pub mod language;
 pub mod ledger;

@@ -22,6 +22,46 @@ const CONTEXT_WINDOWS: &[(&str, usize)] = &[
     ("qwen2.5-coder", 32_768),
 ];
 
+/// Whether a model takes images, by model-name prefix, longest prefix wins (the providers'
+/// model pages). A model not listed is taken as text-only: an image is refused clearly
+/// rather than sent to a model that would fail on it (`provider.images` says otherwise).
+const TAKES_IMAGES: &[(&str, bool)] = &[
+    ("gpt-5", true),
+    ("gpt-4.1", true),
+    ("gpt-4o", true),
+    ("gpt-4-turbo", true),
+    ("gpt-4", false),
+    ("gpt-3.5-turbo", false),
+    ("o1", true),
+    ("o1-mini", false),
+    ("o3", true),
+    ("o3-mini", false),
+    ("o4-mini", true),
+    ("claude-", true),
+    ("claude-2", false),
+    ("claude-instant", false),
+    ("smollm2", false),
+    ("llama3", false),
+    ("qwen2.5-coder", false),
+];
+
+/// Whether the model takes images: `configured` (`provider.images`), else the table, else
+/// false.
+pub fn takes_images(configured: Option<bool>, model: &str) -> bool {
+    configured.unwrap_or_else(|| {
+        let name = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
+        TAKES_IMAGES
+            .iter()
+            .filter(|(prefix, _)| name.starts_with(prefix))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .is_some_and(|&(_, images)| images)
+    })
+}
+
 /// The window assumed for a model the table does not know.
 pub const DEFAULT_CONTEXT_WINDOW: usize = 128_000;
 
@@ -69,5 +109,16 @@ mod tests {
             DEFAULT_CONTEXT_WINDOW
         );
         assert_eq!(context_window(Some(2048), Some("gpt-4o")), 2048);
+    }
+
+    #[test]
+    fn images_follow_the_table_unless_configured_and_unknown_models_take_none() {
+        assert!(takes_images(None, "gpt-4o-mini"));
+        assert!(takes_images(None, "anthropic/claude-sonnet-4-5"));
+        assert!(!takes_images(None, "gpt-4-0613"));
+        assert!(!takes_images(None, "o3-mini"));
+        assert!(!takes_images(None, "mystery"));
+        assert!(takes_images(Some(true), "mystery"));
+        assert!(!takes_images(Some(false), "gpt-4o"));
     }
 }

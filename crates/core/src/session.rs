@@ -438,6 +438,20 @@ fn push_item(items: &mut Vec<TranscriptItem>, item: &Item, tools: &dyn ToolCatal
             success,
             ..
         } => complete_call(items, call_id, content, *success),
+        // The user's images: their labels under the message they came with.
+        Item::Images {
+            images,
+            call_id: None,
+        } => {
+            if let Some(TranscriptItem::User { text, .. }) = items.last_mut() {
+                for image in images {
+                    text.push('\n');
+                    text.push_str(&image.label());
+                }
+            }
+        }
+        // A tool's images: its output already says what it read.
+        Item::Images { .. } => {}
         // Shown once, from its boundary event.
         Item::CompactionSummary { .. } | Item::Instructions { .. } | Item::Internal { .. } => {}
     }

@@ -120,6 +120,9 @@ pub enum Bench {
     /// How much of each request of a multi-step turn repeats the one before, byte for byte
     /// (what a local server's prompt cache reuses; run at the repository's root)
     Prefix(PrefixArgs),
+    /// What an image costs before it reaches a provider: the largest accepted (5 MB)
+    /// decoded, checked and encoded; a request body with 8 of them assembled and written
+    Images(ImagesArgs),
     /// What the command sandbox adds to a `shell` call: the same command sandboxed and not,
     /// alternately (run in a workspace-like directory)
     Sandbox(SandboxArgs),
@@ -197,6 +200,13 @@ impl From<SandboxArgs> for crate::bench_sandbox::SandboxOptions {
             command: args.command,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct ImagesArgs {
+    /// Rounds measured (the medians are printed)
+    #[arg(long, default_value_t = 9, value_parser = at_least::<1>)]
+    pub rounds: usize,
 }
 
 #[derive(Args, Debug)]

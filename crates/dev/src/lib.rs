@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_checkpoint;
 pub mod bench_compaction;
 pub mod bench_context;
+pub mod bench_images;
 pub mod bench_index;
 pub mod bench_memory;
 pub mod bench_prefix;

@@ -4,8 +4,8 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
-    bench, bench_checkpoint, bench_compaction, bench_context, bench_index, bench_memory,
-    bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
+    bench, bench_checkpoint, bench_compaction, bench_context, bench_images, bench_index,
+    bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
     eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
@@ -97,6 +97,10 @@ fn run_bench(which: Bench) -> ExitCode {
             report(bench_checkpoint::run(&options), |report| {
                 bench_checkpoint::print(&options, report)
             })
+        }
+        Bench::Images(args) => {
+            bench_images::print(&bench_images::run(args.rounds));
+            ExitCode::SUCCESS
         }
         Bench::Prefix(args) => {
             let options = args.into();

@@ -314,3 +314,26 @@ test("hook runs and reminders are one line each in the chat", function()
   local line = require("agentls.chat").hook_line({ event = "Stop", command = "a\nb", outcome = "blocked", durationMs = 3, message = "x\ny" })
   h.assert_eq(line, "> ⚓ Stop hook `a b`: blocked (3 ms) — x y")
 end)
+
+test(":AgentAsk with an @image.png mention sends the image to a model that takes images", function()
+  -- A PNG header of 2x3 pixels: what the server reads of it (its IHDR).
+  local png = "\137PNG\r\n\26\n\0\0\0\13IHDR\0\0\0\2\0\0\0\3\8\0\0\0\0\0\0\0\0\0\0\0\0IEND\174B`\130"
+  local ws = h.workspace({ ["src/lib.rs"] = lib, ["bug.png"] = png })
+  local url = h.fake({ replies = { { text = { "A tiny image." } } } })
+  h.setup(ws, url, { provider = { model = "gpt-4o" } })
+  open_lib(ws)
+  vim.cmd("AgentAsk What is wrong in @bug.png?")
+  h.wait_transcript("A tiny image.")
+  local request = h.requests(url)[1].body
+  local parts = request.messages[#request.messages].content
+  assert(type(parts) == "table", "the user message carries parts: " .. vim.inspect(parts))
+  local labelled, image = false, nil
+  for _, part in ipairs(parts) do
+    labelled = labelled or part.text == "[image: bug.png, 2x3]"
+    if part.type == "image_url" then
+      image = part.image_url.url
+    end
+  end
+  assert(labelled, vim.inspect(parts))
+  h.assert_eq(image, "data:image/png;base64," .. vim.base64.encode(png))
+end)

@@ -236,10 +236,18 @@
   /** Sends the input; while a turn runs `how` says steer (the default) or queue. */
   function sendInput(how) {
     const text = input.value.trim();
-    if (!text) return;
-    vscode.postMessage(running ? { type: 'send', text, how } : { type: 'send', text });
+    if (!text && !pendingImages.length) return;
+    /** @type {{type: 'send', text: string, how?: string, images?: {mimeType: string, data: string}[]}} */
+    const message = { type: 'send', text };
+    if (running) message.how = how;
+    if (pendingImages.length) {
+      message.images = pendingImages.map(({ mimeType, data }) => ({ mimeType, data }));
+    }
+    vscode.postMessage(message);
     input.value = '';
     context.hidden = true;
+    pendingImages = [];
+    showImages();
   }
 
   window.addEventListener('message', (event) => {
@@ -374,6 +382,70 @@
   });
   document.getElementById('steer')?.addEventListener('click', () => sendInput('steer'));
   document.getElementById('queue-send')?.addEventListener('click', () => sendInput('queue'));
+
+  // Images pasted or dropped into the input: read as base64, shown as chips until sent
+  // (the extension and the server check them again).
+  const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+  const MAX_IMAGES = 8;
+  const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+  const imagesStrip = /** @type {HTMLElement} */ (document.getElementById('images'));
+  /** @type {{name: string, mimeType: string, data: string}[]} */
+  let pendingImages = [];
+  function showImages() {
+    imagesStrip.replaceChildren();
+    imagesStrip.hidden = pendingImages.length === 0;
+    pendingImages.forEach((image, index) => {
+      const chip = document.createElement('span');
+      chip.className = 'image-chip';
+      chip.textContent = image.name;
+      const remove = document.createElement('button');
+      remove.textContent = '×';
+      remove.title = 'Do not send this image';
+      remove.addEventListener('click', () => {
+        pendingImages.splice(index, 1);
+        showImages();
+      });
+      chip.appendChild(remove);
+      imagesStrip.appendChild(chip);
+    });
+  }
+  /** @param {File} file */
+  function addImage(file) {
+    if (!IMAGE_TYPES.includes(file.type)) {
+      return false;
+    }
+    if (pendingImages.length >= MAX_IMAGES || file.size > MAX_IMAGE_BYTES) {
+      imagesStrip.hidden = false;
+      imagesStrip.title = `at most ${MAX_IMAGES} images of 5 MB each`;
+      return true;
+    }
+    const reader = new FileReader();
+    reader.onload = () => {
+      const url = String(reader.result);
+      const data = url.slice(url.indexOf(',') + 1);
+      pendingImages.push({ name: file.name || `image ${pendingImages.length + 1}`, mimeType: file.type, data });
+      showImages();
+    };
+    reader.readAsDataURL(file);
+    return true;
+  }
+  input.addEventListener('paste', (event) => {
+    const files = Array.from(event.clipboardData?.files ?? []);
+    if (files.map(addImage).some(Boolean)) {
+      event.preventDefault();
+    }
+  });
+  input.addEventListener('dragover', (event) => {
+    if (Array.from(event.dataTransfer?.items ?? []).some((item) => item.kind === 'file')) {
+      event.preventDefault();
+    }
+  });
+  input.addEventListener('drop', (event) => {
+    const files = Array.from(event.dataTransfer?.files ?? []);
+    if (files.map(addImage).some(Boolean)) {
+      event.preventDefault();
+    }
+  });
   stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
   document.getElementById('new')?.addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
   document.getElementById('sessions')?.addEventListener('click', () => vscode.postMessage({ type: 'sessions' }));

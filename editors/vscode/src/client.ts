@@ -3,7 +3,13 @@
 // tests run this exact wiring (real vscode-languageclient, real binary) with a `vscode`
 // stub, without the UI.
 import type { OutputChannel } from 'vscode';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import {
+  type CancellationToken,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  TransportKind,
+} from 'vscode-languageclient/node';
 import {
   type AgentStatus,
   type EditorDiagnosticsParams,
@@ -19,7 +25,9 @@ import type { ServerSettings } from './config';
 export interface AgentHandlers {
   onUpdate(params: SessionUpdateParams): void;
   onStatus(params: AgentStatus): void;
-  onPermission(params: PermissionRequest): Promise<PermissionResponse>;
+  /** `withdrawn` is cancelled when the server stops waiting (`$/cancelRequest`: the turn
+   * was cancelled, or its approval timeout passed). */
+  onPermission(params: PermissionRequest, withdrawn?: CancellationToken): Promise<PermissionResponse>;
   /** agent/mcp/didChangeStatus: the MCP servers' state, each time it changes. */
   onMcpStatus?(params: McpStatus): void;
   /** agent/editor/diagnostics: when given, the client offers it
@@ -59,9 +67,9 @@ export function createClient(config: ClientConfig): LanguageClient {
   client.onNotification(Methods.sessionUpdate, (params: SessionUpdateParams) => config.handlers.onUpdate(params));
   client.onNotification(Methods.status, (params: AgentStatus) => config.handlers.onStatus(params));
   client.onNotification(Methods.mcpDidChangeStatus, (params: McpStatus) => config.handlers.onMcpStatus?.(params));
-  client.onRequest(Methods.requestPermission, async (params: PermissionRequest): Promise<PermissionResponse> => {
+  client.onRequest(Methods.requestPermission, async (params: PermissionRequest, withdrawn): Promise<PermissionResponse> => {
     try {
-      return await config.handlers.onPermission(params);
+      return await config.handlers.onPermission(params, withdrawn);
     } catch {
       // A failing UI must not leave the turn waiting for approvalTimeoutMs.
       return { outcome: 'cancelled' };

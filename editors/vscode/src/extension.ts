@@ -7,6 +7,7 @@ import { DidChangeConfigurationNotification, type LanguageClient } from 'vscode-
 import { ChatViewProvider } from './chat/chatView';
 import { makeNonce } from './chat/html';
 import type { FromWebview } from './chat/messages';
+import type { PromptImage } from './chat/images';
 import { createClient } from './client';
 import { onPath, serverCommand, serverSettings } from './config';
 import { applyUnifiedDiff } from './diff';
@@ -169,7 +170,7 @@ class Agent implements vscode.Disposable {
       handlers: {
         onUpdate: (p) => this.onUpdate(p),
         onStatus: (p) => this.onStatus(p),
-        onPermission: (p) => this.onPermission(p),
+        onPermission: (p, withdrawn) => this.onPermission(p, withdrawn),
         onMcpStatus: (p) => this.onMcpStatus(p),
         onEditorDiagnostics: (p) => this.diagnostics.answer(p),
       },
@@ -268,7 +269,7 @@ class Agent implements vscode.Disposable {
           this.resetView();
           break;
         case 'send':
-          await this.send(message.text, message.how);
+          await this.send(message.text, message.how, message.images ?? []);
           break;
         case 'unqueue':
           if (this.model.sessionId) {
@@ -384,14 +385,15 @@ class Agent implements vscode.Disposable {
     });
   }
 
-  /** Sends `text`: while a turn runs it steers that turn (or, `how: 'queue'`, waits for a
-   *  turn of its own; the `queue` update lists it, and the `steered` update shows it once it
-   *  joined the turn); otherwise it is a prompt. */
-  async send(text: string, how?: 'steer' | 'queue'): Promise<void> {
+  /** Sends `text` (with the images pasted or dropped into the input): while a turn runs it
+   *  steers that turn (or, `how: 'queue'`, waits for a turn of its own; the `queue` update
+   *  lists it, and the `steered` update shows it once it joined the turn); otherwise, or
+   *  with images (a steered message carries none), it is a prompt. */
+  async send(text: string, how?: 'steer' | 'queue', images: PromptImage[] = []): Promise<void> {
     const sessionId = await this.session();
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
-    if (sendKind(this.model, how) === 'steer') {
+    if (images.length === 0 && sendKind(this.model, how) === 'steer') {
       const steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
       if (steered.steered) {
         return;
@@ -402,9 +404,12 @@ class Agent implements vscode.Disposable {
       this.chat.post({ type: 'running', running: isRunning(this.model) });
       return;
     }
-    const added = addUser(this.model, text);
+    // The transcript names the images as the server's does (`[image: …]`).
+    const shown = images.length ? `${text}\n${images.map((_, i) => `[image: image ${i + 1}]`).join('\n')}` : text;
+    const added = addUser(this.model, shown);
     this.post([added]);
-    const result = await this.request(Methods.sessionPrompt, { sessionId, text, editor });
+    const params = images.length ? { sessionId, text, editor, images } : { sessionId, text, editor };
+    const result = await this.request(Methods.sessionPrompt, params);
     if (added.block.type === 'user') {
       added.block.turnId = result.turnId;
     }
@@ -746,7 +751,10 @@ class Agent implements vscode.Disposable {
     uris.forEach((u) => this.docs.remove(u));
   }
 
-  private async onPermission(request: PermissionRequest): Promise<PermissionResponse> {
+  private async onPermission(
+    request: PermissionRequest,
+    withdrawn?: { onCancellationRequested(listener: () => void): unknown; isCancellationRequested: boolean },
+  ): Promise<PermissionResponse> {
     const call = request.toolCall;
     const shown = await this.showProposal(request).catch((error: unknown) => {
       this.output.appendLine(`could not show the proposed edit: ${describe(error)}`);
@@ -767,12 +775,28 @@ class Agent implements vscode.Disposable {
       const timeout = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), APPROVAL_TIMEOUT_MS - 2000);
       });
+      // The server withdraws a request it stopped waiting for (`$/cancelRequest`): stop
+      // waiting too, and close the proposed edit (a modal dialog cannot be closed from here;
+      // a late click is ignored).
+      const stopped = new Promise<'withdrawn'>((resolve) => {
+        if (withdrawn?.isCancellationRequested) {
+          resolve('withdrawn');
+        }
+        withdrawn?.onCancellationRequested(() => resolve('withdrawn'));
+      });
       const choice = await Promise.race([
         vscode.window.showInformationMessage(`agentls wants to ${call.title ?? call.name}`, { modal: true, detail }, ...names),
         timeout,
+        stopped,
       ]).finally(() => clearTimeout(timer));
       const option = request.options.find((o) => o.name === choice);
-      const answer = option ? option.name : choice === 'timeout' ? 'No answer in time (rejected)' : 'Cancelled';
+      const answer = option
+        ? option.name
+        : choice === 'timeout'
+          ? 'No answer in time (rejected)'
+          : choice === 'withdrawn'
+            ? 'The agent stopped waiting'
+            : 'Cancelled';
       // Only the chat of that session hears of it.
       if (request.sessionId === this.model.sessionId) {
         this.post([addNotice(this.model, `${answer}: ${call.title ?? call.name}`, 'info')]);

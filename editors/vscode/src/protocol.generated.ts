@@ -404,6 +404,17 @@ export interface Position {
   line: number;
 }
 
+/**
+ * An image of a prompt: its bytes in base64 (`data`, a `data:` URL is accepted) or a
+ * workspace file (`path`), exactly one of them.
+ */
+export interface PromptImage {
+  data?: string;
+  /** `image/png`, `image/jpeg`, `image/gif` or `image/webp`; checked against the bytes. */
+  mimeType?: string;
+  path?: string;
+}
+
 /** A message waiting in a session (built by `agent::sessions::steering`). */
 export interface QueueItem {
   id: string;
@@ -549,6 +560,11 @@ export interface SessionNewResult {
 
 export interface SessionPromptParams {
   editor?: EditorState;
+  /**
+   * Images for a model that takes them (`provider.images`); refused otherwise. At most
+   * 8, each at most 5 MB, PNG, JPEG, GIF or WebP.
+   */
+  images?: PromptImage[];
   sessionId: string;
   text: string;
 }

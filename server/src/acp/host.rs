@@ -50,6 +50,11 @@ pub struct AcpHost {
     pub(super) terminals: Mutex<std::collections::HashMap<String, String>>,
     /// The id of the compaction under way and how many were started (`compaction_update`).
     pub(super) compaction: Mutex<(Option<String>, u32)>,
+    /// More roots for the session (`additionalDirectories` of new, load or resume),
+    /// canonical, after `root`.
+    pub(super) additional_roots: Mutex<Vec<PathBuf>>,
+    /// The `messageId`s of message chunks.
+    pub(super) message_ids: Mutex<mapping::MessageIds>,
 }
 
 impl AcpHost {
@@ -175,7 +180,9 @@ impl Host for AcpHost {
     }
 
     fn roots(&self) -> Vec<PathBuf> {
-        vec![self.root.clone()]
+        let mut roots = vec![self.root.clone()];
+        roots.extend(self.additional_roots.locked().iter().cloned());
+        roots
     }
 
     async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
@@ -302,6 +309,7 @@ impl Host for AcpHost {
                     if let Some(terminal) = terminal {
                         mapping::embed_terminal(&mut mapped, &terminal);
                     }
+                    self.message_ids.locked().assign(&turn_id, &mut mapped);
                     self.send_update(&session_id, &mapped);
                 }
             }

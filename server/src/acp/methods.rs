@@ -15,11 +15,12 @@ use super::host::{AcpHost, ClientFs};
 use super::transport::{Connection, Incoming, Reply, RpcError};
 use crate::agent::{Agent, AgentError};
 use crate::protocol::acp::{
-    Authenticate, Cancel, ForkSession, ForkSessionParams, Initialize, InitializeParams,
-    ListSessions, ListSessionsParams, LoadSession, LoadSessionParams, NewSession, NewSessionParams,
-    Prompt, PromptParams, ResumeSession, SessionUpdate, SetConfigOption, SetConfigOptionParams,
-    SetMode, SetModeParams,
+    Authenticate, Cancel, CloseSession, DeleteSession, ForkSession, ForkSessionParams, Initialize,
+    InitializeParams, ListSessions, ListSessionsParams, LoadSession, LoadSessionParams, NewSession,
+    NewSessionParams, Prompt, PromptParams, ResumeSession, SessionUpdate, SetConfigOption,
+    SetConfigOptionParams, SetMode, SetModeParams,
 };
+use crate::protocol::shapes::SessionIdParams;
 use crate::protocol::{ClientNotification, ClientRequest};
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
@@ -76,55 +77,82 @@ impl State {
 
     pub async fn handle(self: Arc<Self>, incoming: Incoming) -> Result<Reply, RpcError> {
         match incoming {
-            Incoming::Request { method, params } => match method.as_str() {
-                <Initialize as ClientRequest>::METHOD => {
-                    self.initialize(parse::<Initialize>(params)?)
-                }
-                <Authenticate as ClientRequest>::METHOD => Ok(Reply::new(json!({}))),
-                <NewSession as ClientRequest>::METHOD => {
-                    self.new_session(parse::<NewSession>(params)?).await
-                }
-                <LoadSession as ClientRequest>::METHOD => {
-                    self.load_session(parse::<LoadSession>(params)?).await
-                }
-                <ResumeSession as ClientRequest>::METHOD => {
-                    self.resume_session(parse::<ResumeSession>(params)?).await
-                }
-                <ForkSession as ClientRequest>::METHOD => {
-                    self.fork_session(parse::<ForkSession>(params)?).await
-                }
-                <ListSessions as ClientRequest>::METHOD => {
-                    self.list_sessions(parse::<ListSessions>(params)?).await
-                }
-                <Prompt as ClientRequest>::METHOD => self.prompt(parse::<Prompt>(params)?).await,
-                <SetMode as ClientRequest>::METHOD => {
-                    self.set_mode(parse::<SetMode>(params)?).await
-                }
-                <SetConfigOption as ClientRequest>::METHOD => {
-                    self.set_config_option(parse::<SetConfigOption>(params)?)
-                        .await
-                }
-                other => Err(RpcError::new(
-                    RpcError::METHOD_NOT_FOUND,
-                    format!("method not found: {other}"),
+            // A withdrawn prompt ends as `session/cancel` ends it: `cancelled`.
+            Incoming::Request {
+                method,
+                params,
+                cancel,
+            } if method == <Prompt as ClientRequest>::METHOD => {
+                self.prompt(parse::<Prompt>(params)?, cancel).await
+            }
+            Incoming::Request {
+                method,
+                params,
+                cancel,
+            } => tokio::select! {
+                answer = self.request(&method, params) => answer,
+                () = cancel.cancelled() => Err(RpcError::new(
+                    super::transport::REQUEST_CANCELLED,
+                    format!("{method}: the request was cancelled"),
                 )),
             },
-            Incoming::Notification { method, params } => match method.as_str() {
-                <Cancel as ClientNotification>::METHOD => {
-                    let params = parse_notification::<Cancel>(params)?;
-                    let session = self.session(&params.session_id)?;
-                    session
-                        .agent
-                        .cancel(&params.session_id)
-                        .await
-                        .map_err(agent_error)?;
-                    Ok(Reply::new(Value::Null))
-                }
-                other => {
-                    tracing::debug!("acp: notification {other} ignored");
-                    Ok(Reply::new(Value::Null))
-                }
-            },
+            Incoming::Notification { method, params } => self.notification(&method, params).await,
+        }
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Reply, RpcError> {
+        match method {
+            <Initialize as ClientRequest>::METHOD => self.initialize(parse::<Initialize>(params)?),
+            <Authenticate as ClientRequest>::METHOD => Ok(Reply::new(json!({}))),
+            <NewSession as ClientRequest>::METHOD => {
+                self.new_session(parse::<NewSession>(params)?).await
+            }
+            <LoadSession as ClientRequest>::METHOD => {
+                self.load_session(parse::<LoadSession>(params)?).await
+            }
+            <ResumeSession as ClientRequest>::METHOD => {
+                self.resume_session(parse::<ResumeSession>(params)?).await
+            }
+            <ForkSession as ClientRequest>::METHOD => {
+                self.fork_session(parse::<ForkSession>(params)?).await
+            }
+            <ListSessions as ClientRequest>::METHOD => {
+                self.list_sessions(parse::<ListSessions>(params)?).await
+            }
+            <CloseSession as ClientRequest>::METHOD => {
+                self.close_session(parse::<CloseSession>(params)?).await
+            }
+            <DeleteSession as ClientRequest>::METHOD => {
+                self.delete_session(parse::<DeleteSession>(params)?).await
+            }
+            <SetMode as ClientRequest>::METHOD => self.set_mode(parse::<SetMode>(params)?).await,
+            <SetConfigOption as ClientRequest>::METHOD => {
+                self.set_config_option(parse::<SetConfigOption>(params)?)
+                    .await
+            }
+            other => Err(RpcError::new(
+                RpcError::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        }
+    }
+
+    async fn notification(&self, method: &str, params: Value) -> Result<Reply, RpcError> {
+        match method {
+            <Cancel as ClientNotification>::METHOD => {
+                let params = parse_notification::<Cancel>(params)?;
+                let session = self.session(&params.session_id)?;
+                session
+                    .agent
+                    .cancel(&params.session_id)
+                    .await
+                    .map_err(agent_error)?;
+                Ok(Reply::new(Value::Null))
+            }
+            other => {
+                tracing::debug!("acp: notification {other} ignored");
+                Ok(Reply::new(Value::Null))
+            }
         }
     }
 
@@ -141,13 +169,27 @@ impl State {
                 params.protocol_version
             );
         }
+        // Images only when the configured model takes them (`provider.images`).
+        let image = self.config.as_ref().is_ok_and(|config| {
+            agentls_core::models::takes_images(
+                config.images,
+                config.model.as_deref().unwrap_or_default(),
+            )
+        });
         Ok(Reply::new(json!({
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": true,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                "promptCapabilities": {"image": image, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
-                "sessionCapabilities": {"list": {}, "resume": {}, "fork": {}},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "fork": {},
+                    "close": {},
+                    "delete": {},
+                    "additionalDirectories": {},
+                },
             },
             "authMethods": [],
             "agentInfo": {"name": "agentls", "version": env!("CARGO_PKG_VERSION")},
@@ -175,6 +217,16 @@ impl State {
 
     /// A host and agent for a session in `cwd` (not yet registered).
     fn open(&self, cwd: &std::path::Path) -> Result<AcpSession, RpcError> {
+        self.open_with(cwd, &[])
+    }
+
+    /// `open` with more roots (`additionalDirectories`): absolute and existing, each.
+    fn open_with(
+        &self,
+        cwd: &std::path::Path,
+        additional: &[PathBuf],
+    ) -> Result<AcpSession, RpcError> {
+        let additional_roots = canonical_roots(additional)?;
         let config = self.config()?;
         if !cwd.is_absolute() {
             return Err(RpcError::invalid_params(format!(
@@ -196,6 +248,8 @@ impl State {
             ends: ends_tx,
             terminals: Mutex::new(HashMap::new()),
             compaction: Mutex::new((None, 0)),
+            additional_roots: Mutex::new(additional_roots),
+            message_ids: Mutex::new(mapping::MessageIds::default()),
         });
         Ok(AcpSession {
             agent: Agent::new(host.clone()),
@@ -248,7 +302,7 @@ impl State {
     }
 
     async fn new_session(&self, params: NewSessionParams) -> Result<Reply, RpcError> {
-        let session = self.open(&params.cwd)?;
+        let session = self.open_with(&params.cwd, &params.additional_directories)?;
         // The client's MCP servers, beside the configured ones (the client's win a clash).
         session
             .agent
@@ -290,6 +344,7 @@ impl State {
     async fn load_session(&self, params: LoadSessionParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
+        Self::set_additional_roots(&session, params.additional_directories.as_deref())?;
         if let Some(servers) = params.mcp_servers {
             session.agent.set_client_mcp(&Value::Array(servers));
         }
@@ -307,6 +362,7 @@ impl State {
     async fn resume_session(&self, params: LoadSessionParams) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.reopen(&id, &params.cwd).await?;
+        Self::set_additional_roots(&session, params.additional_directories.as_deref())?;
         if let Some(servers) = params.mcp_servers {
             session.agent.set_client_mcp(&Value::Array(servers));
         }
@@ -348,11 +404,11 @@ impl State {
         Ok(reply)
     }
 
-    async fn list_sessions(&self, params: ListSessionsParams) -> Result<Reply, RpcError> {
-        // The stores are per workspace: with a cwd, that one; without, every cwd of this
-        // process's sessions and the current directory.
-        let mut cwds: Vec<PathBuf> = match &params.cwd {
-            Some(cwd) => vec![cwd.clone()],
+    /// The stores are per workspace: with a cwd, that one; without, every cwd of this
+    /// process's sessions and the current directory.
+    fn known_cwds(&self, cwd: Option<&std::path::Path>) -> Vec<PathBuf> {
+        let mut cwds: Vec<PathBuf> = match cwd {
+            Some(cwd) => vec![cwd.to_path_buf()],
             None => {
                 let mut cwds: Vec<PathBuf> = self
                     .sessions
@@ -366,8 +422,12 @@ impl State {
         };
         cwds.sort();
         cwds.dedup();
+        cwds
+    }
+
+    async fn list_sessions(&self, params: ListSessionsParams) -> Result<Reply, RpcError> {
         let mut sessions = Vec::new();
-        for cwd in cwds {
+        for cwd in self.known_cwds(params.cwd.as_deref()) {
             let Ok(session) = self.open(&cwd) else {
                 continue;
             };
@@ -388,7 +448,13 @@ impl State {
         Ok(Reply::new(json!({ "sessions": sessions })))
     }
 
-    async fn prompt(&self, params: PromptParams) -> Result<Reply, RpcError> {
+    /// `session/prompt`: answered when its turn ends. `withdrawn` (the client's
+    /// `$/cancel_request` for it) cancels the turn, which then ends `cancelled`.
+    async fn prompt(
+        &self,
+        params: PromptParams,
+        withdrawn: tokio_util::sync::CancellationToken,
+    ) -> Result<Reply, RpcError> {
         let id = params.session_id;
         let session = self.session(&id)?;
         let text = mapping::prompt_text(
@@ -397,18 +463,44 @@ impl State {
             &self.prompts.data_boundary,
         )
         .map_err(RpcError::invalid_params)?;
+        let images = mapping::prompt_images(&params.prompt)
+            .into_iter()
+            .map(|(mime_type, data)| crate::agent::images::ImageInput {
+                mime_type: Some(mime_type),
+                data: Some(data),
+                path: None,
+            })
+            .collect();
+        let untitled = session.agent.title(&id).await.is_none();
         // One prompt waits at a time: the ends arrive in turn order.
         let mut ends = session.ends.lock().await;
         let turn = session
             .agent
-            .prompt(&id, text, None)
+            .prompt_with_images(&id, text, None, images)
             .await
             .map_err(agent_error)?;
+        let mut cancel_sent = false;
         loop {
-            match ends.recv().await {
+            let next = tokio::select! {
+                next = ends.recv() => next,
+                () = withdrawn.cancelled(), if !cancel_sent => {
+                    cancel_sent = true;
+                    session.agent.cancel(&id).await.map_err(agent_error)?;
+                    continue;
+                }
+            };
+            match next {
                 Some((turn_id, end)) if turn_id == turn => {
                     let reason = mapping::stop_reason(&end)
                         .map_err(|message| RpcError::new(RpcError::INTERNAL, message))?;
+                    // The title, once the first message gave the session one.
+                    if untitled {
+                        if let Some(title) = session.agent.title(&id).await {
+                            session
+                                .host
+                                .send_update(&id, &mapping::session_info_update(&title));
+                        }
+                    }
                     return Ok(Reply::new(json!({ "stopReason": reason })));
                 }
                 Some(_) => continue,
@@ -420,6 +512,49 @@ impl State {
                 }
             }
         }
+    }
+
+    fn set_additional_roots(
+        session: &AcpSession,
+        additional: Option<&[PathBuf]>,
+    ) -> Result<(), RpcError> {
+        if let Some(additional) = additional {
+            *session.host.additional_roots.locked() = canonical_roots(additional)?;
+        }
+        Ok(())
+    }
+
+    /// `session/close`: the turn cancelled, the session's MCP servers and background
+    /// commands stopped, its memory freed; its log stays (`session/load` reopens it). An
+    /// unknown id is `resource_not_found`.
+    async fn close_session(&self, params: SessionIdParams) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        let session = self.session(&id)?;
+        session.agent.close(&id).await.map_err(agent_error)?;
+        session.agent.stop_mcp();
+        self.sessions.locked().remove(&id);
+        Ok(Reply::new(json!({})))
+    }
+
+    /// `session/delete`: closed if open, its log (and checkpoints) removed from the store of
+    /// its workspace; an unknown id succeeds (nothing to delete).
+    async fn delete_session(&self, params: SessionIdParams) -> Result<Reply, RpcError> {
+        let id = params.session_id;
+        let open = self.sessions.locked().get(&id).cloned();
+        if let Some(session) = open {
+            session.agent.stop_mcp();
+            session.agent.delete(&id).await.map_err(agent_error)?;
+            self.sessions.locked().remove(&id);
+            return Ok(Reply::new(json!({})));
+        }
+        // Not open here: the stores this process knows (as `session/list` reads them).
+        for cwd in self.known_cwds(None) {
+            let Ok(session) = self.open(&cwd) else {
+                continue;
+            };
+            session.agent.delete(&id).await.map_err(agent_error)?;
+        }
+        Ok(Reply::new(json!({})))
     }
 
     async fn set_mode(&self, params: SetModeParams) -> Result<Reply, RpcError> {
@@ -476,4 +611,30 @@ impl State {
             json!({ "configOptions": Self::config_options(&session, &id) }),
         ))
     }
+}
+
+/// `additionalDirectories` as roots: each absolute and an existing directory, canonical.
+fn canonical_roots(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RpcError> {
+    paths
+        .iter()
+        .map(|path| {
+            if !path.is_absolute() {
+                return Err(RpcError::invalid_params(format!(
+                    "additionalDirectories must be absolute paths: {}",
+                    path.display()
+                )));
+            }
+            match path.canonicalize() {
+                Ok(root) if root.is_dir() => Ok(root),
+                Ok(_) => Err(RpcError::invalid_params(format!(
+                    "additional directory {} is not a directory",
+                    path.display()
+                ))),
+                Err(e) => Err(RpcError::invalid_params(format!(
+                    "cannot use additional directory {}: {e}",
+                    path.display()
+                ))),
+            }
+        })
+        .collect()
 }

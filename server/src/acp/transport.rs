@@ -54,11 +54,17 @@ impl RpcError {
     }
 }
 
+/// ACP's `$/cancel_request`, both ways.
+pub const CANCEL_REQUEST: &str =
+    <crate::protocol::acp::CancelRequest as crate::protocol::ClientNotification>::METHOD;
+
 /// One side of the connection: sends notifications, answers and requests.
 pub struct Connection {
     out: mpsc::UnboundedSender<String>,
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>,
     next_id: AtomicU64,
+    /// The client's requests being handled, by id: `$/cancel_request` cancels the token.
+    incoming: Mutex<HashMap<String, tokio_util::sync::CancellationToken>>,
 }
 
 impl Connection {
@@ -80,14 +86,47 @@ impl Connection {
     }
 
     /// Sends a request to the client and waits for its answer (Err: the client's error, or
-    /// the connection closed).
+    /// the connection closed). Dropped before the answer (a timeout, a cancelled turn), the
+    /// request is withdrawn with `$/cancel_request`, so the client closes its dialog.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.locked().insert(id, tx);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        rx.await
-            .unwrap_or_else(|_| Err(RpcError::new(RpcError::INTERNAL, "the connection closed")))
+        let mut waiting = Waiting {
+            connection: self,
+            id,
+            answered: false,
+        };
+        let answer = rx
+            .await
+            .unwrap_or_else(|_| Err(RpcError::new(RpcError::INTERNAL, "the connection closed")));
+        waiting.answered = true;
+        answer
+    }
+
+    /// The token `$/cancel_request` cancels for the client's request `id` (handled now).
+    fn track(&self, id: &Value) -> tokio_util::sync::CancellationToken {
+        let token = tokio_util::sync::CancellationToken::new();
+        self.incoming.locked().insert(id.to_string(), token.clone());
+        token
+    }
+
+    fn untrack(&self, id: &Value) {
+        self.incoming.locked().remove(&id.to_string());
+    }
+
+    /// The client's `$/cancel_request`: the request's handler sees its token cancelled.
+    fn cancel_incoming(&self, params: &Value) {
+        let token = self
+            .incoming
+            .locked()
+            .get(&params["requestId"].to_string())
+            .cloned();
+        match token {
+            Some(token) => token.cancel(),
+            None => tracing::debug!("acp: $/cancel_request for no pending request: {params}"),
+        }
     }
 
     fn route_answer(&self, message: &Value) {
@@ -97,7 +136,12 @@ impl Connection {
         };
         let waiter = self.pending.locked().remove(&id);
         let Some(waiter) = waiter else {
-            tracing::warn!("acp: an answer to no pending request (id {id})");
+            if id < self.next_id.load(Ordering::Relaxed) {
+                // A request withdrawn with `$/cancel_request` (or answered twice).
+                tracing::debug!("acp: a late answer to request {id}, no longer waited for");
+            } else {
+                tracing::warn!("acp: an answer to no pending request (id {id})");
+            }
             return;
         };
         let answer = match message.get("error") {
@@ -110,6 +154,28 @@ impl Connection {
         let _ = waiter.send(answer);
     }
 }
+
+/// A request to the client being waited for: dropped unanswered, it is withdrawn.
+struct Waiting<'a> {
+    connection: &'a Connection,
+    id: u64,
+    answered: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        if self.connection.pending.locked().remove(&self.id).is_some() {
+            self.connection
+                .notify(CANCEL_REQUEST, json!({"requestId": self.id}));
+        }
+    }
+}
+
+/// ACP's `request_cancelled` error: the answer to a request the client withdrew.
+pub const REQUEST_CANCELLED: i64 = -32800;
 
 /// A request's answer, and the notifications to send right after it (`session/new`'s
 /// `available_commands_update`: the client knows the session only once it has the answer).
@@ -130,8 +196,16 @@ impl Reply {
 /// What the dispatcher gets: a request (answered with what the handler returns) or a
 /// notification.
 pub enum Incoming {
-    Request { method: String, params: Value },
-    Notification { method: String, params: Value },
+    /// `cancel` is cancelled by the client's `$/cancel_request` for this request.
+    Request {
+        method: String,
+        params: Value,
+        cancel: tokio_util::sync::CancellationToken,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
 }
 
 /// Serves `input`/`output` until `input` ends: `handle` gets every request and
@@ -149,6 +223,7 @@ where
         out,
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
+        incoming: Mutex::new(HashMap::new()),
     });
     let handler = Arc::new(make_handler(connection.clone()));
     let mut input = BufReader::new(input);
@@ -269,10 +344,17 @@ where
         Kind::Answer => connection.route_answer(&message),
         Kind::Request(id, method) => {
             let params = message.get("params").cloned().unwrap_or(Value::Null);
-            let future = handler(Incoming::Request { method, params });
+            let cancel = connection.track(&id);
+            let future = handler(Incoming::Request {
+                method,
+                params,
+                cancel,
+            });
             let connection = connection.clone();
             tokio::spawn(async move {
-                match future.await {
+                let answer = future.await;
+                connection.untrack(&id);
+                match answer {
                     Ok(reply) => {
                         connection.respond(id, Ok(reply.result));
                         for (method, params) in reply.then {
@@ -282,6 +364,9 @@ where
                     Err(err) => connection.respond(id, Err(err)),
                 }
             });
+        }
+        Kind::Notification(method) if method == CANCEL_REQUEST => {
+            connection.cancel_incoming(&message["params"]);
         }
         Kind::Notification(method) => {
             let params = message.get("params").cloned().unwrap_or(Value::Null);

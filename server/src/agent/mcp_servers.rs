@@ -87,6 +87,16 @@ impl Agent {
         *self.client_mcp.locked() = servers;
     }
 
+    /// Stops every MCP server this agent started (an ACP session's agent is its own: its
+    /// `session/close` ends them).
+    pub fn stop_mcp(&self) {
+        let launch = Launch {
+            cwd: self.host.roots().first().cloned(),
+            hidden_env: Vec::new(),
+        };
+        self.mcp.ensure(&[], &launch);
+    }
+
     /// The MCP tools offered now (for `agent/session/context`).
     pub fn mcp_tool_specs(&self) -> Vec<ToolSpec> {
         self.mcp.tools().iter().map(McpTool::spec).collect()

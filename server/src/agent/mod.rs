@@ -28,6 +28,7 @@ use agentls_core::wire::{ProviderConfig, ProviderKind};
 mod checkpoints;
 mod compact;
 mod hooks;
+pub mod images;
 mod mcp_servers;
 mod sessions;
 #[cfg(test)]
@@ -221,6 +222,7 @@ impl Agent {
             timeout: Duration::from_millis(config.timeout_ms),
             max_retries: config.max_retries,
             temperature: config.temperature,
+            images: agentls_core::models::takes_images(config.images, model),
         };
         let key = format!("{provider_config:?}");
         let mut cached = self.provider.locked();

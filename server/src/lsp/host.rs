@@ -144,12 +144,20 @@ impl Host for LspHost {
             &self.backend.client,
             ApplyWorkspaceEditParams { label: None, edit },
         );
-        match answer.get().await {
-            Ok(response) if response.applied => Ok(()),
-            Ok(response) => Err(response
+        // An editor that never answers must not hold the turn: past the timeout the wait
+        // ends (and the request is withdrawn with `$/cancelRequest`).
+        let timeout_ms = self.config().apply_edit_timeout_ms;
+        let answer =
+            tokio::time::timeout(std::time::Duration::from_millis(timeout_ms), answer.get()).await;
+        match answer {
+            Err(_) => Err(format!(
+                "the editor did not answer workspace/applyEdit within {timeout_ms} ms (lsp.applyEditTimeoutMs); the edit may not have been applied"
+            )),
+            Ok(Ok(response)) if response.applied => Ok(()),
+            Ok(Ok(response)) => Err(response
                 .failure_reason
                 .unwrap_or_else(|| "the editor refused the edit".into())),
-            Err(err) => Err(format!("workspace/applyEdit failed: {}", err.message)),
+            Ok(Err(err)) => Err(format!("workspace/applyEdit failed: {}", err.message)),
         }
     }
 

@@ -81,7 +81,10 @@ pub async fn serve<I, O, S, E, F>(
         output,
         stream::select(
             responses_rx.map(Outgoing::Response),
-            client_requests.map(Outgoing::Request),
+            client_requests.map(|request| {
+                super::client_request::note_sent(&request);
+                Outgoing::Request(request)
+            }),
         ),
     );
 

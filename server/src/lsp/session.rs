@@ -116,9 +116,18 @@ impl Backend {
         &self,
         params: SessionPromptParams,
     ) -> jsonrpc::Result<SessionPromptResult> {
+        let images = params
+            .images
+            .into_iter()
+            .map(|image| crate::agent::images::ImageInput {
+                mime_type: image.mime_type,
+                data: image.data,
+                path: image.path,
+            })
+            .collect();
         let turn_id = self
             .agent()
-            .prompt(&params.session_id, params.text, params.editor)
+            .prompt_with_images(&params.session_id, params.text, params.editor, images)
             .await
             .map_err(agent_error)?;
         Ok(SessionPromptResult { turn_id })

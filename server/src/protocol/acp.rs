@@ -77,6 +77,9 @@ impl ClientRequest for NewSession {
 pub struct NewSessionParams {
     pub cwd: PathBuf,
     pub mcp_servers: Vec<Value>,
+    /// More workspace roots, absolute (`sessionCapabilities.additionalDirectories`).
+    #[serde(default)]
+    pub additional_directories: Vec<PathBuf>,
 }
 
 pub enum LoadSession {}
@@ -96,6 +99,9 @@ pub struct LoadSessionParams {
     /// Absent (allowed for `session/resume`): the servers already given stay.
     #[serde(default)]
     pub mcp_servers: Option<Vec<Value>>,
+    /// More workspace roots, absolute; absent: those given before stay.
+    #[serde(default)]
+    pub additional_directories: Option<Vec<PathBuf>>,
 }
 
 pub enum ResumeSession {}
@@ -157,6 +163,25 @@ pub struct PromptParams {
     pub prompt: Vec<agentls_core::acp::ContentBlock>,
 }
 
+pub enum CloseSession {}
+
+impl ClientRequest for CloseSession {
+    /// `{sessionId}`: its turn is cancelled, its memory, MCP servers and background
+    /// commands freed; its log stays.
+    type Params = SessionIdParams;
+    type Result = Value;
+    const METHOD: &'static str = "session/close";
+}
+
+pub enum DeleteSession {}
+
+impl ClientRequest for DeleteSession {
+    /// `{sessionId}`: closed, its log and checkpoints removed; an unknown id succeeds.
+    type Params = SessionIdParams;
+    type Result = Value;
+    const METHOD: &'static str = "session/delete";
+}
+
 pub enum SetMode {}
 
 impl ClientRequest for SetMode {
@@ -195,6 +220,21 @@ impl ClientNotification for Cancel {
     /// The same params as the LSP mode's `agent/session/cancel`.
     type Params = SessionIdParams;
     const METHOD: &'static str = "session/cancel";
+}
+
+pub enum CancelRequest {}
+
+impl ClientNotification for CancelRequest {
+    /// `{requestId}`: the client withdraws its request (handled by the transport, which
+    /// also sends it for agentls's own requests it stops waiting for).
+    type Params = CancelRequestParams;
+    const METHOD: &'static str = "$/cancel_request";
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelRequestParams {
+    pub request_id: Value,
 }
 
 // ---- agent → client (params built by `agentls_core::acp`) ----

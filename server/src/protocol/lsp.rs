@@ -259,6 +259,24 @@ pub struct SessionPromptParams {
     #[serde(default)]
     #[schemars(with = "Option<shapes::EditorState>")]
     pub editor: Option<EditorState>,
+    /// Images for a model that takes them (`provider.images`); refused otherwise. At most
+    /// 8, each at most 5 MB, PNG, JPEG, GIF or WebP.
+    #[serde(default)]
+    pub images: Vec<PromptImage>,
+}
+
+/// An image of a prompt: its bytes in base64 (`data`, a `data:` URL is accepted) or a
+/// workspace file (`path`), exactly one of them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptImage {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; checked against the bytes.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    #[serde(default)]
+    pub data: Option<String>,
+    #[serde(default)]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -65,6 +65,35 @@ pub fn read_text(path: &Path) -> Result<String, FileRefused> {
     })
 }
 
+/// An image file's bytes (a regular file, at most `max_bytes`: `image::MAX_IMAGE_BYTES`),
+/// checked as `read_text` checks a text file; the format is the core's to judge.
+pub fn read_image_bytes(path: &Path, max_bytes: u64) -> Result<Vec<u8>, FileRefused> {
+    let shown = path.display();
+    let file = match untrusted_file::open_checked(path, None) {
+        Ok(Some(file)) => file,
+        Ok(None) => {
+            return Err(FileRefused(format!(
+                "cannot read {shown}: it does not exist"
+            )))
+        }
+        Err(_) if path.is_dir() => {
+            return Err(FileRefused(format!("{shown} is a directory, not a file")))
+        }
+        Err(reason) => return Err(FileRefused(format!("cannot read {shown}: {reason}"))),
+    };
+    let length = file
+        .metadata()
+        .map_err(|err| FileRefused(format!("cannot read {shown}: {err}")))?
+        .len();
+    if length > max_bytes {
+        return Err(FileRefused(format!(
+            "image {shown} is too large ({length} bytes; at most {max_bytes} bytes, 5 MB, are accepted)"
+        )));
+    }
+    untrusted_file::read_capped(file, max_bytes)
+        .map_err(|reason| FileRefused(format!("cannot read {shown}: {reason}")))
+}
+
 /// The file as a document (text and syntax tree) at `DISK_VERSION`.
 pub fn read_document(
     path: &Path,

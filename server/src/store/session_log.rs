@@ -217,6 +217,26 @@ impl SessionStore {
         ids
     }
 
+    /// Removes a session's log and progress log; whether there was a log. A file already
+    /// gone is not an error (the delete is idempotent).
+    pub fn delete(&self, id: &str) -> std::io::Result<bool> {
+        if !valid_session_id(id) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid session id {id:?}"),
+            ));
+        }
+        let mut existed = false;
+        for path in [self.log_path(id), self.progress_path(id)] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => existed |= path == self.log_path(id),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(existed)
+    }
+
     /// Appends a section to the session's progress log (markdown, human-readable).
     pub fn append_progress(&self, id: &str, section: &str) -> std::io::Result<()> {
         if !valid_session_id(id) {

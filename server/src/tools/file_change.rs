@@ -61,7 +61,13 @@ pub async fn apply(cx: &ToolContext, prepared: Prepared) -> ToolOutcome {
     let path = match &change {
         FileChange::Edit { path, .. } | FileChange::Write { path, .. } => cx.boundary.display(path),
     };
-    match cx.host.apply(change).await {
+    // A cancel of the turn stops the wait for the editor (which may then still apply
+    // the edit it was sent; the model is told it may have).
+    let applied = tokio::select! {
+        applied = cx.host.apply(change) => applied,
+        () = cx.cancel.cancelled() => Err("the turn was cancelled while the editor was applying it (the editor may still apply it)".to_string()),
+    };
+    match applied {
         Ok(()) => ToolOutcome::ok(summary).with_effect(Effect::Changed(path)),
         Err(why) => ToolOutcome::failed(format!("the edit was not applied: {why}")),
     }

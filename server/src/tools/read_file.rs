@@ -13,8 +13,25 @@ use crate::store::files::read_text;
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::ArgumentProblem;
 use crate::tools::registry::{
-    blocking, text_arg, OutputBudget, Prepared, Tool, ToolContext, ToolOutcome,
+    blocking, text_arg, Effect, OutputBudget, Prepared, Tool, ToolContext, ToolOutcome,
 };
+
+/// An image file of the workspace (`path` as the tools resolve it), checked.
+pub fn read_image(
+    boundary: &PathBoundary,
+    path: &str,
+    declared: Option<&str>,
+    formula: agentls_core::image::TokenFormula,
+) -> Result<agentls_core::image::Image, String> {
+    let resolved = boundary.resolve(path).map_err(|e| e.0)?;
+    let shown = boundary.display(&resolved);
+    let bytes = crate::store::files::read_image_bytes(
+        &resolved,
+        agentls_core::image::MAX_IMAGE_BYTES as u64,
+    )
+    .map_err(|refused| refused.0.replace(&resolved.display().to_string(), &shown))?;
+    agentls_core::image::check(&shown, declared, &bytes, formula)
+}
 
 /// Lines `read_file` returns when the model gives no limit.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
@@ -122,6 +139,22 @@ pub(crate) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     }
 }
 
+/// What the model reads of an image it asked for: what it is, then the image itself
+/// (`Effect::Images`, recorded after the output).
+fn image_outcome(image: agentls_core::image::Image) -> ToolOutcome {
+    let bytes = image.data.len() / 4 * 3;
+    let mut outcome = ToolOutcome::ok(format!(
+        "{} is an image ({}, {}x{} pixels, about {} KB); it is attached after the tool results.",
+        image.name,
+        image.mime_type,
+        image.width,
+        image.height,
+        bytes.div_ceil(1024)
+    ));
+    outcome.effect = Some(Effect::Images(vec![image]));
+    outcome
+}
+
 pub struct ReadFile;
 
 /// `read_file`'s arguments (described to the model in `prompts/tools.json`).
@@ -182,6 +215,21 @@ impl Tool for ReadFile {
         };
         let buffer = cx.host.buffer(&path).await.map(|(text, _)| text);
         let boundary = cx.boundary.clone();
+        // An image file, for a model that sees images: the image itself, after the output.
+        if let Some(formula) = cx.images.filter(|_| buffer.is_none()) {
+            if agentls_core::image::mime_for_name(&input.path).is_some() {
+                let path = input.path.clone();
+                let read = tokio::task::spawn_blocking(move || {
+                    read_image(&boundary, &path, None, formula)
+                })
+                .await;
+                return match read {
+                    Ok(Ok(image)) => image_outcome(image),
+                    Ok(Err(message)) => ToolOutcome::failed(message),
+                    Err(err) => ToolOutcome::failed(err.to_string()),
+                };
+            }
+        }
         let budget = cx.output_budget;
         blocking(move || {
             read_file_within(

@@ -46,6 +46,9 @@ pub struct ToolContext {
     /// The sandbox a command of this call runs in; None: unconfined (the sandbox is off,
     /// cannot be had, or the user let this command out).
     pub sandbox: Option<agentls_core::sandbox::SandboxPolicy>,
+    /// How the session's model counts an image, when it takes images (`provider.images`);
+    /// None: it sees text only, and `read_file` refuses an image as binary.
+    pub images: Option<agentls_core::image::TokenFormula>,
 }
 
 /// Tokens an output may take, counted with the session's tokenizer.
@@ -99,6 +102,8 @@ pub enum Effect {
     },
     /// Files a subagent changed: recorded for the session's ledger.
     SubagentChanged { agent: String, files: Vec<String> },
+    /// Images the model sees after the call's output (`read_file` of an image).
+    Images(Vec<agentls_core::image::Image>),
 }
 
 /// A call's result: the output the model reads, whether it succeeded, and its effect.

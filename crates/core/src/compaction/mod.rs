@@ -176,7 +176,7 @@ pub fn round_starts(entries: &[Entry]) -> Vec<usize> {
                 previous,
                 Some(Item::Assistant { .. }) | Some(Item::ToolCall { .. })
             ),
-            Item::ToolOutput { .. } | Item::Internal { .. } => false,
+            Item::ToolOutput { .. } | Item::Images { .. } | Item::Internal { .. } => false,
         };
         if starts_here || i == 0 {
             starts.push(i);
@@ -351,10 +351,11 @@ pub fn select_user_messages(
 ) -> Vec<String> {
     let mut selected = Vec::new();
     let mut left = budget;
-    for entry in entries.iter().rev() {
-        let Item::User { text, .. } = &entry.item else {
+    for index in (0..entries.len()).rev() {
+        let Some(text) = user_text_with_images(entries, index) else {
             continue;
         };
+        let text = &text;
         if text.trim().is_empty() || selected.contains(text) {
             continue;
         }
@@ -375,6 +376,53 @@ pub fn select_user_messages(
     selected
 }
 
+/// The user's message at `index` as compaction keeps it: its text, and the labels of the
+/// images that came with it (`[image: NAME, WxH]`, one a line), so a rebuilt history still
+/// says what the user showed. None when `index` is not a user message.
+fn user_text_with_images(entries: &[Entry], index: usize) -> Option<String> {
+    let Item::User { text, .. } = &entries[index].item else {
+        return None;
+    };
+    match entries.get(index + 1).map(|e| &e.item) {
+        Some(Item::Images {
+            images,
+            call_id: None,
+        }) => {
+            let mut text = text.clone();
+            for image in images {
+                text.push('\n');
+                text.push_str(&image.label());
+            }
+            Some(text)
+        }
+        _ => Some(text.clone()),
+    }
+}
+
+/// What a summarizer reads of `entries`: each image becomes its `[image: NAME, WxH]` line
+/// (a user message), its bytes dropped, so a summary request costs text only and the
+/// summary can still say what was shown.
+pub fn without_image_bytes(
+    entries: &[Entry],
+    prompts: &Prompts,
+    tokenizer: TokenizerKind,
+) -> Vec<Entry> {
+    entries
+        .iter()
+        .map(|entry| match &entry.item {
+            Item::Images { .. } => {
+                let item = Item::User {
+                    text: crate::history::model_text(&entry.item, prompts).into_owned(),
+                    context: None,
+                };
+                let tokens = item_tokens(&item, prompts, tokenizer);
+                Entry { item, tokens }
+            }
+            _ => entry.clone(),
+        })
+        .collect()
+}
+
 /// The text of the summary item: the summary (or the fallback's note) and the ledger.
 pub fn summary_text(summary: &str, ledger: &str) -> String {
     let summary = summary.trim();
@@ -393,17 +441,13 @@ pub fn rebuild(
     prompts: &Prompts,
     tokenizer: TokenizerKind,
 ) -> Vec<Entry> {
-    let tail_users: Vec<&str> = tail
-        .iter()
-        .filter_map(|e| match &e.item {
-            Item::User { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
+    let tail_users: Vec<String> = (0..tail.len())
+        .filter_map(|index| user_text_with_images(tail, index))
         .collect();
     let mut out = Vec::new();
     for text in user_messages {
         // A message the kept tail holds anyway is not repeated.
-        if tail_users.contains(&text.as_str()) {
+        if tail_users.contains(text) {
             continue;
         }
         let item = Item::User {
@@ -608,6 +652,43 @@ mod tests {
 
     pub(super) fn assistant(text: &str) -> Entry {
         entry(Item::Assistant { text: text.into() })
+    }
+
+    #[test]
+    fn a_summary_reads_an_images_label_not_its_bytes() {
+        let prompts = Prompts::builtin();
+        let png = crate::image::test_png(800, 600);
+        let image =
+            crate::image::check("bug.png", None, &png, crate::image::TokenFormula::Anthropic)
+                .unwrap();
+        let entries = vec![
+            user("what is wrong here?"),
+            entry(Item::Images {
+                images: vec![image],
+                call_id: None,
+            }),
+            assistant("the button overlaps"),
+        ];
+        let input = without_image_bytes(&entries, &prompts, TokenizerKind::O200kBase);
+        let text: Vec<String> = input
+            .iter()
+            .map(|e| crate::history::model_text(&e.item, &prompts).into_owned())
+            .collect();
+        assert!(
+            text.contains(&"[image: bug.png, 800x600]".to_string()),
+            "{text:?}"
+        );
+        assert!(
+            !format!("{input:?}").contains("iVBORw0KGgo"),
+            "no bytes are left"
+        );
+        // The image never starts a round: a cut keeps it with its message.
+        assert_eq!(round_starts(&entries), [0, 2]);
+        // A rebuilt history keeps the user's message with the image's label.
+        assert_eq!(
+            select_user_messages(&entries, 1000, TokenizerKind::O200kBase),
+            ["what is wrong here?\n[image: bug.png, 800x600]"]
+        );
     }
 
     pub(super) fn call(id: &str, path: &str) -> Entry {

@@ -12,13 +12,19 @@ use crate::prompts::{Prompts, ToolSpec};
 /// `system`, `messages` and `tools` of the request body (model, max_tokens and stream are
 /// the provider's).
 pub fn body(request: &Request<'_>, prompts: &Prompts) -> Value {
+    body_for(request, prompts, true)
+}
+
+/// [`body`] for a model that takes images (`images`) or not: then an image is only its
+/// label, so its bytes never reach a provider that would refuse them.
+pub fn body_for(request: &Request<'_>, prompts: &Prompts, images: bool) -> Value {
     let mut body = json!({
         "system": [{
             "type": "text",
             "text": request.system,
             "cache_control": {"type": "ephemeral"},
         }],
-        "messages": messages(request, prompts),
+        "messages": messages_for(request, prompts, images),
     });
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(tools(request.tools));
@@ -31,6 +37,10 @@ pub fn body(request: &Request<'_>, prompts: &Prompts) -> Value {
 /// of the next user message. Consecutive messages of one role are merged, as the API
 /// requires alternation.
 pub fn messages(request: &Request<'_>, prompts: &Prompts) -> Vec<Value> {
+    messages_for(request, prompts, true)
+}
+
+fn messages_for(request: &Request<'_>, prompts: &Prompts, images: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     // Index in `out` of the message holding the last item of the stable prefix.
     let prefix_items = request.items.len().saturating_sub(1);
@@ -42,6 +52,22 @@ pub fn messages(request: &Request<'_>, prompts: &Prompts) -> Vec<Value> {
                     continue;
                 }
                 ("assistant", json!({"type": "text", "text": text}))
+            }
+            Item::Images {
+                images: attached,
+                call_id,
+            } => {
+                let role = "user";
+                let blocks = image_blocks(attached, call_id.as_deref(), images);
+                match out.last_mut() {
+                    Some((last_role, existing)) if *last_role == role => existing.extend(blocks),
+                    _ => out.push((role, blocks)),
+                }
+                if index < prefix_items {
+                    let message = out.len() - 1;
+                    prefix_end = Some((message, out[message].1.len() - 1));
+                }
+                continue;
             }
             Item::ToolCall {
                 call_id,
@@ -94,6 +120,36 @@ pub fn messages(request: &Request<'_>, prompts: &Prompts) -> Vec<Value> {
     out.into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
+}
+
+/// Each image as its label then, for a model that sees images, an `image` block with a
+/// base64 source (never empty: an `Images` item holds at least one image's label).
+fn image_blocks(
+    images: &[crate::image::Image],
+    call_id: Option<&str>,
+    send_bytes: bool,
+) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for image in images {
+        let mut label = image.label();
+        if let Some(call_id) = call_id {
+            label.push_str(&format!(" (from tool call {call_id})"));
+        }
+        if !send_bytes {
+            label.push_str(" (not shown: this model does not take images)");
+        }
+        blocks.push(json!({"type": "text", "text": label}));
+        if send_bytes {
+            blocks.push(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+            }));
+        }
+    }
+    if blocks.is_empty() {
+        blocks.push(json!({"type": "text", "text": "[no image]"}));
+    }
+    blocks
 }
 
 pub fn tools(tools: &[ToolSpec]) -> Vec<Value> {

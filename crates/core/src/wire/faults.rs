@@ -168,6 +168,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_retries: 0,
             temperature: None,
+            images: false,
         };
         let exceeded = http_error(
             400,

@@ -31,6 +31,9 @@ pub struct ProviderConfig {
     pub timeout: Duration,
     pub max_retries: u32,
     pub temperature: Option<f64>,
+    /// Whether the model takes images (`provider.images`): when not, an image in the
+    /// history is sent as its label only.
+    pub images: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -137,7 +140,7 @@ pub fn body(config: &ProviderConfig, request: &Request<'_>, prompts: &Prompts) -
         ProviderKind::OpenAi => {
             let mut body = json!({
                 "model": config.model,
-                "messages": openai::messages(request, prompts),
+                "messages": openai::messages_for(request, prompts, config.images),
                 "stream": true,
                 "stream_options": {"include_usage": true},
             });
@@ -153,7 +156,7 @@ pub fn body(config: &ProviderConfig, request: &Request<'_>, prompts: &Prompts) -
             body
         }
         ProviderKind::Anthropic => {
-            let mut body = anthropic::body(request, prompts);
+            let mut body = anthropic::body_for(request, prompts, config.images);
             body["model"] = json!(config.model);
             body["max_tokens"] = json!(config
                 .max_output_tokens

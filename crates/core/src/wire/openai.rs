@@ -10,6 +10,12 @@ use crate::prompts::{Prompts, ToolSpec};
 /// The request's `messages`: the system message, then the items, with each run of tool
 /// calls folded into the assistant message before it (or a content-less one).
 pub fn messages(request: &Request, prompts: &Prompts) -> Vec<Value> {
+    messages_for(request, prompts, true)
+}
+
+/// [`messages`] for a model that takes images (`images`) or not: then an image is only its
+/// label, so its bytes never reach a provider that would refuse them.
+pub fn messages_for(request: &Request, prompts: &Prompts, images: bool) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.items.len() + 1);
     out.push(json!({"role": "system", "content": request.system}));
     let items: Vec<&Item> = request.items.iter().map(|e| &e.item).collect();
@@ -38,10 +44,57 @@ pub fn messages(request: &Request, prompts: &Prompts) -> Vec<Value> {
                 out.push(json!({"role": "user", "content": model_text(items[i], prompts)}));
                 i += 1;
             }
+            Item::Images {
+                images: attached,
+                call_id,
+            } => {
+                let parts = image_parts(attached, call_id.as_deref(), images);
+                // The user's own images join the user's message; a tool's follow the tool
+                // messages (a `tool` message takes text only).
+                match out.last_mut() {
+                    Some(last) if call_id.is_none() && last["role"] == "user" => {
+                        if let Value::String(text) = last["content"].take() {
+                            last["content"] = json!([{"type": "text", "text": text}]);
+                        }
+                        if let Some(content) = last["content"].as_array_mut() {
+                            content.extend(parts);
+                        }
+                    }
+                    _ => out.push(json!({"role": "user", "content": parts})),
+                }
+                i += 1;
+            }
             Item::Internal { .. } => i += 1,
         }
     }
     out
+}
+
+/// Each image as its label then, for a model that sees images, an `image_url` part with a
+/// `data:` URL at high detail (the detail the token count assumes).
+fn image_parts(
+    images: &[crate::image::Image],
+    call_id: Option<&str>,
+    send_bytes: bool,
+) -> Vec<Value> {
+    let mut parts = Vec::new();
+    for image in images {
+        let mut label = image.label();
+        if let Some(call_id) = call_id {
+            label.push_str(&format!(" (from tool call {call_id})"));
+        }
+        if !send_bytes {
+            label.push_str(" (not shown: this model does not take images)");
+        }
+        parts.push(json!({"type": "text", "text": label}));
+        if send_bytes {
+            parts.push(json!({
+                "type": "image_url",
+                "image_url": {"url": image.data_url(), "detail": "high"},
+            }));
+        }
+    }
+    parts
 }
 
 fn tool_calls<'a>(items: &[&'a Item]) -> Vec<&'a Item> {

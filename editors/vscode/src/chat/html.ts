@@ -52,7 +52,8 @@ export function chatHtml(parts: HtmlParts): string {
   <div id="busy" hidden><span>A turn is running:</span><button id="steer" title="Send into the running turn, after its current tool calls (Enter)">Steer now ⏎</button><button id="queue-send" title="Send as a turn of its own after this one (Alt+Enter)">Queue ⌥⏎</button></div>
   <div id="context" hidden><span id="context-label"></span><button id="context-clear" title="Do not attach">×</button></div>
   <div id="suggestions" role="listbox" hidden></div>
-  <textarea id="input" rows="3" placeholder="Ask the agent (Enter to send, Shift+Enter for a new line)"></textarea>
+  <div id="images" hidden></div>
+  <textarea id="input" rows="3" placeholder="Ask the agent (Enter to send, Shift+Enter for a new line; paste or drop an image)"></textarea>
 </div>
 <script nonce="${nonce}" src="${attr(parts.scriptUri)}"></script>
 </body>

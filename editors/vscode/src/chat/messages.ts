@@ -1,5 +1,6 @@
 // Messages between the extension host and the chat webview (media/chat.js).
 import type { BackgroundCommand, CommandInfo, QueueItem } from '../protocol';
+import { isPromptImages, type PromptImage } from './images';
 import type { Block, BlockChange } from '../transcript';
 
 export type ToWebview =
@@ -16,7 +17,7 @@ export type SendHow = 'steer' | 'queue';
 
 export type FromWebview =
   | { type: 'ready' }
-  | { type: 'send'; text: string; how?: SendHow }
+  | { type: 'send'; text: string; how?: SendHow; images?: PromptImage[] }
   | { type: 'unqueue'; id: string }
   | { type: 'killBackground'; id: string }
   | { type: 'cancel' }
@@ -35,8 +36,12 @@ export function isFromWebview(value: unknown): value is FromWebview {
   const type = (value as { type?: unknown }).type;
   switch (type) {
     case 'send': {
-      const how = (value as { how?: unknown }).how;
-      return typeof (value as { text?: unknown }).text === 'string' && (how === undefined || how === 'steer' || how === 'queue');
+      const { text, how, images } = value as { text?: unknown; how?: unknown; images?: unknown };
+      return (
+        typeof text === 'string' &&
+        (how === undefined || how === 'steer' || how === 'queue') &&
+        (images === undefined || isPromptImages(images))
+      );
     }
     case 'copy':
       return typeof (value as { text?: unknown }).text === 'string';

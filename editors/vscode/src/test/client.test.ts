@@ -29,6 +29,9 @@ describe('language client against agentls', () => {
   const statuses: AgentStatus[] = [];
   const permissions: PermissionRequest[] = [];
   let answer: (r: PermissionRequest) => PermissionResponse = () => ({ outcome: 'cancelled' });
+  /** When set, a permission request is left unanswered until the server withdraws it. */
+  let holdPermissions = false;
+  let withdrawals = 0;
 
   before(async () => {
     root = workspace({
@@ -42,6 +45,7 @@ describe('language client against agentls', () => {
         { text: ['Rejected, ok.'] },
         { toolCalls: [{ id: 't1', name: 'task', arguments: { agent: 'explore', prompt: 'find answer' } }] },
         { text: ['Found by the explorer.'] },
+        { toolCalls: [{ id: 's9', name: 'shell', arguments: { command: 'echo never' } }] },
       ],
       routes: {
         'read-only search subagent of agentls': [
@@ -62,8 +66,13 @@ describe('language client against agentls', () => {
       handlers: {
         onUpdate: (p) => updates.push(p),
         onStatus: (p) => statuses.push(p),
-        onPermission: async (p) => {
+        onPermission: async (p, withdrawn) => {
           permissions.push(p);
+          if (holdPermissions && withdrawn) {
+            await new Promise<void>((resolve) => withdrawn.onCancellationRequested(() => resolve()));
+            withdrawals += 1;
+            return { outcome: 'cancelled' };
+          }
           return answer(p);
         },
       },
@@ -163,5 +172,17 @@ describe('language client against agentls', () => {
     await client.sendRequest('agent/session/setMode', { sessionId, mode: 'auto-edit' });
     const after = await waitFor('a status in auto-edit', () => statuses.find((s) => s.sessionId === sessionId && s.mode === 'auto-edit'));
     assert.equal(after.sandbox.mode, 'workspace-write');
+  });
+
+  it('a permission request the server stops waiting for (a cancel) is withdrawn: the handler hears of it', async () => {
+    holdPermissions = true;
+    const asked = permissions.length;
+    const { turnId } = await client.sendRequest<{ turnId: string }>('agent/session/prompt', { sessionId, text: 'run it' });
+    await waitFor('the permission request', () => permissions.length > asked || undefined);
+    await client.sendRequest('agent/session/cancel', { sessionId });
+    const end = await waitFor('turnEnd', () => updates.find((u) => u.turnId === turnId && u.update.kind === 'turnEnd'));
+    assert.equal(end.update.kind === 'turnEnd' && end.update.stopReason, 'cancelled');
+    await waitFor('the withdrawal ($/cancelRequest)', () => withdrawals > 0 || undefined);
+    holdPermissions = false;
   });
 });

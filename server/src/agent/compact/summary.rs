@@ -116,7 +116,8 @@ impl Agent {
                     "even the newest part of the conversation does not fit the summarizer".into(),
                 );
             }
-            let mut history = History::from_entries(tokenizer, kept.to_vec());
+            let text_only = compaction::without_image_bytes(kept, &prompts, tokenizer);
+            let mut history = History::from_entries(tokenizer, text_only);
             history.record(
                 Item::User {
                     text: prompt.to_string(),

@@ -12,6 +12,7 @@ use crate::agent::AgentError;
 use crate::locks::Locked;
 use crate::protocol::lsp::SessionSummary;
 mod background;
+mod lifecycle;
 pub(in crate::agent) mod live;
 mod modes;
 pub(in crate::agent) mod steering;
@@ -35,6 +36,8 @@ pub(in crate::agent) struct Prompt {
     pub(in crate::agent) turn_id: String,
     pub(in crate::agent) text: String,
     pub(in crate::agent) editor: Option<EditorState>,
+    /// Checked before the prompt was queued (`Agent::prompt_images`).
+    pub(in crate::agent) images: Vec<agentls_core::image::Image>,
 }
 
 /// Work for a session's worker, run one at a time in arrival order.
@@ -448,6 +451,19 @@ impl Agent {
         text: String,
         editor: Option<EditorState>,
     ) -> Result<String, AgentError> {
+        self.prompt_with_images(id, text, editor, Vec::new()).await
+    }
+
+    /// [`Agent::prompt`] with images (given, and `@path` mentions of image files): all
+    /// checked first, so a refused image queues nothing.
+    pub async fn prompt_with_images(
+        self: &Arc<Self>,
+        id: &str,
+        text: String,
+        editor: Option<EditorState>,
+        images: Vec<crate::agent::images::ImageInput>,
+    ) -> Result<String, AgentError> {
+        let images = self.prompt_images(id, &text, images).await?;
         let handle = self.handle(id).await?;
         let turn_id = format!("turn-{}", session_log::new_session_id());
         let busy = {
@@ -469,6 +485,7 @@ impl Agent {
                 turn_id: turn_id.clone(),
                 text,
                 editor,
+                images,
             }))
             .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
         Ok(turn_id)

@@ -183,6 +183,7 @@ impl Agent {
                 turn_id: steering.id.clone(),
                 text: steering.text,
                 editor: steering.editor,
+                images: Vec::new(),
             }));
             if sent.is_err() {
                 tracing::warn!(

@@ -105,6 +105,11 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) compaction_check: CompactionCheck,
     /// The checkpoint taken before this turn (`agent::checkpoints`): its id and trees.
     pub(in crate::agent) checkpoint: Option<(String, crate::store::checkpoints::Snapshot)>,
+    /// How the model counts images when it takes them (set as the turn opens).
+    pub(in crate::agent) image_formula: Option<agentls_core::image::TokenFormula>,
+    /// Images a call returned, by call id, recorded after its output.
+    pub(in crate::agent) pending_images:
+        std::sync::Mutex<std::collections::HashMap<String, Vec<agentls_core::image::Image>>>,
 }
 
 /// What the request after a compaction of the turn showed.
@@ -155,6 +160,8 @@ impl Turn {
             repeats: None,
             compaction_check: CompactionCheck::None,
             checkpoint: None,
+            image_formula: None,
+            pending_images: Default::default(),
         }
     }
 
@@ -350,6 +357,17 @@ impl Turn {
                 .map(|_| ()),
             Err(message) => Err(message),
         };
+        // The user's images follow the message they came with.
+        let recorded = match recorded {
+            Ok(()) if !prompt.images.is_empty() => self
+                .record_item(Item::Images {
+                    images: prompt.images.clone(),
+                    call_id: None,
+                })
+                .await
+                .map(|_| ()),
+            other => other,
+        };
         if let Err(message) = recorded {
             self.fail(message, false, None).await;
             return Err(Stop::Error);
@@ -415,6 +433,10 @@ impl Turn {
             }
         };
         let tokenizer = tokenizer_for(&config, &model);
+        self.image_formula = self
+            .agent
+            .takes_images(&model)
+            .then(|| self.agent.image_formula());
         Ok(Opened {
             config,
             prompts,

@@ -104,6 +104,7 @@ fn render(planned: &Planned) -> String {
             } => ("output", format!("{call_id} {}", short(content))),
             Item::CompactionSummary { text } => ("summary", text.replace('\n', "\n      │ ")),
             Item::Instructions { text, .. } => ("instructions", short(text)),
+            Item::Images { images, .. } => ("images", format!("{}", images.len())),
             Item::Internal { .. } => ("internal", String::new()),
         };
         out += &format!("\n{kind:<9} {:>4}  {text}", entry.tokens);

@@ -6,6 +6,7 @@ use crate::agent::turn::say;
 use crate::agent::turn::Call;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
+use crate::locks::Locked;
 mod asking;
 mod diagnostics;
 pub(in crate::agent) mod mcp;
@@ -205,7 +206,17 @@ impl Turn {
             Err(message) => (false, message.clone()),
         };
         self.tell_call_ended(&call.id, status, shown);
-        recorded.map(|_| ())
+        recorded?;
+        // A tool's images follow its output (`Item::Images` names the call).
+        let images = self.pending_images.locked().remove(&call.id);
+        if let Some(images) = images {
+            self.record_item(Item::Images {
+                images,
+                call_id: Some(call.id.clone()),
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     /// The final `toolCallUpdate` of a call the client was told of (even after a cancel:
@@ -401,6 +412,10 @@ impl Turn {
     ) {
         match effect {
             Some(Effect::Changed(path)) => self.changed.push(path),
+            // Recorded after the call's output (`finish_call`).
+            Some(Effect::Images(images)) => {
+                self.pending_images.locked().insert(call.id.clone(), images);
+            }
             Some(Effect::Ran { evidence, changed }) => {
                 self.evidence.push(evidence);
                 if !changed.is_empty() {
@@ -489,6 +504,7 @@ impl Turn {
             subagents: self.subagent_runner(call),
             output_budget: self.output_budget,
             sandbox: self.sandbox_policy(),
+            images: self.image_formula,
         }
     }
 

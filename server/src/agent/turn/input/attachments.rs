@@ -35,6 +35,12 @@ impl Turn {
         // Read every mentioned file first; the markup and the budget are the core's.
         let mut read_files = Vec::new();
         for mention in mentions {
+            // An image file is the prompt's image (`Agent::prompt_images`), not text.
+            if mention.lines.is_none()
+                && agentls_core::image::mime_for_name(&mention.path).is_some()
+            {
+                continue;
+            }
             if let Some((server, uri)) = resource_mention(&mention, &servers) {
                 match self.mcp_resource(server, uri).await {
                     Ok(content) => {

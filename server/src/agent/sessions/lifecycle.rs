@@ -1,0 +1,47 @@
+//! The end of a session's life: `close` (its turn cancelled, its memory freed; its log
+//! stays) and `delete` (closed, then its log and progress log removed), and the title a
+//! client shows once the first message named it.
+
+use std::sync::Arc;
+
+use crate::agent::{Agent, AgentError};
+use crate::locks::Locked;
+
+impl Agent {
+    /// Closes session `id`: its running turn is cancelled (as `session/cancel` would), its
+    /// queued prompts dropped, its in-memory state freed (the worker ends with its handle).
+    /// Unknown or not loaded: nothing to do. Whether it was loaded.
+    pub async fn close(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
+        let loaded = self.sessions.locked().get(id).cloned();
+        let Some(_handle) = loaded else {
+            return Ok(false);
+        };
+        self.cancel(id).await?;
+        // The session's background commands stop with it: the steer-bg branch's `release`
+        // calls `Agent::stop_background(id)` (issue 28). Until that branch is merged there
+        // are no background commands; after the merge, check that `release` still does.
+        self.release(id);
+        Ok(true)
+    }
+
+    /// Deletes session `id`: closed, then its log and progress log removed. An id with no
+    /// log is no error (ACP: deleting an unknown session succeeds). Whether a log existed.
+    pub async fn delete(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
+        if !crate::store::session_log::valid_session_id(id) {
+            return Ok(false);
+        }
+        self.close(id).await?;
+        let store = self.store()?;
+        // ISSUE 26 (checkpoints): the session's checkpoints are removed here too.
+        store
+            .delete(id)
+            .map_err(|e| AgentError(format!("cannot delete session {id}: {e}")))
+    }
+
+    /// The session's title (its first message, shortened), once it has one.
+    pub async fn title(self: &Arc<Self>, id: &str) -> Option<String> {
+        let handle = self.handle(id).await.ok()?;
+        let live = handle.live.lock().await;
+        Some(live.session.title.clone()).filter(|t| !t.is_empty())
+    }
+}
