@@ -61,6 +61,7 @@ pub async fn serve_stdio() -> SessionEnd {
         documents,
         accepting: accepting_sync,
         lifecycle: lifecycle.clone(),
+        last_uri: Default::default(),
     };
     // `exit` ends the session by itself: a client that keeps the pipe open must not keep us
     // alive. After stdin ends, the loop waits for every handler, even one waiting for an

@@ -74,6 +74,9 @@ pub struct FrameReader<R> {
     max_frame: usize,
     /// Set after a refused frame: skip to the next header before reading one.
     discarding: bool,
+    /// The header block `has_frame_buffered` parsed: where it starts in `buf`, its length
+    /// and its Content-Length, so that `next` does not parse it again.
+    parsed: Option<(usize, usize, usize)>,
 }
 
 /// The least a read asks for: a burst of small frames arrives in few reads.
@@ -88,6 +91,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             eof: false,
             max_frame,
             discarding: false,
+            parsed: None,
         }
     }
 
@@ -104,7 +108,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
     /// Whether the next frame (or what is not one) is already in the buffer, so that
     /// `next` answers without waiting for input. False when unsure.
-    pub fn has_frame_buffered(&self) -> bool {
+    pub fn has_frame_buffered(&mut self) -> bool {
         if self.discarding {
             return false;
         }
@@ -114,7 +118,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             .position(|b| !b.is_ascii_whitespace())
             .unwrap_or(unread.len());
         match parse_headers(&unread[start..]) {
-            Headers::Complete { len, length } => unread.len() - start - len >= length,
+            Headers::Complete { len, length } => {
+                let buffered = unread.len() - start - len >= length;
+                self.parsed = Some((self.pos + start, len, length));
+                buffered
+            }
             Headers::Incomplete | Headers::Invalid(_) => false,
         }
     }
@@ -127,6 +135,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
             self.pos = 0;
+            self.parsed = None;
         }
         self.buf.reserve(want.clamp(READ_CHUNK, 1 << 20));
         match self.input.read_buf(&mut self.buf).await {
@@ -157,6 +166,12 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 .position(|b| !b.is_ascii_whitespace())
                 .unwrap_or(self.unread().len());
             self.consume(start);
+            if let Some((at, len, length)) = self.parsed.take() {
+                if at == self.pos {
+                    self.consume(len);
+                    return self.body(length).await;
+                }
+            }
             match parse_headers(self.unread()) {
                 Headers::Incomplete if self.unread().len() <= MAX_HEADER_BYTES => {
                     if !self.fill(4096).await {
@@ -341,8 +356,11 @@ fn parse_headers(buf: &[u8]) -> Headers {
             return Headers::Invalid("bytes that are not a header".into());
         }
         if name.eq_ignore_ascii_case(HEADER_NAME) {
-            let value = String::from_utf8_lossy(value).trim().to_string();
-            length = Some(value.parse::<usize>().map_err(|_| value));
+            // Read in place; only a value that is not a length is copied (for the message).
+            let parsed = std::str::from_utf8(value)
+                .ok()
+                .and_then(|value| value.trim().parse::<usize>().ok());
+            length = Some(parsed.ok_or_else(|| String::from_utf8_lossy(value).trim().to_string()));
         }
     }
 }
