@@ -51,6 +51,10 @@ pub struct Document {
     /// before a reparse: `Tree::edit` walks the tree, once per merged run instead of once
     /// per keystroke.
     unsent_edit: Option<InputEdit>,
+    /// Whether the tree was told of an edit (`Tree::edit`) since it was parsed. While not,
+    /// and no edit waits (`unsent_edit`), every change since the parse was taken back and
+    /// the text is byte for byte the one parsed: a read needs no reparse.
+    tree_edited: bool,
     /// The tree must be parsed from nothing at the next read (a new document, a whole
     /// replacement, or a tree dropped for memory).
     needs_full_parse: bool,
@@ -94,6 +98,7 @@ impl Document {
             tree: None,
             pending_edits: 0,
             unsent_edit: None,
+            tree_edited: false,
             needs_full_parse: true,
             dropped: false,
             parses: 0,
@@ -169,6 +174,9 @@ impl Document {
         self.dropped = false;
         if self.needs_full_parse || self.tree.is_none() {
             self.reparse(false);
+        } else if self.pending_edits > 0 && !self.tree_edited && self.unsent_edit.is_none() {
+            // Typed and taken back: the tree is the text's already.
+            self.pending_edits = 0;
         } else if self.pending_edits > 0 {
             let full = self.pending_edits > MAX_EDITS_FOR_INCREMENTAL_WITH_ERRORS
                 && self
@@ -241,12 +249,14 @@ impl Document {
     fn send_unsent_edit(&mut self) {
         if let (Some(edit), Some(tree)) = (self.unsent_edit.take(), self.tree.as_mut()) {
             tree.edit(&edit);
+            self.tree_edited = true;
         }
     }
 
     fn reparse(&mut self, incremental: bool) {
         self.send_unsent_edit();
         self.pending_edits = 0;
+        self.tree_edited = false;
         self.needs_full_parse = false;
         let Some(parser) = self.parser.as_mut() else {
             return;
@@ -893,6 +903,49 @@ mod tests {
             );
         }
         assert!(merged_runs > 1000, "{merged_runs}");
+    }
+
+    #[test]
+    fn typos_taken_back_leave_nothing_to_reparse() {
+        let mut doc = Document::new(
+            "fn a() {}\nfn b() {}\n",
+            1,
+            Language::Rust,
+            DEFAULT_MAX_SYNTAX_BYTES,
+        );
+        doc.snapshot();
+        for (line, col) in [(0, 3), (1, 9), (0, 0), (1, 4)] {
+            doc.apply_changes(
+                &[change(line, col, line, col, "é")],
+                PositionEncoding::Utf16,
+            )
+            .unwrap();
+            doc.apply_changes(
+                &[change(line, col, line, col + 1, "")],
+                PositionEncoding::Utf16,
+            )
+            .unwrap();
+        }
+        let snapshot = doc.snapshot();
+        assert_eq!(doc.parses(), 1, "the text is the one parsed");
+        assert_eq!(
+            snapshot.tree.unwrap().root_node().to_sexp(),
+            fresh_sexp(&doc)
+        );
+        // One that stays is parsed.
+        doc.apply_changes(&[change(1, 4, 1, 4, "c")], PositionEncoding::Utf16)
+            .unwrap();
+        doc.apply_changes(&[change(0, 3, 0, 3, "x")], PositionEncoding::Utf16)
+            .unwrap();
+        doc.apply_changes(&[change(0, 3, 0, 4, "")], PositionEncoding::Utf16)
+            .unwrap();
+        let snapshot = doc.snapshot();
+        assert_eq!(doc.parses(), 2);
+        assert_eq!(
+            snapshot.tree.unwrap().root_node().to_sexp(),
+            fresh_sexp(&doc)
+        );
+        assert_eq!(doc.rope.to_string(), "fn a() {}\nfn bc() {}\n");
     }
 
     #[test]

@@ -244,7 +244,8 @@ fn locate_by_index(
 
 /// Walks `at`'s line from its start: where column `at.character` and column `end` (not
 /// before it) are, each clamped to the line's end and rounded down to the start of the
-/// character it falls in (as [`position_to_char`]).
+/// character it falls in (as [`position_to_char`]). The line's start is found in the chunk
+/// that holds it, as the rope's own `line_to_byte` does, with its char index on the way.
 fn walk_line(
     rope: &Rope,
     at: Position,
@@ -258,43 +259,41 @@ fn walk_line(
             line_count: rope.len_lines(),
         });
     }
-    let line_start = rope.line_to_byte(line);
+    let (chunk, chunk_byte, chunk_char, chunk_line) = rope.chunk_at_line_break(line);
+    let offset = ropey::str_utils::line_to_byte_idx(chunk, line - chunk_line);
+    let line_start = chunk_byte + offset;
     let here = |byte: usize, char: usize| Located {
         byte,
         char,
         point: tree_sitter::Point::new(line, byte - line_start),
     };
-    if line_start == rope.len_bytes() {
-        let last = here(line_start, rope.len_chars());
-        return Ok((last, last));
-    }
-    let (chunks, chunk_byte, chunk_char, _) = rope.chunks_at_byte(line_start);
-    let mut skip = line_start - chunk_byte;
     let mut byte = line_start;
-    let mut char = chunk_char;
+    let mut char = chunk_char + ropey::str_utils::byte_to_char_idx(chunk, offset);
     let mut units = 0usize;
     let (want_start, want_end) = (at.character as usize, end as usize);
     let mut start = None;
-    for chunk in chunks {
-        let text = &chunk[skip..];
-        if skip > 0 {
-            // Chars of the chunk before the line: a char starts at every byte that is not
-            // a UTF-8 continuation byte.
-            char += chunk.as_bytes()[..skip]
-                .iter()
-                .filter(|&&b| (b as i8) >= -0x40)
-                .count();
-            skip = 0;
-        }
-        for c in text.chars() {
-            if c == '\n' || c == '\r' {
-                let at_end = here(byte, char);
-                return Ok((start.unwrap_or(at_end), at_end));
-            }
-            let width = match encoding {
-                PositionEncoding::Utf8 => c.len_utf8(),
-                PositionEncoding::Utf16 => c.len_utf16(),
-                PositionEncoding::Utf32 => 1,
+    let mut piece = &chunk[offset..];
+    // The chunks after the first, fetched only for a line that goes on past it.
+    let mut rest = None;
+    loop {
+        let bytes = piece.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let (len, width) = match bytes[i] {
+                b'\n' | b'\r' => {
+                    let at_end = here(byte, char);
+                    return Ok((start.unwrap_or(at_end), at_end));
+                }
+                0..=0x7f => (1, 1),
+                _ => {
+                    let c = piece[i..].chars().next().unwrap_or_default();
+                    let width = match encoding {
+                        PositionEncoding::Utf8 => c.len_utf8(),
+                        PositionEncoding::Utf16 => c.len_utf16(),
+                        PositionEncoding::Utf32 => 1,
+                    };
+                    (c.len_utf8(), width)
+                }
             };
             if start.is_none() && units + width > want_start {
                 start = Some(here(byte, char));
@@ -304,8 +303,17 @@ fn walk_line(
                 return Ok((start.unwrap_or(at_end), at_end));
             }
             units += width;
-            byte += c.len_utf8();
+            i += len;
+            byte += len;
             char += 1;
+        }
+        if byte >= rope.len_bytes() {
+            break;
+        }
+        let chunks = rest.get_or_insert_with(|| rope.chunks_at_byte(byte).0);
+        match chunks.next() {
+            Some(next) => piece = next,
+            None => break,
         }
     }
     let at_end = here(byte, char);
