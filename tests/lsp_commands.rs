@@ -580,9 +580,12 @@ async fn two_tasks_run_at_the_same_time_and_answer_in_call_order() {
     // explore is read-only.
     let child = requests
         .iter()
-        .find(|r| r.body.to_string().contains("BETATASK") && tool_names(&r.body).len() == 3)
+        .find(|r| r.body.to_string().contains("BETATASK") && tool_names(&r.body).len() == 4)
         .unwrap();
-    assert_eq!(tool_names(&child.body), ["read_file", "list_dir", "grep"]);
+    assert_eq!(
+        tool_names(&child.body),
+        ["read_file", "list_dir", "grep", "find_symbol"]
+    );
     assert_invariants(&requests);
     server.stop().await;
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const SERVER_LAYERS: &[&[&str]] = &[
     &["locks", "protocol"],
     &["process_groups", "store"],
-    &["sandbox"],
+    &["sandbox", "symbols"],
     &["gather", "provider"],
     &["host"],
     &["mcp", "tools"],

@@ -79,6 +79,11 @@ pub trait DocumentSource: Send + Sync {
     }
     /// AGENTS.md files below the open buffers: the disk, cached or not.
     fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync>;
+    /// The workspace symbol index, open buffers brought up to date (None: the host keeps
+    /// none). Its `resolve(name, from)` ranks a name's definitions for a reader of `from`.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        None
+    }
 }
 
 /// The context inputs of a turn; an editor state naming a document that cannot be read is
@@ -222,6 +227,8 @@ fn list(roots: &[PathBuf]) -> String {
 /// the disk under fixed roots.
 pub struct DiskSource {
     pub roots: Vec<PathBuf>,
+    /// The symbol index of `roots`, when the host has one (`symbols::Symbols::open`).
+    pub symbols: Option<crate::symbols::Symbols>,
 }
 
 #[async_trait::async_trait]
@@ -237,5 +244,9 @@ impl DocumentSource for DiskSource {
 
     fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
         Arc::new(crate::store::agents_md::DiskFiles::default())
+    }
+
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        self.symbols.clone()
     }
 }

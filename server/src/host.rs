@@ -222,6 +222,7 @@ pub trait Host: Send + Sync + 'static {
     async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
         let source = crate::gather::DiskSource {
             roots: self.roots(),
+            symbols: self.symbols().await,
         };
         crate::gather::gather(&source, &self.config(), editor).await
     }
@@ -256,6 +257,11 @@ pub trait Host: Send + Sync + 'static {
         _paths: &[PathBuf],
     ) -> Vec<(PathBuf, Vec<agentls_core::editor_diagnostics::Diagnostic>)> {
         Vec::new()
+    }
+    /// The workspace symbol index (`find_symbol`), its open buffers brought up to date;
+    /// None for a host that keeps none.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        None
     }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;
     /// Sends in order; never blocks the loop.

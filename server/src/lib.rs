@@ -10,7 +10,8 @@
 //! - `tools`, `mcp`: the model's tools (one file each, and their list), the MCP client;
 //! - `host`: the `Host` trait every front door implements and what crosses it;
 //! - `gather`, `provider`: the one gather recipe; the HTTP exchange with model providers;
-//! - `sandbox`: the command sandbox (the probe, a policy's places, confining a child);
+//! - `sandbox`, `symbols`: the command sandbox (the probe, a policy's places, confining a
+//!   child); the workspace symbol index (walk, threads, disk, the `Symbols` handle);
 //! - `process_groups`, `store`: every child's process group and the warden; the disk and
 //!   the process environment;
 //! - `locks`, `protocol`: the one way to take a std lock; the protocol's types.
@@ -31,6 +32,7 @@ pub mod protocol;
 pub mod provider;
 pub mod sandbox;
 pub mod store;
+pub mod symbols;
 pub mod tools;
 
 /// The layering rules of ARCHITECTURE.md that the compiler cannot see, checked over the

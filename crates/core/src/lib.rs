@@ -42,6 +42,7 @@ pub mod session;
 pub mod skills;
 pub mod snapshot;
 pub mod subagents;
+pub mod symbol_index;
 pub mod syntax;
 pub mod tokens;
 pub mod tool_info;

@@ -388,6 +388,7 @@ mod tests {
                 "read_file",
                 "list_dir",
                 "grep",
+                "find_symbol",
                 "edit_file",
                 "write_file",
                 "shell",

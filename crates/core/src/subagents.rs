@@ -13,7 +13,7 @@ use crate::commands::{list, Source};
 use crate::front_matter::FrontMatter;
 
 /// The tools of a subagent whose file names none: read-only.
-pub const DEFAULT_TOOLS: &[&str] = &["read_file", "list_dir", "grep"];
+pub const DEFAULT_TOOLS: &[&str] = &["read_file", "list_dir", "grep", "find_symbol"];
 
 /// The tool that runs subagents: never offered to a subagent (no nesting).
 pub const TASK_TOOL: &str = "task";

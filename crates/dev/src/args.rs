@@ -82,6 +82,34 @@ pub enum Bench {
     /// What the command sandbox adds to a `shell` call: the same command sandboxed and not,
     /// alternately (run in a workspace-like directory)
     Sandbox(SandboxArgs),
+    /// The workspace symbol index over a large tree (default: cargo's registry): cold build,
+    /// restart from the persisted index, one file re-indexed, find_symbol latency, peak RSS
+    Index(IndexArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct IndexArgs {
+    /// The tree to index (default: the first directory of ~/.cargo/registry/src/)
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Indexing threads (default: the server's, every core but one)
+    #[arg(long, value_parser = at_least::<1>)]
+    threads: Option<usize>,
+    /// find_symbol lookups timed
+    #[arg(long, default_value_t = 2000, value_parser = at_least::<1>)]
+    lookups: usize,
+}
+
+impl From<IndexArgs> for crate::bench_index::IndexOptions {
+    fn from(args: IndexArgs) -> Self {
+        let defaults = crate::bench_index::IndexOptions::default();
+        crate::bench_index::IndexOptions {
+            dir: args.dir,
+            threads: args.threads.unwrap_or(defaults.threads),
+            lookups: args.lookups,
+            ..defaults
+        }
+    }
 }
 
 #[derive(Args, Debug)]

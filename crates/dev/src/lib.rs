@@ -6,6 +6,7 @@ pub mod args;
 pub mod bench;
 pub mod bench_compaction;
 pub mod bench_context;
+pub mod bench_index;
 pub mod bench_memory;
 pub mod bench_prefix;
 pub mod bench_sandbox;

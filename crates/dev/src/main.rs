@@ -4,7 +4,7 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command};
 use agentls_dev::{
-    bench, bench_compaction, bench_context, bench_memory, bench_prefix, bench_sandbox,
+    bench, bench_compaction, bench_context, bench_index, bench_memory, bench_prefix, bench_sandbox,
     bench_stream, bench_subagent, demo, eval_compaction, fake_provider, null_server,
 };
 use clap::Parser;
@@ -77,6 +77,12 @@ fn run_bench(which: Bench) -> ExitCode {
             let options = args.into();
             report(block_on(bench_sandbox::run(&options)), |report| {
                 bench_sandbox::print(&options, report)
+            })
+        }
+        Bench::Index(args) => {
+            let options = args.into();
+            report(bench_index::run(&options), |report| {
+                bench_index::print(&options, report)
             })
         }
         Bench::Prefix(args) => {

@@ -150,6 +150,12 @@ export interface DebugWorkspaceResult {
   roots: string[];
   /** `notstarted`, `indexing` or `ready`. */
   status: string;
+  /**
+   * The workspace symbol index: `status`, `files`, `definitions`, `reused`, `parsed`,
+   * `removed`, `skipped` (by reason), `skippedTotal`, `persisted`, `elapsedMs`,
+   * `parsesTotal`, `saveError`.
+   */
+  symbols: unknown;
   /** Whether the model's vocabulary is built (at `initialized`, in the background). */
   tokenizer: TokenizerState;
 }

@@ -102,6 +102,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         approve: options.approve,
         ends: ends_tx,
         printing: Mutex::new(Printing::default()),
+        symbols: Arc::default(),
     });
     let agent = Agent::new(host.clone());
     let session = match options.session {
@@ -181,6 +182,7 @@ struct CliHost {
     approve: bool,
     ends: mpsc::UnboundedSender<(String, String)>,
     printing: Mutex<Printing>,
+    symbols: Arc<std::sync::OnceLock<crate::symbols::Symbols>>,
 }
 
 impl CliHost {
@@ -207,6 +209,19 @@ impl Host for CliHost {
 
     fn roots(&self) -> Vec<PathBuf> {
         vec![self.root.clone()]
+    }
+
+    /// Built (or loaded) on first use, then kept for the run.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        let cell = self.symbols.clone();
+        let roots = self.roots();
+        let config = self.config.clone();
+        tokio::task::spawn_blocking(move || {
+            cell.get_or_init(|| crate::symbols::Symbols::open(&roots, &config))
+                .clone()
+        })
+        .await
+        .ok()
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {

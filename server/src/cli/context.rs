@@ -104,8 +104,13 @@ pub fn run(options: &Options) -> Result<String, String> {
         visible_range: None,
         diagnostics: Vec::new(),
     };
+    // The same index the editor's server keeps: the persisted one brought up to date, or
+    // built on the spot.
+    let roots = vec![root.clone()];
+    let symbols = crate::symbols::Symbols::open(&roots, &config);
     let source = DiskSource {
-        roots: vec![root.clone()],
+        roots,
+        symbols: Some(symbols),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -153,6 +153,9 @@ impl Backend {
             index_millis: index.elapsed_ms,
             position_encoding: self.state.encoding().kind(),
             agents_md_cached: support.watched_files_registration,
+            symbols: Json::new(
+                serde_json::to_value(self.state.symbols.status()).unwrap_or_default(),
+            ),
             tokenizer: TokenizerState {
                 name: config.tokenizer().name().to_string(),
                 built: config.tokenizer().is_built(),

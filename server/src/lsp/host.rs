@@ -123,6 +123,10 @@ impl Host for LspHost {
         self.backend.gather(editor).await
     }
 
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        Some(self.backend.symbols_current().await)
+    }
+
     async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
         let uri = Url::from_file_path(path).ok()?;
         let snapshot = self.backend.state.documents.snapshot(&uri).await?;
@@ -311,5 +315,9 @@ impl DocumentSource for Backend {
 
     fn instruction_files(&self) -> Arc<dyn InstructionFiles + Send + Sync> {
         self.state.agents_disk.clone()
+    }
+
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        Some(self.symbols_current().await)
     }
 }

@@ -192,6 +192,12 @@ impl LanguageServer for Backend {
     }
 
     async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        let sources: Vec<PathBuf> = params
+            .changes
+            .iter()
+            .filter_map(|change| change.uri.to_file_path().ok())
+            .collect();
+        self.symbols_changed_on_disk(sources);
         for change in params.changes {
             match change.uri.to_file_path() {
                 Ok(path) if agents_md::is_instruction_file(&path) => {

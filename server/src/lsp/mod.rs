@@ -194,6 +194,8 @@ struct State {
     encoding: RwLock<PositionEncoding>,
     support: RwLock<ClientSupport>,
     index: FileIndex,
+    /// The workspace symbol index, built after the file walk (`workspace.rs`).
+    symbols: crate::symbols::Symbols,
     agents_disk: Arc<DiskFiles>,
     progress_tokens: AtomicU64,
     /// The prompt files, reloaded when `prompts.dir` may have changed.
@@ -214,6 +216,7 @@ impl State {
             encoding: RwLock::new(PositionEncoding::default()),
             support: RwLock::new(ClientSupport::default()),
             index: FileIndex::default(),
+            symbols: crate::symbols::Symbols::default(),
             agents_disk: Arc::new(DiskFiles::default()),
             progress_tokens: AtomicU64::new(0),
             prompts: RwLock::new(Arc::new(Prompts::builtin())),

@@ -2,11 +2,14 @@
 //! the client names lies inside.
 
 use super::progress::Progressor;
-use super::{invalid_params, Backend};
+use super::{invalid_params, Backend, State};
 use crate::locks::ReadWriteLocked;
 use crate::store::file_index;
+use crate::symbols::{BuildOptions, Symbols};
 use agentls_core::agents_md;
+use agentls_core::document::DocumentSnapshot;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tower_lsp::jsonrpc;
 use tower_lsp::lsp_types::*;
 
@@ -37,6 +40,55 @@ pub(super) fn uri_to_dir(uri: &Url) -> Option<PathBuf> {
     }
 }
 
+/// Builds the symbol index of `roots` on its own thread (see `symbols`), with `$/progress`.
+async fn index_symbols(client: tower_lsp::Client, state: Arc<State>, roots: Vec<PathBuf>) {
+    let config = state.config();
+    let store = crate::symbols::disk::store_path(
+        &crate::store::session_log::state_dir(config.state_dir.as_deref()),
+        &roots
+            .iter()
+            .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let options = BuildOptions {
+        roots,
+        max_file_bytes: config.syntax_max_document_bytes as u64,
+        store,
+        threads: BuildOptions::default_threads(),
+    };
+    let progress = Progressor::start(&client, &state, "Indexing symbols").await;
+    let (counts, mut counted) = tokio::sync::mpsc::unbounded_channel();
+    let symbols = state.symbols.clone();
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("agentls-symbols".into())
+        .spawn(move || {
+            let status = symbols.build(options, &|done, total| {
+                let _ = counts.send((done, total));
+            });
+            let _ = done.send(status);
+        });
+    if let Err(err) = spawned {
+        tracing::error!("cannot start the symbol indexer: {err}");
+        progress.end(&client, "Symbol indexing failed".into()).await;
+        return;
+    }
+    while let Some((done, total)) = counted.recv().await {
+        progress
+            .report(&client, format!("{done}/{total} files parsed"))
+            .await;
+    }
+    let message = match finished.await {
+        Ok(status) => {
+            let message = status.summary();
+            tracing::info!("{message}");
+            message
+        }
+        Err(_) => "Symbol indexing stopped".to_string(),
+    };
+    progress.end(&client, message).await;
+}
+
 impl Backend {
     pub(super) async fn register_agents_md_watchers(&self) {
         let support = *self.state.support.read_locked();
@@ -54,6 +106,7 @@ impl Backend {
             })
             .collect();
         let options = DidChangeWatchedFilesRegistrationOptions { watchers };
+        self.register_source_watchers();
         let registration = Registration {
             id: "agentls-agents-md".into(),
             method: "workspace/didChangeWatchedFiles".into(),
@@ -76,12 +129,43 @@ impl Backend {
         });
     }
 
+    /// Asks the client to report changes to source files on disk, for the symbol index
+    /// (not waited for: until it answers, results are checked by modification time).
+    fn register_source_watchers(&self) {
+        let watchers = vec![FileSystemWatcher {
+            glob_pattern: GlobPattern::String(
+                "**/*.{rs,py,pyi,pyw,ts,mts,cts,tsx,js,mjs,cjs,jsx,go}".into(),
+            ),
+            kind: None,
+        }];
+        let registration = Registration {
+            id: "agentls-symbols".into(),
+            method: "workspace/didChangeWatchedFiles".into(),
+            register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
+                watchers,
+            })
+            .ok(),
+        };
+        let answer = super::client_request::send::<request::RegisterCapability>(
+            &self.client,
+            RegistrationParams {
+                registrations: vec![registration],
+            },
+        );
+        tokio::spawn(async move {
+            if let Err(err) = answer.get().await {
+                tracing::warn!("registering the source file watchers failed: {err}");
+            }
+        });
+    }
+
     /// Indexes `roots` in the background, reporting `$/progress` when the client can show
     /// it. Returns once the walk has started, not when it ends.
     pub(super) async fn reindex(&self, roots: Vec<PathBuf>) {
         let generation = self.state.index.begin(roots.clone());
         let client = self.client.clone();
         let state = self.state.clone();
+        let roots_for_symbols = roots.clone();
         tokio::spawn(async move {
             let progress = Progressor::start(&client, &state, "Indexing workspace").await;
             let (counts, mut counted) = tokio::sync::mpsc::unbounded_channel();
@@ -93,11 +177,13 @@ impl Backend {
             while let Some(n) = counted.recv().await {
                 progress.report(&client, format!("{n} files")).await;
             }
+            let mut current = false;
             let message = match walk.await {
                 Ok((files, elapsed_ms)) => {
                     let message = format!("Indexed {} files in {elapsed_ms} ms", files.len());
                     if state.index.finish(generation, files, elapsed_ms) {
                         tracing::info!("{message}");
+                        current = true;
                     }
                     message
                 }
@@ -108,6 +194,46 @@ impl Backend {
                 }
             };
             progress.end(&client, message).await;
+            if current {
+                index_symbols(client, state, roots_for_symbols).await;
+            }
+        });
+    }
+
+    /// The symbol index with the open buffers brought up to date (their changed versions
+    /// extracted from the trees the document worker already has).
+    pub(super) async fn symbols_current(&self) -> Symbols {
+        let symbols = self.state.symbols.clone();
+        let buffers: Vec<(PathBuf, DocumentSnapshot)> = self
+            .state
+            .documents
+            .matching(|_| true)
+            .await
+            .into_iter()
+            .filter_map(|(uri, snapshot)| Some((uri.to_file_path().ok()?, snapshot)))
+            .collect();
+        if buffers.is_empty() {
+            return symbols;
+        }
+        let syncing = symbols.clone();
+        let _ = tokio::task::spawn_blocking(move || syncing.sync_buffers(&buffers)).await;
+        symbols
+    }
+
+    /// Files changed on disk: their entries in the symbol index are read again (in the
+    /// background), then the index is saved.
+    pub(super) fn symbols_changed_on_disk(&self, paths: Vec<PathBuf>) {
+        let paths: Vec<PathBuf> = paths
+            .into_iter()
+            .filter(|path| crate::symbols::build::language_of(path).is_some())
+            .collect();
+        if paths.is_empty() {
+            return;
+        }
+        let symbols = self.state.symbols.clone();
+        tokio::task::spawn_blocking(move || {
+            symbols.refresh(&paths);
+            let _ = symbols.save();
         });
     }
 

@@ -804,6 +804,10 @@ pub struct DebugWorkspaceResult {
     #[schemars(with = "String")]
     pub position_encoding: PositionEncodingKind,
     pub agents_md_cached: bool,
+    /// The workspace symbol index: `status`, `files`, `definitions`, `reused`, `parsed`,
+    /// `removed`, `skipped` (by reason), `skippedTotal`, `persisted`, `elapsedMs`,
+    /// `parsesTotal`, `saveError`.
+    pub symbols: Json<Value>,
     /// Whether the model's vocabulary is built (at `initialized`, in the background).
     pub tokenizer: TokenizerState,
     pub config: DebugConfig,

@@ -34,7 +34,7 @@ pub fn state_dir(configured: Option<&Path>) -> PathBuf {
 
 /// Creates `dir` (and any missing parent) 0700, then tightens `dir` and `also` (its
 /// parents that belong to agentls) when they are open to the group or others.
-fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
+pub(crate) fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -49,7 +49,10 @@ fn private_dir(dir: &Path, also: Option<&Path>) -> std::io::Result<()> {
 }
 
 /// Opens (creating 0600) a file of the store, tightening it to 0600 if it was more open.
-fn open_private(options: &mut std::fs::OpenOptions, path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_private(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+) -> std::io::Result<std::fs::File> {
     let file = options.mode(0o600).open(path)?;
     let mode = file.metadata()?.permissions().mode();
     if mode & 0o077 != 0 {
@@ -59,7 +62,7 @@ fn open_private(options: &mut std::fs::OpenOptions, path: &Path) -> std::io::Res
 }
 
 /// FNV-1a: stable across builds and Rust versions, unlike the std hasher.
-fn stable_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn stable_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -13,6 +13,7 @@ pub mod boundary;
 mod diff;
 pub mod edit_file;
 pub mod file_change;
+pub mod find_symbol;
 pub mod grep;
 pub mod input;
 pub mod list_dir;
@@ -37,6 +38,7 @@ pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
         Box::new(read_file::ReadFile),
         Box::new(list_dir::ListDir),
         Box::new(grep::Grep),
+        Box::new(find_symbol::FindSymbol),
         Box::new(edit_file::EditFile),
         Box::new(write_file::WriteFile),
         Box::new(shell::Shell),

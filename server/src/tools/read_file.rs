@@ -111,7 +111,7 @@ fn lines_within(lines: &[String], budget: OutputBudget) -> usize {
 const MARKER_TOKENS: usize = 48;
 
 /// `line` cut after `max_chars` characters, with a marker saying how much was cut.
-pub(super) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
+pub(crate) fn cut_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     match line.char_indices().nth(max_chars) {
         None => Cow::Borrowed(line),
         Some((cut, _)) => Cow::Owned(format!(

@@ -1,0 +1,461 @@
+//! The workspace symbol index, as data: the tags of each file (definitions with kind,
+//! container, lines, signature, doc and a small type's fields; references by name and line;
+//! import statements), the maps from a name to its definitions and to the files that use it,
+//! lookups, and a reference-graph ranking of files personalised toward one file.
+//!
+//! Pure: the server walks, reads, parses on its threads and persists the bytes of
+//! [`persist::encode`]; nothing here touches a file. Paths are the server's keys (relative
+//! to the workspace root, `/`-separated), opaque here except for prefix filters.
+
+mod extract;
+pub mod persist;
+mod rank;
+
+use std::collections::HashMap;
+
+pub use extract::{bounded, extract_tags, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
+pub use rank::{rank_files, FileRanks};
+
+use crate::language::Language;
+pub use crate::syntax::SymbolKind;
+
+/// A definition found in a file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Definition {
+    pub name: String,
+    pub kind: SymbolKind,
+    /// The enclosing definition's name ("impl Foo", "Config"); None at the top level.
+    pub container: Option<String>,
+    /// First and last line of the whole definition (0-based, inclusive; attributes and
+    /// decorators outside the outline's range are not counted).
+    pub start_line: u32,
+    pub end_line: u32,
+    /// The line of the name (0-based).
+    pub name_line: u32,
+    /// The header up to its body, on one line, at most [`MAX_SIGNATURE_BYTES`].
+    pub signature: String,
+    /// Doc comments, attributes, decorators and Python's docstring, at most [`MAX_DOC_BYTES`].
+    pub doc: String,
+    /// A small struct's, enum's, class's or interface's fields or variants, one per entry;
+    /// empty when it has more than [`MAX_FIELDS`].
+    pub fields: Vec<String>,
+}
+
+/// A name used in a file, once per line.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Reference {
+    pub name: String,
+    /// 0-based.
+    pub line: u32,
+}
+
+/// An import statement (`use`, `import`, `from … import`, a Go import spec).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Import {
+    /// 0-based.
+    pub line: u32,
+    /// The statement on one line, bounded.
+    pub text: String,
+    /// Every name the statement spells (path segments, imported names, aliases).
+    pub names: Vec<String>,
+}
+
+/// Everything the index keeps of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileTags {
+    pub language: Language,
+    pub definitions: Vec<Definition>,
+    pub references: Vec<Reference>,
+    pub imports: Vec<Import>,
+}
+
+/// What the file was when it was read: a persisted entry is reused only while the file on
+/// disk still has the same stamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileStamp {
+    pub mtime_ns: u64,
+    pub size: u64,
+}
+
+/// One file in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub path: String,
+    pub stamp: FileStamp,
+    pub language: Language,
+    pub definitions: Vec<Definition>,
+    pub imports: Vec<Import>,
+    /// (name id, line), sorted, unique.
+    references: Vec<(u32, u32)>,
+}
+
+impl FileEntry {
+    /// The lines (0-based, ascending) where the file uses `name`.
+    pub fn reference_lines(&self, index: &SymbolIndex, name: &str) -> Vec<u32> {
+        let Some(&id) = index.name_ids.get(name) else {
+            return Vec::new();
+        };
+        // Sorted by (name, line): the lines of one name are contiguous.
+        let start = self.references.partition_point(|(n, _)| *n < id);
+        self.references[start..]
+            .iter()
+            .take_while(|(n, _)| *n == id)
+            .map(|(_, line)| *line)
+            .collect()
+    }
+
+    /// Every (name, line) the file uses, names as the index spells them.
+    pub fn reference_names<'a>(
+        &'a self,
+        index: &'a SymbolIndex,
+    ) -> impl Iterator<Item = (&'a str, u32)> + 'a {
+        self.references
+            .iter()
+            .map(|(id, line)| (index.name(*id), *line))
+    }
+
+    /// Distinct names referenced, with how many lines use each.
+    fn reference_counts(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        let mut i = 0;
+        std::iter::from_fn(move || {
+            let (id, _) = *self.references.get(i)?;
+            let start = i;
+            while self.references.get(i).is_some_and(|(n, _)| *n == id) {
+                i += 1;
+            }
+            Some((id, i - start))
+        })
+    }
+
+    pub fn reference_count(&self) -> usize {
+        self.references.len()
+    }
+}
+
+/// A definition and where it is.
+#[derive(Debug, Clone, Copy)]
+pub struct DefinitionHit<'a> {
+    pub path: &'a str,
+    pub language: Language,
+    pub definition: &'a Definition,
+}
+
+/// A line that uses a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReferenceHit<'a> {
+    pub path: &'a str,
+    /// 0-based.
+    pub line: u32,
+}
+
+/// A lookup by name: `kind` and `path_prefix` narrow it.
+#[derive(Debug, Clone, Default)]
+pub struct Query<'a> {
+    pub name: &'a str,
+    pub kind: Option<SymbolKind>,
+    pub path_prefix: Option<&'a str>,
+}
+
+impl Query<'_> {
+    fn admits(&self, path: &str, definition: &Definition) -> bool {
+        self.kind.is_none_or(|kind| kind == definition.kind)
+            && self
+                .path_prefix
+                .is_none_or(|prefix| path.starts_with(prefix))
+    }
+}
+
+/// The index: files by path, names interned, and the two maps that make lookups cheap.
+#[derive(Debug, Default, Clone)]
+pub struct SymbolIndex {
+    files: Vec<Option<FileEntry>>,
+    file_ids: HashMap<String, u32>,
+    free_files: Vec<u32>,
+    names: Vec<Box<str>>,
+    name_ids: HashMap<Box<str>, u32>,
+    /// name id → (file id, definition index in the file).
+    definitions: HashMap<u32, Vec<(u32, u32)>>,
+    /// name id → files that use it.
+    referencing: HashMap<u32, Vec<u32>>,
+    /// Bumped by every insert and removal: a cached ranking is stale once it differs.
+    revision: u64,
+}
+
+impl SymbolIndex {
+    pub fn new() -> SymbolIndex {
+        SymbolIndex::default()
+    }
+
+    /// Replaces the file's tags (or adds the file).
+    pub fn insert(&mut self, path: &str, stamp: FileStamp, tags: FileTags) {
+        self.remove(path);
+        let mut references: Vec<(u32, u32)> = tags
+            .references
+            .iter()
+            .map(|r| (self.intern(&r.name), r.line))
+            .collect();
+        references.sort_unstable();
+        references.dedup();
+        let entry = FileEntry {
+            path: path.to_string(),
+            stamp,
+            language: tags.language,
+            definitions: tags.definitions,
+            imports: tags.imports,
+            references,
+        };
+        self.insert_entry(entry);
+    }
+
+    fn insert_entry(&mut self, entry: FileEntry) {
+        let id = match self.free_files.pop() {
+            Some(id) => id,
+            None => {
+                self.files.push(None);
+                (self.files.len() - 1) as u32
+            }
+        };
+        for (i, definition) in entry.definitions.iter().enumerate() {
+            let name = self.intern(&definition.name);
+            self.definitions
+                .entry(name)
+                .or_default()
+                .push((id, i as u32));
+        }
+        let names: Vec<u32> = entry.reference_counts().map(|(name, _)| name).collect();
+        for name in names {
+            self.referencing.entry(name).or_default().push(id);
+        }
+        self.file_ids.insert(entry.path.clone(), id);
+        self.files[id as usize] = Some(entry);
+        self.revision += 1;
+    }
+
+    /// Forgets the file; true when it was there.
+    pub fn remove(&mut self, path: &str) -> bool {
+        let Some(id) = self.file_ids.remove(path) else {
+            return false;
+        };
+        let Some(entry) = self.files[id as usize].take() else {
+            return false;
+        };
+        for definition in &entry.definitions {
+            if let Some(name) = self.name_ids.get(definition.name.as_str()) {
+                if let Some(places) = self.definitions.get_mut(name) {
+                    places.retain(|(file, _)| *file != id);
+                    if places.is_empty() {
+                        self.definitions.remove(name);
+                    }
+                }
+            }
+        }
+        for (name, _) in entry.reference_counts() {
+            if let Some(files) = self.referencing.get_mut(&name) {
+                files.retain(|file| *file != id);
+                if files.is_empty() {
+                    self.referencing.remove(&name);
+                }
+            }
+        }
+        self.free_files.push(id);
+        self.revision += 1;
+        true
+    }
+
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.name_ids.insert(name.into(), id);
+        id
+    }
+
+    pub fn file(&self, path: &str) -> Option<&FileEntry> {
+        let id = *self.file_ids.get(path)?;
+        self.files[id as usize].as_ref()
+    }
+
+    /// Every file in the index, in no particular order.
+    pub fn files(&self) -> impl Iterator<Item = &FileEntry> {
+        self.files.iter().flatten()
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.file_ids.len()
+    }
+
+    pub fn definition_count(&self) -> usize {
+        self.files().map(|f| f.definitions.len()).sum()
+    }
+
+    pub fn reference_count(&self) -> usize {
+        self.files().map(|f| f.references.len()).sum()
+    }
+
+    /// Changes with every insert and removal.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The definitions of `query.name`, sorted by path then line.
+    pub fn definitions(&self, query: &Query) -> Vec<DefinitionHit<'_>> {
+        let Some(name) = self.name_ids.get(query.name) else {
+            return Vec::new();
+        };
+        let mut hits: Vec<DefinitionHit> = self
+            .definitions
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|&(file, i)| {
+                let entry = self.files[file as usize].as_ref()?;
+                let definition = entry.definitions.get(i as usize)?;
+                query
+                    .admits(&entry.path, definition)
+                    .then_some(DefinitionHit {
+                        path: &entry.path,
+                        language: entry.language,
+                        definition,
+                    })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            (a.path, a.definition.start_line).cmp(&(b.path, b.definition.start_line))
+        });
+        hits
+    }
+
+    /// The files that use `name` (optionally under a path prefix), sorted by path.
+    pub fn referencing_files(&self, name: &str, path_prefix: Option<&str>) -> Vec<&FileEntry> {
+        let Some(id) = self.name_ids.get(name) else {
+            return Vec::new();
+        };
+        let mut files: Vec<&FileEntry> = self
+            .referencing
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&file| self.files[file as usize].as_ref())
+            .filter(|entry| path_prefix.is_none_or(|prefix| entry.path.starts_with(prefix)))
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        files
+    }
+
+    /// Every line that uses `name`, sorted by path then line.
+    pub fn references(&self, name: &str, path_prefix: Option<&str>) -> Vec<ReferenceHit<'_>> {
+        let Some(&id) = self.name_ids.get(name) else {
+            return Vec::new();
+        };
+        let mut hits = Vec::new();
+        for entry in self.referencing_files(name, path_prefix) {
+            let start = entry.references.partition_point(|(n, _)| *n < id);
+            for &(n, line) in &entry.references[start..] {
+                if n != id {
+                    break;
+                }
+                hits.push(ReferenceHit {
+                    path: &entry.path,
+                    line,
+                });
+            }
+        }
+        hits
+    }
+
+    /// The definitions of `name` ranked for a reader in `from_path`: a definition in the
+    /// file itself first, then those the file imports (its import statements name the name
+    /// or the defining file's module), then by the files' rank toward `from_path`, then by
+    /// how close the paths are.
+    pub fn resolve<'a>(
+        &'a self,
+        name: &str,
+        from_path: &str,
+        ranks: Option<&FileRanks>,
+    ) -> Vec<DefinitionHit<'a>> {
+        let mut hits = self.definitions(&Query {
+            name,
+            ..Query::default()
+        });
+        let from = self.file(from_path);
+        let score = |hit: &DefinitionHit| -> (u8, f64, usize) {
+            let same_file = hit.path == from_path;
+            let imported = from.is_some_and(|f| imports_reach(f, name, hit.path));
+            let tier = match (same_file, imported) {
+                (true, _) => 0,
+                (false, true) => 1,
+                _ => 2,
+            };
+            let rank = ranks.map_or(0.0, |r| r.rank(hit.path));
+            (tier, -rank, path_distance(from_path, hit.path))
+        };
+        hits.sort_by(|a, b| {
+            let (ta, ra, da) = score(a);
+            let (tb, rb, db) = score(b);
+            ta.cmp(&tb)
+                .then(ra.total_cmp(&rb))
+                .then(da.cmp(&db))
+                .then(a.path.cmp(b.path))
+                .then(a.definition.start_line.cmp(&b.definition.start_line))
+        });
+        hits
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    pub(crate) fn name_count(&self) -> usize {
+        self.names.len()
+    }
+
+    pub(crate) fn file_slots(&self) -> &[Option<FileEntry>] {
+        &self.files
+    }
+
+    pub(crate) fn definition_places(&self, name: u32) -> &[(u32, u32)] {
+        self.definitions.get(&name).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Whether the file's imports name `name`, or name the module of `path` (its file stem,
+/// or its directory for `mod.rs`, `__init__.py`, `index.ts`).
+fn imports_reach(file: &FileEntry, name: &str, path: &str) -> bool {
+    let module = module_name(path);
+    file.imports.iter().any(|import| {
+        import
+            .names
+            .iter()
+            .any(|n| n == name || Some(n.as_str()) == module)
+    })
+}
+
+/// The name other files import `path` by.
+pub fn module_name(path: &str) -> Option<&str> {
+    let mut parts = path.rsplit('/');
+    let file = parts.next()?;
+    let stem = file.split('.').next()?;
+    if matches!(stem, "mod" | "__init__" | "index" | "lib" | "main") {
+        parts.next()
+    } else {
+        Some(stem)
+    }
+}
+
+/// Directory steps between two paths: 0 in the same directory.
+fn path_distance(a: &str, b: &str) -> usize {
+    let a: Vec<&str> = a.split('/').collect();
+    let b: Vec<&str> = b.split('/').collect();
+    let (a_dirs, b_dirs) = (&a[..a.len() - 1], &b[..b.len() - 1]);
+    let common = a_dirs
+        .iter()
+        .zip(b_dirs)
+        .take_while(|(x, y)| x == y)
+        .count();
+    (a_dirs.len() - common) + (b_dirs.len() - common)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,425 @@
+use expect_test::{expect, Expect};
+
+use super::persist::{decode, encode, DecodeError};
+use super::*;
+
+fn tags(language: Language, source: &str) -> FileTags {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&language.grammar().expect("grammar"))
+        .expect("grammar loads");
+    let tree = parser.parse(source, None).expect("tree");
+    extract_tags(language, source.as_bytes(), &tree)
+}
+
+/// Definitions one per line: "line kind name (in container): signature", then the doc and
+/// fields indented; then the references "name@line" and the imports.
+fn render(tags: &FileTags) -> String {
+    let mut out = String::new();
+    for d in &tags.definitions {
+        let kind = format!("{:?}", d.kind).to_lowercase();
+        let container = d
+            .container
+            .as_ref()
+            .map(|c| format!(" (in {c})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{}-{} {kind} {}{container}: {}\n",
+            d.start_line, d.end_line, d.name, d.signature
+        ));
+        for line in d.doc.lines() {
+            out.push_str(&format!("    doc| {line}\n"));
+        }
+        for field in &d.fields {
+            out.push_str(&format!("    field| {field}\n"));
+        }
+    }
+    let refs: Vec<String> = tags
+        .references
+        .iter()
+        .map(|r| format!("{}@{}", r.name, r.line))
+        .collect();
+    out.push_str(&format!("refs: {}\n", refs.join(" ")));
+    for import in &tags.imports {
+        out.push_str(&format!(
+            "import@{}: {} [{}]\n",
+            import.line,
+            import.text,
+            import.names.join(", ")
+        ));
+    }
+    out
+}
+
+fn check(language: Language, source: &str, expected: Expect) {
+    expected.assert_eq(&render(&tags(language, source)));
+}
+
+#[test]
+fn rust_tags() {
+    check(
+        Language::Rust,
+        r#"use crate::store::{file_index, FileIndex as Index};
+
+/// A point.
+/// In two dimensions.
+#[derive(Debug)]
+pub struct Point {
+    pub x: i32,
+    y: Vec<Index>,
+}
+
+impl Point {
+    pub fn norm(&self,
+        scale: f64) -> f64 {
+        let v = helper(self.x);
+        let w = local;
+        Point::origin().len(v) + MAX as f64
+    }
+}
+
+pub enum Shape { Circle(Point), Square }
+
+const MAX: u32 = 3;
+macro_rules! m { () => {} }
+fn helper<T>(x: T) -> T where T: Copy { m!(); file_index::walk(); x }
+"#,
+        expect![[r#"
+            5-8 struct Point: pub struct Point
+                doc| /// A point.
+                doc| /// In two dimensions.
+                doc| #[derive(Debug)]
+                field| pub x: i32
+                field| y: Vec<Index>
+            10-17 impl impl Point: impl Point
+            11-16 method norm (in impl Point): pub fn norm(&self, scale: f64) -> f64
+            19-19 enum Shape: pub enum Shape
+                field| Circle(Point)
+                field| Square
+            21-21 constant MAX: const MAX: u32 = 3;
+            22-22 macro m: macro_rules! m { () => {} }
+            23-23 function helper: fn helper<T>(x: T) -> T where T: Copy
+            refs: store@0 file_index@0 FileIndex@0 Index@0 Debug@4 Vec@7 Index@7 helper@13 Point@15 origin@15 len@15 MAX@15 Circle@19 Point@19 Square@19 T@23 Copy@23 m@23 file_index@23 walk@23
+            import@0: use crate::store::{file_index, FileIndex as Index}; [store, file_index, FileIndex, Index]
+        "#]],
+    );
+}
+
+#[test]
+fn python_tags() {
+    check(
+        Language::Python,
+        r#"from pkg.mod import Thing, other as o
+import os.path
+
+@dataclass
+class Config(Base):
+    """Settings."""
+    name: str = "x"
+    size = 3
+
+    def load(self, path: Path) -> "Config":
+        return parse(path).Build()
+
+def parse(p):
+    # not a doc
+    return os.path.join(p)
+"#,
+        expect![[r#"
+            3-10 class Config: class Config(Base):
+                doc| @dataclass
+                doc| """Settings."""
+                field| name: str = "x"
+                field| size = 3
+            9-10 method load (in Config): def load(self, path: Path) -> "Config":
+            12-14 function parse: def parse(p):
+            refs: pkg@0 mod@0 Thing@0 other@0 o@0 os@1 path@1 dataclass@3 Base@4 str@6 Path@9 parse@10 Build@10 join@14
+            import@0: from pkg.mod import Thing, other as o [pkg, mod, Thing, other, o]
+            import@1: import os.path [os, path]
+        "#]],
+    );
+}
+
+#[test]
+fn typescript_and_go_tags() {
+    check(
+        Language::TypeScript,
+        r#"import { Widget } from "./widget";
+
+/** Makes one. */
+export function make(size: number): Widget {
+  return new Widget(compute(size));
+}
+
+export interface Options { size: number; name?: string }
+
+export const run = (o: Options) => {
+  o.render();
+};
+"#,
+        expect![[r#"
+            3-5 function make: export function make(size: number): Widget
+                doc| /** Makes one. */
+            7-7 interface Options: export interface Options
+                field| size: number
+                field| name?: string
+            9-11 function run: export const run = (o: Options) =>
+            refs: Widget@0 Widget@3 Widget@4 compute@4 Options@9 render@10
+            import@0: import { Widget } from "./widget"; [Widget]
+        "#]],
+    );
+    check(
+        Language::Go,
+        r#"package main
+
+import (
+	"fmt"
+	str "strings"
+)
+
+// Server serves.
+type Server struct {
+	Addr string
+	log  *Logger
+}
+
+func (s *Server) Run() error {
+	fmt.Println(str.ToUpper(s.Addr))
+	return helper(s)
+}
+"#,
+        expect![[r#"
+            8-11 struct Server: type Server struct
+                doc| // Server serves.
+                field| Addr string
+                field| log *Logger
+            13-16 method (*Server) Run: func (s *Server) Run() error
+            refs: str@4 Addr@9 Logger@10 Server@13 Println@14 ToUpper@14 Addr@14 helper@15
+            import@3: "fmt" [fmt]
+            import@4: str "strings" [str, strings]
+        "#]],
+    );
+}
+
+fn index_of(files: &[(&str, Language, &str)]) -> SymbolIndex {
+    let mut index = SymbolIndex::new();
+    for (i, (path, language, source)) in files.iter().enumerate() {
+        let stamp = FileStamp {
+            mtime_ns: i as u64,
+            size: source.len() as u64,
+        };
+        index.insert(path, stamp, tags(*language, source));
+    }
+    index
+}
+
+fn sample() -> SymbolIndex {
+    index_of(&[
+        (
+            "src/a.rs",
+            Language::Rust,
+            "use crate::b::Thing;\nfn main() { Thing::new(); shared(); }\nfn shared() {}\n",
+        ),
+        (
+            "src/b.rs",
+            Language::Rust,
+            "pub struct Thing;\nimpl Thing { pub fn new() -> Thing { Thing } }\n",
+        ),
+        (
+            "other/c.rs",
+            Language::Rust,
+            "pub struct Thing { n: u8 }\nfn shared() { Thing {n: 1}; }\n",
+        ),
+    ])
+}
+
+#[test]
+fn lookup_by_name_kind_and_prefix() {
+    let index = sample();
+    let all = index.definitions(&Query {
+        name: "Thing",
+        ..Query::default()
+    });
+    let places: Vec<(&str, u32)> = all
+        .iter()
+        .map(|h| (h.path, h.definition.start_line))
+        .collect();
+    assert_eq!(places, [("other/c.rs", 0), ("src/b.rs", 0)]);
+    let in_src = index.definitions(&Query {
+        name: "Thing",
+        kind: Some(SymbolKind::Struct),
+        path_prefix: Some("src/"),
+    });
+    assert_eq!(in_src.len(), 1);
+    assert_eq!(in_src[0].path, "src/b.rs");
+    let none = index.definitions(&Query {
+        name: "Thing",
+        kind: Some(SymbolKind::Function),
+        path_prefix: None,
+    });
+    assert!(none.is_empty());
+    let refs: Vec<(&str, u32)> = index
+        .references("Thing", None)
+        .iter()
+        .map(|r| (r.path, r.line))
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            ("other/c.rs", 1),
+            ("src/a.rs", 0),
+            ("src/a.rs", 1),
+            ("src/b.rs", 1)
+        ]
+    );
+    assert_eq!(index.references("Thing", Some("src/b")).len(), 1);
+}
+
+#[test]
+fn resolve_prefers_the_imported_definition_then_the_ranked_file() {
+    let index = sample();
+    let ranks = rank_files(&index, Some("src/a.rs"));
+    let thing: Vec<&str> = index
+        .resolve("Thing", "src/a.rs", Some(&ranks))
+        .iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(thing, ["src/b.rs", "other/c.rs"]);
+    // The file's own definition first.
+    let shared: Vec<&str> = index
+        .resolve("shared", "src/a.rs", Some(&ranks))
+        .iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(shared, ["src/a.rs", "other/c.rs"]);
+    // From c.rs, c's own Thing wins.
+    assert_eq!(
+        index.resolve("Thing", "other/c.rs", None)[0].path,
+        "other/c.rs"
+    );
+}
+
+#[test]
+fn ranking_follows_references_toward_the_focus() {
+    let index = index_of(&[
+        (
+            "app.py",
+            Language::Python,
+            "from util import Helper\nHelper().go()\n",
+        ),
+        (
+            "util.py",
+            Language::Python,
+            "class Helper:\n    def go(self): Store()\n",
+        ),
+        ("store.py", Language::Python, "class Store: pass\n"),
+        ("lonely.py", Language::Python, "class Lonely: pass\n"),
+    ]);
+    let ranks = rank_files(&index, Some("app.py"));
+    let order: Vec<&str> = ranks.top(4).iter().map(|(p, _)| *p).collect();
+    // app (the jumps land there), then what it uses, then what that uses; unrelated last.
+    assert_eq!(order, ["app.py", "util.py", "store.py", "lonely.py"]);
+    assert_eq!(ranks.rank("lonely.py"), 0.0);
+    let total: f64 = ranks.top(10).iter().map(|(_, r)| r).sum();
+    assert!((total - 1.0).abs() < 1e-9, "{total}");
+    // Unfocused, every file gets a share.
+    assert!(rank_files(&index, None).rank("lonely.py") > 0.0);
+}
+
+#[test]
+fn replacing_and_removing_a_file_updates_both_maps() {
+    let mut index = sample();
+    let before = index.revision();
+    index.insert(
+        "src/b.rs",
+        FileStamp::default(),
+        tags(Language::Rust, "pub struct Other;\n"),
+    );
+    assert!(index.revision() > before);
+    let thing = Query {
+        name: "Thing",
+        ..Query::default()
+    };
+    assert_eq!(index.definitions(&thing).len(), 1);
+    assert_eq!(index.references("Thing", Some("src/b.rs")).len(), 0);
+    assert!(index.remove("other/c.rs"));
+    assert!(!index.remove("other/c.rs"));
+    assert!(index.definitions(&thing).is_empty());
+    assert_eq!(index.file_count(), 2);
+    // A freed slot is reused.
+    index.insert(
+        "new.rs",
+        FileStamp::default(),
+        tags(Language::Rust, "struct Thing;"),
+    );
+    assert_eq!(index.definitions(&thing)[0].path, "new.rs");
+}
+
+#[test]
+fn encode_decode_round_trips_and_rejects_damage() {
+    let index = sample();
+    let bytes = encode(&index);
+    let back = decode(&bytes).expect("decodes");
+    assert_eq!(back.file_count(), 3);
+    for path in ["src/a.rs", "src/b.rs", "other/c.rs"] {
+        assert_eq!(back.file(path), index.file(path), "{path}");
+    }
+    assert_eq!(
+        back.references("Thing", None).len(),
+        index.references("Thing", None).len()
+    );
+    assert_eq!(encode(&back), bytes, "stable");
+
+    // Any flipped byte in the payload is caught by the checksum; the header by its checks.
+    for at in [40, bytes.len() / 2, bytes.len() - 1] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x5a;
+        assert_eq!(decode(&bad).err(), Some(DecodeError::Checksum), "at {at}");
+    }
+    let mut old = bytes.clone();
+    old[16] = 0;
+    assert_eq!(decode(&old).err(), Some(DecodeError::Version(0)));
+    assert_eq!(
+        decode(&bytes[..bytes.len() - 3]).err(),
+        Some(DecodeError::Malformed("length"))
+    );
+    assert_eq!(decode(b"garbage").err(), Some(DecodeError::NotAnIndex));
+    assert_eq!(decode(&[]).err(), Some(DecodeError::NotAnIndex));
+}
+
+#[test]
+fn bounded_texts_cut_at_a_character_boundary() {
+    assert_eq!(bounded("short", 10), "short");
+    let cut = bounded(&"é".repeat(100), 11);
+    assert!(cut.len() <= 11 && cut.ends_with('…'), "{cut}");
+    let source = format!(
+        "fn f() {{ {} }}\nstruct S {{ {} }}",
+        "g();".repeat(5000),
+        "a: u8, ".repeat(40)
+    );
+    let t = tags(Language::Rust, &source);
+    assert!(t
+        .definitions
+        .iter()
+        .all(|d| d.signature.len() <= MAX_SIGNATURE_BYTES));
+    // Too many fields: none kept.
+    assert!(t.definitions[1].fields.is_empty());
+    assert_eq!(t.references.len(), 1, "g once per line");
+}
+
+#[test]
+fn plain_text_and_broken_code_do_not_panic() {
+    let t = tags(
+        Language::Python,
+        "def (:\n  class\n\x00\u{feff}def ok(): pass\n",
+    );
+    assert!(t.definitions.iter().any(|d| d.name == "ok"));
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&Language::Rust.grammar().unwrap())
+        .unwrap();
+    let tree = parser.parse("fn a() {}", None).unwrap();
+    assert!(extract_tags(Language::PlainText, b"fn a() {}", &tree)
+        .definitions
+        .is_empty());
+}

@@ -1,0 +1,249 @@
+//! `agentls-dev bench index`: the workspace symbol index over a large tree of real code
+//! (by default every crate in cargo's registry): a cold build, a restart from the persisted
+//! index, one file re-indexed, and `find_symbol`'s latency, with the peak RSS growth.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agentls::symbols::{BuildOptions, Symbols};
+use agentls::tools::boundary::PathBoundary;
+use agentls::tools::find_symbol::{find_symbol, FindSymbolInput};
+
+use crate::bench_stream::percentile;
+
+#[derive(Debug, Clone)]
+pub struct IndexOptions {
+    /// The tree to index; None: the first directory of `~/.cargo/registry/src/`.
+    pub dir: Option<PathBuf>,
+    pub threads: usize,
+    /// `syntax.maxDocumentBytes`.
+    pub max_file_bytes: u64,
+    /// Lookups timed.
+    pub lookups: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            dir: None,
+            threads: BuildOptions::default_threads(),
+            max_file_bytes: agentls_core::document::DEFAULT_MAX_SYNTAX_BYTES as u64,
+            lookups: 2000,
+        }
+    }
+}
+
+pub struct IndexReport {
+    pub dir: PathBuf,
+    pub cold: Duration,
+    pub cold_status: agentls::symbols::SymbolsStatus,
+    pub references: usize,
+    /// VmHWM growth over the cold build, and VmRSS after it, in KiB.
+    pub peak_growth_kib: u64,
+    pub rss_after_kib: u64,
+    pub store_bytes: u64,
+    pub restart: Duration,
+    pub restart_status: agentls::symbols::SymbolsStatus,
+    /// One file re-read and re-parsed: median and max over the sample.
+    pub refresh: (Duration, Duration, usize),
+    /// find_symbol: definitions only, p50/p99; with references, p50/p99.
+    pub lookup: (Duration, Duration),
+    pub lookup_refs: (Duration, Duration),
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn registry_dir() -> Result<PathBuf, String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .ok_or("no CARGO_HOME or HOME")?;
+    let src = home.join("registry").join("src");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&src)
+        .map_err(|e| format!("{}: {e}", src.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .next()
+        .ok_or_else(|| format!("nothing in {}", src.display()))
+}
+
+pub fn run(options: &IndexOptions) -> Result<IndexReport, String> {
+    let dir = match &options.dir {
+        Some(dir) => dir.clone(),
+        None => registry_dir()?,
+    };
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let state = std::env::temp_dir().join(format!("agentls-bench-index-{}", std::process::id()));
+    let store = state.join("symbols.bin");
+    let build_options = BuildOptions {
+        roots: vec![dir.clone()],
+        max_file_bytes: options.max_file_bytes,
+        store: Some(store.clone()),
+        threads: options.threads,
+    };
+    let result = measure(options, &dir, &store, build_options);
+    let _ = std::fs::remove_dir_all(&state);
+    result
+}
+
+fn measure(
+    options: &IndexOptions,
+    dir: &Path,
+    store: &Path,
+    build_options: BuildOptions,
+) -> Result<IndexReport, String> {
+    let hwm_before = status_kib("VmHWM:");
+    let symbols = Symbols::default();
+    let started = Instant::now();
+    let cold_status = symbols.build(build_options.clone(), &|_, _| {});
+    let cold = started.elapsed();
+    let peak_growth_kib = status_kib("VmHWM:").saturating_sub(hwm_before);
+    let rss_after_kib = status_kib("VmRSS:");
+    if let Some(error) = &cold_status.save_error {
+        return Err(format!("saving the index failed: {error}"));
+    }
+    let references = symbols.read(|index| index.reference_count());
+    let store_bytes = std::fs::metadata(store).map(|m| m.len()).unwrap_or(0);
+
+    // Names to look up and files to re-index, spread over the tree.
+    let (names, files) = symbols.read(|index| {
+        let mut files: Vec<&str> = index.files().map(|f| f.path.as_str()).collect();
+        files.sort();
+        let step = (files.len() / options.lookups.max(1)).max(1);
+        let names: Vec<String> = files
+            .iter()
+            .step_by(step)
+            .filter_map(|path| index.file(path)?.definitions.first())
+            .map(|d| d.name.clone())
+            .take(options.lookups)
+            .collect();
+        let refresh_step = (files.len() / 100).max(1);
+        let files: Vec<PathBuf> = files
+            .iter()
+            .step_by(refresh_step)
+            .map(PathBuf::from)
+            .collect();
+        (names, files)
+    });
+    drop(symbols);
+
+    let restarted = Symbols::default();
+    let started = Instant::now();
+    let restart_status = restarted.build(build_options, &|_, _| {});
+    let restart = started.elapsed();
+
+    let mut refreshes = Vec::new();
+    for file in &files {
+        let started = Instant::now();
+        restarted.refresh(std::slice::from_ref(file));
+        refreshes.push(started.elapsed());
+    }
+    refreshes.sort();
+    let refresh = (
+        percentile(&refreshes, 0.5),
+        refreshes.last().copied().unwrap_or_default(),
+        refreshes.len(),
+    );
+
+    let ws = PathBoundary {
+        roots: vec![dir.to_path_buf()],
+    };
+    let time_lookups = |references: bool| -> Result<(Duration, Duration), String> {
+        let mut times = Vec::new();
+        for name in &names {
+            let input = FindSymbolInput {
+                name: name.clone(),
+                kind: None,
+                path: None,
+                references: Some(references),
+                limit: None,
+            };
+            let started = Instant::now();
+            find_symbol(&restarted, &ws, &input).map_err(|e| e.0)?;
+            times.push(started.elapsed());
+        }
+        times.sort();
+        Ok((percentile(&times, 0.5), percentile(&times, 0.99)))
+    };
+    let lookup = time_lookups(false)?;
+    let lookup_refs = time_lookups(true)?;
+    Ok(IndexReport {
+        dir: dir.to_path_buf(),
+        cold,
+        cold_status,
+        references,
+        peak_growth_kib,
+        rss_after_kib,
+        store_bytes,
+        restart,
+        restart_status,
+        refresh,
+        lookup,
+        lookup_refs,
+    })
+}
+
+pub fn print(options: &IndexOptions, report: &IndexReport) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let s = &report.cold_status;
+    println!(
+        "symbol index of {} ({} threads)",
+        report.dir.display(),
+        options.threads
+    );
+    println!(
+        "  cold build: {:.2} s: {} files indexed ({} parsed), {} skipped {:?}; {} definitions, {} references",
+        report.cold.as_secs_f64(),
+        s.files,
+        s.parsed,
+        s.skipped_total,
+        s.skipped,
+        s.definitions,
+        report.references
+    );
+    println!(
+        "  peak RSS growth {:.1} MB (VmHWM), RSS after {:.1} MB; persisted index {:.1} MB",
+        report.peak_growth_kib as f64 / 1024.0,
+        report.rss_after_kib as f64 / 1024.0,
+        report.store_bytes as f64 / 1e6
+    );
+    let r = &report.restart_status;
+    println!(
+        "  restart with the persisted index: {:.0} ms ({} reused, {} parsed, persisted: {:?})",
+        ms(report.restart),
+        r.reused,
+        r.parsed,
+        r.persisted
+    );
+    println!(
+        "  one file re-indexed: median {:.2} ms, max {:.2} ms over {} files",
+        ms(report.refresh.0),
+        ms(report.refresh.1),
+        report.refresh.2
+    );
+    println!(
+        "  find_symbol: p50 {:.3} ms, p99 {:.3} ms; with references: p50 {:.3} ms, p99 {:.3} ms ({} names)",
+        ms(report.lookup.0),
+        ms(report.lookup.1),
+        ms(report.lookup_refs.0),
+        ms(report.lookup_refs.1),
+        options.lookups
+    );
+}
