@@ -55,7 +55,6 @@ pub async fn serve_stdio() -> SessionEnd {
     }))
     .finish();
     let lifecycle = Arc::new(Lifecycle::default());
-    let batches = documents.clone();
     let service = OrderedSync {
         inner: service,
         documents,
@@ -74,8 +73,6 @@ pub async fn serve_stdio() -> SessionEnd {
         service,
         socket,
         input_closed.clone(),
-        // Out of input: the edits read so far go to the document worker as one batch.
-        || batches.flush(),
     );
     tokio::select! {
         () = serving => {}

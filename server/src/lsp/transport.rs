@@ -74,9 +74,6 @@ pub struct FrameReader<R> {
     max_frame: usize,
     /// Set after a refused frame: skip to the next header before reading one.
     discarding: bool,
-    /// The header block `has_frame_buffered` parsed: where it starts in `buf`, its length
-    /// and its Content-Length, so that `next` does not parse it again.
-    parsed: Option<(usize, usize, usize)>,
 }
 
 /// The least a read asks for: a burst of small frames arrives in few reads.
@@ -91,7 +88,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             eof: false,
             max_frame,
             discarding: false,
-            parsed: None,
         }
     }
 
@@ -106,27 +102,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         debug_assert!(self.pos <= self.buf.len());
     }
 
-    /// Whether the next frame (or what is not one) is already in the buffer, so that
-    /// `next` answers without waiting for input. False when unsure.
-    pub fn has_frame_buffered(&mut self) -> bool {
-        if self.discarding {
-            return false;
-        }
-        let unread = self.unread();
-        let start = unread
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(unread.len());
-        match parse_headers(&unread[start..]) {
-            Headers::Complete { len, length } => {
-                let buffered = unread.len() - start - len >= length;
-                self.parsed = Some((self.pos + start, len, length));
-                buffered
-            }
-            Headers::Incomplete | Headers::Invalid(_) => false,
-        }
-    }
-
     /// Reads more input into the buffer; false at the end of the input.
     async fn fill(&mut self, want: usize) -> bool {
         if self.eof {
@@ -135,7 +110,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.pos > 0 {
             self.buf.drain(..self.pos);
             self.pos = 0;
-            self.parsed = None;
         }
         self.buf.reserve(want.clamp(READ_CHUNK, 1 << 20));
         match self.input.read_buf(&mut self.buf).await {
@@ -166,12 +140,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 .position(|b| !b.is_ascii_whitespace())
                 .unwrap_or(self.unread().len());
             self.consume(start);
-            if let Some((at, len, length)) = self.parsed.take() {
-                if at == self.pos {
-                    self.consume(len);
-                    return self.body(length).await;
-                }
-            }
             match parse_headers(self.unread()) {
                 Headers::Incomplete if self.unread().len() <= MAX_HEADER_BYTES => {
                     if !self.fill(4096).await {
@@ -684,20 +652,6 @@ mod tests {
             decode(br#"{"jsonrpc":"2.0","id":3,"result":null}"#),
             Incoming::Response(_)
         ));
-    }
-
-    #[tokio::test]
-    async fn a_frame_is_buffered_only_when_all_of_it_has_been_read() {
-        let a = frame(r#"{"jsonrpc":"2.0","method":"a"}"#);
-        let b = frame(r#"{"jsonrpc":"2.0","method":"b"}"#);
-        let input = leak(format!("{a}\r\n{b}{}", &b[..b.len() - 1]));
-        let mut reader = FrameReader::new(input, 1024);
-        assert!(!reader.has_frame_buffered(), "nothing read yet");
-        assert!(matches!(reader.next().await, Frame::Body(_)));
-        assert!(reader.has_frame_buffered(), "b, after blank space");
-        assert!(matches!(reader.next().await, Frame::Body(_)));
-        assert!(!reader.has_frame_buffered(), "b cut short");
-        assert_eq!(reader.next().await, Frame::End);
     }
 
     #[tokio::test]
