@@ -186,6 +186,140 @@ pub fn byte_range_to_range(
     )
 }
 
+/// Where an LSP position is in a rope, in every unit an edit needs at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    pub byte: usize,
+    pub char: usize,
+    /// (LSP line, byte column): the tree-sitter point we report (see [`byte_to_point`]).
+    pub point: tree_sitter::Point,
+}
+
+/// Columns beyond this are found by the rope's indexes, not by walking the line: a cursor
+/// far into a minified line must not cost a walk of the megabyte before it.
+const LONGEST_WALK: u32 = 4096;
+
+/// An edit's LSP range → where its ends are, as [`range_to_bytes`] reads it (clamped to
+/// the line ends, an end before the start collapsed onto the start, a line past the end an
+/// error). A keystroke's range lies on one line: that line is found once and walked once
+/// from its start, instead of asking the rope's indexes for each unit of each end.
+pub fn locate_range(
+    rope: &Rope,
+    range: Range,
+    encoding: PositionEncoding,
+) -> Result<(Located, Located), LineOutOfRange> {
+    let (start, end) = (range.start, range.end);
+    let one_line = start.line == end.line;
+    if start.character.max(end.character) > LONGEST_WALK || (!one_line && end.line < start.line) {
+        let from = locate_by_index(rope, start, encoding)?;
+        let to = locate_by_index(rope, end, encoding)?;
+        return Ok((from, if to.byte > from.byte { to } else { from }));
+    }
+    if !one_line {
+        let from = walk_line(rope, start, start.character, encoding)?.0;
+        let to = walk_line(rope, end, end.character, encoding)?.0;
+        return Ok(if to.byte > from.byte {
+            (from, to)
+        } else {
+            (from, from)
+        });
+    }
+    walk_line(rope, start, end.character.max(start.character), encoding)
+}
+
+/// [`locate_range`] for one end, by the rope's indexes (any column, in O(log n)).
+fn locate_by_index(
+    rope: &Rope,
+    position: Position,
+    encoding: PositionEncoding,
+) -> Result<Located, LineOutOfRange> {
+    let char = position_to_char(rope, position, encoding)?;
+    let byte = rope.char_to_byte(char);
+    let point = tree_sitter::Point::new(
+        position.line as usize,
+        byte - rope.line_to_byte(position.line as usize),
+    );
+    Ok(Located { byte, char, point })
+}
+
+/// Walks `at`'s line from its start: where column `at.character` and column `end` (not
+/// before it) are, each clamped to the line's end and rounded down to the start of the
+/// character it falls in (as [`position_to_char`]). The line's start is found in the chunk
+/// that holds it, as the rope's own `line_to_byte` does, with its char index on the way.
+fn walk_line(
+    rope: &Rope,
+    at: Position,
+    end: u32,
+    encoding: PositionEncoding,
+) -> Result<(Located, Located), LineOutOfRange> {
+    let line = at.line as usize;
+    if line >= rope.len_lines() {
+        return Err(LineOutOfRange {
+            position: at,
+            line_count: rope.len_lines(),
+        });
+    }
+    let (chunk, chunk_byte, chunk_char, chunk_line) = rope.chunk_at_line_break(line);
+    let offset = ropey::str_utils::line_to_byte_idx(chunk, line - chunk_line);
+    let line_start = chunk_byte + offset;
+    let here = |byte: usize, char: usize| Located {
+        byte,
+        char,
+        point: tree_sitter::Point::new(line, byte - line_start),
+    };
+    let mut byte = line_start;
+    let mut char = chunk_char + ropey::str_utils::byte_to_char_idx(chunk, offset);
+    let mut units = 0usize;
+    let (want_start, want_end) = (at.character as usize, end as usize);
+    let mut start = None;
+    let mut piece = &chunk[offset..];
+    // The chunks after the first, fetched only for a line that goes on past it.
+    let mut rest = None;
+    loop {
+        let bytes = piece.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let (len, width) = match bytes[i] {
+                b'\n' | b'\r' => {
+                    let at_end = here(byte, char);
+                    return Ok((start.unwrap_or(at_end), at_end));
+                }
+                0..=0x7f => (1, 1),
+                _ => {
+                    let c = piece[i..].chars().next().unwrap_or_default();
+                    let width = match encoding {
+                        PositionEncoding::Utf8 => c.len_utf8(),
+                        PositionEncoding::Utf16 => c.len_utf16(),
+                        PositionEncoding::Utf32 => 1,
+                    };
+                    (c.len_utf8(), width)
+                }
+            };
+            if start.is_none() && units + width > want_start {
+                start = Some(here(byte, char));
+            }
+            if units + width > want_end {
+                let at_end = here(byte, char);
+                return Ok((start.unwrap_or(at_end), at_end));
+            }
+            units += width;
+            i += len;
+            byte += len;
+            char += 1;
+        }
+        if byte >= rope.len_bytes() {
+            break;
+        }
+        let chunks = rest.get_or_insert_with(|| rope.chunks_at_byte(byte).0);
+        match chunks.next() {
+            Some(next) => piece = next,
+            None => break,
+        }
+    }
+    let at_end = here(byte, char);
+    Ok((start.unwrap_or(at_end), at_end))
+}
+
 /// LSP range → byte range, for an edit. An end before the start is an empty range at the
 /// start; a line past the end is an error. Compare [`range_to_bytes_clamped`].
 pub fn range_to_bytes(
@@ -355,6 +489,61 @@ mod tests {
                     c
                 };
                 assert_eq!(back, expected, "{enc:?} char {c} -> {p:?} in {text:?}");
+            }
+        }
+    }
+
+    /// `locate_range` is `range_to_bytes` with the char and the point of each end: every
+    /// range of every line (and past them), in every encoding, around every kind of line
+    /// break and multi-unit characters, on a short line and on one past `LONGEST_WALK`.
+    #[test]
+    fn locating_a_range_agrees_with_the_rope_indexes() {
+        let long = "é".repeat(LONGEST_WALK as usize + 8);
+        let texts = [
+            String::new(),
+            "a\r\nb\rc\nd".to_string(),
+            "é😀x\n\n  \r\n😀".to_string(),
+            "fn main() {}\n".to_string(),
+            format!("x\n{long}😀y\nz"),
+        ];
+        for text in &texts {
+            let rope = Rope::from_str(text);
+            let mut columns: Vec<u32> = (0..12).collect();
+            columns.extend([
+                LONGEST_WALK - 1,
+                LONGEST_WALK,
+                LONGEST_WALK + 1,
+                LONGEST_WALK + 9,
+                u32::MAX,
+            ]);
+            let lines = rope.len_lines() as u32 + 1;
+            for encoding in [Utf8, Utf16, Utf32] {
+                for (l1, c1) in (0..lines).flat_map(|l| columns.iter().map(move |&c| (l, c))) {
+                    for (l2, c2) in [
+                        (l1, c1),
+                        (l1, c1.saturating_add(1)),
+                        (l1, c1.saturating_add(3)),
+                        (l1, c1.saturating_sub(1)),
+                        (l1 + 1, 0),
+                        (l1 + 1, 2),
+                        (l1.saturating_sub(1), 1),
+                    ] {
+                        let range = Range::new(pos(l1, c1), pos(l2, c2));
+                        let want = range_to_bytes(&rope, range, encoding).map(|bytes| {
+                            let at = |b: usize| Located {
+                                byte: b,
+                                char: rope.byte_to_char(b),
+                                point: byte_to_point(&rope, b),
+                            };
+                            (at(bytes.start), at(bytes.end))
+                        });
+                        assert_eq!(
+                            locate_range(&rope, range, encoding),
+                            want,
+                            "{text:?} {range:?} {encoding:?}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -242,6 +242,10 @@ pub struct KeystrokeArgs {
     /// build, to compare); the floor is always this binary's do-nothing server
     #[arg(long)]
     server: Option<PathBuf>,
+    /// A workspace for agentls (its root in `initialize`): the burst starts once its file
+    /// index and symbol index are built, so the keystrokes are measured with them present
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 impl From<KeystrokeArgs> for KeystrokeOptions {
@@ -252,6 +256,7 @@ impl From<KeystrokeArgs> for KeystrokeOptions {
             rounds: args.rounds,
             lsp_edits: args.lsp_edits,
             server: args.server,
+            workspace: args.workspace,
         }
     }
 }

@@ -27,6 +27,8 @@ pub struct KeystrokeOptions {
     pub lsp_edits: usize,
     /// The agentls binary measured over LSP (another build, to compare); this one if None.
     pub server: Option<std::path::PathBuf>,
+    /// agentls's workspace root: the burst waits for its file and symbol indexes.
+    pub workspace: Option<std::path::PathBuf>,
 }
 
 impl Default for KeystrokeOptions {
@@ -37,6 +39,7 @@ impl Default for KeystrokeOptions {
             rounds: 5,
             lsp_edits: 20_000,
             server: None,
+            workspace: None,
         }
     }
 }
@@ -292,10 +295,12 @@ fn cpu_time(pid: u32) -> Result<Duration, String> {
 }
 
 /// Sends the burst to a server started with `args` and returns its CPU for the burst, the
-/// wait of the request that follows it, and that request's answer.
+/// wait of the request that follows it, and that request's answer. With a `workspace`
+/// (agentls only), the burst waits until its file and symbol indexes are built.
 async fn burst(
     exe: &std::path::Path,
     args: &[&str],
+    workspace: Option<&std::path::Path>,
     text: &str,
     keys: &[Keystroke],
     read: (&str, serde_json::Value),
@@ -307,17 +312,23 @@ async fn burst(
         LspClient::spawn(exe, args, &[("AGENTLS_LOG", "error")]).map_err(|e| e.to_string())?;
     let pid = client.child_id().ok_or("the server has no pid")?;
     let uri = "file:///bench/keystroke.rs";
+    let mut initialize = json!({"capabilities": {"general": {"positionEncodings": ["utf-16"]}}});
+    if let Some(root) = workspace {
+        let root = tower_lsp::lsp_types::Url::from_directory_path(root)
+            .map_err(|()| format!("{} is not an absolute directory", root.display()))?;
+        initialize["rootUri"] = json!(root);
+    }
     client
-        .request(
-            "initialize",
-            json!({"capabilities": {"general": {"positionEncodings": ["utf-16"]}}}),
-        )
+        .request("initialize", initialize)
         .await
         .map_err(|e| e.to_string())?;
     client
         .notify("initialized", json!({}))
         .await
         .map_err(|e| e.to_string())?;
+    if workspace.is_some() {
+        indexes_built(&client).await?;
+    }
     client
         .notify(
             "textDocument/didOpen",
@@ -390,6 +401,7 @@ pub async fn keystroke_over_lsp(options: &KeystrokeOptions) -> Result<LspKeystro
         let (agentls, wait, answer) = burst(
             &server,
             &[],
+            options.workspace.as_deref(),
             &text,
             &keys,
             syntax.clone(),
@@ -420,11 +432,32 @@ pub async fn keystroke_over_lsp(options: &KeystrokeOptions) -> Result<LspKeystro
     })
 }
 
+/// Waits until agentls's file index and symbol index are built (a hang here shows as a
+/// hang: nothing to measure without them); says what the symbol index holds.
+async fn indexes_built(client: &crate::lsp_client::LspClient) -> Result<(), String> {
+    loop {
+        let ws = client
+            .request("agentls/debug/workspace", serde_json::json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        let symbols = &ws["symbols"];
+        if ws["status"] == "ready" && (symbols.is_null() || symbols["status"] == "ready") {
+            eprintln!(
+                "  (workspace: {} files indexed; symbol index: {} files, {} definitions)",
+                ws["fileCount"], symbols["files"], symbols["definitions"]
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The floor's CPU for the burst.
 async fn null_burst(text: &str, keys: &[Keystroke]) -> Result<Duration, String> {
     let hover = ("textDocument/hover", serde_json::json!({}));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let (cpu, _, _) = burst(&exe, &["bench", "null-server"], text, keys, hover, None).await?;
+    let args = ["bench", "null-server"];
+    let (cpu, _, _) = burst(&exe, &args, None, text, keys, hover, None).await?;
     Ok(cpu)
 }
 

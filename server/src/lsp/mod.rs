@@ -57,12 +57,12 @@ pub async fn serve_stdio() -> SessionEnd {
     }))
     .finish();
     let lifecycle = Arc::new(Lifecycle::default());
-    let batches = documents.clone();
     let service = OrderedSync {
         inner: service,
         documents,
         accepting: accepting_sync,
         lifecycle: lifecycle.clone(),
+        last_uri: Default::default(),
     };
     // `exit` ends the session by itself: a client that keeps the pipe open must not keep us
     // alive. After stdin ends, the loop waits for every handler, even one waiting for an
@@ -75,8 +75,6 @@ pub async fn serve_stdio() -> SessionEnd {
         service,
         socket,
         input_closed.clone(),
-        // Out of input: the edits read so far go to the document worker as one batch.
-        || batches.flush(),
     );
     tokio::select! {
         () = serving => {}

@@ -6,8 +6,7 @@
 //! and reading stops once the service has exited.
 //!
 //! A call the service answers at once (a text-sync notification routed by `OrderedSync`)
-//! skips the handler pool. Before the loop waits for input it calls `idle` (which hands the
-//! document worker the edits read so far as one batch).
+//! skips the handler pool.
 
 use super::transport::{self, Frame, FrameReader, Incoming, InputClosed};
 use futures::channel::mpsc;
@@ -51,7 +50,6 @@ pub async fn serve<I, O, S, E, F>(
     mut service: S,
     socket: ClientSocket,
     closed: InputClosed,
-    mut idle: impl FnMut(),
 ) where
     I: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
@@ -91,9 +89,6 @@ pub async fn serve<I, O, S, E, F>(
     let read_input = async {
         let mut reader = FrameReader::new(input, max_frame);
         loop {
-            if !reader.has_frame_buffered() {
-                idle();
-            }
             let frame = reader.next().await;
             let request = match next_request(frame, &mut service, &mut client_responses).await {
                 Step::Call(request) => request,
@@ -104,7 +99,6 @@ pub async fn serve<I, O, S, E, F>(
                 break;
             }
         }
-        idle();
         closed.signal();
         tasks_tx.disconnect();
         responses_tx.disconnect();

@@ -7,8 +7,10 @@ use crate::lsp::document_store::DocumentStore;
 use agentls_core::document::TextChange;
 use futures::future::{self, Either, Ready};
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -26,6 +28,29 @@ pub(super) struct OrderedSync<S> {
     /// which the inner service does.
     pub(super) accepting: Arc<AtomicBool>,
     pub(super) lifecycle: Arc<Lifecycle>,
+    /// The uri of the last didChange read raw, as sent and parsed (see `LastUri`).
+    pub(super) last_uri: LastUri,
+}
+
+/// The uri of the last didChange read raw: its text as the client sent it and its parsed
+/// `Url`. A burst of keystrokes names one document again and again; its uri is compared as
+/// text rather than parsed for every frame.
+#[derive(Default)]
+pub(super) struct LastUri(Option<(String, Url)>);
+
+impl LastUri {
+    /// The `Url` of `text`, parsed only when it is not the last one's; None when it is not
+    /// a url.
+    fn get(&mut self, text: &str) -> Option<Url> {
+        match &self.0 {
+            Some((last, uri)) if last == text => Some(uri.clone()),
+            _ => {
+                let uri = Url::parse(text).ok()?;
+                self.0 = Some((text.to_owned(), uri.clone()));
+                Some(uri)
+            }
+        }
+    }
 }
 
 use super::transport::SYNC_METHODS;
@@ -66,9 +91,60 @@ impl<S> super::serve::SyncNow for OrderedSync<S> {
         if !self.accepting.load(Ordering::Acquire) {
             return false;
         }
+        if method == "textDocument/didChange"
+            && change_raw(&self.documents, &mut self.last_uri, params)
+        {
+            return true;
+        }
         route(&self.documents, method, Params::Raw(params));
         true
     }
+}
+
+/// A didChange's params with the uri left as text (for `LastUri`); otherwise
+/// `DidChangeTextDocumentParams` field for field, with the same names and types.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawDidChange<'a> {
+    #[serde(borrow)]
+    text_document: RawVersionedDocument<'a>,
+    content_changes: Vec<TextDocumentContentChangeEvent>,
+}
+
+#[derive(Deserialize)]
+struct RawVersionedDocument<'a> {
+    #[serde(borrow)]
+    uri: Cow<'a, str>,
+    version: i32,
+}
+
+/// The keystroke path: a didChange decoded from its JSON text with its uri looked up in
+/// `last_uri`. False when the params are not a valid didChange's as read this way: the
+/// caller takes the usual road, which gives the usual warning (or, for a duplicate key,
+/// the usual reading).
+fn change_raw(documents: &DocumentStore, last_uri: &mut LastUri, params: &RawValue) -> bool {
+    let Ok(p) = serde_json::from_str::<RawDidChange>(params.get()) else {
+        return false;
+    };
+    let Some(uri) = last_uri.get(&p.text_document.uri) else {
+        return false;
+    };
+    documents.change(
+        uri,
+        p.text_document.version,
+        text_changes(p.content_changes),
+    );
+    true
+}
+
+fn text_changes(changes: Vec<TextDocumentContentChangeEvent>) -> Vec<TextChange> {
+    changes
+        .into_iter()
+        .map(|c| TextChange {
+            range: c.range,
+            text: c.text,
+        })
+        .collect()
 }
 
 pub(super) fn route_sync_notification(documents: &DocumentStore, method: &str, params: Value) {
@@ -119,14 +195,7 @@ fn route(documents: &DocumentStore, method: &str, params: Params) {
         }
         "textDocument/didChange" => {
             if let Some(p) = params.parse::<DidChangeTextDocumentParams>(method) {
-                let changes = p
-                    .content_changes
-                    .into_iter()
-                    .map(|c| TextChange {
-                        range: c.range,
-                        text: c.text,
-                    })
-                    .collect();
+                let changes = text_changes(p.content_changes);
                 documents.change(p.text_document.uri, p.text_document.version, changes);
             }
         }
