@@ -159,6 +159,7 @@ pub fn decode(bytes: &[u8]) -> Result<SymbolIndex, DecodeError> {
     if r.at != payload.len() {
         return Err(DecodeError::Malformed("trailing bytes"));
     }
+    index.shrink_to_fit();
     Ok(index)
 }
 
