@@ -36,6 +36,9 @@ impl Default for IndexOptions {
 pub struct IndexReport {
     pub dir: PathBuf,
     pub cold: Duration,
+    /// CPU time of the cold build and of the restart (every thread).
+    pub cold_cpu: Duration,
+    pub restart_cpu: Duration,
     pub cold_status: agentls::symbols::SymbolsStatus,
     pub references: usize,
     /// VmHWM growth over the cold build, and VmRSS after it, in KiB.
@@ -44,11 +47,12 @@ pub struct IndexReport {
     pub store_bytes: u64,
     pub restart: Duration,
     pub restart_status: agentls::symbols::SymbolsStatus,
-    /// One file re-read and re-parsed: median and max over the sample.
-    pub refresh: (Duration, Duration, usize),
-    /// find_symbol: definitions only, p50/p99; with references, p50/p99.
-    pub lookup: (Duration, Duration),
-    pub lookup_refs: (Duration, Duration),
+    /// One file re-read and re-parsed: wall p50/p99, thread CPU p50/p99, files.
+    pub refresh: [Duration; 4],
+    pub refreshed: usize,
+    /// find_symbol: wall p50/p99, thread CPU p50/p99; without and with references.
+    pub lookup: [Duration; 4],
+    pub lookup_refs: [Duration; 4],
 }
 
 fn status_kib(field: &str) -> u64 {
@@ -62,6 +66,29 @@ fn status_kib(field: &str) -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// CPU time of the whole process (user + system), every thread.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// CPU time of the calling thread: the work of one call, whatever else the machine runs.
+fn thread_cpu() -> Duration {
+    // SAFETY: clock_gettime fills the struct it is given.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// p50 and p99 of `times`.
+fn spread(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort();
+    (percentile(&times, 0.5), percentile(&times, 0.99))
 }
 
 fn registry_dir() -> Result<PathBuf, String> {
@@ -112,8 +139,10 @@ fn measure(
     let hwm_before = status_kib("VmHWM:");
     let symbols = Symbols::default();
     let started = Instant::now();
+    let cpu = process_cpu();
     let cold_status = symbols.build(build_options.clone(), &|_, _| {});
     let cold = started.elapsed();
+    let cold_cpu = process_cpu().saturating_sub(cpu);
     let peak_growth_kib = status_kib("VmHWM:").saturating_sub(hwm_before);
     let rss_after_kib = status_kib("VmRSS:");
     if let Some(error) = &cold_status.save_error {
@@ -146,27 +175,27 @@ fn measure(
 
     let restarted = Symbols::default();
     let started = Instant::now();
+    let cpu = process_cpu();
     let restart_status = restarted.build(build_options, &|_, _| {});
     let restart = started.elapsed();
+    let restart_cpu = process_cpu().saturating_sub(cpu);
 
-    let mut refreshes = Vec::new();
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     for file in &files {
         let started = Instant::now();
+        let cpu = thread_cpu();
         restarted.refresh(std::slice::from_ref(file));
-        refreshes.push(started.elapsed());
+        cpus.push(thread_cpu().saturating_sub(cpu));
+        walls.push(started.elapsed());
     }
-    refreshes.sort();
-    let refresh = (
-        percentile(&refreshes, 0.5),
-        refreshes.last().copied().unwrap_or_default(),
-        refreshes.len(),
-    );
+    let (wall, cpu) = (spread(walls), spread(cpus));
+    let refresh = [wall.0, wall.1, cpu.0, cpu.1];
 
     let ws = PathBoundary {
         roots: vec![dir.to_path_buf()],
     };
-    let time_lookups = |references: bool| -> Result<(Duration, Duration), String> {
-        let mut times = Vec::new();
+    let time_lookups = |references: bool| -> Result<[Duration; 4], String> {
+        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
         for name in &names {
             let input = FindSymbolInput {
                 name: name.clone(),
@@ -176,17 +205,21 @@ fn measure(
                 limit: None,
             };
             let started = Instant::now();
+            let cpu = thread_cpu();
             find_symbol(&restarted, &ws, &input).map_err(|e| e.0)?;
-            times.push(started.elapsed());
+            cpus.push(thread_cpu().saturating_sub(cpu));
+            walls.push(started.elapsed());
         }
-        times.sort();
-        Ok((percentile(&times, 0.5), percentile(&times, 0.99)))
+        let (wall, cpu) = (spread(walls), spread(cpus));
+        Ok([wall.0, wall.1, cpu.0, cpu.1])
     };
     let lookup = time_lookups(false)?;
     let lookup_refs = time_lookups(true)?;
     Ok(IndexReport {
         dir: dir.to_path_buf(),
         cold,
+        cold_cpu,
+        restart_cpu,
         cold_status,
         references,
         peak_growth_kib,
@@ -195,6 +228,7 @@ fn measure(
         restart,
         restart_status,
         refresh,
+        refreshed: files.len(),
         lookup,
         lookup_refs,
     })
@@ -209,8 +243,9 @@ pub fn print(options: &IndexOptions, report: &IndexReport) {
         options.threads
     );
     println!(
-        "  cold build: {:.2} s: {} files indexed ({} parsed), {} skipped {:?}; {} definitions, {} references",
+        "  cold build: {:.2} s wall, {:.2} s CPU: {} files indexed ({} parsed), {} skipped {:?}; {} definitions, {} references",
         report.cold.as_secs_f64(),
+        report.cold_cpu.as_secs_f64(),
         s.files,
         s.parsed,
         s.skipped_total,
@@ -226,24 +261,33 @@ pub fn print(options: &IndexOptions, report: &IndexReport) {
     );
     let r = &report.restart_status;
     println!(
-        "  restart with the persisted index: {:.0} ms ({} reused, {} parsed, persisted: {:?})",
+        "  restart with the persisted index: {:.0} ms wall, {:.0} ms CPU ({} reused, {} parsed, persisted: {:?})",
         ms(report.restart),
+        ms(report.restart_cpu),
         r.reused,
         r.parsed,
         r.persisted
     );
+    let [w50, w99, c50, c99] = report.refresh;
     println!(
-        "  one file re-indexed: median {:.2} ms, max {:.2} ms over {} files",
-        ms(report.refresh.0),
-        ms(report.refresh.1),
-        report.refresh.2
+        "  one file re-indexed ({} files): wall p50 {:.2} ms p99 {:.2} ms; CPU p50 {:.2} ms p99 {:.2} ms",
+        report.refreshed,
+        ms(w50),
+        ms(w99),
+        ms(c50),
+        ms(c99)
     );
-    println!(
-        "  find_symbol: p50 {:.3} ms, p99 {:.3} ms; with references: p50 {:.3} ms, p99 {:.3} ms ({} names)",
-        ms(report.lookup.0),
-        ms(report.lookup.1),
-        ms(report.lookup_refs.0),
-        ms(report.lookup_refs.1),
-        options.lookups
-    );
+    for (what, [w50, w99, c50, c99]) in [
+        ("definitions", report.lookup),
+        ("with references", report.lookup_refs),
+    ] {
+        println!(
+            "  find_symbol, {what} ({} names): wall p50 {:.3} ms p99 {:.3} ms; CPU p50 {:.3} ms p99 {:.3} ms",
+            options.lookups,
+            ms(w50),
+            ms(w99),
+            ms(c50),
+            ms(c99)
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! crash leaves the old file or the new one, never half of one. What is read back is
 //! checked by `symbol_index::persist::decode` before use; damage means a rebuild.
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use agentls_core::symbol_index::{persist, SymbolIndex};
@@ -47,8 +47,9 @@ pub fn load(path: &Path) -> Loaded {
     }
 }
 
+/// Streams the index to a temporary file (never whole in memory), its header last, then
+/// renames it over the old one.
 pub fn save(path: &Path, index: &SymbolIndex) -> std::io::Result<()> {
-    let bytes = persist::encode(index);
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("no directory"))?;
@@ -61,7 +62,25 @@ pub fn save(path: &Path, index: &SymbolIndex) -> std::io::Result<()> {
             .truncate(true),
         &temporary,
     )?;
-    file.write_all(&bytes)?;
+    let mut writer = std::io::BufWriter::with_capacity(1 << 16, &mut file);
+    writer.write_all(&[0; persist::HEADER_LEN])?;
+    let mut failed = None;
+    let header = persist::encode_streaming(index, &mut |chunk| {
+        if failed.is_none() {
+            if let Err(err) = writer.write_all(chunk) {
+                failed = Some(err);
+            }
+        }
+    });
+    if let Some(err) = failed {
+        drop(writer);
+        let _ = std::fs::remove_file(&temporary);
+        return Err(err);
+    }
+    writer.flush()?;
+    drop(writer);
+    file.seek(std::io::SeekFrom::Start(0))?;
+    file.write_all(&header)?;
     file.sync_data()?;
     drop(file);
     std::fs::rename(&temporary, path)

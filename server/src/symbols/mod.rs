@@ -253,6 +253,9 @@ impl Symbols {
         if !current() {
             return self.status();
         }
+        if parsed > 0 {
+            self.inner.index.write_locked().shrink_to_fit();
+        }
         let changed = parsed > 0 || !gone.is_empty() || persisted != Persisted::Loaded;
         let save_error = if changed { self.save().err() } else { None };
         {

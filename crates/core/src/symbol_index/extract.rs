@@ -13,9 +13,9 @@ use crate::language::Language;
 use crate::syntax::{self, Symbol, SymbolKind};
 
 /// Longest signature kept, in bytes (cut at a character boundary).
-pub const MAX_SIGNATURE_BYTES: usize = 240;
+pub const MAX_SIGNATURE_BYTES: usize = 200;
 /// Longest doc comment (with attributes or decorators) kept.
-pub const MAX_DOC_BYTES: usize = 400;
+pub const MAX_DOC_BYTES: usize = 240;
 /// A type with more fields than this is not small: its fields are not kept.
 pub const MAX_FIELDS: usize = 16;
 const MAX_FIELD_BYTES: usize = 100;

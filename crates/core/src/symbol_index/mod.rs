@@ -196,11 +196,13 @@ impl SymbolIndex {
             .collect();
         references.sort_unstable();
         references.dedup();
+        let mut definitions = tags.definitions;
+        definitions.shrink_to_fit();
         let entry = FileEntry {
             path: path.to_string(),
             stamp,
             language: tags.language,
-            definitions: tags.definitions,
+            definitions,
             imports: tags.imports,
             references,
         };
@@ -292,6 +294,28 @@ impl SymbolIndex {
 
     pub fn reference_count(&self) -> usize {
         self.files().map(|f| f.references.len()).sum()
+    }
+
+    /// Gives back the memory the maps and lists grew into while files were inserted (a
+    /// large index is built by many small pushes); worth it after a build.
+    pub fn shrink_to_fit(&mut self) {
+        for entry in self.files.iter_mut().flatten() {
+            entry.definitions.shrink_to_fit();
+            entry.imports.shrink_to_fit();
+            entry.references.shrink_to_fit();
+        }
+        self.files.shrink_to_fit();
+        self.names.shrink_to_fit();
+        self.name_ids.shrink_to_fit();
+        self.file_ids.shrink_to_fit();
+        for places in self.definitions.values_mut() {
+            places.shrink_to_fit();
+        }
+        self.definitions.shrink_to_fit();
+        for files in self.referencing.values_mut() {
+            files.shrink_to_fit();
+        }
+        self.referencing.shrink_to_fit();
     }
 
     /// Changes with every insert and removal.

@@ -8,8 +8,10 @@ use crate::language::Language;
 
 const MAGIC: &[u8; 16] = b"agentls-symbols\0";
 /// Bump when the layout or what extraction produces changes: an old file is then rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
-const HEADER_LEN: usize = 16 + 4 + 8 + 8;
+pub const FORMAT_VERSION: u32 = 2;
+pub const HEADER_LEN: usize = 16 + 4 + 8 + 8;
+/// The payload is handed to the writer in chunks of about this size.
+const CHUNK: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
@@ -34,7 +36,27 @@ impl std::fmt::Display for DecodeError {
 
 /// The index's bytes.
 pub fn encode(index: &SymbolIndex) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(1 << 20));
+    let mut payload = Vec::new();
+    let header = encode_streaming(index, &mut |chunk| payload.extend_from_slice(chunk));
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// The payload handed to `sink` in chunks of about 1 MB (so a large index is never copied
+/// whole into memory), then the header that goes before it: a writer reserves
+/// [`HEADER_LEN`] bytes, streams the payload after them and writes the header last.
+pub fn encode_streaming(index: &SymbolIndex, sink: &mut dyn FnMut(&[u8])) -> [u8; HEADER_LEN] {
+    let mut sum = Checksum::default();
+    let mut length = 0u64;
+    let mut flush = |w: &mut Writer| {
+        sum.update(&w.0);
+        length += w.0.len() as u64;
+        sink(&w.0);
+        w.0.clear();
+    };
+    let mut w = Writer(Vec::with_capacity(CHUNK + 4096));
     w.u32(index.name_count() as u32);
     for id in 0..index.name_count() {
         w.str(index.name(id as u32));
@@ -81,15 +103,17 @@ pub fn encode(index: &SymbolIndex) -> Vec<u8> {
             w.u32(*name);
             w.u32(*line);
         }
+        if w.0.len() >= CHUNK {
+            flush(&mut w);
+        }
     }
-    let payload = w.0;
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&checksum(&payload).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
+    flush(&mut w);
+    let mut header = [0u8; HEADER_LEN];
+    header[..16].copy_from_slice(MAGIC);
+    header[16..20].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[20..28].copy_from_slice(&sum.finish().to_le_bytes());
+    header[28..36].copy_from_slice(&length.to_le_bytes());
+    header
 }
 
 /// The index the bytes hold, or why they cannot be trusted.
@@ -135,6 +159,7 @@ pub fn decode(bytes: &[u8]) -> Result<SymbolIndex, DecodeError> {
     if r.at != payload.len() {
         return Err(DecodeError::Malformed("trailing bytes"));
     }
+    index.shrink_to_fit();
     Ok(index)
 }
 
@@ -208,23 +233,56 @@ fn file_entry(r: &mut Reader, names: usize) -> Result<FileEntry, DecodeError> {
     })
 }
 
-/// A fast 64-bit checksum over 8-byte words: it detects damage, not tampering (the file is
-/// the user's own, under 0600).
+/// A fast 64-bit checksum over 8-byte words, fed in any chunks: it detects damage, not
+/// tampering (the file is the user's own, under 0600).
+#[derive(Default)]
+struct Checksum {
+    hash: u64,
+    pending: Vec<u8>,
+    length: u64,
+}
+
+impl Checksum {
+    fn mix(hash: u64, word: u64) -> u64 {
+        (hash ^ word)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29)
+    }
+
+    fn update(&mut self, mut bytes: &[u8]) {
+        self.length += bytes.len() as u64;
+        if !self.pending.is_empty() {
+            let take = (8 - self.pending.len()).min(bytes.len());
+            self.pending.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.pending.len() < 8 {
+                return;
+            }
+            let word = u64::from_le_bytes(self.pending[..8].try_into().unwrap_or([0; 8]));
+            self.hash = Self::mix(self.hash, word);
+            self.pending.clear();
+        }
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            self.hash = Self::mix(self.hash, word);
+        }
+        self.pending.extend_from_slice(words.remainder());
+    }
+
+    fn finish(mut self) -> u64 {
+        for &b in &std::mem::take(&mut self.pending) {
+            self.hash = Self::mix(self.hash, b as u64);
+        }
+        let hash = Self::mix(self.hash ^ 0x243F_6A88_85A3_08D3, self.length);
+        hash ^ (hash >> 32)
+    }
+}
+
 fn checksum(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0x243F_6A88_85A3_08D3 ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        hash = (hash ^ word)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(29);
-    }
-    for &b in chunks.remainder() {
-        hash = (hash ^ b as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(29);
-    }
-    hash ^ (hash >> 32)
+    let mut sum = Checksum::default();
+    sum.update(bytes);
+    sum.finish()
 }
 
 const LANGUAGES: [Language; 6] = [

@@ -369,6 +369,11 @@ fn encode_decode_round_trips_and_rejects_damage() {
         index.references("Thing", None).len()
     );
     assert_eq!(encode(&back), bytes, "stable");
+    // The checksum does not depend on how the payload was cut into chunks.
+    let mut chunks = Vec::new();
+    let header = super::persist::encode_streaming(&index, &mut |c| chunks.push(c.to_vec()));
+    assert_eq!(&bytes[..header.len()], header);
+    assert_eq!(&bytes[header.len()..], chunks.concat());
 
     // Any flipped byte in the payload is caught by the checksum; the header by its checks.
     for at in [40, bytes.len() / 2, bytes.len() - 1] {
