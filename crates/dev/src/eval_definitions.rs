@@ -120,10 +120,22 @@ pub struct DefinitionsEvalReport {
 }
 
 /// A parsed file of a workspace.
+/// What the ground truth needs of a file, taken while its tree is at hand (a workspace's
+/// trees together would take gigabytes).
 struct ParsedFile {
     path: String,
-    snapshot: DocumentSnapshot,
-    symbols: Vec<Symbol>,
+    /// (name, 1-based line of the name, that line trimmed) of each definition.
+    definitions: Vec<(String, usize, String)>,
+    functions: Vec<FunctionUse>,
+}
+
+struct FunctionUse {
+    name: String,
+    /// 1-based line and column (chars) of the name.
+    line: usize,
+    column: usize,
+    /// Identifier leaves inside it, its own name aside, in order.
+    uses: Vec<String>,
 }
 
 /// The default workspaces present on this machine, and the names of those missing.
@@ -249,7 +261,7 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
     Ok(report)
 }
 
-/// Every file of the workspace index with a grammar, parsed.
+/// Every file of the workspace index with a grammar, parsed and summarised.
 fn parse_workspace(root: &Path) -> Vec<ParsedFile> {
     let max_bytes = Config::default().syntax_max_document_bytes;
     let (paths, _) = agentls::store::file_index::walk(&[root.to_path_buf()], |_| {});
@@ -258,16 +270,40 @@ fn parse_workspace(root: &Path) -> Vec<ParsedFile> {
         .filter(|path| Language::detect("", Some(path)).grammar().is_some())
         .filter_map(|path| {
             let snapshot = agentls::store::files::read_document(&path, max_bytes).ok()?;
-            let tree = snapshot.tree.as_ref()?;
-            let source = snapshot.rope.to_string();
-            let symbols = syntax::outline(snapshot.language, source.as_bytes(), tree);
-            Some(ParsedFile {
-                path: relative(root, &path),
-                snapshot,
-                symbols,
-            })
+            Some(summarise(relative(root, &path), &snapshot))
         })
         .collect()
+}
+
+fn summarise(path: String, snapshot: &DocumentSnapshot) -> ParsedFile {
+    let mut file = ParsedFile {
+        path,
+        definitions: Vec::new(),
+        functions: Vec::new(),
+    };
+    let Some(tree) = snapshot.tree.as_ref() else {
+        return file;
+    };
+    let rope = &snapshot.rope;
+    let source = rope.to_string();
+    let symbols = syntax::outline(snapshot.language, source.as_bytes(), tree);
+    for symbol in flatten(&symbols) {
+        let start = symbol.selection_range.start.min(rope.len_bytes());
+        let line = rope.byte_to_line(start);
+        if is_definition(symbol.kind) {
+            let text = rope.line(line).to_string().trim().to_string();
+            file.definitions.push((symbol.name.clone(), line + 1, text));
+        }
+        if is_function(symbol.kind) {
+            file.functions.push(FunctionUse {
+                name: symbol.name.clone(),
+                line: line + 1,
+                column: rope.byte_to_char(start) - rope.line_to_char(line) + 1,
+                uses: used_names(tree, source.as_bytes(), symbol),
+            });
+        }
+    }
+    file
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -301,63 +337,44 @@ fn flatten(symbols: &[Symbol]) -> Vec<&Symbol> {
 /// Every function of the workspace that uses at least one name defined exactly once, in
 /// another file; in (path, line) order.
 fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
-    // Name → (file, symbol) of each definition.
-    let mut definitions: HashMap<&str, Vec<(usize, &Symbol)>> = HashMap::new();
+    // Name → (file, definition) of each definition.
+    let mut definitions: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
     for (index, file) in files.iter().enumerate() {
-        for symbol in flatten(&file.symbols) {
-            if is_definition(symbol.kind) {
-                definitions
-                    .entry(&symbol.name)
-                    .or_default()
-                    .push((index, symbol));
-            }
+        for (i, (name, _, _)) in file.definitions.iter().enumerate() {
+            definitions.entry(name).or_default().push((index, i));
         }
     }
     let mut cases = Vec::new();
     for (index, file) in files.iter().enumerate() {
-        let Some(tree) = file.snapshot.tree.as_ref() else {
-            continue;
-        };
-        let source = file.snapshot.rope.to_string();
-        for function in flatten(&file.symbols)
-            .into_iter()
-            .filter(|s| is_function(s.kind))
-        {
+        for function in &file.functions {
             let mut expected = Vec::new();
-            for name in used_names(tree, source.as_bytes(), function) {
-                if name == function.name {
+            for name in &function.uses {
+                if *name == function.name {
                     continue;
                 }
-                let Some([(home, symbol)]) = definitions.get(name.as_str()).map(Vec::as_slice)
-                else {
+                let Some([(home, i)]) = definitions.get(name.as_str()).map(Vec::as_slice) else {
                     continue;
                 };
                 if *home == index {
                     continue;
                 }
-                let target = &files[*home];
-                let rope = &target.snapshot.rope;
-                let line = rope.byte_to_line(symbol.selection_range.start.min(rope.len_bytes()));
+                let (_, line, text) = &files[*home].definitions[*i];
                 expected.push(Expected {
-                    name,
-                    path: target.path.clone(),
-                    line: line + 1,
-                    text: rope.line(line).to_string().trim().to_string(),
+                    name: name.clone(),
+                    path: files[*home].path.clone(),
+                    line: *line,
+                    text: text.clone(),
                 });
             }
             if expected.is_empty() {
                 continue;
             }
-            let rope = &file.snapshot.rope;
-            let start = function.selection_range.start.min(rope.len_bytes());
-            let line = rope.byte_to_line(start);
-            let column = rope.byte_to_char(start) - rope.line_to_char(line);
             cases.push(Case {
                 workspace: root.to_path_buf(),
                 path: file.path.clone(),
                 function: function.name.clone(),
-                line: line + 1,
-                column: column + 1,
+                line: function.line,
+                column: function.column,
                 expected,
             });
         }
