@@ -789,8 +789,13 @@ test("session/delete removes the session's log; an unknown id succeeds", async (
   const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
   await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Hi." }] });
   assert.ok((await c.connection.listSessions({ cwd: ws })).sessions.some((s) => s.sessionId === sessionId));
+  // The turn's checkpoint is a ref of the session in the private store; delete drops it.
+  const refsOf = () => fs.readdirSync(path.join(ws, ".state"), { recursive: true })
+    .filter((p) => String(p).split(path.sep).join("/").includes(`refs/sessions/${sessionId}/`));
+  assert.ok(refsOf().length > 0, "the turn left a checkpoint ref");
   await c.connection.deleteSession({ sessionId });
   assert.ok(!(await c.connection.listSessions({ cwd: ws })).sessions.some((s) => s.sessionId === sessionId));
+  assert.deepEqual(refsOf(), [], "session/delete drops the session's checkpoints");
   await assert.rejects(c.connection.loadSession({ sessionId, cwd: ws, mcpServers: [] }));
   await c.connection.deleteSession({ sessionId: "no-such-session" });
   await c.connection.deleteSession({ sessionId });

@@ -106,55 +106,25 @@ impl Backend {
             })
             .collect();
         let options = DidChangeWatchedFilesRegistrationOptions { watchers };
-        self.register_source_watchers();
         let registration = Registration {
             id: "agentls-agents-md".into(),
             method: "workspace/didChangeWatchedFiles".into(),
             register_options: serde_json::to_value(options).ok(),
         };
         // Not waited for: indexing must not depend on when (or whether) the client
-        // answers. Until it does, AGENTS.md is re-read at every lookup.
+        // answers. Until it does, AGENTS.md is re-read at every lookup and the symbol
+        // index checks files by modification time. One request for both, AGENTS.md first.
         let answer = super::client_request::send::<request::RegisterCapability>(
             &self.client,
             RegistrationParams {
-                registrations: vec![registration],
+                registrations: vec![registration, source_watchers()],
             },
         );
         let state = self.state.clone();
         tokio::spawn(async move {
             match answer.get().await {
                 Ok(()) => state.agents_disk.enable_cache(),
-                Err(err) => tracing::warn!("registering AGENTS.md watchers failed: {err}"),
-            }
-        });
-    }
-
-    /// Asks the client to report changes to source files on disk, for the symbol index
-    /// (not waited for: until it answers, results are checked by modification time).
-    fn register_source_watchers(&self) {
-        let watchers = vec![FileSystemWatcher {
-            glob_pattern: GlobPattern::String(
-                "**/*.{rs,py,pyi,pyw,ts,mts,cts,tsx,js,mjs,cjs,jsx,go}".into(),
-            ),
-            kind: None,
-        }];
-        let registration = Registration {
-            id: "agentls-symbols".into(),
-            method: "workspace/didChangeWatchedFiles".into(),
-            register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
-                watchers,
-            })
-            .ok(),
-        };
-        let answer = super::client_request::send::<request::RegisterCapability>(
-            &self.client,
-            RegistrationParams {
-                registrations: vec![registration],
-            },
-        );
-        tokio::spawn(async move {
-            if let Err(err) = answer.get().await {
-                tracing::warn!("registering the source file watchers failed: {err}");
+                Err(err) => tracing::warn!("registering the file watchers failed: {err}"),
             }
         });
     }
@@ -253,5 +223,21 @@ impl Backend {
                     .join(", ")
             )))
         }
+    }
+}
+
+/// The watchers of source files on disk, for the symbol index.
+fn source_watchers() -> Registration {
+    let watchers = vec![FileSystemWatcher {
+        glob_pattern: GlobPattern::String("**/*.{rs,py,pyi,pyw,ts,mts,cts,tsx,js,mjs,cjs,jsx,go}".into()),
+        kind: None,
+    }];
+    Registration {
+        id: "agentls-symbols".into(),
+        method: "workspace/didChangeWatchedFiles".into(),
+        register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
+            watchers,
+        })
+        .ok(),
     }
 }

@@ -450,6 +450,26 @@ impl CheckpointStore {
         Ok(())
     }
 
+    /// Forgets `session`'s checkpoints (`session/delete`): its refs go, and with them, at
+    /// the next gc, the objects no other session holds. A store never made is no error.
+    pub fn forget_session(&self, session: &str) -> Result<(), String> {
+        if !self.git_dir().is_dir() {
+            return Ok(());
+        }
+        let _one = SNAPSHOTS.locked();
+        let mut refs = self.git(None, None);
+        refs.args(["for-each-ref", "--format=%(refname)"])
+            .arg(format!("refs/sessions/{session}/"));
+        let listed = String::from_utf8_lossy(&Self::run(refs, None)?).into_owned();
+        let input: String = listed.lines().map(|r| format!("delete {r}\n")).collect();
+        if input.is_empty() {
+            return Ok(());
+        }
+        let mut delete = self.git(None, None);
+        delete.args(["update-ref", "--stdin"]);
+        Self::run(delete, Some(input.as_bytes())).map(|_| ())
+    }
+
     /// The store's size in bytes (loose objects and packs).
     pub fn size(&self) -> Result<u64, String> {
         let mut count = self.git(None, None);

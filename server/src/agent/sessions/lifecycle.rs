@@ -17,9 +17,8 @@ impl Agent {
             return Ok(false);
         };
         self.cancel(id).await?;
-        // The session's background commands stop with it: the steer-bg branch's `release`
-        // calls `Agent::stop_background(id)` (issue 28). Until that branch is merged there
-        // are no background commands; after the merge, check that `release` still does.
+        // The session's background commands stop with it: `release` calls
+        // `Agent::stop_background(id)`.
         self.release(id);
         Ok(true)
     }
@@ -32,7 +31,12 @@ impl Agent {
         }
         self.close(id).await?;
         let store = self.store()?;
-        // ISSUE 26 (checkpoints): the session's checkpoints are removed here too.
+        // Its checkpoints go with it; a store that cannot drop them keeps them for the
+        // size cap to drop later (the log's removal is what the client asked for).
+        let checkpoints = crate::store::checkpoints::CheckpointStore::beside(&store);
+        if let Err(err) = checkpoints.forget_session(id) {
+            tracing::warn!("session {id}: its checkpoints stay in the store: {err}");
+        }
         store
             .delete(id)
             .map_err(|e| AgentError(format!("cannot delete session {id}: {e}")))
