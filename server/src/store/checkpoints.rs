@@ -246,9 +246,41 @@ impl CheckpointStore {
         buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<(String, Vec<String>), String> {
         let index = self.index_file(root);
-        // What changed since this index last saw the root: new (untracked here), modified
-        // (by stat) and deleted files; unchanged files cost a stat inside git.
-        let mut list = self.git(Some(root), Some(&index));
+        let listed = self.changed_since_index(root, &index)?;
+        let paths: BTreeSet<&[u8]> = listed
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        if paths.len() > MAX_CHANGED_FILES {
+            return Err(format!(
+                "{} files changed or new since the last checkpoint of {} (more than {MAX_CHANGED_FILES}): too many to store (is the workspace root a home directory?)",
+                paths.len(),
+                root.display()
+            ));
+        }
+        let changes = sort_changes(root, paths, limits.max_file_bytes);
+        if changes.bytes > limits.max_store_bytes {
+            return Err(format!(
+                "{} bytes changed or new in {} since the last checkpoint: more than checkpoints.maxStoreBytes ({})",
+                changes.bytes,
+                root.display(),
+                limits.max_store_bytes
+            ));
+        }
+        self.stage_changes(root, &index, &changes)?;
+        self.overlay_buffers(root, &index, buffers)?;
+        let mut write = self.git(Some(root), Some(&index));
+        write.arg("write-tree");
+        let tree = String::from_utf8_lossy(&Self::run(write, None)?)
+            .trim()
+            .to_string();
+        Ok((tree, changes.unstored.into_iter().collect()))
+    }
+
+    /// The paths (NUL-separated) that changed since `index` last saw `root`: new (untracked
+    /// here), modified (by stat) and deleted files; unchanged files cost a stat inside git.
+    fn changed_since_index(&self, root: &Path, index: &Path) -> Result<Vec<u8>, String> {
+        let mut list = self.git(Some(root), Some(index));
         list.args([
             "ls-files",
             "-z",
@@ -261,70 +293,23 @@ impl CheckpointStore {
         if let Ok(inside) = self.state.strip_prefix(root) {
             list.arg(format!("--exclude=/{}", inside.display()));
         }
-        let listed = Self::run(list, None)?;
-        let mut update = Vec::new();
-        let mut unstored = BTreeSet::new();
-        let mut dropped = Vec::new();
-        let paths: BTreeSet<&[u8]> = listed
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
-            .collect();
-        if paths.len() > MAX_CHANGED_FILES {
-            return Err(format!(
-                "{} files changed or new since the last checkpoint of {} (more than {MAX_CHANGED_FILES}): too many to store (is the workspace root a home directory?)",
-                paths.len(),
-                root.display()
-            ));
-        }
-        let mut bytes = 0u64;
-        for path in paths {
-            // A nested repository's directory: not this store's to snapshot.
-            if path.ends_with(b"/") {
-                continue;
-            }
-            let on_disk =
-                root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
-            let relative = String::from_utf8_lossy(path).into_owned();
-            match storable(&on_disk, limits.max_file_bytes) {
-                Storable::Yes(len) => {
-                    bytes += len;
-                    update.extend_from_slice(path);
-                }
-                Storable::Gone => update.extend_from_slice(path),
-                Storable::No => {
-                    dropped.extend_from_slice(path);
-                    dropped.push(0);
-                    unstored.insert(relative);
-                    continue;
-                }
-                Storable::Special => continue,
-            }
-            update.push(0);
-        }
-        if bytes > limits.max_store_bytes {
-            return Err(format!(
-                "{bytes} bytes changed or new in {} since the last checkpoint: more than checkpoints.maxStoreBytes ({})",
-                root.display(),
-                limits.max_store_bytes
-            ));
-        }
-        if !dropped.is_empty() {
-            let mut remove = self.git(Some(root), Some(&index));
+        Self::run(list, None)
+    }
+
+    /// Puts the sorted changes in `index`: the files not stored leave it (so the tree holds
+    /// no stale copy of them), the others are added, updated or removed.
+    fn stage_changes(&self, root: &Path, index: &Path, changes: &Changes) -> Result<(), String> {
+        if !changes.dropped.is_empty() {
+            let mut remove = self.git(Some(root), Some(index));
             remove.args(["update-index", "-z", "--force-remove", "--stdin"]);
-            Self::run(remove, Some(&dropped))?;
+            Self::run(remove, Some(&changes.dropped))?;
         }
-        if !update.is_empty() {
-            let mut add = self.git(Some(root), Some(&index));
+        if !changes.update.is_empty() {
+            let mut add = self.git(Some(root), Some(index));
             add.args(["update-index", "-z", "--add", "--remove", "--stdin"]);
-            Self::run(add, Some(&update))?;
+            Self::run(add, Some(&changes.update))?;
         }
-        self.overlay_buffers(root, &index, buffers)?;
-        let mut write = self.git(Some(root), Some(&index));
-        write.arg("write-tree");
-        let tree = String::from_utf8_lossy(&Self::run(write, None)?)
-            .trim()
-            .to_string();
-        Ok((tree, unstored.into_iter().collect()))
+        Ok(())
     }
 
     /// The buffers under `root` put in the index in place of their files (their entries
@@ -539,6 +524,54 @@ impl CheckpointStore {
         }
         Ok(dropped)
     }
+}
+
+/// The changed paths of a root sorted by what the snapshot does with them.
+struct Changes {
+    /// Paths (NUL-terminated) to add, update or remove in the index.
+    update: Vec<u8>,
+    /// Paths (NUL-terminated) too large or unreadable: taken out of the index.
+    dropped: Vec<u8>,
+    /// The dropped paths, as the snapshot reports them (not stored).
+    unstored: BTreeSet<String>,
+    /// The size of the files to store.
+    bytes: u64,
+}
+
+/// Sorts `paths` (relative to `root`) by whether each can be stored.
+fn sort_changes(root: &Path, paths: BTreeSet<&[u8]>, max_file_bytes: u64) -> Changes {
+    let mut changes = Changes {
+        update: Vec::new(),
+        dropped: Vec::new(),
+        unstored: BTreeSet::new(),
+        bytes: 0,
+    };
+    for path in paths {
+        // A nested repository's directory: not this store's to snapshot.
+        if path.ends_with(b"/") {
+            continue;
+        }
+        let on_disk =
+            root.join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+        match storable(&on_disk, max_file_bytes) {
+            Storable::Yes(len) => {
+                changes.bytes += len;
+                changes.update.extend_from_slice(path);
+            }
+            Storable::Gone => changes.update.extend_from_slice(path),
+            Storable::No => {
+                changes.dropped.extend_from_slice(path);
+                changes.dropped.push(0);
+                changes
+                    .unstored
+                    .insert(String::from_utf8_lossy(path).into_owned());
+                continue;
+            }
+            Storable::Special => continue,
+        }
+        changes.update.push(0);
+    }
+    changes
 }
 
 enum Storable {

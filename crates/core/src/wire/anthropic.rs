@@ -46,68 +46,20 @@ fn messages_for(request: &Request<'_>, prompts: &Prompts, images: bool) -> Vec<V
     let prefix_items = request.items.len().saturating_sub(1);
     let mut prefix_end: Option<(usize, usize)> = None;
     for (index, entry) in request.items.iter().enumerate() {
-        let (role, block) = match &entry.item {
-            Item::Assistant { text } => {
-                if text.is_empty() {
-                    continue;
-                }
-                ("assistant", json!({"type": "text", "text": text}))
-            }
+        let (role, blocks) = match &entry.item {
             Item::Images {
                 images: attached,
                 call_id,
-            } => {
-                let role = "user";
-                let blocks = image_blocks(attached, call_id.as_deref(), images);
-                match out.last_mut() {
-                    Some((last_role, existing)) if *last_role == role => existing.extend(blocks),
-                    _ => out.push((role, blocks)),
-                }
-                if index < prefix_items {
-                    let message = out.len() - 1;
-                    prefix_end = Some((message, out[message].1.len() - 1));
-                }
-                continue;
-            }
-            Item::ToolCall {
-                call_id,
-                name,
-                arguments,
-            } => {
-                let input = match serde_json::from_str::<Value>(arguments) {
-                    Ok(value @ Value::Object(_)) => value,
-                    // The model wrote something that is not an object; the API only takes
-                    // objects, and the tool already answered that the arguments were bad.
-                    _ => json!({}),
-                };
-                (
-                    "assistant",
-                    json!({"type": "tool_use", "id": call_id, "name": name, "input": input}),
-                )
-            }
-            Item::ToolOutput {
-                call_id, success, ..
-            } => (
-                "user",
-                json!({
-                    "type": "tool_result",
-                    "tool_use_id": call_id,
-                    "content": model_text(&entry.item, prompts),
-                    "is_error": !success,
-                }),
-            ),
-            Item::User { .. } | Item::Instructions { .. } | Item::CompactionSummary { .. } => {
-                let text = model_text(&entry.item, prompts);
-                if text.is_empty() {
-                    continue;
-                }
-                ("user", json!({"type": "text", "text": text}))
-            }
-            Item::Internal { .. } => continue,
+            } => ("user", image_blocks(attached, call_id.as_deref(), images)),
+            item => match block_for(item, prompts) {
+                Some((role, block)) => (role, vec![block]),
+                None => continue,
+            },
         };
+        // The API wants roles to alternate: consecutive blocks of one role share a message.
         match out.last_mut() {
-            Some((last_role, blocks)) if *last_role == role => blocks.push(block),
-            _ => out.push((role, vec![block])),
+            Some((last_role, existing)) if *last_role == role => existing.extend(blocks),
+            _ => out.push((role, blocks)),
         }
         if index < prefix_items {
             let message = out.len() - 1;
@@ -120,6 +72,55 @@ fn messages_for(request: &Request<'_>, prompts: &Prompts, images: bool) -> Vec<V
     out.into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
+}
+
+/// The role and content block of an item other than images; None for one the model does
+/// not see (internal, or with no text).
+fn block_for(item: &Item, prompts: &Prompts) -> Option<(&'static str, Value)> {
+    match item {
+        Item::Assistant { text } => {
+            if text.is_empty() {
+                return None;
+            }
+            Some(("assistant", json!({"type": "text", "text": text})))
+        }
+        Item::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } => {
+            let input = match serde_json::from_str::<Value>(arguments) {
+                Ok(value @ Value::Object(_)) => value,
+                // The model wrote something that is not an object; the API only takes
+                // objects, and the tool already answered that the arguments were bad.
+                _ => json!({}),
+            };
+            Some((
+                "assistant",
+                json!({"type": "tool_use", "id": call_id, "name": name, "input": input}),
+            ))
+        }
+        Item::ToolOutput {
+            call_id, success, ..
+        } => Some((
+            "user",
+            json!({
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": model_text(item, prompts),
+                "is_error": !success,
+            }),
+        )),
+        Item::User { .. } | Item::Instructions { .. } | Item::CompactionSummary { .. } => {
+            let text = model_text(item, prompts);
+            if text.is_empty() {
+                return None;
+            }
+            Some(("user", json!({"type": "text", "text": text})))
+        }
+        // Images become several blocks: `messages_for` builds them with `image_blocks`.
+        Item::Images { .. } | Item::Internal { .. } => None,
+    }
 }
 
 /// Each image as its label then, for a model that sees images, an `image` block with a

@@ -35,62 +35,48 @@ impl Agent {
                 checkpoint_id.unwrap_or_default()
             ))
         })?;
-        let store = self.store()?;
         let new_id = session_log::new_session_id();
-        let forked_from = Some(ForkLink {
+        let forked_from = ForkLink {
             session_id: id.to_string(),
             checkpoint_id: checkpoint_id.map(str::to_string),
-        });
-        let mut copied: Vec<Event> = Vec::with_capacity(prefix.len() + 1);
-        for event in prefix {
-            match event {
-                Event::SessionStarted {
-                    model, workspace, ..
-                } => copied.push(Event::SessionStarted {
-                    session_id: new_id.clone(),
-                    model: model.clone(),
-                    workspace: workspace.clone(),
-                    at: session_log::now_millis(),
-                    parent: None,
-                    forked_from: forked_from.clone(),
-                }),
-                // Already resolved into the prefix.
-                Event::Rewind { .. } => {}
-                other => copied.push(other.clone()),
-            }
-        }
-        if !matches!(copied.first(), Some(Event::SessionStarted { .. })) {
-            copied.insert(
-                0,
-                Event::SessionStarted {
-                    session_id: new_id.clone(),
-                    model: String::new(),
-                    workspace: String::new(),
-                    at: session_log::now_millis(),
-                    parent: None,
-                    forked_from: forked_from.clone(),
-                },
-            );
-        }
-        let mut log = store
-            .open(&new_id)
+        };
+        let copied = fork_events(prefix, &new_id, forked_from);
+        self.write_fork_log(&new_id, &copied)?;
+        self.keep_fork_checkpoints(&new_id, &copied).await?;
+        Ok(new_id)
+    }
+
+    /// Writes the fork's log, synced: the fork exists once this returns.
+    fn write_fork_log(&self, new_id: &str, events: &[Event]) -> Result<(), AgentError> {
+        let mut log = self
+            .store()?
+            .open(new_id)
             .map_err(|e| AgentError(format!("cannot create the fork's log: {e}")))?;
-        for event in &copied {
+        for event in events {
             log.append(event)
                 .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))?;
         }
         log.sync()
-            .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))?;
-        // The fork keeps its checkpoints' trees even when the original's are dropped.
+            .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))
+    }
+
+    /// Keeps, for the fork, the trees of the checkpoints its log carries, so they outlive
+    /// the original's being dropped. A tree that cannot be kept is logged, not fatal: the
+    /// fork's history is already written.
+    async fn keep_fork_checkpoints(
+        &self,
+        new_id: &str,
+        events: &[Event],
+    ) -> Result<(), AgentError> {
         let checkpoints = self.checkpoint_store()?;
-        let kept: Vec<(String, Vec<agentls_core::event::RootTree>)> = core::list(&copied)
+        let kept: Vec<(String, Vec<agentls_core::event::RootTree>)> = core::list(events)
             .into_iter()
             .flat_map(|c| {
                 let end = c.end.map(|trees| (format!("{}-end", c.id), trees));
                 std::iter::once((c.id, c.trees)).chain(end)
             })
             .collect();
-        let session = new_id.clone();
+        let session = new_id.to_string();
         tokio::task::spawn_blocking(move || {
             for (name, trees) in kept {
                 if let Err(err) = checkpoints.keep(&session, &name, &trees) {
@@ -99,7 +85,33 @@ impl Agent {
             }
         })
         .await
-        .map_err(|e| AgentError(e.to_string()))?;
-        Ok(new_id)
+        .map_err(|e| AgentError(e.to_string()))
     }
+}
+
+/// The fork's log: the prefix with its session start renamed to the fork and linked to the
+/// original (one made when the prefix has none), its rewinds dropped (already resolved).
+fn fork_events(prefix: Vec<&Event>, new_id: &str, forked_from: ForkLink) -> Vec<Event> {
+    let started = |model: String, workspace: String| Event::SessionStarted {
+        session_id: new_id.to_string(),
+        model,
+        workspace,
+        at: session_log::now_millis(),
+        parent: None,
+        forked_from: Some(forked_from.clone()),
+    };
+    let mut copied: Vec<Event> = Vec::with_capacity(prefix.len() + 1);
+    for event in prefix {
+        match event {
+            Event::SessionStarted {
+                model, workspace, ..
+            } => copied.push(started(model.clone(), workspace.clone())),
+            Event::Rewind { .. } => {}
+            other => copied.push(other.clone()),
+        }
+    }
+    if !matches!(copied.first(), Some(Event::SessionStarted { .. })) {
+        copied.insert(0, started(String::new(), String::new()));
+    }
+    copied
 }

@@ -325,6 +325,20 @@ impl Turn {
             block.text.push_str(&attachments);
         }
         self.take_checkpoint().await;
+        self.record_prompt(prompt, block.text, &config, &model)
+            .await?;
+        self.opened(config, prompts, model, static_context).await
+    }
+
+    /// Records the turn's start and the user's message, with its context block and images,
+    /// once the UserPromptSubmit hooks let it through; a failure ends the turn, told.
+    async fn record_prompt(
+        &mut self,
+        prompt: &Prompt,
+        context: String,
+        config: &agentls_core::config::Config,
+        model: &str,
+    ) -> Result<(), Stop> {
         let started = self
             .record(Event::TurnStarted {
                 turn_id: self.turn_id.clone(),
@@ -346,12 +360,12 @@ impl Turn {
             },
             Err(message) => Err(message),
         };
-        let text = self.fit_to_window(&prompt.text, &config, &model).await;
+        let text = self.fit_to_window(&prompt.text, config, model).await;
         let recorded = match started {
             Ok(()) => self
                 .record_item(Item::User {
                     text,
-                    context: Some(block.text.clone()),
+                    context: Some(context),
                 })
                 .await
                 .map(|_| ()),
@@ -372,7 +386,7 @@ impl Turn {
             self.fail(message, false, None).await;
             return Err(Stop::Error);
         }
-        self.opened(config, prompts, model, static_context).await
+        Ok(())
     }
 
     /// The user's message as it is recorded: one larger than half of what the model's window
