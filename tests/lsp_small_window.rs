@@ -158,7 +158,7 @@ async fn a_compaction_that_cannot_make_room_is_not_repeated_in_the_turn() {
 
 /// AGENTS.md's size in copies of its rule: with the system prompt and the tools, the
 /// request starts at about 82% of the usable 8K window.
-const WORDS: usize = 162;
+const WORDS: usize = 150;
 
 /// A workspace whose AGENTS.md fills most of an 8K window, and a fake provider that answers
 /// summary calls.
