@@ -229,7 +229,9 @@ impl Backend {
 /// The watchers of source files on disk, for the symbol index.
 fn source_watchers() -> Registration {
     let watchers = vec![FileSystemWatcher {
-        glob_pattern: GlobPattern::String("**/*.{rs,py,pyi,pyw,ts,mts,cts,tsx,js,mjs,cjs,jsx,go}".into()),
+        glob_pattern: GlobPattern::String(
+            "**/*.{rs,py,pyi,pyw,ts,mts,cts,tsx,js,mjs,cjs,jsx,go}".into(),
+        ),
         kind: None,
     }];
     Registration {
