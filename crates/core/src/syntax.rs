@@ -703,7 +703,7 @@ fn implied_kind(family: Family, kind: &str, field: Option<&str>) -> Option<Ident
 
 /// Go's predeclared types are type_identifiers to the grammar but never user definitions,
 /// like Rust's primitive_type and TypeScript's predefined_type.
-const GO_PREDECLARED_TYPES: &[&str] = &[
+pub(crate) const GO_PREDECLARED_TYPES: &[&str] = &[
     "any",
     "bool",
     "byte",

@@ -537,7 +537,9 @@ fn is_reference(
         Family::Go => match kind {
             "type_identifier" => {
                 let text = &source[node.start_byte()..node.end_byte()];
-                !GO_PREDECLARED.iter().any(|t| t.as_bytes() == text)
+                !syntax::GO_PREDECLARED_TYPES
+                    .iter()
+                    .any(|t| t.as_bytes() == text)
             }
             "identifier" => {
                 uppercase || (parent_kind == "call_expression" && field == Some("function"))
@@ -548,31 +550,6 @@ fn is_reference(
         },
     }
 }
-
-const GO_PREDECLARED: &[&str] = &[
-    "any",
-    "bool",
-    "byte",
-    "comparable",
-    "complex64",
-    "complex128",
-    "error",
-    "float32",
-    "float64",
-    "int",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "rune",
-    "string",
-    "uint",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "uintptr",
-];
 
 fn trim_ascii(bytes: &[u8]) -> &[u8] {
     let start = bytes
