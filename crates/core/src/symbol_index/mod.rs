@@ -19,26 +19,140 @@ pub use rank::{rank_files, FileRanks};
 use crate::language::Language;
 pub use crate::syntax::SymbolKind;
 
-/// A definition found in a file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Definition {
+/// A definition found in a file, as its parts: what [`extract_tags`] and the persisted
+/// file's decoder produce, packed into a [`Definition`] for keeping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefinitionParts {
     pub name: String,
     pub kind: SymbolKind,
-    /// The enclosing definition's name ("impl Foo", "Config"); None at the top level.
     pub container: Option<String>,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub name_line: u32,
+    pub signature: String,
+    pub doc: String,
+    pub fields: Vec<String>,
+}
+
+/// A definition found in a file.
+///
+/// Packed: the index keeps ~400 K of these over a large workspace, so the name, container,
+/// signature, doc and fields live in one allocation, cut by offsets, instead of up to
+/// four `String`s and a `Vec` each (issue 25: ~350 B per definition before).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub kind: SymbolKind,
     /// First and last line of the whole definition (0-based, inclusive; attributes and
     /// decorators outside the outline's range are not counted).
     pub start_line: u32,
     pub end_line: u32,
     /// The line of the name (0-based).
     pub name_line: u32,
+    has_container: bool,
+    /// Name, container, signature, doc, then the fields, one after the other.
+    text: Box<str>,
+    /// Where the name, container, signature and doc end in `text`.
+    ends: [u32; 4],
+    /// Where each field ends in `text` (empty: no allocation).
+    field_ends: Box<[u32]>,
+}
+
+impl From<DefinitionParts> for Definition {
+    fn from(parts: DefinitionParts) -> Definition {
+        let container = parts.container.as_deref().unwrap_or("");
+        let fields_len: usize = parts.fields.iter().map(String::len).sum();
+        let mut text = String::with_capacity(
+            parts.name.len()
+                + container.len()
+                + parts.signature.len()
+                + parts.doc.len()
+                + fields_len,
+        );
+        let mut ends = [0u32; 4];
+        for (end, part) in
+            ends.iter_mut()
+                .zip([&parts.name[..], container, &parts.signature, &parts.doc])
+        {
+            text.push_str(part);
+            *end = text.len() as u32;
+        }
+        let field_ends = parts
+            .fields
+            .iter()
+            .map(|field| {
+                text.push_str(field);
+                text.len() as u32
+            })
+            .collect();
+        Definition {
+            kind: parts.kind,
+            start_line: parts.start_line,
+            end_line: parts.end_line,
+            name_line: parts.name_line,
+            has_container: parts.container.is_some(),
+            text: text.into_boxed_str(),
+            ends,
+            field_ends,
+        }
+    }
+}
+
+impl Definition {
+    fn part(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    pub fn name(&self) -> &str {
+        self.part(0)
+    }
+
+    /// The enclosing definition's name ("impl Foo", "Config"); None at the top level.
+    pub fn container(&self) -> Option<&str> {
+        self.has_container.then(|| self.part(1))
+    }
+
     /// The header up to its body, on one line, at most [`MAX_SIGNATURE_BYTES`].
-    pub signature: String,
+    pub fn signature(&self) -> &str {
+        self.part(2)
+    }
+
     /// Doc comments, attributes, decorators and Python's docstring, at most [`MAX_DOC_BYTES`].
-    pub doc: String,
+    pub fn doc(&self) -> &str {
+        self.part(3)
+    }
+
     /// A small struct's, enum's, class's or interface's fields or variants, one per entry;
     /// empty when it has more than [`MAX_FIELDS`].
-    pub fields: Vec<String>,
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        let mut start = self.ends[3] as usize;
+        self.field_ends.iter().map(move |&end| {
+            let field = &self.text[start..end as usize];
+            start = end as usize;
+            field
+        })
+    }
+
+    /// The parts, owned again.
+    pub fn to_parts(&self) -> DefinitionParts {
+        DefinitionParts {
+            name: self.name().to_string(),
+            kind: self.kind,
+            container: self.container().map(str::to_string),
+            start_line: self.start_line,
+            end_line: self.end_line,
+            name_line: self.name_line,
+            signature: self.signature().to_string(),
+            doc: self.doc().to_string(),
+            fields: self.fields().map(str::to_string).collect(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Definition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_parts().fmt(f)
+    }
 }
 
 /// A name used in a file, once per line.
@@ -218,7 +332,7 @@ impl SymbolIndex {
             }
         };
         for (i, definition) in entry.definitions.iter().enumerate() {
-            let name = self.intern(&definition.name);
+            let name = self.intern(definition.name());
             self.definitions
                 .entry(name)
                 .or_default()
@@ -242,7 +356,7 @@ impl SymbolIndex {
             return false;
         };
         for definition in &entry.definitions {
-            if let Some(name) = self.name_ids.get(definition.name.as_str()) {
+            if let Some(name) = self.name_ids.get(definition.name()) {
                 if let Some(places) = self.definitions.get_mut(name) {
                     places.retain(|(file, _)| *file != id);
                     if places.is_empty() {
