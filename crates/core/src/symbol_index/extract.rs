@@ -465,11 +465,11 @@ fn import(source: &[u8], node: Node) -> Import {
             break;
         }
     }
-    Import {
-        line: node.start_position().row as u32,
-        text: bounded(&collapsed, MAX_IMPORT_BYTES),
-        names,
-    }
+    Import::new(
+        node.start_position().row as u32,
+        &bounded(&collapsed, MAX_IMPORT_BYTES),
+        &names,
+    )
 }
 
 /// Whether a leaf is a name used where a reader would look its definition up.

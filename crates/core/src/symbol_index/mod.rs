@@ -164,14 +164,58 @@ pub struct Reference {
 }
 
 /// An import statement (`use`, `import`, `from … import`, a Go import spec).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+///
+/// Packed like [`Definition`]: the statement and its names in one allocation.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Import {
     /// 0-based.
     pub line: u32,
+    /// The statement, then every name, one after the other.
+    text: Box<str>,
+    /// Where the statement and then each name end in `text`.
+    ends: Box<[u32]>,
+}
+
+impl Import {
+    /// `text`: the statement on one line, bounded; `names`: every name the statement spells
+    /// (path segments, imported names, aliases).
+    pub fn new<S: AsRef<str>>(line: u32, text: &str, names: &[S]) -> Import {
+        let mut packed = String::with_capacity(
+            text.len() + names.iter().map(|n| n.as_ref().len()).sum::<usize>(),
+        );
+        let mut ends = Vec::with_capacity(names.len() + 1);
+        for part in std::iter::once(text).chain(names.iter().map(AsRef::as_ref)) {
+            packed.push_str(part);
+            ends.push(packed.len() as u32);
+        }
+        Import {
+            line,
+            text: packed.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        }
+    }
+
     /// The statement on one line, bounded.
-    pub text: String,
+    pub fn text(&self) -> &str {
+        &self.text[..self.ends[0] as usize]
+    }
+
     /// Every name the statement spells (path segments, imported names, aliases).
-    pub names: Vec<String>,
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.ends
+            .windows(2)
+            .map(|w| &self.text[w[0] as usize..w[1] as usize])
+    }
+}
+
+impl std::fmt::Debug for Import {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Import")
+            .field("line", &self.line)
+            .field("text", &self.text())
+            .field("names", &self.names().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Everything the index keeps of one file.
@@ -562,12 +606,9 @@ impl SymbolIndex {
 /// or its directory for `mod.rs`, `__init__.py`, `index.ts`).
 fn imports_reach(file: &FileEntry, name: &str, path: &str) -> bool {
     let module = module_name(path);
-    file.imports.iter().any(|import| {
-        import
-            .names
-            .iter()
-            .any(|n| n == name || Some(n.as_str()) == module)
-    })
+    file.imports
+        .iter()
+        .any(|import| import.names().any(|n| n == name || Some(n) == module))
 }
 
 /// The name other files import `path` by.

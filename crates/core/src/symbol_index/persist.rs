@@ -92,9 +92,9 @@ pub fn encode_streaming(index: &SymbolIndex, sink: &mut dyn FnMut(&[u8])) -> [u8
         w.u32(entry.imports.len() as u32);
         for import in &entry.imports {
             w.u32(import.line);
-            w.str(&import.text);
-            w.u32(import.names.len() as u32);
-            for name in &import.names {
+            w.str(import.text());
+            w.u32(import.names().len() as u32);
+            for name in import.names() {
                 w.str(name);
             }
         }
@@ -206,11 +206,7 @@ fn file_entry(r: &mut Reader, names: usize) -> Result<FileEntry, DecodeError> {
         for _ in 0..r.count()? {
             import_names.push(r.str()?);
         }
-        imports.push(Import {
-            line,
-            text,
-            names: import_names,
-        });
+        imports.push(Import::new(line, &text, &import_names));
     }
     let mut references = Vec::new();
     for _ in 0..r.count()? {

@@ -46,8 +46,8 @@ fn render(tags: &FileTags) -> String {
         out.push_str(&format!(
             "import@{}: {} [{}]\n",
             import.line,
-            import.text,
-            import.names.join(", ")
+            import.text(),
+            import.names().collect::<Vec<_>>().join(", ")
         ));
     }
     out
