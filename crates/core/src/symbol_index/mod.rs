@@ -329,7 +329,10 @@ pub struct SymbolIndex {
     files: Vec<Option<FileEntry>>,
     file_ids: HashMap<String, u32>,
     free_files: Vec<u32>,
-    names: Vec<Box<str>>,
+    /// Every interned name, one after the other; `name_ends[id]` is where name `id` ends.
+    /// One arena rather than a `Box<str>` per name: the map's key is the only other copy.
+    name_text: String,
+    name_ends: Vec<u32>,
     name_ids: HashMap<Box<str>, u32>,
     /// name id → (file id, definition index in the file).
     definitions: HashMap<u32, Vec<(u32, u32)>>,
@@ -426,8 +429,9 @@ impl SymbolIndex {
         if let Some(&id) = self.name_ids.get(name) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(name.into());
+        let id = self.name_ends.len() as u32;
+        self.name_text.push_str(name);
+        self.name_ends.push(self.name_text.len() as u32);
         self.name_ids.insert(name.into(), id);
         id
     }
@@ -463,7 +467,8 @@ impl SymbolIndex {
             entry.references.shrink_to_fit();
         }
         self.files.shrink_to_fit();
-        self.names.shrink_to_fit();
+        self.name_text.shrink_to_fit();
+        self.name_ends.shrink_to_fit();
         self.name_ids.shrink_to_fit();
         self.file_ids.shrink_to_fit();
         for places in self.definitions.values_mut() {
@@ -586,11 +591,15 @@ impl SymbolIndex {
     }
 
     pub(crate) fn name(&self, id: u32) -> &str {
-        &self.names[id as usize]
+        let start = match id {
+            0 => 0,
+            _ => self.name_ends[id as usize - 1] as usize,
+        };
+        &self.name_text[start..self.name_ends[id as usize] as usize]
     }
 
     pub(crate) fn name_count(&self) -> usize {
-        self.names.len()
+        self.name_ends.len()
     }
 
     pub(crate) fn file_slots(&self) -> &[Option<FileEntry>] {
