@@ -272,9 +272,15 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
     let fake = FakeProvider::start().await;
     fake.push(read("r1", "src/big.rs"));
     fake.push(text("Read it."));
+    // Notes long enough that keeping the read verbatim beside them would grow the history:
+    // without them the summary and the user's dropped context weigh about the same, and
+    // the random temporary path's tokens decided whether the read stayed.
+    let notes = "[Notes] the parser's stages are numbered and each one calls compute. ".repeat(12);
     summary(
         &fake,
-        text("# Compaction Handoff\n[Done] read src/big.rs\n[Next] refactor the parser"),
+        text(&format!(
+            "# Compaction Handoff\n[Done] read src/big.rs\n[Next] refactor the parser\n{notes}"
+        )),
     );
     let init = options(&fake, &ws, json!({"provider": {"contextWindow": 128000}}));
     let server = start(Options {
@@ -299,15 +305,24 @@ async fn manual_compaction_follows_the_focus_reports_progress_and_survives_a_res
 
     // The editor saw a work-done progress begin and end with the figures (read up to its
     // end: no quiet period on the clock).
+    // Only the compaction's own progress: the symbol index reports its own, with its token.
     let mut progress: Vec<Value> = Vec::new();
+    let mut token: Option<Value> = None;
     while progress.last().is_none_or(|p| p["kind"] != "end") {
         let message = server
             .client
             .next_message()
             .await
             .expect("the progress ends");
-        if message.method == "$/progress" {
-            progress.push(message.params["value"].clone());
+        if message.method != "$/progress" {
+            continue;
+        }
+        let value = &message.params["value"];
+        if token.is_none() && value["title"] == "Compacting conversation" {
+            token = Some(message.params["token"].clone());
+        }
+        if token.as_ref() == Some(&message.params["token"]) {
+            progress.push(value.clone());
         }
     }
     assert_eq!(
