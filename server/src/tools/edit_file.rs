@@ -57,7 +57,7 @@ pub fn plan_edit(
     }
     let found = occurrences(current, old_text);
     let start = match found.as_slice() {
-        [] => return Err(not_found(&shown, current, old_text)),
+        [] => return Err(not_found(&shown, current, old_text, new_text)),
         [start] => *start,
         _ => {
             let lines: Vec<usize> = found.iter().map(|&at| line_at(current, at)).collect();
@@ -124,8 +124,18 @@ fn describe_lines(lines: &[usize]) -> String {
 
 /// The not-found error, with the nearest thing to a match the model can act on: the same text
 /// with other line endings or whitespace, or where its first line is.
-fn not_found(shown: &str, current: &str, old_text: &str) -> ToolError {
+fn not_found(shown: &str, current: &str, old_text: &str, new_text: &str) -> ToolError {
     let mut message = format!("old_text was not found in {shown}.");
+    // The same edit a second time: say it is done, or a model repeats it until stopped.
+    if !new_text.trim().is_empty() && new_text != old_text {
+        if let Some(&at) = occurrences(current, new_text).first() {
+            message.push_str(&format!(
+                " new_text is already there (line {}): this edit was already made; do not repeat it.",
+                line_at(current, at)
+            ));
+            return error(message);
+        }
+    }
     let lf = |text: &str| text.replace("\r\n", "\n");
     let lines = match_lines(&lf(current), &lf(old_text));
     if !lines.is_empty() {
@@ -279,6 +289,24 @@ impl Tool for EditFile {
 mod tests {
     use super::*;
     use crate::tools::test_support::*;
+
+    #[test]
+    fn an_edit_made_already_is_said_to_be_made_not_only_not_found() {
+        let (_dir, ws) = workspace();
+        let current = "pub fn answer() -> u32 {\n    42\n}\n";
+        let err = plan_edit(&ws, "src/lib.rs", current, "    41", "    42")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("not found") && err.contains("already there (line 2)"),
+            "{err}"
+        );
+        // Neither text there: the plain not-found, no claim that it was made.
+        let err = plan_edit(&ws, "src/lib.rs", current, "    41", "    43")
+            .unwrap_err()
+            .0;
+        assert!(!err.contains("already"), "{err}");
+    }
 
     #[test]
     fn plan_edit_replaces_one_exact_occurrence() {
