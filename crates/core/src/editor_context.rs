@@ -1129,16 +1129,16 @@ fn render_indexed_definition(found: &WorkspaceDefinition) -> String {
     let lines = definition.start_line as usize..definition.end_line as usize + 1;
     let mut text = format!(
         "<definition name=\"{}\" kind=\"{}\" path=\"{}\" lines=\"{}\"",
-        attribute(&definition.name),
+        attribute(definition.name()),
         kind_name(definition.kind),
         attribute(&found.display_path),
         position::display_lines(&lines)
     );
-    if let Some(container) = &definition.container {
+    if let Some(container) = definition.container() {
         let _ = write!(text, " in=\"{}\"", attribute(container));
     }
     text.push_str(">\n");
-    let doc = definition.doc.trim_end();
+    let doc = definition.doc().trim_end();
     // Python's docstring follows the signature; everywhere else the doc comment and the
     // attributes come before it.
     let doc_after = found.language == crate::language::Language::Python;
@@ -1150,13 +1150,13 @@ fn render_indexed_definition(found: &WorkspaceDefinition) -> String {
         text,
         "L{}: {}",
         definition.name_line as usize + 1,
-        definition.signature.trim_end()
+        definition.signature().trim_end()
     );
     if !doc.is_empty() && doc_after {
         text.push_str(doc);
         text.push('\n');
     }
-    for field in &definition.fields {
+    for field in definition.fields() {
         let _ = writeln!(text, "    {}", field.trim());
     }
     text.push_str("</definition>\n");

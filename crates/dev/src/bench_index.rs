@@ -160,7 +160,7 @@ fn measure(
             .iter()
             .step_by(step)
             .filter_map(|path| index.file(path)?.definitions.first())
-            .map(|d| d.name.clone())
+            .map(|d| d.name().to_string())
             .take(options.lookups)
             .collect();
         let refresh_step = (files.len() / 100).max(1);

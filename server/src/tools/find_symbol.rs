@@ -97,8 +97,7 @@ pub fn find_symbol(
         let container = container.rsplit([':', '.']).next().unwrap_or(container);
         definitions.sort_by_key(|d| {
             !d.definition
-                .container
-                .as_deref()
+                .container()
                 .is_some_and(|c| c.split_whitespace().any(|w| w.starts_with(container)))
         });
     }
@@ -158,8 +157,7 @@ fn prefix_of(path: &Path) -> PathBuf {
 fn definition_block(ws: &PathBoundary, found: &FoundDefinition, cache: &mut FileCache) -> String {
     let d = &found.definition;
     let container = d
-        .container
-        .as_deref()
+        .container()
         .map(|c| format!(" in {c}"))
         .unwrap_or_default();
     let mut block = vec![format!(
@@ -168,7 +166,7 @@ fn definition_block(ws: &PathBoundary, found: &FoundDefinition, cache: &mut File
         d.name_line + 1,
         kind_name(d.kind)
     )];
-    for line in d.doc.lines().take(3) {
+    for line in d.doc().lines().take(3) {
         block.push(format!("    {}", cut_line(line, MAX_LINE_CHARS)));
     }
     match file_lines(cache, &found.path) {
@@ -185,7 +183,7 @@ fn definition_block(ws: &PathBoundary, found: &FoundDefinition, cache: &mut File
                 ));
             }
         }
-        None => block.push(format!("    {}", d.signature)),
+        None => block.push(format!("    {}", d.signature())),
     }
     block.join("\n")
 }

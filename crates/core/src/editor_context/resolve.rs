@@ -108,8 +108,8 @@ fn import_strength(imports: &[Import], name: &str, path: &str) -> u8 {
     imports
         .iter()
         .map(|import| {
-            let names_it = import.names.iter().any(|n| n == name);
-            let names_module = module.is_some_and(|m| import.names.iter().any(|n| n == m));
+            let names_it = import.names().any(|n| n == name);
+            let names_module = module.is_some_and(|m| import.names().any(|n| n == m));
             u8::from(names_it) + u8::from(names_module)
         })
         .max()

@@ -893,7 +893,7 @@ fn ident(name: &str, kind: IdentifierKind) -> Identifier {
 fn shown(workspace: &WorkspaceDefinitions, identifiers: &[Identifier]) -> Vec<(String, String)> {
     resolve::pick(identifiers, workspace, |_| false)
         .into_iter()
-        .map(|(_, d)| (d.definition.name.clone(), d.display_path.clone()))
+        .map(|(_, d)| (d.definition.name().to_string(), d.display_path.clone()))
         .collect()
 }
 
@@ -928,7 +928,7 @@ fn unique_names_come_first_then_the_best_guess_then_alternatives() {
     );
     // A name an open buffer answers is not shown again.
     let picked = resolve::pick(&identifiers, &workspace, |name| name == "Config");
-    assert!(picked.iter().all(|(_, d)| d.definition.name != "Config"));
+    assert!(picked.iter().all(|(_, d)| d.definition.name() != "Config"));
 }
 
 #[test]

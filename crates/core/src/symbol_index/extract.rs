@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
-use super::{Definition, FileTags, Import, Reference};
+use super::{Definition, DefinitionParts, FileTags, Import, Reference};
 use crate::language::Language;
 use crate::syntax::{self, Symbol, SymbolKind};
 
@@ -109,7 +109,7 @@ fn definition(
         ),
         None => (String::new(), String::new(), Vec::new()),
     };
-    Definition {
+    Definition::from(DefinitionParts {
         name: symbol.name.clone(),
         kind: symbol.kind,
         container: container.map(str::to_string),
@@ -119,7 +119,7 @@ fn definition(
         signature,
         doc,
         fields,
-    }
+    })
 }
 
 /// The 0-based line of a byte: `newlines` holds the offset of every '\n' in the source.
@@ -465,11 +465,11 @@ fn import(source: &[u8], node: Node) -> Import {
             break;
         }
     }
-    Import {
-        line: node.start_position().row as u32,
-        text: bounded(&collapsed, MAX_IMPORT_BYTES),
-        names,
-    }
+    Import::new(
+        node.start_position().row as u32,
+        &bounded(&collapsed, MAX_IMPORT_BYTES),
+        &names,
+    )
 }
 
 /// Whether a leaf is a name used where a reader would look its definition up.

@@ -19,26 +19,140 @@ pub use rank::{rank_files, FileRanks};
 use crate::language::Language;
 pub use crate::syntax::SymbolKind;
 
-/// A definition found in a file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Definition {
+/// A definition found in a file, as its parts: what [`extract_tags`] and the persisted
+/// file's decoder produce, packed into a [`Definition`] for keeping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefinitionParts {
     pub name: String,
     pub kind: SymbolKind,
-    /// The enclosing definition's name ("impl Foo", "Config"); None at the top level.
     pub container: Option<String>,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub name_line: u32,
+    pub signature: String,
+    pub doc: String,
+    pub fields: Vec<String>,
+}
+
+/// A definition found in a file.
+///
+/// Packed: the index keeps ~400 K of these over a large workspace, so the name, container,
+/// signature, doc and fields live in one allocation, cut by offsets, instead of up to
+/// four `String`s and a `Vec` each (issue 25: ~350 B per definition before).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Definition {
+    pub kind: SymbolKind,
     /// First and last line of the whole definition (0-based, inclusive; attributes and
     /// decorators outside the outline's range are not counted).
     pub start_line: u32,
     pub end_line: u32,
     /// The line of the name (0-based).
     pub name_line: u32,
+    has_container: bool,
+    /// Name, container, signature, doc, then the fields, one after the other.
+    text: Box<str>,
+    /// Where the name, container, signature and doc end in `text`.
+    ends: [u32; 4],
+    /// Where each field ends in `text` (empty: no allocation).
+    field_ends: Box<[u32]>,
+}
+
+impl From<DefinitionParts> for Definition {
+    fn from(parts: DefinitionParts) -> Definition {
+        let container = parts.container.as_deref().unwrap_or("");
+        let fields_len: usize = parts.fields.iter().map(String::len).sum();
+        let mut text = String::with_capacity(
+            parts.name.len()
+                + container.len()
+                + parts.signature.len()
+                + parts.doc.len()
+                + fields_len,
+        );
+        let mut ends = [0u32; 4];
+        for (end, part) in
+            ends.iter_mut()
+                .zip([&parts.name[..], container, &parts.signature, &parts.doc])
+        {
+            text.push_str(part);
+            *end = text.len() as u32;
+        }
+        let field_ends = parts
+            .fields
+            .iter()
+            .map(|field| {
+                text.push_str(field);
+                text.len() as u32
+            })
+            .collect();
+        Definition {
+            kind: parts.kind,
+            start_line: parts.start_line,
+            end_line: parts.end_line,
+            name_line: parts.name_line,
+            has_container: parts.container.is_some(),
+            text: text.into_boxed_str(),
+            ends,
+            field_ends,
+        }
+    }
+}
+
+impl Definition {
+    fn part(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    pub fn name(&self) -> &str {
+        self.part(0)
+    }
+
+    /// The enclosing definition's name ("impl Foo", "Config"); None at the top level.
+    pub fn container(&self) -> Option<&str> {
+        self.has_container.then(|| self.part(1))
+    }
+
     /// The header up to its body, on one line, at most [`MAX_SIGNATURE_BYTES`].
-    pub signature: String,
+    pub fn signature(&self) -> &str {
+        self.part(2)
+    }
+
     /// Doc comments, attributes, decorators and Python's docstring, at most [`MAX_DOC_BYTES`].
-    pub doc: String,
+    pub fn doc(&self) -> &str {
+        self.part(3)
+    }
+
     /// A small struct's, enum's, class's or interface's fields or variants, one per entry;
     /// empty when it has more than [`MAX_FIELDS`].
-    pub fields: Vec<String>,
+    pub fn fields(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        let mut start = self.ends[3] as usize;
+        self.field_ends.iter().map(move |&end| {
+            let field = &self.text[start..end as usize];
+            start = end as usize;
+            field
+        })
+    }
+
+    /// The parts, owned again.
+    pub fn to_parts(&self) -> DefinitionParts {
+        DefinitionParts {
+            name: self.name().to_string(),
+            kind: self.kind,
+            container: self.container().map(str::to_string),
+            start_line: self.start_line,
+            end_line: self.end_line,
+            name_line: self.name_line,
+            signature: self.signature().to_string(),
+            doc: self.doc().to_string(),
+            fields: self.fields().map(str::to_string).collect(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Definition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_parts().fmt(f)
+    }
 }
 
 /// A name used in a file, once per line.
@@ -50,14 +164,58 @@ pub struct Reference {
 }
 
 /// An import statement (`use`, `import`, `from … import`, a Go import spec).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+///
+/// Packed like [`Definition`]: the statement and its names in one allocation.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Import {
     /// 0-based.
     pub line: u32,
+    /// The statement, then every name, one after the other.
+    text: Box<str>,
+    /// Where the statement and then each name end in `text`.
+    ends: Box<[u32]>,
+}
+
+impl Import {
+    /// `text`: the statement on one line, bounded; `names`: every name the statement spells
+    /// (path segments, imported names, aliases).
+    pub fn new<S: AsRef<str>>(line: u32, text: &str, names: &[S]) -> Import {
+        let mut packed = String::with_capacity(
+            text.len() + names.iter().map(|n| n.as_ref().len()).sum::<usize>(),
+        );
+        let mut ends = Vec::with_capacity(names.len() + 1);
+        for part in std::iter::once(text).chain(names.iter().map(AsRef::as_ref)) {
+            packed.push_str(part);
+            ends.push(packed.len() as u32);
+        }
+        Import {
+            line,
+            text: packed.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        }
+    }
+
     /// The statement on one line, bounded.
-    pub text: String,
+    pub fn text(&self) -> &str {
+        &self.text[..self.ends[0] as usize]
+    }
+
     /// Every name the statement spells (path segments, imported names, aliases).
-    pub names: Vec<String>,
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.ends
+            .windows(2)
+            .map(|w| &self.text[w[0] as usize..w[1] as usize])
+    }
+}
+
+impl std::fmt::Debug for Import {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Import")
+            .field("line", &self.line)
+            .field("text", &self.text())
+            .field("names", &self.names().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Everything the index keeps of one file.
@@ -171,7 +329,10 @@ pub struct SymbolIndex {
     files: Vec<Option<FileEntry>>,
     file_ids: HashMap<String, u32>,
     free_files: Vec<u32>,
-    names: Vec<Box<str>>,
+    /// Every interned name, one after the other; `name_ends[id]` is where name `id` ends.
+    /// One arena rather than a `Box<str>` per name: the map's key is the only other copy.
+    name_text: String,
+    name_ends: Vec<u32>,
     name_ids: HashMap<Box<str>, u32>,
     /// name id → (file id, definition index in the file).
     definitions: HashMap<u32, Vec<(u32, u32)>>,
@@ -218,7 +379,7 @@ impl SymbolIndex {
             }
         };
         for (i, definition) in entry.definitions.iter().enumerate() {
-            let name = self.intern(&definition.name);
+            let name = self.intern(definition.name());
             self.definitions
                 .entry(name)
                 .or_default()
@@ -242,7 +403,7 @@ impl SymbolIndex {
             return false;
         };
         for definition in &entry.definitions {
-            if let Some(name) = self.name_ids.get(definition.name.as_str()) {
+            if let Some(name) = self.name_ids.get(definition.name()) {
                 if let Some(places) = self.definitions.get_mut(name) {
                     places.retain(|(file, _)| *file != id);
                     if places.is_empty() {
@@ -268,8 +429,9 @@ impl SymbolIndex {
         if let Some(&id) = self.name_ids.get(name) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(name.into());
+        let id = self.name_ends.len() as u32;
+        self.name_text.push_str(name);
+        self.name_ends.push(self.name_text.len() as u32);
         self.name_ids.insert(name.into(), id);
         id
     }
@@ -305,7 +467,8 @@ impl SymbolIndex {
             entry.references.shrink_to_fit();
         }
         self.files.shrink_to_fit();
-        self.names.shrink_to_fit();
+        self.name_text.shrink_to_fit();
+        self.name_ends.shrink_to_fit();
         self.name_ids.shrink_to_fit();
         self.file_ids.shrink_to_fit();
         for places in self.definitions.values_mut() {
@@ -428,11 +591,15 @@ impl SymbolIndex {
     }
 
     pub(crate) fn name(&self, id: u32) -> &str {
-        &self.names[id as usize]
+        let start = match id {
+            0 => 0,
+            _ => self.name_ends[id as usize - 1] as usize,
+        };
+        &self.name_text[start..self.name_ends[id as usize] as usize]
     }
 
     pub(crate) fn name_count(&self) -> usize {
-        self.names.len()
+        self.name_ends.len()
     }
 
     pub(crate) fn file_slots(&self) -> &[Option<FileEntry>] {
@@ -448,12 +615,9 @@ impl SymbolIndex {
 /// or its directory for `mod.rs`, `__init__.py`, `index.ts`).
 fn imports_reach(file: &FileEntry, name: &str, path: &str) -> bool {
     let module = module_name(path);
-    file.imports.iter().any(|import| {
-        import
-            .names
-            .iter()
-            .any(|n| n == name || Some(n.as_str()) == module)
-    })
+    file.imports
+        .iter()
+        .any(|import| import.names().any(|n| n == name || Some(n) == module))
 }
 
 /// The name other files import `path` by.

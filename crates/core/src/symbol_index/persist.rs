@@ -3,7 +3,7 @@
 //! [`decode`] checks all of it and every length inside, so a truncated, corrupt or older
 //! file is an error (the caller rebuilds), never a panic or a wrong index.
 
-use super::{Definition, FileEntry, FileStamp, Import, SymbolIndex, SymbolKind};
+use super::{Definition, DefinitionParts, FileEntry, FileStamp, Import, SymbolIndex, SymbolKind};
 use crate::language::Language;
 
 const MAGIC: &[u8; 16] = b"agentls-symbols\0";
@@ -70,9 +70,9 @@ pub fn encode_streaming(index: &SymbolIndex, sink: &mut dyn FnMut(&[u8])) -> [u8
         w.u8(language_code(entry.language));
         w.u32(entry.definitions.len() as u32);
         for d in &entry.definitions {
-            w.str(&d.name);
+            w.str(d.name());
             w.u8(kind_code(d.kind));
-            match &d.container {
+            match d.container() {
                 Some(c) => {
                     w.u8(1);
                     w.str(c);
@@ -82,19 +82,19 @@ pub fn encode_streaming(index: &SymbolIndex, sink: &mut dyn FnMut(&[u8])) -> [u8
             w.u32(d.start_line);
             w.u32(d.end_line);
             w.u32(d.name_line);
-            w.str(&d.signature);
-            w.str(&d.doc);
-            w.u32(d.fields.len() as u32);
-            for field in &d.fields {
+            w.str(d.signature());
+            w.str(d.doc());
+            w.u32(d.fields().len() as u32);
+            for field in d.fields() {
                 w.str(field);
             }
         }
         w.u32(entry.imports.len() as u32);
         for import in &entry.imports {
             w.u32(import.line);
-            w.str(&import.text);
-            w.u32(import.names.len() as u32);
-            for name in &import.names {
+            w.str(import.text());
+            w.u32(import.names().len() as u32);
+            for name in import.names() {
                 w.str(name);
             }
         }
@@ -186,7 +186,7 @@ fn file_entry(r: &mut Reader, names: usize) -> Result<FileEntry, DecodeError> {
         for _ in 0..r.count()? {
             fields.push(r.str()?);
         }
-        definitions.push(Definition {
+        definitions.push(Definition::from(DefinitionParts {
             name,
             kind,
             container,
@@ -196,7 +196,7 @@ fn file_entry(r: &mut Reader, names: usize) -> Result<FileEntry, DecodeError> {
             signature,
             doc,
             fields,
-        });
+        }));
     }
     let mut imports = Vec::new();
     for _ in 0..r.count()? {
@@ -206,11 +206,7 @@ fn file_entry(r: &mut Reader, names: usize) -> Result<FileEntry, DecodeError> {
         for _ in 0..r.count()? {
             import_names.push(r.str()?);
         }
-        imports.push(Import {
-            line,
-            text,
-            names: import_names,
-        });
+        imports.push(Import::new(line, &text, &import_names));
     }
     let mut references = Vec::new();
     for _ in 0..r.count()? {

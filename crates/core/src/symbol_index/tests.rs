@@ -19,18 +19,20 @@ fn render(tags: &FileTags) -> String {
     for d in &tags.definitions {
         let kind = format!("{:?}", d.kind).to_lowercase();
         let container = d
-            .container
-            .as_ref()
+            .container()
             .map(|c| format!(" (in {c})"))
             .unwrap_or_default();
         out.push_str(&format!(
             "{}-{} {kind} {}{container}: {}\n",
-            d.start_line, d.end_line, d.name, d.signature
+            d.start_line,
+            d.end_line,
+            d.name(),
+            d.signature()
         ));
-        for line in d.doc.lines() {
+        for line in d.doc().lines() {
             out.push_str(&format!("    doc| {line}\n"));
         }
-        for field in &d.fields {
+        for field in d.fields() {
             out.push_str(&format!("    field| {field}\n"));
         }
     }
@@ -44,8 +46,8 @@ fn render(tags: &FileTags) -> String {
         out.push_str(&format!(
             "import@{}: {} [{}]\n",
             import.line,
-            import.text,
-            import.names.join(", ")
+            import.text(),
+            import.names().collect::<Vec<_>>().join(", ")
         ));
     }
     out
@@ -406,9 +408,9 @@ fn bounded_texts_cut_at_a_character_boundary() {
     assert!(t
         .definitions
         .iter()
-        .all(|d| d.signature.len() <= MAX_SIGNATURE_BYTES));
+        .all(|d| d.signature().len() <= MAX_SIGNATURE_BYTES));
     // Too many fields: none kept.
-    assert!(t.definitions[1].fields.is_empty());
+    assert_eq!(t.definitions[1].fields().len(), 0);
     assert_eq!(t.references.len(), 1, "g once per line");
 }
 
@@ -418,7 +420,7 @@ fn plain_text_and_broken_code_do_not_panic() {
         Language::Python,
         "def (:\n  class\n\x00\u{feff}def ok(): pass\n",
     );
-    assert!(t.definitions.iter().any(|d| d.name == "ok"));
+    assert!(t.definitions.iter().any(|d| d.name() == "ok"));
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&Language::Rust.grammar().unwrap())
