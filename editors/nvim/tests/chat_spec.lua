@@ -174,6 +174,7 @@ test("a previous session is listed and its transcript loaded", function()
   vim.cmd("AgentChat")
   require("agentls.chat").send("The first session.")
   h.wait_transcript("Remember me.")
+  h.wait_idle()
   local first = require("agentls").state.session
   vim.cmd("AgentNew")
   assert(require("agentls").state.session ~= first)

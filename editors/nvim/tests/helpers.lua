@@ -81,6 +81,14 @@ function M.wait(condition, message)
   end
 end
 
+--- Waits until the chat's turn has ended (its `turnEnd` handled): the answer's text shows
+--- before the end arrives, and a message sent in between would steer the ending turn.
+function M.wait_idle()
+  M.wait(function()
+    return not require("agentls.live").busy()
+  end, "the turn to end (agentls.state.turn = " .. tostring(require("agentls").state.turn) .. ")")
+end
+
 function M.transcript()
   local buf = require("agentls.chat").ui.buf
   if not buf or not vim.api.nvim_buf_is_valid(buf) then

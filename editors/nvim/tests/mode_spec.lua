@@ -65,6 +65,7 @@ test(":AgentMode plan refuses an edit; :AgentMode auto-edit then changes the buf
   h.assert_eq(header(), "agentls · plan · sandbox: read-only, no network", "the header in plan mode")
   require("agentls.chat").send("Plan the change.")
   h.wait_transcript("Planned: 41 becomes 42.")
+  h.wait_idle()
   assert(h.transcript():find("✗", 1, true), "the refused edit's line: " .. h.transcript())
   h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false)[1], "    41", "plan mode changed nothing")
   local requests = h.requests(url)

@@ -24,12 +24,6 @@ local function float_lines()
   return lines
 end
 
-local function wait_idle()
-  h.wait(function()
-    return require("agentls").state.turn == nil
-  end, "the turn's end")
-end
-
 --- Two turns: one that talks, one that changes notes.txt and creates made.txt by `shell`.
 local function two_turns()
   local ws = h.workspace({ ["notes.txt"] = "original\n" })
@@ -50,10 +44,10 @@ local function two_turns()
   local chat = require("agentls.chat")
   chat.send("first message")
   h.wait_transcript("First answer.")
-  wait_idle()
+  h.wait_idle()
   chat.send("second message")
   h.wait_transcript("Work done.")
-  wait_idle()
+  h.wait_idle()
   h.assert_eq(read(ws .. "/notes.txt"), "changed\n", "the turn changed notes.txt")
   return ws, url
 end
@@ -165,7 +159,7 @@ test("an edit the agent made in an open buffer, not saved, is rewound in the buf
   local chat = require("agentls.chat")
   chat.send("make it 42")
   h.wait_transcript("Changed.")
-  wait_idle()
+  h.wait_idle()
   h.assert_eq(vim.api.nvim_buf_get_lines(lib_buf, 1, 2, false)[1], "    42", "the edit is in the buffer")
   h.assert_eq(read(ws .. "/src/lib.rs"), lib, "and not saved")
   local preview

@@ -343,8 +343,13 @@ function M.on_update(params)
     if reason ~= "endTurn" then
       append_lines({ "> turn ended: " .. tostring(reason) })
     end
-    if agentls().state.turn == params.turnId then
-      agentls().state.turn = nil
+    local state = agentls().state
+    -- The end can arrive before the prompt's answer names the turn: remembered so send()
+    -- does not mark an ended turn as running (the chat would stay busy for ever).
+    state.ended_turns = state.ended_turns or {}
+    state.ended_turns[params.turnId] = true
+    if state.turn == params.turnId then
+      state.turn = nil
     end
   end
 end
@@ -486,7 +491,10 @@ function M.send(text)
     append_lines({ "> ✗ " .. (err and err.message or "the prompt was not taken") })
     return
   end
-  agentls().state.turn = result.turnId
+  local ended = agentls().state.ended_turns or {}
+  if not ended[result.turnId] then
+    agentls().state.turn = result.turnId
+  end
   message.turnId = result.turnId
 end
 
