@@ -451,7 +451,9 @@ step('Rewind to here: the preview lists the files and the conflict; code and con
   await chat.locator('.block.agent', { hasText: 'It returns 44; notes written.' }).waitFor();
   await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
   await page.locator('.monaco-editor .view-line', { hasText: /^\s*44\s*$/ }).first().waitFor();
-  await until('notes.md and todo.md on disk', () => readWorkspace('notes.md') !== undefined && readWorkspace('todo.md') !== undefined);
+  await until("the turn's files on disk", () =>
+    readWorkspace('notes.md') === '# Notes\nanswer() returns 44.\n' && readWorkspace('todo.md') === '- check 44\n' && /^    44$/m.test(readWorkspace('src/lib.rs') ?? ''),
+  );
   // The user changes todo.md after the agent: a conflict, left as the user wrote it.
   fs.writeFileSync(path.join(WORKSPACE, 'todo.md'), '- check 44\n- written by the user\n');
 
