@@ -446,6 +446,9 @@ step('Rewind to here: the preview lists the files and the conflict; code and con
   await pushReply({ text: ['It returns 44; notes written.'] });
   const chat = await chatFrame();
   const input = chat.locator('#input');
+  // The steered turn before has ended: this message starts a turn (and has a checkpoint)
+  // of its own rather than steering that one.
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
   await input.fill('Make it 44 and take notes.');
   await input.press('Enter');
   await chat.locator('.block.agent', { hasText: 'It returns 44; notes written.' }).waitFor();
@@ -532,6 +535,38 @@ step('Fork from here: a new session holds the history before the message, and so
   });
   assert.ok(original, "the original session's request of 'Start the server.'");
   assert.deepEqual(messages.slice(0, -1), original.body.messages.slice(0, -1));
+});
+
+step('an image the server refuses is not sent: the message and the image go back to the input', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  // A file named and typed as a PNG whose bytes are not one, dropped on the input: the
+  // webview and the extension take it (type and base64), the server reads its header.
+  await input.fill('What is this?');
+  const transfer = await chat.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new TextEncoder().encode('not a png at all')], 'broken.png', { type: 'image/png' }));
+    return dt;
+  });
+  await input.dispatchEvent('drop', { dataTransfer: transfer });
+  const chip = chat.locator('#images .image-chip');
+  await chip.waitFor({ state: 'visible' });
+  assert.equal(await chip.count(), 1);
+  const notices = await chat.locator('.block.notice').count();
+  await input.press('Enter');
+  const refusal = chat.locator('.block.notice', { hasText: /not a PNG, JPEG, GIF or WebP image/ });
+  await refusal.waitFor();
+  console.log(`refusal: ${JSON.stringify(await refusal.innerText())}`);
+  assert.equal(await chat.locator('.block.notice').count(), notices + 1);
+  // Nothing was sent: no message in the chat, and the text and the image are back.
+  assert.equal(await chat.locator('.block.user', { hasText: 'What is this?' }).count(), 0);
+  await until('the refused message back in the input', async () => (await input.inputValue()) === 'What is this?');
+  await chip.waitFor({ state: 'visible' });
+  assert.equal(await chip.count(), 1);
+  // Withdrawn by its × before the next step.
+  await chip.getByRole('button').click();
+  await chip.waitFor({ state: 'detached' });
+  await input.fill('');
 });
 
 // A 2×2 PNG (red, green, blue, white).
