@@ -395,7 +395,14 @@ class Agent implements vscode.Disposable {
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
     if (images.length === 0 && sendKind(this.model, how) === 'steer') {
-      const steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
+      let steered;
+      try {
+        steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
+      } catch (error) {
+        this.pending = attached;
+        this.chat.post({ type: 'prefill', text, context: attached && contextLabel(attached) });
+        throw error;
+      }
       if (steered.steered) {
         this.post(steeringSent(this.model, steered.id, text));
         this.chat.post({ type: 'running', running: isRunning(this.model) });
@@ -420,9 +427,9 @@ class Agent implements vscode.Disposable {
     try {
       result = await this.request(Methods.sessionPrompt, params);
     } catch (error) {
-      // Refused (an image the model does not take or the server cannot read, …): nothing
-      // was sent, so the message leaves the chat and goes back to the input with its
-      // images and attached context; the error is shown as a notice.
+      // Refused (an image the model does not take or the server cannot read, the server
+      // not running, …): nothing was sent, so the message leaves the chat and goes back to
+      // the input with its images and attached context; the error is shown as a notice.
       if (withdrawUser(this.model, added.block)) {
         this.resetView();
       }
