@@ -3,6 +3,7 @@
 // everything, starts the fake provider and code-server and sets:
 //   E2E_URL          the workbench URL (with ?folder=)
 //   E2E_FAKE_URL     the fake provider's base URL (…/v1); its control endpoints are at /
+//   E2E_WORKSPACE    the workspace folder (the rewind steps read its files on disk)
 //   E2E_SCREENSHOTS  where a failing step saves a screenshot
 //   NODE_PATH        the cache's node_modules (playwright-core)
 // The steps depend on each other and run in order; after a failure the rest fail at once
@@ -11,6 +12,7 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
 const path = require('node:path');
 const { chromium } = require('playwright-core');
 
@@ -380,4 +382,234 @@ step('Enter during a turn steers it: the message joins the turn after its tool c
   const last = requests[requests.length - 1].body.messages;
   assert.equal(last[last.length - 1].content, 'Also say hi.');
   assert.equal(last[last.length - 2].role, 'tool');
+});
+
+const WORKSPACE = process.env.E2E_WORKSPACE || '';
+
+/** Polls `check` until it returns a truthy value (a state reached: a file on disk, a
+ *  request the fake provider saw); fails after LONG with `what`. */
+async function until(what, check) {
+  const end = Date.now() + LONG;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    assert.ok(Date.now() < end, `timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The text of a workspace file, or undefined when it does not exist. */
+function readWorkspace(file) {
+  try {
+    return fs.readFileSync(path.join(WORKSPACE, file), 'utf8');
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** The requests the fake provider has answered so far (its `/__requests`). */
+async function providerRequests() {
+  return (await fetch(`${FAKE}/__requests`)).json();
+}
+
+/** The text of an OpenAI chat message's content (a string, or the text parts). */
+function contentText(message) {
+  if (typeof message.content === 'string') return message.content;
+  return (message.content ?? []).filter((p) => p.type === 'text').map((p) => p.text).join('');
+}
+
+/** Hovers the user message holding `text` in the chat and clicks its hover action. */
+async function messageAction(chat, text, action) {
+  const message = chat.locator('.block.user', { hasText: text }).last();
+  await message.scrollIntoViewIfNeeded();
+  await message.hover();
+  const button = message.locator(`.actions button.${action}`);
+  await button.waitFor({ state: 'visible' });
+  await button.click();
+}
+
+step('Rewind to here: the preview lists the files and the conflict; code and conversation go back', async () => {
+  assert.ok(WORKSPACE, 'E2E_WORKSPACE is not set');
+  const lib = readWorkspace('src/lib.rs');
+  assert.match(lib, /^    43$/m);
+  assert.equal(readWorkspace('notes.md'), undefined);
+  assert.equal(readWorkspace('todo.md'), undefined);
+  // One turn edits src/lib.rs and creates two files.
+  await pushReply({
+    toolCalls: [
+      { id: 'rw1', name: 'edit_file', arguments: { path: 'src/lib.rs', old_text: '    43\n', new_text: '    44\n' } },
+      { id: 'rw2', name: 'write_file', arguments: { path: 'notes.md', content: '# Notes\nanswer() returns 44.\n' } },
+      { id: 'rw3', name: 'write_file', arguments: { path: 'todo.md', content: '- check 44\n' } },
+    ],
+  });
+  await pushReply({ text: ['It returns 44; notes written.'] });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  // The steered turn before has ended: this message starts a turn (and has a checkpoint)
+  // of its own rather than steering that one.
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await input.fill('Make it 44 and take notes.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'It returns 44; notes written.' }).waitFor();
+  await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: /^\s*44\s*$/ }).first().waitFor();
+  await until("the turn's files on disk", () =>
+    readWorkspace('notes.md') === '# Notes\nanswer() returns 44.\n' && readWorkspace('todo.md') === '- check 44\n' && /^    44$/m.test(readWorkspace('src/lib.rs') ?? ''),
+  );
+  // The user changes todo.md after the agent: a conflict, left as the user wrote it.
+  fs.writeFileSync(path.join(WORKSPACE, 'todo.md'), '- check 44\n- written by the user\n');
+
+  await messageAction(chat, 'Make it 44 and take notes.', 'rewind');
+  const what = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Code and conversation' }).first();
+  await what.waitFor({ state: 'visible' });
+  await what.click();
+  // The dry run's plan, before anything is restored.
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  const preview = await dialog.innerText();
+  assert.match(preview, /Rewind \(both\)/, preview);
+  assert.match(preview, /restore:\s*~ src\/lib\.rs/, preview);
+  assert.match(preview, /delete:\s*- notes\.md/, preview);
+  assert.match(preview, /conflicts[^\n]*:\s*! todo\.md/, preview);
+  assert.match(preview, /the conversation goes back to before: Make it 44 and take notes\./, preview);
+  assert.ok(readWorkspace('notes.md') !== undefined, 'the preview changed nothing');
+  console.log(`rewind preview: ${JSON.stringify(preview)}`);
+  await dialog.getByRole('button', { name: 'Rewind and overwrite the conflicts' }).waitFor();
+  await dialog.getByRole('button', { name: /^Rewind$/ }).click();
+  await dialog.waitFor({ state: 'hidden' });
+
+  // The code: lib.rs back in the editor and on disk, notes.md gone, todo.md as the user left it.
+  await page.locator('.notification-toast', { hasText: /agentls: rewound \(both\): 1 restored, 0 created, 1 deleted, 1 conflict\(s\) left as they are/ }).first().waitFor();
+  await page.locator('.tab', { hasText: 'lib.rs' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: /^\s*43\s*$/ }).first().waitFor();
+  assert.equal(await page.locator('.monaco-editor .view-line', { hasText: /^\s*44\s*$/ }).count(), 0);
+  await until('src/lib.rs restored on disk', () => readWorkspace('src/lib.rs') === lib);
+  await until('notes.md deleted', () => readWorkspace('notes.md') === undefined);
+  assert.equal(readWorkspace('todo.md'), '- check 44\n- written by the user\n');
+  // The conversation: cut before the message, which is back in the input box.
+  await until('the input to hold the rewound message', async () => (await input.inputValue()) === 'Make it 44 and take notes.');
+  await chat.locator('.block.agent', { hasText: 'Steered: hi.' }).waitFor();
+  assert.equal(await chat.locator('.block.user', { hasText: 'Make it 44 and take notes.' }).count(), 0);
+  assert.equal(await chat.locator('.block.agent', { hasText: 'It returns 44; notes written.' }).count(), 0);
+  await input.fill('');
+  fs.rmSync(path.join(WORKSPACE, 'todo.md'));
+});
+
+step('Fork from here: a new session holds the history before the message, and so does its next request', async () => {
+  const chat = await chatFrame();
+  await messageAction(chat, 'Start the server.', 'fork');
+  await page.locator('.notification-toast', { hasText: /agentls: forked into / }).first().waitFor();
+  // The panel shows the fork: the turns before the message, not the message nor after it.
+  await chat.locator('.block.agent', { hasText: 'Steered: hi.' }).waitFor({ state: 'detached' });
+  await chat.locator('.block.user', { hasText: 'Carry it out.' }).waitFor();
+  await chat.locator('.block.agent', { hasText: 'It returns 43 now.' }).waitFor();
+  const shown = await chat.locator('.block.user').allInnerTexts();
+  for (const gone of ['Start the server.', 'Run the slow command.', 'Also say hi.']) {
+    assert.ok(!shown.some((t) => t.includes(gone)), `${gone} is not in the fork: ${JSON.stringify(shown)}`);
+  }
+  // Its next request carries the same history: the first part only.
+  const before = (await providerRequests()).length;
+  await pushReply({ text: ['The fork goes on.'] });
+  const input = chat.locator('#input');
+  await input.fill('Go on from here.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'The fork goes on.' }).waitFor();
+  const requests = await until('the fork\'s request', async () => {
+    const all = await providerRequests();
+    return all.length > before && all;
+  });
+  const messages = requests[requests.length - 1].body.messages;
+  const users = messages.filter((m) => m.role === 'user').map(contentText);
+  // The prompt comes after the editor's context, in the same message.
+  assert.ok(users[users.length - 1].trimEnd().endsWith('Go on from here.'), JSON.stringify(users[users.length - 1]));
+  assert.ok(users.some((t) => t.includes('Carry it out.')), JSON.stringify(users));
+  for (const gone of ['Start the server.', 'Run the slow command.', 'Also say hi.', 'Make it 44 and take notes.']) {
+    assert.ok(!users.some((t) => t.includes(gone)), `${gone} is not in the fork's request: ${JSON.stringify(users)}`);
+  }
+  // The same history item for item as the original's request of "Start the server.": the
+  // provider's prompt cache is reused.
+  const original = requests.find((r) => {
+    const sent = r.body.messages;
+    return sent[sent.length - 1].role === 'user' && contentText(sent[sent.length - 1]).includes('Start the server.');
+  });
+  assert.ok(original, "the original session's request of 'Start the server.'");
+  assert.deepEqual(messages.slice(0, -1), original.body.messages.slice(0, -1));
+});
+
+step('an image the server refuses is not sent: the message and the image go back to the input', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  // A file named and typed as a PNG whose bytes are not one, dropped on the input: the
+  // webview and the extension take it (type and base64), the server reads its header.
+  await input.fill('What is this?');
+  const transfer = await chat.evaluateHandle(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new TextEncoder().encode('not a png at all')], 'broken.png', { type: 'image/png' }));
+    return dt;
+  });
+  await input.dispatchEvent('drop', { dataTransfer: transfer });
+  const chip = chat.locator('#images .image-chip');
+  await chip.waitFor({ state: 'visible' });
+  assert.equal(await chip.count(), 1);
+  const notices = await chat.locator('.block.notice').count();
+  await input.press('Enter');
+  const refusal = chat.locator('.block.notice', { hasText: /not a PNG, JPEG, GIF or WebP image/ });
+  await refusal.waitFor();
+  console.log(`refusal: ${JSON.stringify(await refusal.innerText())}`);
+  assert.equal(await chat.locator('.block.notice').count(), notices + 1);
+  // Nothing was sent: no message in the chat, and the text and the image are back.
+  assert.equal(await chat.locator('.block.user', { hasText: 'What is this?' }).count(), 0);
+  await until('the refused message back in the input', async () => (await input.inputValue()) === 'What is this?');
+  await chip.waitFor({ state: 'visible' });
+  assert.equal(await chip.count(), 1);
+  // Withdrawn by its × before the next step.
+  await chip.getByRole('button').click();
+  await chip.waitFor({ state: 'detached' });
+  await input.fill('');
+});
+
+// A 2×2 PNG (red, green, blue, white).
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEklEQVR4nGP4z8DAAMIM/4EAAB/uBfsL2WiLAAAAAElFTkSuQmCC';
+
+step('an image pasted into the chat input shows as an attachment and reaches the provider as image_url', async () => {
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  // A real paste: the PNG on the browser's clipboard (as a screenshot tool puts it), then
+  // Ctrl+V in the input.
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new globalThis.URL(URL).origin });
+  await page.evaluate(async (data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    await navigator.clipboard.write([new ClipboardItem({ 'image/png': new Blob([bytes], { type: 'image/png' }) })]);
+  }, PNG);
+  await input.click();
+  await page.keyboard.press('Control+V');
+  const chip = chat.locator('#images .image-chip');
+  await chip.waitFor({ state: 'visible' });
+  console.log(`pasted image chip: ${JSON.stringify(await chip.innerText())}`);
+  assert.equal(await input.inputValue(), '', 'the image is not pasted as text');
+  const before = (await providerRequests()).length;
+  await pushReply({ text: ['A tiny picture of four pixels.'] });
+  await input.fill('What is in this picture?');
+  await input.press('Enter');
+  await chip.waitFor({ state: 'detached' });
+  await chat.locator('.block.user', { hasText: '[image: image 1]' }).waitFor();
+  await chat.locator('.block.agent', { hasText: 'A tiny picture of four pixels.' }).waitFor();
+  const requests = await until('the image prompt\'s request', async () => {
+    const all = await providerRequests();
+    return all.length > before && all;
+  });
+  const messages = requests[requests.length - 1].body.messages;
+  const last = messages[messages.length - 1];
+  assert.equal(last.role, 'user');
+  assert.ok(Array.isArray(last.content), `the prompt has parts: ${JSON.stringify(last)}`);
+  const image = last.content.find((p) => p.type === 'image_url');
+  assert.ok(image, `an image_url part: ${JSON.stringify(last.content)}`);
+  // The system clipboard re-encodes the image: the same 2×2 PNG, other bytes.
+  const url = /^data:image\/png;base64,([A-Za-z0-9+/=]+)$/.exec(image.image_url.url);
+  assert.ok(url, image.image_url.url);
+  const sent = Buffer.from(url[1], 'base64');
+  assert.equal(sent.subarray(1, 4).toString('latin1'), 'PNG');
+  assert.deepEqual([sent.readUInt32BE(16), sent.readUInt32BE(20)], [2, 2], 'the IHDR width and height');
+  assert.match(contentText(last), /What is in this picture\?/);
 });

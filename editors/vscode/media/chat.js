@@ -277,6 +277,13 @@
         input.value = msg.text;
         context.hidden = !msg.context;
         contextLabel.textContent = msg.context ? 'Attached: ' + msg.context : '';
+        if (msg.images && msg.images.length) {
+          // A refused prompt's images, attached again.
+          for (const image of msg.images) {
+            pendingImages.push({ name: `image ${pendingImages.length + 1}`, mimeType: image.mimeType, data: image.data });
+          }
+          showImages();
+        }
         input.focus();
         input.setSelectionRange(input.value.length, input.value.length);
         break;

@@ -31,7 +31,7 @@ import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { modePickItems } from './mode';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
-import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, turnStarted } from './transcript';
+import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, steeringSent, turnStarted, withdrawUser } from './transcript';
 
 const SESSION_KEY = 'agentls.sessionId';
 const SCHEME = 'agentls';
@@ -391,15 +391,29 @@ class Agent implements vscode.Disposable {
    *  with images (a steered message carries none), it is a prompt. */
   async send(text: string, how?: 'steer' | 'queue', images: PromptImage[] = []): Promise<void> {
     const sessionId = await this.session();
+    const attached = this.pending;
     const editor = this.pending ?? this.currentEditorState();
     this.pending = undefined;
     if (images.length === 0 && sendKind(this.model, how) === 'steer') {
-      const steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
+      let steered;
+      try {
+        steered = await this.request(Methods.sessionSteer, { sessionId, text, editor });
+      } catch (error) {
+        this.pending = attached;
+        this.chat.post({ type: 'prefill', text, context: attached && contextLabel(attached) });
+        throw error;
+      }
       if (steered.steered) {
+        this.post(steeringSent(this.model, steered.id, text));
+        this.chat.post({ type: 'running', running: isRunning(this.model) });
         return;
       }
       // No turn ran any more: it became a prompt of its own.
-      this.post([addUser(this.model, text)]);
+      const added = addUser(this.model, text);
+      if (added.block.type === 'user') {
+        added.block.turnId = steered.turnId;
+      }
+      this.post([added]);
       turnStarted(this.model, steered.turnId);
       this.chat.post({ type: 'running', running: isRunning(this.model) });
       return;
@@ -409,7 +423,20 @@ class Agent implements vscode.Disposable {
     const added = addUser(this.model, shown);
     this.post([added]);
     const params = images.length ? { sessionId, text, editor, images } : { sessionId, text, editor };
-    const result = await this.request(Methods.sessionPrompt, params);
+    let result;
+    try {
+      result = await this.request(Methods.sessionPrompt, params);
+    } catch (error) {
+      // Refused (an image the model does not take or the server cannot read, the server
+      // not running, …): nothing was sent, so the message leaves the chat and goes back to
+      // the input with its images and attached context; the error is shown as a notice.
+      if (withdrawUser(this.model, added.block)) {
+        this.resetView();
+      }
+      this.pending = attached;
+      this.chat.post({ type: 'prefill', text, context: attached && contextLabel(attached), images });
+      throw error;
+    }
     if (added.block.type === 'user') {
       added.block.turnId = result.turnId;
     }
@@ -575,15 +602,9 @@ class Agent implements vscode.Disposable {
   private async prefill(text: string, state: EditorState | undefined): Promise<void> {
     this.pending = state;
     await this.chat.reveal();
-    let label: string | undefined;
-    if (state) {
-      const file = vscode.Uri.parse(state.uri).path.split('/').pop() ?? state.uri;
-      const range = state.selection ?? state.diagnostics?.[0]?.range;
-      label = range ? `${file}:${range.start.line + 1}-${range.end.line + 1}` : file;
-    }
     // The view may be resolving right now; its `ready` resets the transcript but not the
     // input, so post after revealing.
-    this.chat.post({ type: 'prefill', text, context: label });
+    this.chat.post({ type: 'prefill', text, context: state && contextLabel(state) });
   }
 
   /** From the server's code action ([uri, range]) or the editor (menu, keybinding). */
@@ -854,4 +875,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 export async function deactivate(): Promise<void> {
   await agent?.stop();
   agent = undefined;
+}
+
+/** The label of an attached editor context: `file:lines`. */
+function contextLabel(state: EditorState): string {
+  const file = vscode.Uri.parse(state.uri).path.split('/').pop() ?? state.uri;
+  const range = state.selection ?? state.diagnostics?.[0]?.range;
+  return range ? `${file}:${range.start.line + 1}-${range.end.line + 1}` : file;
 }

@@ -48,6 +48,10 @@ export interface ChatModel {
   queue: QueueItem[];
   /** The session's background commands (the last `background` update). */
   background: BackgroundCommand[];
+  /** Messages this chat steered (steering id → text) that are not shown yet: the turn
+   *  shows one with a `steered` update, or, when it ended first, the message becomes a
+   *  prompt of its own under the steering id and is shown here (`steeringSent`). */
+  steering: Record<string, string>;
 }
 
 /** A change for the view: the block at `index` is new or replaced. */
@@ -57,7 +61,7 @@ export interface BlockChange {
 }
 
 export function emptyModel(sessionId?: string): ChatModel {
-  return { sessionId, blocks: [], running: [], tools: {}, ended: [], queue: [], background: [] };
+  return { sessionId, blocks: [], running: [], tools: {}, ended: [], queue: [], background: [], steering: {} };
 }
 
 /** Tool output kept for display; the model sees the server's own (cut) copy. */
@@ -86,6 +90,44 @@ function appendText(model: ChatModel, type: 'agent' | 'thought', text: string): 
 /** The user's prompt, added when it is sent (the server does not echo it). */
 export function addUser(model: ChatModel, text: string, checkpointId?: string): BlockChange {
   return push(model, checkpointId === undefined ? { type: 'user', text } : { type: 'user', text, checkpointId });
+}
+
+/** A message sent with agent/session/steer that the running turn will take (`steered:
+ *  true`, `id` its steering id). Shown by the turn's `steered` update; but a turn that ends
+ *  before its next step boundary leaves it as a queued prompt of its own whose turn id is
+ *  the steering id, with no `steered` update: then it is shown as the user's message of
+ *  that turn once the queue lists it as queued or that turn's first update arrives,
+ *  whichever the chat hears of first (possibly before this call returns). */
+export function steeringSent(model: ChatModel, id: string, text: string): BlockChange[] {
+  model.steering[id] = text;
+  return model.queue.some((item) => item.id === id && item.kind === 'queued') ? movedSteering(model, id) : [];
+}
+
+/** The steered message `id` became a prompt of its own: its user block, its turn running. */
+function movedSteering(model: ChatModel, id: string): BlockChange[] {
+  const text = model.steering[id];
+  if (text === undefined) {
+    return [];
+  }
+  delete model.steering[id];
+  turnStarted(model, id);
+  return [push(model, { type: 'user', text, turnId: id })];
+}
+
+/** Takes the user message `block` out of the chat again (its prompt was refused, so it was
+ *  never sent); whether it was there. */
+export function withdrawUser(model: ChatModel, block: Block): boolean {
+  const index = model.blocks.indexOf(block);
+  if (index < 0 || block.type !== 'user') {
+    return false;
+  }
+  model.blocks.splice(index, 1);
+  for (const [id, at] of Object.entries(model.tools)) {
+    if (at > index) {
+      model.tools[id] = at - 1;
+    }
+  }
+  return true;
 }
 
 export function turnStarted(model: ChatModel, turnId: string): void {
@@ -139,6 +181,12 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
   if (params.update.parentToolCallId !== undefined) {
     return applyChildUpdate(model, params);
   }
+  const moved = movedSteering(model, params.turnId);
+  return moved.length > 0 ? [...moved, ...applyOwnUpdate(model, params)] : applyOwnUpdate(model, params);
+}
+
+/** An update of the chat's own session (not a subagent's). */
+function applyOwnUpdate(model: ChatModel, params: SessionUpdateParams): BlockChange[] {
   const u = params.update;
   switch (u.kind) {
     case 'agentMessageChunk':
@@ -178,12 +226,15 @@ export function applyUpdate(model: ChatModel, params: SessionUpdateParams): Bloc
       return [push(model, { type: 'notice', level: 'info', text: 'queued behind the running turn' })];
     case 'queue':
       model.queue = u.items ?? [];
-      return [];
+      return model.queue.filter((item) => item.kind === 'queued').flatMap((item) => movedSteering(model, item.id));
     case 'background':
       model.background = u.commands ?? [];
       return [];
     case 'steered':
       // A steering message entered the running turn: the user's words, where they landed.
+      if (u.id !== undefined) {
+        delete model.steering[u.id];
+      }
       return u.blocked
         ? [push(model, { type: 'notice', level: 'warning', text: `steering blocked by a hook: ${oneLine(u.text, 120)}` })]
         : [push(model, { type: 'user', text: u.text ?? '' })];

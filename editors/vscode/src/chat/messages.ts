@@ -6,7 +6,9 @@ import type { Block, BlockChange } from '../transcript';
 export type ToWebview =
   | { type: 'reset'; blocks: Block[]; running: boolean }
   | { type: 'blocks'; changes: BlockChange[]; running: boolean }
-  | { type: 'prefill'; text: string; context: string | undefined }
+  /** Text for the input box (and the label of the attached context; images to attach
+   *  again, after a refused prompt). */
+  | { type: 'prefill'; text: string; context: string | undefined; images?: PromptImage[] }
   | { type: 'running'; running: boolean }
   | { type: 'commands'; commands: CommandInfo[] }
   /** What waits (steering, queued) and the background commands, whole, after a change. */

@@ -4,6 +4,7 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodedBytes, imagesProblem, MAX_IMAGES } from '../chat/images';
 import { isFromWebview } from '../chat/messages';
+import { addUser, applyUpdate, emptyModel, toText, withdrawUser } from '../transcript';
 
 const png = { mimeType: 'image/png', data: 'iVBORw0KGgo=' };
 
@@ -27,5 +28,21 @@ describe('chat images', () => {
     assert.equal(decodedBytes('TWFu'), 3);
     assert.equal(decodedBytes('TWE='), 2);
     assert.equal(decodedBytes('TQ=='), 1);
+  });
+  it("a refused prompt's message leaves the chat; the rows after it keep their place", () => {
+    const m = emptyModel('s');
+    addUser(m, 'first');
+    const refused = addUser(m, 'what is this?\n[image: image 1]');
+    // An update of a turn still running lands after it meanwhile.
+    applyUpdate(m, {
+      sessionId: 's',
+      turnId: 't1',
+      update: { kind: 'toolCall', toolCallId: 'c1', name: 'shell', title: 'Run `make`', status: 'pending', toolKind: 'execute', input: {}, locations: [] },
+    });
+    assert.equal(withdrawUser(m, refused.block), true);
+    assert.equal(withdrawUser(m, refused.block), false, 'only once');
+    const [updated] = applyUpdate(m, { sessionId: 's', turnId: 't1', update: { kind: 'toolCallUpdate', toolCallId: 'c1', status: 'completed', output: 'ok' } });
+    assert.equal(updated.index, 1);
+    assert.equal(toText(m), '## You\nfirst\n- ✓ Run `make`');
   });
 });

@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isFromWebview } from '../chat/messages';
 import type { SessionUpdate } from '../protocol';
-import { addUser, applyUpdate, emptyModel, sendKind, toText, turnStarted } from '../transcript';
+import { addUser, applyUpdate, emptyModel, isRunning, sendKind, steeringSent, toText, turnStarted } from '../transcript';
 
 const up = (update: SessionUpdate, turnId = 't1') => ({ sessionId: 's', turnId, update });
 
@@ -42,6 +42,45 @@ describe('live turn', () => {
     assert.equal(toText(m), '## You\nstart\n- ✓ Run `make`\n## You\nalso this\n> ⚠ steering blocked by a hook: rm -rf');
     applyUpdate(m, up({ kind: 'queue', items: [] }));
     assert.deepEqual(m.queue, []);
+  });
+
+  it('shows a steered message its turn ended before taking: it became a prompt of its own', () => {
+    // The queue lists it as queued (moved from steering when the turn ended).
+    const m = emptyModel('s');
+    addUser(m, 'start');
+    turnStarted(m, 't1');
+    assert.deepEqual(steeringSent(m, 'steer-1', 'also this'), []);
+    applyUpdate(m, up({ kind: 'queue', items: [{ id: 'steer-1', kind: 'steering', text: 'also this' }] }));
+    applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'done' }));
+    applyUpdate(m, up({ kind: 'turnEnd', stopReason: 'endTurn' }));
+    const [shown] = applyUpdate(m, up({ kind: 'queue', items: [{ id: 'steer-1', kind: 'queued', text: 'also this' }] }, ''));
+    assert.deepEqual(shown, { index: 2, block: { type: 'user', text: 'also this', turnId: 'steer-1' } });
+    assert.ok(isRunning(m), 'its turn runs');
+    applyUpdate(m, up({ kind: 'queue', items: [] }, 'steer-1'));
+    applyUpdate(m, up({ kind: 'agentMessageChunk', text: 'edited' }, 'steer-1'));
+    applyUpdate(m, up({ kind: 'turnEnd', stopReason: 'endTurn' }, 'steer-1'));
+    assert.equal(toText(m), '## You\nstart\ndone\n## You\nalso this\nedited');
+    assert.ok(!isRunning(m));
+
+    // The queue update came before steer's answer; or only the new turn's updates tell.
+    const early = emptyModel('s');
+    turnStarted(early, 't1');
+    applyUpdate(early, up({ kind: 'turnEnd', stopReason: 'endTurn' }));
+    applyUpdate(early, up({ kind: 'queue', items: [{ id: 'steer-2', kind: 'queued', text: 'now' }] }, ''));
+    assert.deepEqual(steeringSent(early, 'steer-2', 'now'), [{ index: 0, block: { type: 'user', text: 'now', turnId: 'steer-2' } }]);
+    const late = emptyModel('s');
+    steeringSent(late, 'steer-3', 'later');
+    const changes = applyUpdate(late, up({ kind: 'agentMessageChunk', text: 'ok' }, 'steer-3'));
+    assert.deepEqual(changes.map((c) => c.block), [{ type: 'user', text: 'later', turnId: 'steer-3' }, { type: 'agent', text: 'ok' }]);
+
+    // Taken by the turn: the `steered` update shows it, once.
+    const taken = emptyModel('s');
+    turnStarted(taken, 't1');
+    steeringSent(taken, 'steer-4', 'join');
+    applyUpdate(taken, up({ kind: 'steered', id: 'steer-4', text: 'join' }));
+    applyUpdate(taken, up({ kind: 'queue', items: [] }));
+    assert.equal(toText(taken), '## You\njoin');
+    assert.deepEqual(taken.steering, {});
   });
 
   it('accepts the webview messages of the live panel and refuses malformed ones', () => {
