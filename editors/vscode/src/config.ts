@@ -7,13 +7,15 @@
 export type SettingGetter = (key: string) => unknown;
 
 export interface ServerSettings {
-  provider?: Record<string, string | number>;
+  provider?: Record<string, string | number | boolean>;
   compaction?: Record<string, string | number>;
   approval?: string;
 }
 
-function put(target: Record<string, string | number>, key: string, value: unknown): void {
-  if (typeof value === 'string' && value.trim() !== '') {
+function put(target: Record<string, string | number | boolean>, key: string, value: unknown): void {
+  if (typeof value === 'boolean') {
+    target[key] = value;
+  } else if (typeof value === 'string' && value.trim() !== '') {
     target[key] = value.trim();
   } else if (typeof value === 'number' && Number.isFinite(value)) {
     target[key] = value;
@@ -21,8 +23,8 @@ function put(target: Record<string, string | number>, key: string, value: unknow
 }
 
 export function serverSettings(get: SettingGetter): ServerSettings {
-  const provider: Record<string, string | number> = {};
-  for (const key of ['kind', 'baseUrl', 'model', 'apiKeyEnv', 'contextWindow']) {
+  const provider: Record<string, string | number | boolean> = {};
+  for (const key of ['kind', 'baseUrl', 'model', 'apiKeyEnv', 'contextWindow', 'images']) {
     put(provider, key, get(`provider.${key}`));
   }
   const compaction: Record<string, string | number> = {};

@@ -199,6 +199,7 @@ describe('settings', () => {
       'provider.baseUrl': '',
       'provider.model': 'gpt-4o',
       'provider.contextWindow': null,
+      'provider.images': true,
       'compaction.threshold': 0.8,
       'compaction.style': 'handoff',
       approval: 'auto-edit',
@@ -206,7 +207,7 @@ describe('settings', () => {
     };
     const get = (k: string) => values[k];
     assert.deepEqual(serverSettings(get), {
-      provider: { kind: 'openai', model: 'gpt-4o' },
+      provider: { kind: 'openai', model: 'gpt-4o', images: true },
       compaction: { threshold: 0.8, style: 'handoff' },
       approval: 'auto-edit',
     });
