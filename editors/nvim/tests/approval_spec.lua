@@ -143,3 +143,41 @@ test("with a picker plugin the whole command is in a float beside it", function(
   end, vim.api.nvim_list_wins())
   h.assert_eq(#left, 0, "the float is closed once answered")
 end)
+
+test("an approval still open when its turn is cancelled is withdrawn and its float closed", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "s1", name = "shell", arguments = { command = "touch made-by-the-agent" } } } },
+    },
+  })
+  h.setup(ws, url)
+  -- A picker that never answers: the user walked away.
+  local asked, late_answer = false, nil
+  vim.ui.select = function(items, _, on_choice)
+    asked = true
+    late_answer = function()
+      on_choice(items[1])
+    end
+  end
+  vim.cmd("AgentChat")
+  require("agentls.chat").send("Make a file.")
+  h.wait(function()
+    return asked
+  end, "the approval was asked")
+  local floats = function()
+    return #vim.tbl_filter(function(win)
+      return vim.api.nvim_win_get_config(win).relative ~= ""
+    end, vim.api.nvim_list_wins())
+  end
+  h.assert_eq(floats(), 1, "the command's float while asking")
+  require("agentls.chat").cancel()
+  h.wait_transcript("withdrawn (the turn ended before an answer): ")
+  h.wait_idle()
+  h.assert_eq(floats(), 0, "the float is closed once withdrawn")
+  -- The user's late pick changes nothing.
+  late_answer()
+  vim.wait(50)
+  assert(vim.fn.filereadable(ws .. "/made-by-the-agent") == 0, "the withdrawn command did not run")
+  assert(not h.transcript():find("Allow", 1, true), h.transcript())
+end)

@@ -354,9 +354,11 @@ function M.on_update(params)
   end
 end
 
-function M.on_permission(call, choice, timed_out)
+function M.on_permission(call, choice, timed_out, withdrawn)
   ensure_buffers()
-  local answer = choice and choice.name or (timed_out and "no answer in time (rejected)" or "rejected")
+  local answer = choice and choice.name
+    or (withdrawn and "withdrawn (the turn ended before an answer)")
+    or (timed_out and "no answer in time (rejected)" or "rejected")
   append_lines({ string.format("> %s: %s", answer, call.title or call.name or "tool call") })
 end
 

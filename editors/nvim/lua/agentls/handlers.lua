@@ -7,7 +7,24 @@ local function agentls()
   return require("agentls")
 end
 
+--- Permission requests waiting for the user: key → {session, withdraw}.
+local pending_permissions = {}
+
+--- A turn that ended (cancelled, or the server stopped waiting) cannot use an answer any
+--- more: its open approvals are withdrawn, their float closed, and the chat says so.
+local function withdraw_permissions(session)
+  for key, pending in pairs(pending_permissions) do
+    if pending.session == session then
+      pending_permissions[key] = nil
+      pending.withdraw()
+    end
+  end
+end
+
 local function on_update(_, params)
+  if (params.update or {}).kind == "turnEnd" and params.sessionId then
+    withdraw_permissions(params.sessionId)
+  end
   -- Only the session shown in the chat: a turn of a session left behind must not write
   -- into another's transcript. A subagent's session is shown under its parent's call.
   local current = agentls().state.session
@@ -44,17 +61,24 @@ local function on_permission(_, params)
   -- The server counts no answer within approvalTimeoutMs as a rejection: stop waiting a
   -- little before, so a late pick is not shown as allowed.
   local timeout = math.max(((agentls().config.settings or {}).approvalTimeoutMs or 300000) - 2000, 1000)
-  local answered, choice, timed_out = false, nil, false
+  local answered, choice, timed_out, withdrawn = false, nil, false, false
   local co = coroutine.running()
-  local function finish(option, expired)
+  local function finish(option, expired, gone)
     if answered then
       return
     end
-    answered, choice, timed_out = true, option, expired
+    answered, choice, timed_out, withdrawn = true, option, expired, gone or false
     if co and coroutine.status(co) == "suspended" then
       coroutine.resume(co)
     end
   end
+  local key = {}
+  pending_permissions[key] = {
+    session = params.sessionId,
+    withdraw = function()
+      finish(nil, false, true)
+    end,
+  }
   vim.ui.select(params.options or {}, {
     prompt = stock and approval.inline_prompt(call, other) or approval.question(call, other),
     format_item = function(option)
@@ -79,10 +103,11 @@ local function on_permission(_, params)
       return answered
     end, 20)
   end
+  pending_permissions[key] = nil
   if diff_win and vim.api.nvim_win_is_valid(diff_win) then
     vim.api.nvim_win_close(diff_win, true)
   end
-  require("agentls.chat").on_permission(call, choice, timed_out)
+  require("agentls.chat").on_permission(call, choice, timed_out, withdrawn)
   if not choice then
     return { outcome = "cancelled" }
   end
