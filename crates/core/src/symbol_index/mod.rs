@@ -90,7 +90,10 @@ impl From<DefinitionParts> for Definition {
             name.len() + container.len() + signature.len() + doc.len() + fields_len,
         );
         let mut ends = [0u16; 4];
-        for (end, part) in ends.iter_mut().zip([&*name, &*container, &*signature, &*doc]) {
+        for (end, part) in ends
+            .iter_mut()
+            .zip([&*name, &*container, &*signature, &*doc])
+        {
             text.push_str(part);
             *end = text.len() as u16;
         }
