@@ -18,7 +18,7 @@ pub const MAX_SIGNATURE_BYTES: usize = 200;
 pub const MAX_DOC_BYTES: usize = 240;
 /// A type with more fields than this is not small: its fields are not kept.
 pub const MAX_FIELDS: usize = 16;
-const MAX_FIELD_BYTES: usize = 100;
+pub(crate) const MAX_FIELD_BYTES: usize = 100;
 const MAX_IMPORT_BYTES: usize = 200;
 
 /// The tags of a file. Plain text has none.

@@ -38,61 +38,77 @@ pub struct DefinitionParts {
 ///
 /// Packed: the index keeps ~400 K of these over a large workspace, so the name, container,
 /// signature, doc and fields live in one allocation, cut by offsets, instead of up to
-/// four `String`s and a `Vec` each (issue 25: ~350 B per definition before).
+/// four `String`s and a `Vec` each (issue 25: ~350 B per definition before; 40 B of struct
+/// now, with u16 offsets because every part is bounded).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Definition {
     pub kind: SymbolKind,
+    has_container: bool,
+    /// Where the name, container, signature and doc end in `text`.
+    ends: [u16; 4],
     /// First and last line of the whole definition (0-based, inclusive; attributes and
     /// decorators outside the outline's range are not counted).
     pub start_line: u32,
     pub end_line: u32,
     /// The line of the name (0-based).
     pub name_line: u32,
-    has_container: bool,
-    /// Name, container, signature, doc, then the fields, one after the other.
+    /// Name, container, signature, doc, then each field after a `\n` (a field is one line:
+    /// its whitespace is collapsed when extracted), so the fields need no offsets of their own.
     text: Box<str>,
-    /// Where the name, container, signature and doc end in `text`.
-    ends: [u32; 4],
-    /// Where each field ends in `text` (empty: no allocation).
-    field_ends: Box<[u32]>,
 }
+
+/// The longest name or container kept: with the signature's, doc's and fields' own bounds,
+/// a definition's text stays under u16's range.
+const MAX_NAME_BYTES: usize = 1_000;
 
 impl From<DefinitionParts> for Definition {
     fn from(parts: DefinitionParts) -> Definition {
-        let container = parts.container.as_deref().unwrap_or("");
-        let fields_len: usize = parts.fields.iter().map(String::len).sum();
-        let mut text = String::with_capacity(
-            parts.name.len()
-                + container.len()
-                + parts.signature.len()
-                + parts.doc.len()
-                + fields_len,
-        );
-        let mut ends = [0u32; 4];
-        for (end, part) in
-            ends.iter_mut()
-                .zip([&parts.name[..], container, &parts.signature, &parts.doc])
-        {
-            text.push_str(part);
-            *end = text.len() as u32;
+        // Extraction bounds them already; a decoded or hand-made one is bounded here.
+        fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+            if text.len() <= max && !text.contains('\n') {
+                std::borrow::Cow::Borrowed(text)
+            } else {
+                std::borrow::Cow::Owned(bounded(&text.replace('\n', " "), max))
+            }
         }
-        let field_ends = parts
+        let name = cut(&parts.name, MAX_NAME_BYTES);
+        let container = cut(parts.container.as_deref().unwrap_or(""), MAX_NAME_BYTES);
+        let signature = cut(&parts.signature, MAX_SIGNATURE_BYTES);
+        let doc = if parts.doc.len() <= MAX_DOC_BYTES {
+            std::borrow::Cow::Borrowed(&parts.doc[..])
+        } else {
+            std::borrow::Cow::Owned(bounded(&parts.doc, MAX_DOC_BYTES))
+        };
+        let fields: Vec<_> = parts
             .fields
             .iter()
-            .map(|field| {
-                text.push_str(field);
-                text.len() as u32
-            })
+            .take(MAX_FIELDS)
+            .map(|field| cut(field, extract::MAX_FIELD_BYTES))
             .collect();
+        let fields_len: usize = fields.iter().map(|f| f.len() + 1).sum();
+        let mut text = String::with_capacity(
+            name.len() + container.len() + signature.len() + doc.len() + fields_len,
+        );
+        let mut ends = [0u16; 4];
+        for (end, part) in ends
+            .iter_mut()
+            .zip([&*name, &*container, &*signature, &*doc])
+        {
+            text.push_str(part);
+            *end = text.len() as u16;
+        }
+        for field in &fields {
+            text.push('\n');
+            text.push_str(field);
+        }
         Definition {
             kind: parts.kind,
+            has_container: parts.container.is_some(),
+            ends,
             start_line: parts.start_line,
             end_line: parts.end_line,
             name_line: parts.name_line,
-            has_container: parts.container.is_some(),
             text: text.into_boxed_str(),
-            ends,
-            field_ends,
         }
     }
 }
@@ -124,13 +140,12 @@ impl Definition {
 
     /// A small struct's, enum's, class's or interface's fields or variants, one per entry;
     /// empty when it has more than [`MAX_FIELDS`].
-    pub fn fields(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        let mut start = self.ends[3] as usize;
-        self.field_ends.iter().map(move |&end| {
-            let field = &self.text[start..end as usize];
-            start = end as usize;
-            field
-        })
+    pub fn fields(&self) -> impl Iterator<Item = &str> + '_ {
+        self.text[self.ends[3] as usize..].split('\n').skip(1)
+    }
+
+    pub fn field_count(&self) -> usize {
+        self.text[self.ends[3] as usize..].matches('\n').count()
     }
 
     /// The parts, owned again.
@@ -250,7 +265,7 @@ pub struct FileEntry {
 impl FileEntry {
     /// The lines (0-based, ascending) where the file uses `name`.
     pub fn reference_lines(&self, index: &SymbolIndex, name: &str) -> Vec<u32> {
-        let Some(&id) = index.name_ids.get(name) else {
+        let Some(id) = index.name_id(name) else {
             return Vec::new();
         };
         // Sorted by (name, line): the lines of one name are contiguous.
@@ -333,11 +348,11 @@ pub struct SymbolIndex {
     /// One arena rather than a `Box<str>` per name: the map's key is the only other copy.
     name_text: String,
     name_ends: Vec<u32>,
-    name_ids: HashMap<Box<str>, u32>,
+    name_ids: NameIds,
     /// name id → (file id, definition index in the file).
-    definitions: HashMap<u32, Vec<(u32, u32)>>,
+    definitions: HashMap<u32, Places<(u32, u32)>>,
     /// name id → files that use it.
-    referencing: HashMap<u32, Vec<u32>>,
+    referencing: HashMap<u32, Places<u32>>,
     /// Bumped by every insert and removal: a cached ranking is stale once it differs.
     revision: u64,
 }
@@ -403,11 +418,11 @@ impl SymbolIndex {
             return false;
         };
         for definition in &entry.definitions {
-            if let Some(name) = self.name_ids.get(definition.name()) {
-                if let Some(places) = self.definitions.get_mut(name) {
+            if let Some(name) = self.name_id(definition.name()) {
+                if let Some(places) = self.definitions.get_mut(&name) {
                     places.retain(|(file, _)| *file != id);
                     if places.is_empty() {
-                        self.definitions.remove(name);
+                        self.definitions.remove(&name);
                     }
                 }
             }
@@ -426,14 +441,28 @@ impl SymbolIndex {
     }
 
     fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.name_ids.get(name) {
+        let hash = self.name_ids.hash(name);
+        if let Some(id) = self.name_id_hashed(name, hash) {
             return id;
         }
         let id = self.name_ends.len() as u32;
         self.name_text.push_str(name);
         self.name_ends.push(self.name_text.len() as u32);
-        self.name_ids.insert(name.into(), id);
+        self.name_ids.insert(name, hash, id);
         id
+    }
+
+    /// The id of an interned name.
+    fn name_id(&self, name: &str) -> Option<u32> {
+        self.name_id_hashed(name, self.name_ids.hash(name))
+    }
+
+    fn name_id_hashed(&self, name: &str, hash: u64) -> Option<u32> {
+        match self.name_ids.by_hash.get(&hash) {
+            Some(&id) if self.name(id) == name => Some(id),
+            Some(_) => self.name_ids.collisions.get(name).copied(),
+            None => None,
+        }
     }
 
     pub fn file(&self, path: &str) -> Option<&FileEntry> {
@@ -469,7 +498,7 @@ impl SymbolIndex {
         self.files.shrink_to_fit();
         self.name_text.shrink_to_fit();
         self.name_ends.shrink_to_fit();
-        self.name_ids.shrink_to_fit();
+        self.name_ids.by_hash.shrink_to_fit();
         self.file_ids.shrink_to_fit();
         for places in self.definitions.values_mut() {
             places.shrink_to_fit();
@@ -488,14 +517,14 @@ impl SymbolIndex {
 
     /// The definitions of `query.name`, sorted by path then line.
     pub fn definitions(&self, query: &Query) -> Vec<DefinitionHit<'_>> {
-        let Some(name) = self.name_ids.get(query.name) else {
+        let Some(name) = self.name_id(query.name) else {
             return Vec::new();
         };
         let mut hits: Vec<DefinitionHit> = self
             .definitions
-            .get(name)
-            .into_iter()
-            .flatten()
+            .get(&name)
+            .map_or(&[][..], Places::as_slice)
+            .iter()
             .filter_map(|&(file, i)| {
                 let entry = self.files[file as usize].as_ref()?;
                 let definition = entry.definitions.get(i as usize)?;
@@ -516,14 +545,14 @@ impl SymbolIndex {
 
     /// The files that use `name` (optionally under a path prefix), sorted by path.
     pub fn referencing_files(&self, name: &str, path_prefix: Option<&str>) -> Vec<&FileEntry> {
-        let Some(id) = self.name_ids.get(name) else {
+        let Some(id) = self.name_id(name) else {
             return Vec::new();
         };
         let mut files: Vec<&FileEntry> = self
             .referencing
-            .get(id)
-            .into_iter()
-            .flatten()
+            .get(&id)
+            .map_or(&[][..], Places::as_slice)
+            .iter()
             .filter_map(|&file| self.files[file as usize].as_ref())
             .filter(|entry| path_prefix.is_none_or(|prefix| entry.path.starts_with(prefix)))
             .collect();
@@ -533,7 +562,7 @@ impl SymbolIndex {
 
     /// Every line that uses `name`, sorted by path then line.
     pub fn references(&self, name: &str, path_prefix: Option<&str>) -> Vec<ReferenceHit<'_>> {
-        let Some(&id) = self.name_ids.get(name) else {
+        let Some(id) = self.name_id(name) else {
             return Vec::new();
         };
         let mut hits = Vec::new();
@@ -607,7 +636,107 @@ impl SymbolIndex {
     }
 
     pub(crate) fn definition_places(&self, name: u32) -> &[(u32, u32)] {
-        self.definitions.get(&name).map_or(&[], Vec::as_slice)
+        self.definitions.get(&name).map_or(&[], Places::as_slice)
+    }
+}
+
+/// The places of one name: most names are defined once, or used in one file, so the one
+/// place is kept inline and only a name with more has a heap list (a `Vec` each cost
+/// ~30 B of heap per name over ~300 K names).
+#[derive(Debug, Clone)]
+enum Places<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Default for Places<T> {
+    fn default() -> Places<T> {
+        Places::Many(Vec::new())
+    }
+}
+
+impl<T: Copy> Places<T> {
+    fn push(&mut self, place: T) {
+        match self {
+            Places::Many(list) if list.is_empty() => *self = Places::One(place),
+            Places::Many(list) => list.push(place),
+            Places::One(first) => *self = Places::Many(vec![*first, place]),
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&T) -> bool) {
+        match self {
+            Places::One(place) if !keep(place) => *self = Places::Many(Vec::new()),
+            Places::One(_) => {}
+            Places::Many(list) => {
+                list.retain(keep);
+                if let [only] = list[..] {
+                    *self = Places::One(only);
+                }
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Places::Many(list) if list.is_empty())
+    }
+
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Places::One(place) => std::slice::from_ref(place),
+            Places::Many(list) => list,
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        if let Places::Many(list) = self {
+            list.shrink_to_fit();
+        }
+    }
+}
+
+/// Name → id without a second copy of each name: keyed by the name's 64-bit hash (keyed
+/// SipHash, so a repository cannot choose colliding names), the arena's text confirming the
+/// match; a different name with the same hash goes to `collisions`.
+#[derive(Debug, Clone, Default)]
+struct NameIds {
+    hasher: std::collections::hash_map::RandomState,
+    by_hash: HashMap<u64, u32, std::hash::BuildHasherDefault<HashIsKey>>,
+    collisions: HashMap<Box<str>, u32>,
+}
+
+impl NameIds {
+    fn hash(&self, name: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, name)
+    }
+
+    fn insert(&mut self, name: &str, hash: u64, id: u32) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.by_hash.entry(hash) {
+            slot.insert(id);
+        } else {
+            self.collisions.insert(name.into(), id);
+        }
+    }
+}
+
+/// The hasher of a map whose keys are already hashes.
+#[derive(Default)]
+struct HashIsKey(u64);
+
+impl std::hash::Hasher for HashIsKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed; fold anything else rather than panic.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 

@@ -84,7 +84,7 @@ pub fn encode_streaming(index: &SymbolIndex, sink: &mut dyn FnMut(&[u8])) -> [u8
             w.u32(d.name_line);
             w.str(d.signature());
             w.str(d.doc());
-            w.u32(d.fields().len() as u32);
+            w.u32(d.field_count() as u32);
             for field in d.fields() {
                 w.str(field);
             }
@@ -143,7 +143,7 @@ pub fn decode(bytes: &[u8]) -> Result<SymbolIndex, DecodeError> {
     let names = r.count()?;
     for _ in 0..names {
         let name = r.str()?;
-        if index.name_ids.contains_key(name.as_str()) {
+        if index.name_id(&name).is_some() {
             return Err(DecodeError::Malformed("name table"));
         }
         index.intern(&name);

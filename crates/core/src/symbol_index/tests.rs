@@ -410,7 +410,7 @@ fn bounded_texts_cut_at_a_character_boundary() {
         .iter()
         .all(|d| d.signature().len() <= MAX_SIGNATURE_BYTES));
     // Too many fields: none kept.
-    assert_eq!(t.definitions[1].fields().len(), 0);
+    assert_eq!(t.definitions[1].field_count(), 0);
     assert_eq!(t.references.len(), 1, "g once per line");
 }
 
@@ -429,4 +429,83 @@ fn plain_text_and_broken_code_do_not_panic() {
     assert!(extract_tags(Language::PlainText, b"fn a() {}", &tree)
         .definitions
         .is_empty());
+}
+
+#[test]
+fn the_packed_layout_stays_small() {
+    // ~400 K definitions and ~300 K names over a large workspace: every byte counts 400 K
+    // times (issue 25's 150 MB goal).
+    assert_eq!(std::mem::size_of::<Definition>(), 40);
+    assert_eq!(std::mem::size_of::<Places<(u32, u32)>>(), 24);
+    assert_eq!(std::mem::size_of::<Places<u32>>(), 24);
+}
+
+#[test]
+fn a_definition_keeps_its_fields_and_bounds_every_part() {
+    let long = "x".repeat(5_000);
+    let parts = DefinitionParts {
+        name: long.clone(),
+        kind: SymbolKind::Struct,
+        container: Some(long.clone()),
+        start_line: 1,
+        end_line: 9,
+        name_line: 2,
+        signature: long.clone(),
+        doc: long.clone(),
+        fields: vec!["a: u32".into(), String::new(), "b:\nString".into()],
+    };
+    let d = Definition::from(parts);
+    assert!(d.name().len() <= 1_000 && d.name().ends_with('…'));
+    assert!(d.container().unwrap().len() <= 1_000);
+    assert!(d.signature().len() <= MAX_SIGNATURE_BYTES);
+    assert!(d.doc().len() <= MAX_DOC_BYTES);
+    assert_eq!(d.fields().collect::<Vec<_>>(), ["a: u32", "", "b: String"]);
+    assert_eq!(d.field_count(), 3);
+    let plain = Definition::from(DefinitionParts {
+        name: "f".into(),
+        kind: SymbolKind::Function,
+        container: None,
+        start_line: 0,
+        end_line: 0,
+        name_line: 0,
+        signature: "fn f()".into(),
+        doc: "/// one\n/// two".into(),
+        fields: Vec::new(),
+    });
+    assert_eq!(plain.fields().count(), 0);
+    assert_eq!(plain.field_count(), 0);
+    assert_eq!(plain.doc(), "/// one\n/// two");
+    assert_eq!(plain.container(), None);
+}
+
+#[test]
+fn places_keep_one_inline_and_many_in_a_list() {
+    let mut places = Places::default();
+    assert!(places.is_empty());
+    places.push(1u32);
+    assert!(matches!(places, Places::One(1)));
+    places.push(2);
+    places.push(3);
+    assert_eq!(places.as_slice(), [1, 2, 3]);
+    places.retain(|p| *p == 2);
+    assert!(matches!(places, Places::One(2)));
+    places.retain(|p| *p != 2);
+    assert!(places.is_empty());
+    assert_eq!(places.as_slice(), [] as [u32; 0]);
+}
+
+#[test]
+fn a_name_whose_hash_collides_is_still_its_own_name() {
+    let mut index = SymbolIndex::new();
+    let first = index.intern("first");
+    // Pretend "second" hashes like "first": it must get its own id, found again by name.
+    let hash = index.name_ids.hash("second");
+    index.name_ids.by_hash.insert(hash, first);
+    let second = index.intern("second");
+    assert_ne!(first, second);
+    assert_eq!(index.name_id("second"), Some(second));
+    assert_eq!(index.name_id("first"), Some(first));
+    assert_eq!(index.intern("second"), second);
+    assert_eq!(index.name(second), "second");
+    assert_eq!(index.name_id("third"), None);
 }
