@@ -452,6 +452,7 @@ test("session/close kills and releases a background command's client terminal", 
   await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
   assert.equal((await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Start it." }] })).stopReason, "end_turn");
   assert.match(finalContent(c, "b1"), /id: bg1[\s\S]*up/);
+  assert.equal(c.terminals.length, 1, "the command runs in the client's terminal");
   const [terminal] = c.terminals;
   assert.equal(terminal.released, false, "the command outlives its turn");
   await c.connection.closeSession({ sessionId });
@@ -473,6 +474,7 @@ test("when agentls exits, a background command's client terminal is released", a
   const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
   await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
   await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Start it." }] });
+  assert.equal(c.terminals.length, 1, "the command runs in the client's terminal");
   const [terminal] = c.terminals;
   c.child.stdin.end();
   const released = await c.sent((m) => m.method === "terminal/release" && m.params.terminalId === terminal.id);
