@@ -387,7 +387,10 @@ pub fn terminal_news<'a>(seen: &str, now: &'a str) -> (&'a str, bool) {
     if let Some(rest) = now.strip_prefix(seen) {
         return (rest, false);
     }
-    let start = crate::position::ceil_char_boundary(seen, seen.len() - seen.len().min(TERMINAL_ANCHOR_BYTES));
+    let start = crate::position::ceil_char_boundary(
+        seen,
+        seen.len() - seen.len().min(TERMINAL_ANCHOR_BYTES),
+    );
     let anchor = &seen[start..];
     // The latest place where `now`'s beginning is the end of `seen`: the least new text.
     let mut limit = now.len();
@@ -708,7 +711,10 @@ mod tests {
         assert_eq!(terminal_news(&seen, &now), ("line 200\n", false));
         // A repetitive log: the latest consistent place, the least new text.
         let seen = format!("ab{}", "x".repeat(300));
-        assert_eq!(terminal_news(&seen, &format!("{}y", "x".repeat(300))), ("y", false));
+        assert_eq!(
+            terminal_news(&seen, &format!("{}y", "x".repeat(300))),
+            ("y", false)
+        );
         // Nothing of what was read is left: all of it is new, and some may be lost.
         assert_eq!(terminal_news("old\n", "new\n"), ("new\n", true));
     }

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 
 use super::transport::Connection;
 use crate::host::{
-    ClientTerminal, FileChange, Host, Notice, PermissionOutcome, PermissionRequest,
-    TerminalExit, TerminalOutcome, TerminalRun, TerminalSnapshot,
+    ClientTerminal, FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalExit,
+    TerminalOutcome, TerminalRun, TerminalSnapshot,
 };
 use crate::protocol::acp::{
     CreateTerminal, KillTerminal, ReadTextFile, ReleaseTerminal, RequestPermission, SessionUpdate,
@@ -251,7 +251,9 @@ impl ClientTerminal for AcpTerminal {
     }
 
     async fn release(&self) -> Result<(), String> {
-        self.request(ReleaseTerminal::METHOD, false).await.map(|_| ())
+        self.request(ReleaseTerminal::METHOD, false)
+            .await
+            .map(|_| ())
     }
 
     fn abandon(&self) {
