@@ -74,7 +74,11 @@ impl Client {
         let (to_agent, mut queue) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
             while let Some(line) = queue.recv().await {
-                if stdin.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+                if stdin
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -143,7 +147,8 @@ fn serve(message: &Value, terminals: &Terminals, replies: &mpsc::UnboundedSender
     let id = message["id"].clone();
     let params = &message["params"];
     let method = message["method"].as_str().unwrap().to_string();
-    let answer = move |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    let answer =
+        move |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
     if method == "terminal/create" {
         let terminal = format!("term-{}", terminals.lock().unwrap().len() + 1);
         let args: Vec<String> = serde_json::from_value(params["args"].clone()).unwrap();
@@ -315,7 +320,12 @@ async fn a_background_command_runs_in_the_clients_terminal_and_is_read_killed_an
             .map(String::as_str)
             .filter(|m| !matches!(*m, "output" | "wait_for_exit"))
             .collect();
-        assert_eq!(calls, ["create", "kill", "release"], "{:?}", all["term-1"].calls);
+        assert_eq!(
+            calls,
+            ["create", "kill", "release"],
+            "{:?}",
+            all["term-1"].calls
+        );
     }
     wait_gone(&std::fs::read_to_string(ws.root.join("bg.pid")).unwrap()).await;
 
@@ -324,7 +334,10 @@ async fn a_background_command_runs_in_the_clients_terminal_and_is_read_killed_an
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let requests = fake.requests();
     let started = tool_output_in(&requests[5].body, "call_bg2");
-    assert!(started.contains("\nid: bg2\n") && started.contains("up\n"), "{started}");
+    assert!(
+        started.contains("\nid: bg2\n") && started.contains("up\n"),
+        "{started}"
+    );
     client.until("term-2", |t| !t.released).await;
     client
         .call("session/close", json!({"sessionId": session}))
