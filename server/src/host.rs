@@ -117,6 +117,38 @@ pub struct TerminalOutcome {
     pub cancelled: bool,
 }
 
+/// A client terminal's output (`terminal/output`): all it printed that the client kept,
+/// and its exit once it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalSnapshot {
+    pub output: String,
+    pub exit: Option<TerminalExit>,
+}
+
+/// How a command in a client terminal ended: its exit code, else the signal that ended it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalExit {
+    pub code: Option<i32>,
+    pub signal: Option<String>,
+}
+
+/// A command running in the editor's terminal that outlives the call that started it (a
+/// background command, `Host::open_terminal`): read, waited for, killed and released by
+/// `tools::background`, which owns it.
+#[async_trait::async_trait]
+pub trait ClientTerminal: Send + Sync {
+    /// The terminal's id (`terminalId`).
+    fn id(&self) -> &str;
+    async fn output(&self) -> Result<TerminalSnapshot, String>;
+    /// Returns once the command ended.
+    async fn wait_for_exit(&self) -> Result<TerminalExit, String>;
+    async fn kill(&self) -> Result<(), String>;
+    /// Frees the terminal (killing the command if it still runs); it is not used again.
+    async fn release(&self) -> Result<(), String>;
+    /// Releases the terminal without waiting for the answer: agentls is exiting.
+    fn abandon(&self);
+}
+
 /// `agent/session/requestPermission` params, as sent.
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -261,6 +293,15 @@ pub trait Host: Send + Sync + 'static {
     /// The workspace symbol index (`find_symbol`), its open buffers brought up to date;
     /// None for a host that keeps none.
     async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        None
+    }
+    /// Starts a background command in the editor's terminal: None when the host has no
+    /// terminal (the command runs in this process). Err says why the terminal could not
+    /// start it.
+    async fn open_terminal(
+        &self,
+        _run: TerminalRun,
+    ) -> Option<Result<Arc<dyn ClientTerminal>, String>> {
         None
     }
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome;

@@ -68,36 +68,54 @@ function connect(child, behaviour = {}) {
   const reads = [];
   const writes = [];
   const terminals = [];
+  /** The terminal a terminal/* request names, refused once released. */
+  const usable = (params, method) => {
+    const t = terminals.find((x) => x.id === params.terminalId);
+    if (!t) throw new Error(`terminal/${method}: no terminal ${params.terminalId}`);
+    t.calls.push(method);
+    if (t.released) throw new Error(`terminal/${method}: ${t.id} was released`);
+    return t;
+  };
   const client = {
-    // terminal/*: a small terminal of the test's own, running the command with /bin/sh.
+    // terminal/*: a small terminal of the test's own, running the command in a process
+    // group of its own (killed whole, as a terminal's session is). `calls` lists the
+    // terminal/* methods asked of it, in order; an ACP terminal is not used once released.
     async createTerminal(params) {
       const child = spawn(params.command, params.args || [], {
         cwd: params.cwd,
         env: { ...process.env, ...Object.fromEntries((params.env || []).map((e) => [e.name, e.value])) },
         stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
       });
-      const terminal = { id: `term-${terminals.length + 1}`, params, output: "", killed: false, released: false, child };
-      terminal.exit = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ exitCode: code, signal })));
+      const terminal = { id: `term-${terminals.length + 1}`, params, output: "", killed: false, released: false, child, exitStatus: null, calls: ["create"] };
+      terminal.exit = new Promise((resolve) => child.on("exit", (code, signal) => resolve((terminal.exitStatus = { exitCode: code, signal }))));
+      terminal.kill = () => {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {}
+      };
       child.stdout.on("data", (d) => (terminal.output += d));
       child.stderr.on("data", (d) => (terminal.output += d));
       terminals.push(terminal);
       return { terminalId: terminal.id };
     },
     async terminalOutput(params) {
-      const t = terminals.find((x) => x.id === params.terminalId);
-      return { output: t.output, truncated: false };
+      const t = usable(params, "output");
+      return { output: t.output, truncated: false, ...(t.exitStatus ? { exitStatus: t.exitStatus } : {}) };
     },
     async waitForTerminalExit(params) {
-      return await terminals.find((x) => x.id === params.terminalId).exit;
+      return await usable(params, "wait_for_exit").exit;
     },
     async killTerminal(params) {
-      const t = terminals.find((x) => x.id === params.terminalId);
+      const t = usable(params, "kill");
       t.killed = true;
-      t.child.kill("SIGKILL");
+      t.kill();
       return {};
     },
     async releaseTerminal(params) {
-      terminals.find((x) => x.id === params.terminalId).released = true;
+      const t = usable(params, "release");
+      t.released = true;
+      t.kill();
       return {};
     },
     async sessionUpdate(params) {
@@ -370,6 +388,99 @@ test("a cancel kills the command running in the client's terminal", async () => 
   assert.equal((await answer).stopReason, "cancelled");
   assert.equal(c.terminals[0].killed, true);
   assert.equal(c.terminals[0].released, true);
+});
+
+/** The content of the final update of tool call `id`, as text. */
+const finalContent = (c, id) =>
+  JSON.stringify(c.updates.filter((n) => kind("tool_call_update")(n) && n.update.toolCallId === id && ["completed", "failed"].includes(n.update.status)).at(-1)?.update.content);
+
+test("with client terminals, a background command runs in one: it answers at once, shell_output reads what is new, shell_kill ends it", async () => {
+  const ws = workspace({});
+  // Prints, then waits for the test's go-ahead (a file), prints again, then sleeps.
+  const command = "echo first-$((0+1)); while [ ! -f go ]; do sleep 0.05; done; echo later-$((1+1)); sleep 1000";
+  const c = await start(
+    {
+      replies: [
+        { toolCalls: [{ id: "b1", name: "shell", arguments: { command, background: true } }] },
+        { toolCalls: [{ id: "o1", name: "shell_output", arguments: { id: "bg1", wait_ms: 30000 } }] },
+        { toolCalls: [{ id: "k1", name: "shell_kill", arguments: { id: "bg1" } }] },
+        { text: ["Stopped."] },
+      ],
+    },
+    ws,
+    {},
+    { readTextFile: true, writeTextFile: true },
+    true,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Start it." }] });
+  const started = await c.update((n) => kind("tool_call_update")(n) && n.update.toolCallId === "b1" && n.update.status === "completed");
+  // The call answered while the command still runs in the client's terminal.
+  assert.equal(c.terminals.length, 1);
+  const [terminal] = c.terminals;
+  assert.equal(terminal.exitStatus, null, "the command still runs");
+  assert.equal(terminal.released, false);
+  assert.deepEqual(terminal.params.args.slice(-3), ["sh", "-c", command]);
+  assert.equal(started.update.content[0].terminalId, terminal.id, "the call shows the terminal");
+  const first = JSON.stringify(started.update.content);
+  assert.match(first, /id: bg1[\s\S]*first-1/);
+  assert.doesNotMatch(first, /later-2/);
+  fs.writeFileSync(path.join(ws, "go"), "");
+  assert.equal((await answer).stopReason, "end_turn");
+  const read = finalContent(c, "o1");
+  assert.match(read, /later-2[\s\S]*bg1 is still running/);
+  assert.doesNotMatch(read, /first-1/, "only what is new since the last read");
+  assert.match(finalContent(c, "k1"), /bg1 was killed/);
+  assert.equal(terminal.killed, true);
+  assert.equal(terminal.released, true);
+  const calls = terminal.calls.filter((m) => m !== "output" && m !== "wait_for_exit");
+  assert.deepEqual(calls, ["create", "kill", "release"], terminal.calls.join(" "));
+  await terminal.exit;
+});
+
+test("session/close kills and releases a background command's client terminal", async () => {
+  const ws = workspace({});
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "b1", name: "shell", arguments: { command: "echo up; sleep 1000", background: true } }] }, { text: ["Running."] }] },
+    ws,
+    {},
+    { readTextFile: true, writeTextFile: true },
+    true,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  assert.equal((await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Start it." }] })).stopReason, "end_turn");
+  assert.match(finalContent(c, "b1"), /id: bg1[\s\S]*up/);
+  assert.equal(c.terminals.length, 1, "the command runs in the client's terminal");
+  const [terminal] = c.terminals;
+  assert.equal(terminal.released, false, "the command outlives its turn");
+  await c.connection.closeSession({ sessionId });
+  const released = await c.sent((m) => m.method === "terminal/release" && m.params.terminalId === terminal.id);
+  assert.equal(released.params.sessionId, sessionId);
+  assert.ok(c.wire.some((m) => m.method === "terminal/kill" && m.params.terminalId === terminal.id));
+  await terminal.exit;
+});
+
+test("when agentls exits, a background command's client terminal is released", async () => {
+  const ws = workspace({});
+  const c = await start(
+    { replies: [{ toolCalls: [{ id: "b1", name: "shell", arguments: { command: "echo up; sleep 1000", background: true } }] }, { text: ["Running."] }] },
+    ws,
+    {},
+    { readTextFile: true, writeTextFile: true },
+    true,
+  );
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  await c.connection.setSessionMode({ sessionId, modeId: "full-auto" });
+  await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Start it." }] });
+  assert.equal(c.terminals.length, 1, "the command runs in the client's terminal");
+  const [terminal] = c.terminals;
+  c.child.stdin.end();
+  const released = await c.sent((m) => m.method === "terminal/release" && m.params.terminalId === terminal.id);
+  assert.equal(released.params.sessionId, sessionId);
+  await new Promise((resolve) => (c.child.exitCode !== null ? resolve() : c.child.once("exit", resolve)));
+  terminal.kill();
 });
 
 test("session/set_config_option switches the model of the next call; session/resume does not replay", async () => {

@@ -373,6 +373,40 @@ pub fn embed_terminal(update: &mut Value, terminal_id: &str) {
     }
 }
 
+/// How much of a terminal's earlier output anchors the search for where it was last read.
+const TERMINAL_ANCHOR_BYTES: usize = 64;
+/// At most this many places of the anchor are checked (a repetitive log has many).
+const TERMINAL_ANCHOR_TRIES: usize = 16;
+
+/// What a client terminal printed since it was last read: `seen` is its output then and
+/// `now` its output now (`terminal/output`). A terminal's output only grows at its end, but
+/// the client drops its start beyond `outputByteLimit`, so `now` may begin inside `seen`.
+/// Returns the new text and whether some of it may be lost (the client dropped output
+/// that was never read; the whole of `now` is then new).
+pub fn terminal_news<'a>(seen: &str, now: &'a str) -> (&'a str, bool) {
+    if let Some(rest) = now.strip_prefix(seen) {
+        return (rest, false);
+    }
+    let start = crate::position::ceil_char_boundary(
+        seen,
+        seen.len() - seen.len().min(TERMINAL_ANCHOR_BYTES),
+    );
+    let anchor = &seen[start..];
+    // The latest place where `now`'s beginning is the end of `seen`: the least new text.
+    let mut limit = now.len();
+    for _ in 0..TERMINAL_ANCHOR_TRIES {
+        let Some(at) = now[..limit].rfind(anchor) else {
+            break;
+        };
+        let end = at + anchor.len();
+        if seen.ends_with(&now[..end]) {
+            return (&now[end..], false);
+        }
+        limit = crate::position::floor_char_boundary(now, end - 1);
+    }
+    (now, true)
+}
+
 /// (exit code, signal) of a `TerminalExitStatus` (`{exitCode?, signal?}`).
 pub fn exit_status(status: &Value) -> (Option<i32>, Option<String>) {
     (
@@ -662,6 +696,28 @@ mod tests {
     use super::*;
     use expect_test::expect;
     use serde_json::json;
+
+    #[test]
+    fn terminal_news_is_what_follows_the_last_read() {
+        assert_eq!(terminal_news("", "one\n"), ("one\n", false));
+        assert_eq!(terminal_news("one\n", "one\ntwo\n"), ("two\n", false));
+        assert_eq!(terminal_news("one\n", "one\n"), ("", false));
+        // The client dropped the start (its outputByteLimit): the read ends where `seen` did.
+        let seen = format!("{}end\n", "é".repeat(100));
+        let now = format!("{}more", &seen[20..]);
+        assert_eq!(terminal_news(&seen, &now), ("more", false));
+        let seen: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let now = format!("{}line 200\n", &seen[900..]);
+        assert_eq!(terminal_news(&seen, &now), ("line 200\n", false));
+        // A repetitive log: the latest consistent place, the least new text.
+        let seen = format!("ab{}", "x".repeat(300));
+        assert_eq!(
+            terminal_news(&seen, &format!("{}y", "x".repeat(300))),
+            ("y", false)
+        );
+        // Nothing of what was read is left: all of it is new, and some may be lost.
+        assert_eq!(terminal_news("old\n", "new\n"), ("new\n", true));
+    }
 
     fn wire(update: Option<Value>) -> String {
         serde_json::to_string(&update).unwrap()

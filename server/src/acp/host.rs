@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 
 use super::transport::Connection;
 use crate::host::{
-    FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalOutcome, TerminalRun,
+    ClientTerminal, FileChange, Host, Notice, PermissionOutcome, PermissionRequest, TerminalExit,
+    TerminalOutcome, TerminalRun, TerminalSnapshot,
 };
 use crate::protocol::acp::{
     CreateTerminal, KillTerminal, ReadTextFile, ReleaseTerminal, RequestPermission, SessionUpdate,
@@ -91,6 +92,50 @@ impl AcpHost {
 }
 
 impl AcpHost {
+    /// Creates a client terminal for `run` (`terminal/create`, through the sandbox's
+    /// launcher when there is one) and shows it in the call that runs it. The ACP session
+    /// it belongs to (a subagent's command runs in the client's session that started it)
+    /// and the terminal's id.
+    async fn create_terminal(&self, run: &TerminalRun) -> Result<(String, String), String> {
+        let own = self.session_id();
+        let session_id = if own.is_empty() {
+            run.session_id.clone()
+        } else {
+            own
+        };
+        let launcher = match &run.sandbox {
+            Some(policy) => Some(crate::sandbox::launcher(policy)?),
+            None => None,
+        };
+        let created = self
+            .connection
+            .request(
+                CreateTerminal::METHOD,
+                mapping::terminal_create(
+                    &session_id,
+                    &run.command,
+                    &run.cwd,
+                    &run.hidden_env,
+                    run.max_output_bytes,
+                    launcher.as_ref().map(|(p, a)| (p.as_str(), a.clone())),
+                ),
+            )
+            .await
+            .map_err(|e| format!("{} failed: {}", CreateTerminal::METHOD, e.message))?;
+        let terminal = created["terminalId"]
+            .as_str()
+            .ok_or("terminal/create answered without a terminalId")?
+            .to_string();
+        self.terminals
+            .locked()
+            .insert(run.tool_call_id.clone(), terminal.clone());
+        self.send_update(
+            &session_id,
+            &mapping::terminal_update(&run.tool_call_id, &terminal),
+        );
+        Ok((session_id, terminal))
+    }
+
     /// Runs a `shell` command in a client terminal (`terminal/create`), shown in the tool
     /// call; waits for it, kills it on timeout or cancel, reads its output, releases it.
     async fn terminal(
@@ -107,34 +152,8 @@ impl AcpHost {
                     .map_err(|e| format!("{method} failed: {}", e.message))
             }
         };
-        let launcher = match &run.sandbox {
-            Some(policy) => Some(crate::sandbox::launcher(policy)?),
-            None => None,
-        };
-        let created = request(
-            CreateTerminal::METHOD,
-            mapping::terminal_create(
-                &run.session_id,
-                &run.command,
-                &run.cwd,
-                &run.hidden_env,
-                run.max_output_bytes,
-                launcher.as_ref().map(|(p, a)| (p.as_str(), a.clone())),
-            ),
-        )
-        .await?;
-        let terminal = created["terminalId"]
-            .as_str()
-            .ok_or("terminal/create answered without a terminalId")?
-            .to_string();
-        self.terminals
-            .locked()
-            .insert(run.tool_call_id.clone(), terminal.clone());
-        self.send_update(
-            &run.session_id,
-            &mapping::terminal_update(&run.tool_call_id, &terminal),
-        );
-        let ids = json!({"sessionId": run.session_id, "terminalId": terminal});
+        let (session_id, terminal) = self.create_terminal(&run).await?;
+        let ids = json!({"sessionId": session_id, "terminalId": terminal});
         let waited = tokio::select! {
             exit = request(WaitForTerminalExit::METHOD, ids.clone()) => Some(exit),
             () = tokio::time::sleep(run.timeout) => None,
@@ -166,6 +185,80 @@ impl AcpHost {
             timed_out,
             cancelled,
         })
+    }
+}
+
+/// How long agentls waits for the client's answer about a background command's terminal:
+/// a client that never answers must not hold a turn (`shell_output`, `shell_kill`).
+const TERMINAL_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A background command's client terminal (`Host::open_terminal`).
+struct AcpTerminal {
+    connection: Arc<Connection>,
+    session_id: String,
+    id: String,
+}
+
+impl AcpTerminal {
+    fn ids(&self) -> Value {
+        json!({"sessionId": self.session_id, "terminalId": self.id})
+    }
+
+    /// `method` about this terminal; waits for the answer at most `TERMINAL_ANSWER_TIMEOUT`
+    /// unless `patient`.
+    async fn request(&self, method: &'static str, patient: bool) -> Result<Value, String> {
+        let answer = self.connection.request(method, self.ids());
+        let answer = if patient {
+            answer.await
+        } else {
+            tokio::time::timeout(TERMINAL_ANSWER_TIMEOUT, answer)
+                .await
+                .map_err(|_| format!("{method} got no answer in {TERMINAL_ANSWER_TIMEOUT:?}"))?
+        };
+        answer.map_err(|e| format!("{method} failed: {}", e.message))
+    }
+}
+
+fn terminal_exit(status: &Value) -> TerminalExit {
+    let (code, signal) = mapping::exit_status(status);
+    TerminalExit { code, signal }
+}
+
+#[async_trait::async_trait]
+impl ClientTerminal for AcpTerminal {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn output(&self) -> Result<TerminalSnapshot, String> {
+        let answer = self.request(TerminalOutput::METHOD, false).await?;
+        Ok(TerminalSnapshot {
+            output: answer["output"].as_str().unwrap_or_default().to_string(),
+            exit: answer
+                .get("exitStatus")
+                .filter(|status| !status.is_null())
+                .map(terminal_exit),
+        })
+    }
+
+    async fn wait_for_exit(&self) -> Result<TerminalExit, String> {
+        let answer = self.request(WaitForTerminalExit::METHOD, true).await?;
+        Ok(terminal_exit(&answer))
+    }
+
+    async fn kill(&self) -> Result<(), String> {
+        self.request(KillTerminal::METHOD, false).await.map(|_| ())
+    }
+
+    async fn release(&self) -> Result<(), String> {
+        self.request(ReleaseTerminal::METHOD, false)
+            .await
+            .map(|_| ())
+    }
+
+    fn abandon(&self) {
+        self.connection
+            .request_unanswered(ReleaseTerminal::METHOD, self.ids());
     }
 }
 
@@ -242,6 +335,22 @@ impl Host for AcpHost {
             return None;
         }
         Some(self.terminal(run, cancel).await)
+    }
+
+    async fn open_terminal(
+        &self,
+        run: TerminalRun,
+    ) -> Option<Result<Arc<dyn ClientTerminal>, String>> {
+        if !self.fs.terminal {
+            return None;
+        }
+        Some(self.create_terminal(&run).await.map(|(session_id, id)| {
+            Arc::new(AcpTerminal {
+                connection: self.connection.clone(),
+                session_id,
+                id,
+            }) as Arc<dyn ClientTerminal>
+        }))
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {

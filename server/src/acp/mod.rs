@@ -39,4 +39,9 @@ pub async fn serve_stdio(config: Result<Config, String>) {
         }
     })
     .await;
+    // The client terminals of background commands are the client's to kill: tell it.
+    if crate::tools::background::release_terminals_at_exit() > 0 {
+        // The writer is a task of its own: a moment to send the releases before the exit.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

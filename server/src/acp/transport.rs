@@ -105,6 +105,13 @@ impl Connection {
         answer
     }
 
+    /// Sends a request whose answer nobody waits for (agentls is exiting; an answer that
+    /// still comes is ignored as one to no pending request).
+    pub fn request_unanswered(&self, method: &str, params: Value) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+
     /// The token `$/cancel_request` cancels for the client's request `id` (handled now).
     fn track(&self, id: &Value) -> tokio_util::sync::CancellationToken {
         let token = tokio_util::sync::CancellationToken::new();

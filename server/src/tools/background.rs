@@ -6,6 +6,12 @@
 //! started it: [`stop_session`] kills a session's commands (its end, a cancel with
 //! `stopBackground`), `process_groups::kill_all` every command at agentls's exit.
 //!
+//! A command runs where foreground ones do: in a process group of agentls's own, or, for an
+//! ACP client that offers terminals, in a client terminal (`Host::open_terminal`) that the
+//! client shows and agentls reads (`terminal/output`), kills and releases. One registry
+//! holds both; a [`Runner`] is the only difference: a local process pushes its output as it
+//! comes, a terminal's is pulled when read.
+//!
 //! What a command changes in the workspace enters the ledger when its output is read: each
 //! read compares the workspace with the snapshot taken at the previous read (or the start).
 
@@ -23,7 +29,7 @@ use agentls_core::prompts::fill;
 use agentls_core::tool_info::{error, ToolError};
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
-use crate::host::{Host, Notice};
+use crate::host::{ClientTerminal, Host, Notice, TerminalExit, TerminalRun};
 use crate::locks::Locked;
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::ToolContext;
@@ -38,6 +44,14 @@ const FIRST_OUTPUT_QUIET: Duration = Duration::from_millis(150);
 pub const MAX_WAIT_MS: u64 = 30_000;
 /// How long `shell_kill` waits for a stopped command's last output and status.
 const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How often a client terminal's output is read while a call waits for something new.
+const TERMINAL_POLL: Duration = Duration::from_millis(200);
+/// How often a client terminal that cannot be waited for (`terminal/wait_for_exit`
+/// failed) is read for its exit.
+const TERMINAL_EXIT_POLL: Duration = Duration::from_secs(1);
+/// The output a client terminal keeps (`outputByteLimit`): what a command prints between
+/// two reads, the client dropping the start of more.
+const TERMINAL_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// Every session's background commands.
 static SESSIONS: LazyLock<Mutex<HashMap<String, SessionCommands>>> =
@@ -64,6 +78,7 @@ pub struct Background {
     /// Signalled on new output and at the end.
     changed: Notify,
     stop: CancellationToken,
+    runner: Runner,
     /// Where its changes are found, and the snapshot the next read compares against.
     root: PathBuf,
     roots: Vec<PathBuf>,
@@ -79,6 +94,23 @@ struct Progress {
     exit_code: Option<i32>,
     /// Forwarded to the `shell` call that started it while that call waits.
     live: Option<OnOutput>,
+}
+
+/// What runs a background command.
+enum Runner {
+    /// A process group of agentls's own: its watcher pushes the output and the ending as
+    /// they come.
+    Local,
+    /// A client terminal: its output is pulled (`terminal/output`) when read; its follower
+    /// notes the ending.
+    Terminal(TerminalFollow),
+}
+
+struct TerminalFollow {
+    terminal: Arc<dyn ClientTerminal>,
+    /// The terminal's output at the last pull, and whether it was released (then it is not
+    /// asked again). One pull at a time, so each piece of output is taken once.
+    seen: tokio::sync::Mutex<(String, bool)>,
 }
 
 /// Where the output streams to while the starting call waits (the call's `on_output`).
@@ -115,8 +147,60 @@ impl Background {
         self.state.locked().ending.is_some()
     }
 
-    fn has_unread(&self) -> bool {
-        self.state.locked().unread_bytes > 0
+    fn unread_bytes(&self) -> usize {
+        self.state.locked().unread_bytes
+    }
+
+    /// Notes how it ended (the first ending noted stands); whether this one did.
+    fn end(&self, ending: String, exit_code: Option<i32>) -> bool {
+        {
+            let mut state = self.state.locked();
+            if state.ending.is_some() {
+                return false;
+            }
+            state.ending = Some(ending);
+            state.exit_code = exit_code;
+        }
+        self.changed.notify_waiters();
+        true
+    }
+
+    /// Brings its unread output up to date: a client terminal's is read now (a local
+    /// process pushes its own). The terminal's exit, when it reported one; Err (logged)
+    /// when the terminal could not be read.
+    async fn refresh(&self) -> Result<Option<TerminalExit>, ()> {
+        let Runner::Terminal(follow) = &self.runner else {
+            return Ok(None);
+        };
+        let mut seen = follow.seen.lock().await;
+        if seen.1 {
+            return Ok(None);
+        }
+        let snapshot = match follow.terminal.output().await {
+            Ok(snapshot) => snapshot,
+            Err(err) => {
+                tracing::warn!("{}: {err}", self.id);
+                return Err(());
+            }
+        };
+        let (news, lost) = agentls_core::acp::terminal_news(&seen.0, &snapshot.output);
+        if lost {
+            self.push("[the start of this output was dropped by the client's terminal]\n");
+        }
+        if !news.is_empty() {
+            self.push(news);
+        }
+        seen.0 = snapshot.output;
+        Ok(snapshot.exit)
+    }
+
+    /// How long a wait for news may go without a `refresh`: None for a local process,
+    /// whose news wakes the waiter.
+    fn poll_every(&self) -> Option<Duration> {
+        match self.runner {
+            Runner::Local => None,
+            Runner::Terminal(_) => Some(TERMINAL_POLL),
+        }
     }
 
     fn info(&self) -> BackgroundInfo {
@@ -138,13 +222,21 @@ impl Background {
 
     /// Waits until it ends, prints something new, or `wait` passes.
     async fn wait_for_news(&self, wait: Duration) {
-        let changed = self.changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        if self.ended() || self.has_unread() {
-            return;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let _ = self.refresh().await;
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = tokio::time::Instant::now();
+            if self.ended() || self.unread_bytes() > 0 || now >= deadline {
+                return;
+            }
+            let step = self
+                .poll_every()
+                .map_or(deadline - now, |poll| poll.min(deadline - now));
+            let _ = tokio::time::timeout(step, changed).await;
         }
-        let _ = tokio::time::timeout(wait, changed).await;
     }
 
     /// The output since the last read, cut head and tail, with its status line.
@@ -195,29 +287,52 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
     let root = shell::root_holding(cx, &cwd).to_path_buf();
     let before = snapshot::before(&root).await;
     let absent = shell::absent_protected(cx.sandbox.as_ref());
-    let mut child = shell::spawn(
-        command,
-        &cwd,
-        ChildSetup {
-            hidden_env: &cx.hidden_env,
-            sandbox: cx.sandbox.as_ref(),
-        },
-    )?;
-    let group = GroupGuard::new(child.id());
-    let (chunks, readers) = shell::merged_output(&mut child);
-    let background = register(cx, command, cwd, root, before);
-    {
-        let mut state = background.state.locked();
-        state.live = Some(cx.on_output.clone());
-    }
-    tokio::spawn(watch(
-        background.clone(),
-        child,
-        group,
-        chunks,
-        readers,
-        absent,
-    ));
+    let run = TerminalRun {
+        session_id: cx.session_id.clone(),
+        tool_call_id: cx.call_id.clone(),
+        command: command.to_string(),
+        cwd: cwd.clone(),
+        timeout: Duration::MAX,
+        max_output_bytes: TERMINAL_OUTPUT_BYTES,
+        hidden_env: cx.hidden_env.clone(),
+        sandbox: cx.sandbox.clone(),
+    };
+    let background = match cx.host.open_terminal(run).await {
+        Some(terminal) => {
+            let terminal = terminal.map_err(error)?;
+            let runner = Runner::Terminal(TerminalFollow {
+                terminal,
+                seen: Default::default(),
+            });
+            let background = register(cx, command, cwd, root, before, runner);
+            background.state.locked().live = Some(cx.on_output.clone());
+            tokio::spawn(follow(background.clone(), absent));
+            background
+        }
+        None => {
+            let mut child = shell::spawn(
+                command,
+                &cwd,
+                ChildSetup {
+                    hidden_env: &cx.hidden_env,
+                    sandbox: cx.sandbox.as_ref(),
+                },
+            )?;
+            let group = GroupGuard::new(child.id());
+            let (chunks, readers) = shell::merged_output(&mut child);
+            let background = register(cx, command, cwd, root, before, Runner::Local);
+            background.state.locked().live = Some(cx.on_output.clone());
+            tokio::spawn(watch(
+                background.clone(),
+                child,
+                group,
+                chunks,
+                readers,
+                absent,
+            ));
+            background
+        }
+    };
     tell(&cx.session_id);
     first_output(&background).await;
     background.state.locked().live = None;
@@ -240,6 +355,7 @@ fn register(
     cwd: PathBuf,
     root: PathBuf,
     before: Option<snapshot::Before>,
+    runner: Runner,
 ) -> Arc<Background> {
     let mut sessions = SESSIONS.locked();
     let session = sessions.entry(cx.session_id.clone()).or_default();
@@ -260,6 +376,7 @@ fn register(
         }),
         changed: Notify::new(),
         stop: CancellationToken::new(),
+        runner,
         root,
         roots: cx.boundary.roots.clone(),
         snapshot: tokio::sync::Mutex::new(before),
@@ -272,24 +389,109 @@ fn register(
 /// `FIRST_OUTPUT_WAIT` passes.
 async fn first_output(background: &Background) {
     let deadline = tokio::time::Instant::now() + FIRST_OUTPUT_WAIT;
+    // The unread output at the previous look: the same again after a pause is a pause.
+    let mut before = None;
     loop {
-        if background.ended() {
-            return;
-        }
+        let _ = background.refresh().await;
+        let changed = background.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let unread = background.unread_bytes();
         let now = tokio::time::Instant::now();
-        if now >= deadline {
+        if background.ended() || now >= deadline || (unread > 0 && before == Some(unread)) {
             return;
         }
-        let wait = if background.has_unread() {
-            FIRST_OUTPUT_QUIET.min(deadline - now)
+        before = Some(unread);
+        let wait = if unread > 0 {
+            FIRST_OUTPUT_QUIET
         } else {
             deadline - now
         };
-        let changed = background.changed.notified();
-        if tokio::time::timeout(wait, changed).await.is_err() && background.has_unread() {
-            return;
+        let wait = background
+            .poll_every()
+            .map_or(wait, |poll| poll.max(FIRST_OUTPUT_QUIET).min(wait))
+            .min(deadline - now);
+        let _ = tokio::time::timeout(wait, changed).await;
+    }
+}
+
+/// Follows a command in a client terminal until it ends or is stopped: a stop kills it
+/// (`terminal/kill`), then its last output is read and the terminal released; how it
+/// ended is noted.
+async fn follow(background: Arc<Background>, absent: Vec<PathBuf>) {
+    let Runner::Terminal(terminal) = &background.runner else {
+        return;
+    };
+    let terminal = terminal.terminal.clone();
+    let exit = tokio::select! {
+        biased;
+        () = background.stop.cancelled() => None,
+        exit = terminal_exit(&background, &*terminal) => Some(exit),
+    };
+    let (ending, exit_code) = match exit {
+        None => {
+            if let Err(err) = terminal.kill().await {
+                tracing::warn!("{}: {err}", background.id);
+            }
+            (format!("[{} was killed]", background.id), None)
+        }
+        Some(exit) => (status_line(&exit), exit.code),
+    };
+    let _ = background.refresh().await;
+    if let Runner::Terminal(follow) = &background.runner {
+        follow.seen.lock().await.1 = true;
+    }
+    if let Err(err) = terminal.release().await {
+        tracing::warn!("{}: {err}", background.id);
+    }
+    let ending = with_planted(ending, &absent);
+    if background.end(ending, exit_code) {
+        tell(&background.session_id);
+    }
+}
+
+/// How the command in `terminal` ended: waited for, else (a client that cannot wait)
+/// read until its output shows an exit.
+async fn terminal_exit(background: &Background, terminal: &dyn ClientTerminal) -> TerminalExit {
+    match terminal.wait_for_exit().await {
+        Ok(exit) => return exit,
+        Err(err) => tracing::warn!("{}: {err}; reading its output for the exit", background.id),
+    }
+    loop {
+        match background.refresh().await {
+            Ok(Some(exit)) => return exit,
+            Ok(None) => tokio::time::sleep(TERMINAL_EXIT_POLL).await,
+            // Neither waited for nor read: nothing more will be known of it.
+            Err(()) => {
+                return TerminalExit {
+                    code: None,
+                    signal: None,
+                }
+            }
         }
     }
+}
+
+/// The status line of a command that exited in a client terminal.
+fn status_line(exit: &TerminalExit) -> String {
+    match (exit.code, &exit.signal) {
+        (Some(code), _) => format!("[exit code {code}]"),
+        (None, Some(signal)) => format!("[killed by signal {signal}]"),
+        (None, None) => "[exit status unknown]".to_string(),
+    }
+}
+
+/// The ending, after a note of the protected paths a sandboxed command created (removed now).
+fn with_planted(ending: String, absent: &[PathBuf]) -> String {
+    let planted = shell::remove_planted(absent);
+    if planted.is_empty() {
+        return ending;
+    }
+    let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]\n{ending}",
+        names.join(", ")
+    )
 }
 
 /// Reads the command until it ends or is stopped, then notes how it ended.
@@ -324,22 +526,9 @@ async fn watch(
             (format!("[waiting for the command failed: {err}]"), None)
         }
     };
-    let planted = shell::remove_planted(&absent);
-    let mut ending = ending;
-    if !planted.is_empty() {
-        let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
-        ending = format!(
-            "[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]\n{ending}",
-            names.join(", ")
-        );
+    if background.end(with_planted(ending, &absent), exit_code) {
+        tell(&background.session_id);
     }
-    {
-        let mut state = background.state.locked();
-        state.ending = Some(ending);
-        state.exit_code = exit_code;
-    }
-    background.changed.notify_waiters();
-    tell(&background.session_id);
 }
 
 /// The status line of an ended command and its exit code.
@@ -398,9 +587,7 @@ pub async fn read(
     prompts: &agentls_core::prompts::Prompts,
 ) -> Result<Read, String> {
     let background = find(session_id, id)?;
-    if !wait.is_zero() {
-        background.wait_for_news(wait).await;
-    }
+    background.wait_for_news(wait).await;
     let changed = background.changes().await;
     let (output, ended, exit_code) = background.take_output(prompts);
     Ok(Read {
@@ -422,10 +609,15 @@ pub async fn kill(
     let ended_before = background.ended();
     background.stop.cancel();
     let deadline = tokio::time::Instant::now() + KILL_WAIT;
-    while !background.ended() && tokio::time::Instant::now() < deadline {
-        background
-            .wait_for_news(deadline - tokio::time::Instant::now())
-            .await;
+    loop {
+        let changed = background.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let now = tokio::time::Instant::now();
+        if background.ended() || now >= deadline {
+            break;
+        }
+        let _ = tokio::time::timeout(deadline - now, changed).await;
     }
     let mut read = read(session_id, id, Duration::ZERO, prompts).await?;
     if !ended_before {
@@ -457,6 +649,23 @@ pub fn stop_session(session_id: &str) -> usize {
         announce(&*host, session_id, Vec::new());
     }
     running
+}
+
+/// agentls is exiting: every command in a client terminal is released at once, without
+/// waiting for an answer that can no longer arrive (the client kills it); local process
+/// groups are `process_groups::kill_all`'s. How many terminals were released.
+pub fn release_terminals_at_exit() -> usize {
+    let sessions = std::mem::take(&mut *SESSIONS.locked());
+    let mut released = 0;
+    for background in sessions.values().flat_map(|s| &s.commands) {
+        if let Runner::Terminal(follow) = &background.runner {
+            if !background.ended() {
+                follow.terminal.abandon();
+                released += 1;
+            }
+        }
+    }
+    released
 }
 
 /// Stops one command from outside a turn (the editor's stop button); whether it was running.
