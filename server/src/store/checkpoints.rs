@@ -15,15 +15,25 @@
 //! unreadable ones are listed as not stored). A tree per root per checkpoint; refs
 //! `refs/sessions/SESSION/…` keep them, and past `checkpoints.maxStoreBytes` the oldest
 //! sessions' refs go and git prunes what nothing keeps.
+//!
+//! A snapshot of a root is one `git status` against the root's index and its own HEAD (a
+//! per-root `GIT_DIR`, `worktree-KEY`, sharing the store's objects through
+//! `GIT_COMMON_DIR`, whose HEAD is the tree of the root's last snapshot): a stat of every
+//! file, the untracked cache for new ones (only the directories whose mtime moved are
+//! read again), the index written back with the stats it refreshed. When nothing changed
+//! the tree is that HEAD, one git process in all; otherwise the changed paths go through
+//! `update-index` and `write-tree`, and HEAD becomes the new tree.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use agentls_core::checkpoints::{parse_raw_diff, CheckpointSettings, RawChange};
+use agentls_core::checkpoints::{
+    parse_raw_diff, parse_status, CheckpointSettings, RawChange, Tracked,
+};
 use agentls_core::event::RootTree;
 
 use crate::locks::Locked;
@@ -39,6 +49,10 @@ const CONFIG: &[(&str, &str)] = &[
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
     ("core.untrackedCache", "true"),
+    // The untracked cache is kept for the flags of `status.showUntrackedFiles`: `-uall`'s.
+    ("status.showUntrackedFiles", "all"),
+    ("status.renames", "false"),
+    ("diff.renames", "false"),
     ("core.autocrlf", "false"),
     ("core.safecrlf", "false"),
     ("core.symlinks", "true"),
@@ -98,7 +112,8 @@ impl CheckpointStore {
         self.dir.join("git")
     }
 
-    fn index_file(&self, root: &Path) -> PathBuf {
+    /// The name of `root`'s files in the store (FNV-1a of its path).
+    fn root_key(root: &Path) -> String {
         let key = root
             .as_os_str()
             .as_encoded_bytes()
@@ -106,7 +121,67 @@ impl CheckpointStore {
             .fold(0xcbf2_9ce4_8422_2325u64, |hash, &b| {
                 (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
             });
-        self.dir.join(format!("index-{key:016x}"))
+        format!("{key:016x}")
+    }
+
+    fn index_file(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("index-{}", Self::root_key(root)))
+    }
+
+    /// `root`'s own `GIT_DIR`: its HEAD (the tree of its last snapshot) beside the
+    /// store's objects and refs (`GIT_COMMON_DIR`).
+    fn root_git_dir(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("worktree-{}", Self::root_key(root)))
+    }
+
+    /// The exclude file of `root`'s git runs: the repository's `.git/info/exclude` (read,
+    /// never written) and agentls's state directory when it lies inside the root (the logs
+    /// and this store must not be rewound).
+    fn excludes_file(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("exclude-{}", Self::root_key(root)))
+    }
+
+    /// Makes `root`'s `GIT_DIR` (HEAD unborn until its first tree) and its exclude file,
+    /// rewritten only when its text changes (git's untracked cache keeps its stat).
+    fn ensure_root(&self, root: &Path) -> Result<(), String> {
+        let dir = self.root_git_dir(root);
+        if !dir.join("HEAD").is_file() {
+            private_dir(&dir, None).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::write(dir.join("HEAD"), "ref: refs/heads/none\n")
+                .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+        }
+        let mut text = std::fs::read(root.join(".git/info/exclude")).unwrap_or_default();
+        if let Ok(inside) = self.state.strip_prefix(root) {
+            if !inside.as_os_str().is_empty() {
+                text.extend_from_slice(b"\n/");
+                text.extend_from_slice(inside.as_os_str().as_encoded_bytes());
+                text.extend_from_slice(b"\n");
+            }
+        }
+        let path = self.excludes_file(root);
+        if text.is_empty() {
+            let _ = std::fs::remove_file(&path);
+        } else if std::fs::read(&path).ok().as_deref() != Some(&text[..]) {
+            std::fs::write(&path, &text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The tree `root`'s HEAD names (its last snapshot's), if any.
+    fn head_tree(&self, root: &Path) -> Option<String> {
+        let head = std::fs::read_to_string(self.root_git_dir(root).join("HEAD")).ok()?;
+        let tree = head.trim();
+        (tree.len() >= 40 && tree.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tree.into())
+    }
+
+    /// Sets `root`'s HEAD to `tree` (a whole file renamed into place).
+    fn set_head(&self, root: &Path, tree: &str) -> Result<(), String> {
+        let dir = self.root_git_dir(root);
+        let temp = dir.join("HEAD.new");
+        std::fs::write(&temp, format!("{tree}\n"))
+            .and_then(|()| std::fs::rename(&temp, dir.join("HEAD")))
+            .map_err(|e| format!("cannot write {}: {e}", dir.display()))
     }
 
     /// Creates the store (0700) and its git directory once.
@@ -158,9 +233,12 @@ impl CheckpointStore {
                 .env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
         if let Some(root) = root {
-            command.env("GIT_WORK_TREE", root).current_dir(root);
-            // The repository's own excludes, read (never written) where the root has one.
-            let exclude = root.join(".git/info/exclude");
+            command
+                .env("GIT_DIR", self.root_git_dir(root))
+                .env("GIT_COMMON_DIR", self.git_dir())
+                .env("GIT_WORK_TREE", root)
+                .current_dir(root);
+            let exclude = self.excludes_file(root);
             if exclude.is_file() {
                 command
                     .arg("-c")
@@ -227,6 +305,7 @@ impl CheckpointStore {
                     root.display()
                 );
                 let _ = std::fs::remove_file(self.index_file(root));
+                let _ = std::fs::remove_dir_all(self.root_git_dir(root));
                 self.snapshot_root(root, limits, buffers)
             });
             let (tree, unstored) = taken?;
@@ -245,11 +324,13 @@ impl CheckpointStore {
         limits: CheckpointSettings,
         buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<(String, Vec<String>), String> {
+        self.ensure_root(root)?;
         let index = self.index_file(root);
-        let listed = self.changed_since_index(root, &index)?;
-        let paths: BTreeSet<&[u8]> = listed
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
+        let status = self.status(root, &index)?;
+        let paths: BTreeMap<&[u8], Tracked> = status
+            .paths
+            .iter()
+            .map(|(path, tracked)| (path.as_slice(), *tracked))
             .collect();
         if paths.len() > MAX_CHANGED_FILES {
             return Err(format!(
@@ -267,6 +348,14 @@ impl CheckpointStore {
                 limits.max_store_bytes
             ));
         }
+        let unstored = changes.unstored.iter().cloned().collect();
+        let buffered = buffers.iter().any(|(path, _)| path.starts_with(root));
+        // Nothing to put in the index, and the index is HEAD's tree: that tree it is.
+        if changes.update.is_empty() && changes.dropped.is_empty() && !buffered {
+            if let Some(tree) = self.head_tree(root).filter(|_| !status.index_differs) {
+                return Ok((tree, unstored));
+            }
+        }
         self.stage_changes(root, &index, &changes)?;
         self.overlay_buffers(root, &index, buffers)?;
         let mut write = self.git(Some(root), Some(&index));
@@ -274,26 +363,29 @@ impl CheckpointStore {
         let tree = String::from_utf8_lossy(&Self::run(write, None)?)
             .trim()
             .to_string();
-        Ok((tree, changes.unstored.into_iter().collect()))
+        self.set_head(root, &tree)?;
+        Ok((tree, unstored))
     }
 
-    /// The paths (NUL-separated) that changed since `index` last saw `root`: new (untracked
-    /// here), modified (by stat) and deleted files; unchanged files cost a stat inside git.
-    fn changed_since_index(&self, root: &Path, index: &Path) -> Result<Vec<u8>, String> {
-        let mut list = self.git(Some(root), Some(index));
-        list.args([
-            "ls-files",
+    /// What changed since `index` last saw `root`: new (untracked here), modified and
+    /// deleted files, and whether the index is still HEAD's tree. Unchanged files cost a
+    /// stat inside git, unchanged directories a stat (the untracked cache); git writes the
+    /// index back when it refreshed a stat (so the next run trusts it) or the cache moved.
+    fn status(
+        &self,
+        root: &Path,
+        index: &Path,
+    ) -> Result<agentls_core::checkpoints::StatusChanges, String> {
+        let mut status = self.git(Some(root), Some(index));
+        status.args([
+            "status",
+            "--porcelain=v2",
             "-z",
-            "--others",
-            "--modified",
-            "--deleted",
-            "--exclude-standard",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
         ]);
-        // agentls's state (logs, this store) when it lies inside the root.
-        if let Ok(inside) = self.state.strip_prefix(root) {
-            list.arg(format!("--exclude=/{}", inside.display()));
-        }
-        Self::run(list, None)
+        Ok(parse_status(&Self::run(status, None)?))
     }
 
     /// Puts the sorted changes in `index`: the files not stored leave it (so the tree holds
@@ -530,7 +622,7 @@ impl CheckpointStore {
 struct Changes {
     /// Paths (NUL-terminated) to add, update or remove in the index.
     update: Vec<u8>,
-    /// Paths (NUL-terminated) too large or unreadable: taken out of the index.
+    /// Paths (NUL-terminated) in the index now too large or unreadable: taken out of it.
     dropped: Vec<u8>,
     /// The dropped paths, as the snapshot reports them (not stored).
     unstored: BTreeSet<String>,
@@ -539,14 +631,14 @@ struct Changes {
 }
 
 /// Sorts `paths` (relative to `root`) by whether each can be stored.
-fn sort_changes(root: &Path, paths: BTreeSet<&[u8]>, max_file_bytes: u64) -> Changes {
+fn sort_changes(root: &Path, paths: BTreeMap<&[u8], Tracked>, max_file_bytes: u64) -> Changes {
     let mut changes = Changes {
         update: Vec::new(),
         dropped: Vec::new(),
         unstored: BTreeSet::new(),
         bytes: 0,
     };
-    for path in paths {
+    for (path, tracked) in paths {
         // A nested repository's directory: not this store's to snapshot.
         if path.ends_with(b"/") {
             continue;
@@ -560,8 +652,11 @@ fn sort_changes(root: &Path, paths: BTreeSet<&[u8]>, max_file_bytes: u64) -> Cha
             }
             Storable::Gone => changes.update.extend_from_slice(path),
             Storable::No => {
-                changes.dropped.extend_from_slice(path);
-                changes.dropped.push(0);
+                // An untracked one is not in the index: nothing to take out.
+                if tracked == Tracked::Yes {
+                    changes.dropped.extend_from_slice(path);
+                    changes.dropped.push(0);
+                }
                 changes
                     .unstored
                     .insert(String::from_utf8_lossy(path).into_owned());
