@@ -425,7 +425,8 @@ mod tests {
         assert!(staged.index_differs);
         assert_eq!(parse_status(b""), StatusChanges::default());
         // A rename's two records: its origin (not in the index) is skipped.
-        let renamed = parse_status(b"2 R. N... 100644 100644 100644 aaaa aaaa R100 new.rs\0old.rs\0? x\0");
+        let renamed =
+            parse_status(b"2 R. N... 100644 100644 100644 aaaa aaaa R100 new.rs\0old.rs\0? x\0");
         assert_eq!(renamed.paths.len(), 2);
         assert_eq!(renamed.paths[0].0, b"new.rs".to_vec());
         assert_eq!(renamed.paths[1].0, b"x".to_vec());

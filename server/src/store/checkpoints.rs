@@ -37,6 +37,7 @@ use agentls_core::checkpoints::{
 use agentls_core::event::RootTree;
 
 use crate::locks::Locked;
+use crate::store::checkpoint_watch;
 use crate::store::session_log::{private_dir, SessionStore};
 
 /// One snapshot process at a time: the roots' index files are shared by the sessions of a
@@ -142,8 +143,10 @@ impl CheckpointStore {
     }
 
     /// Makes `root`'s `GIT_DIR` (HEAD unborn until its first tree) and its exclude file,
-    /// rewritten only when its text changes (git's untracked cache keeps its stat).
-    fn ensure_root(&self, root: &Path) -> Result<(), String> {
+    /// rewritten only when its text changes (git's untracked cache keeps its stat). Its
+    /// stamp: what decides a snapshot besides the files under watch (the exclude files,
+    /// the user's global one, the size limit).
+    fn ensure_root(&self, root: &Path, limits: CheckpointSettings) -> Result<Vec<u8>, String> {
         let dir = self.root_git_dir(root);
         if !dir.join("HEAD").is_file() {
             private_dir(&dir, None).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -165,7 +168,20 @@ impl CheckpointStore {
             std::fs::write(&path, &text)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
-        Ok(())
+        let mut stamp = text;
+        let config = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
+        if let Some(global) = config.map(|dir| dir.join("git/ignore")) {
+            if let Ok(meta) = std::fs::metadata(global) {
+                use std::os::unix::fs::MetadataExt;
+                stamp.extend_from_slice(
+                    format!("\0{} {} {}", meta.mtime(), meta.mtime_nsec(), meta.len()).as_bytes(),
+                );
+            }
+        }
+        stamp.extend_from_slice(format!("\0{}", limits.max_file_bytes).as_bytes());
+        Ok(stamp)
     }
 
     /// The tree `root`'s HEAD names (its last snapshot's), if any.
@@ -324,8 +340,18 @@ impl CheckpointStore {
         limits: CheckpointSettings,
         buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<(String, Vec<String>), String> {
-        self.ensure_root(root)?;
+        let stamp = self.ensure_root(root, limits)?;
         let index = self.index_file(root);
+        let buffered = buffers.iter().any(|(path, _)| path.starts_with(root));
+        // Nothing changed since the last snapshot (the kernel says): its tree again.
+        let skip = [self.state.clone(), self.dir.clone()];
+        let reuse = !buffered;
+        if let Some(last) = checkpoint_watch::unchanged(&index, root, &skip, &stamp, reuse) {
+            if self.head_tree(root).as_deref() == Some(last.tree.as_str()) {
+                return Ok((last.tree, last.unstored));
+            }
+            checkpoint_watch::unchanged(&index, root, &skip, &stamp, false);
+        }
         let status = self.status(root, &index)?;
         let paths: BTreeMap<&[u8], Tracked> = status
             .paths
@@ -348,11 +374,24 @@ impl CheckpointStore {
                 limits.max_store_bytes
             ));
         }
-        let unstored = changes.unstored.iter().cloned().collect();
-        let buffered = buffers.iter().any(|(path, _)| path.starts_with(root));
+        let unstored: Vec<String> = changes.unstored.iter().cloned().collect();
+        let taken = |tree: String| {
+            if !buffered {
+                let unstored = unstored.clone();
+                checkpoint_watch::taken(
+                    &index,
+                    checkpoint_watch::Taken {
+                        tree,
+                        unstored,
+                        stamp: stamp.clone(),
+                    },
+                );
+            }
+        };
         // Nothing to put in the index, and the index is HEAD's tree: that tree it is.
         if changes.update.is_empty() && changes.dropped.is_empty() && !buffered {
             if let Some(tree) = self.head_tree(root).filter(|_| !status.index_differs) {
+                taken(tree.clone());
                 return Ok((tree, unstored));
             }
         }
@@ -364,6 +403,7 @@ impl CheckpointStore {
             .trim()
             .to_string();
         self.set_head(root, &tree)?;
+        taken(tree.clone());
         Ok((tree, unstored))
     }
 
@@ -739,4 +779,152 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Stri
         let _ = std::fs::remove_file(&temp);
         format!("cannot replace {}: {e}", path.display())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file's bytes and mode in the snapshot's tree (`None`: not in it).
+    fn stored(store: &CheckpointStore, snapshot: &Snapshot, path: &str) -> Option<(Vec<u8>, u32)> {
+        let blob = store.entry(&snapshot.trees[0].tree, path)?;
+        Some((store.blob(&blob.oid).unwrap(), blob.mode))
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Every kind of change made after a snapshot is in the next one, also when the
+    /// snapshot before found nothing changed (and so took its tree again).
+    #[test]
+    fn every_change_after_a_snapshot_is_in_the_next_one() {
+        let root_dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let root = root_dir.path().to_path_buf();
+        let store = CheckpointStore::at(state.path());
+        let roots = vec![root.clone()];
+        let limits = CheckpointSettings::default();
+        std::fs::create_dir_all(root.join("src/inner")).unwrap();
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(root.join("a.rs"), "a\n").unwrap();
+        std::fs::write(root.join("src/inner/b.rs"), "b\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(root.join("target/out"), "built\n").unwrap();
+        std::fs::write(root.join("notes.txt"), "notes\n").unwrap();
+        std::fs::write(root.join(".git/info/exclude"), "notes.txt\n").unwrap();
+        let snap = || store.snapshot(&roots, limits).unwrap();
+        let first = snap();
+        assert_eq!(stored(&store, &first, "a.rs").unwrap().0, b"a\n");
+        assert!(stored(&store, &first, "target/out").is_none());
+        assert!(stored(&store, &first, "notes.txt").is_none());
+        let mut last = snap();
+        assert_eq!(last.trees[0].tree, first.trees[0].tree);
+
+        type Change = (
+            &'static str,
+            fn(&Path),
+            &'static str,
+            Option<(&'static [u8], u32)>,
+        );
+        let changes: Vec<Change> = vec![
+            (
+                "a file appended to in place",
+                |r| append(&r.join("a.rs"), "more\n"),
+                "a.rs",
+                Some((b"a\nmore\n", 0o100644)),
+            ),
+            (
+                "a mode changed",
+                |r| {
+                    std::fs::set_permissions(r.join("a.rs"), std::fs::Permissions::from_mode(0o755))
+                        .unwrap()
+                },
+                "a.rs",
+                Some((b"a\nmore\n", 0o100755)),
+            ),
+            (
+                "a file in an empty directory",
+                |r| std::fs::write(r.join("empty/new.rs"), "new\n").unwrap(),
+                "empty/new.rs",
+                Some((b"new\n", 0o100644)),
+            ),
+            (
+                "a file in new directories",
+                |r| {
+                    std::fs::create_dir_all(r.join("deep/er")).unwrap();
+                    std::fs::write(r.join("deep/er/c.rs"), "c\n").unwrap()
+                },
+                "deep/er/c.rs",
+                Some((b"c\n", 0o100644)),
+            ),
+            (
+                "a file in a directory made by the change before",
+                |r| std::fs::write(r.join("deep/er/d.rs"), "d\n").unwrap(),
+                "deep/er/d.rs",
+                Some((b"d\n", 0o100644)),
+            ),
+            (
+                "a deep file rewritten",
+                |r| append(&r.join("deep/er/c.rs"), "c2\n"),
+                "deep/er/c.rs",
+                Some((b"c\nc2\n", 0o100644)),
+            ),
+            (
+                "a file deleted",
+                |r| std::fs::remove_file(r.join("src/inner/b.rs")).unwrap(),
+                "src/inner/b.rs",
+                None,
+            ),
+            (
+                "a directory renamed",
+                |r| std::fs::rename(r.join("deep"), r.join("moved")).unwrap(),
+                "moved/er/c.rs",
+                Some((b"c\nc2\n", 0o100644)),
+            ),
+            (
+                "a file in the renamed directory",
+                |r| append(&r.join("moved/er/d.rs"), "d2\n"),
+                "moved/er/d.rs",
+                Some((b"d\nd2\n", 0o100644)),
+            ),
+            (
+                "a symlink",
+                |r| std::os::unix::fs::symlink("a.rs", r.join("link")).unwrap(),
+                "link",
+                Some((b"a.rs", 0o120000)),
+            ),
+            (
+                "an exclude of the repository's taken back",
+                |r| std::fs::write(r.join(".git/info/exclude"), "").unwrap(),
+                "notes.txt",
+                Some((b"notes\n", 0o100644)),
+            ),
+        ];
+        for (what, change, path, expected) in changes {
+            change(&root);
+            let now = snap();
+            let found = stored(&store, &now, path);
+            assert_eq!(
+                found
+                    .as_ref()
+                    .map(|(bytes, mode)| (bytes.as_slice(), *mode)),
+                expected,
+                "{what}: {path}"
+            );
+            assert_ne!(now.trees[0].tree, last.trees[0].tree, "{what}");
+            // Nothing since: the same tree.
+            last = snap();
+            assert_eq!(last.trees[0].tree, now.trees[0].tree, "{what}, again");
+        }
+        // An ignored file changed: the tree stays.
+        append(&root.join("target/out"), "again\n");
+        assert_eq!(snap().trees[0].tree, last.trees[0].tree);
+        // The user's .git is never written.
+        assert_eq!(std::fs::read(root.join(".git/info/exclude")).unwrap(), b"");
+        assert_eq!(std::fs::read_dir(root.join(".git")).unwrap().count(), 1);
+    }
 }
