@@ -245,6 +245,66 @@ pub fn parse_raw_diff(bytes: &[u8]) -> Vec<RawChange> {
     changes
 }
 
+/// What `git status --porcelain=v2 -z --untracked-files=all --no-renames` says of a root
+/// against the store's own index and its HEAD (the tree of the last snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusChanges {
+    /// Root-relative paths that differ from the index on disk (modified, deleted, type
+    /// changed: `tracked`) or are not in it (untracked, not ignored), in git's order.
+    pub paths: Vec<(Vec<u8>, Tracked)>,
+    /// Whether the index differs from HEAD: the tree of the last snapshot is not the
+    /// index's (a snapshot that ended between its index update and its HEAD), so the tree
+    /// must be written again even when no file changed.
+    pub index_differs: bool,
+}
+
+/// Whether a changed path is in the store's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracked {
+    Yes,
+    No,
+}
+
+/// Reads `git status --porcelain=v2 -z` output: ordinary entries `1 XY …8 fields… path`
+/// (X the index against HEAD, Y the disk against the index), untracked `? path`; renames
+/// (`2`, with an extra field) and unmerged entries (`u`) cannot occur without renames or
+/// merges, and are read as changes of their path so nothing is missed.
+pub fn parse_status(bytes: &[u8]) -> StatusChanges {
+    let mut status = StatusChanges::default();
+    let mut records = bytes.split(|&b| b == 0).filter(|r| !r.is_empty());
+    while let Some(record) = records.next() {
+        let (kind, rest) = (record[0], record.get(2..).unwrap_or_default());
+        // The number of space-separated fields before the path, after the kind.
+        let fields = match kind {
+            b'?' => {
+                status.paths.push((rest.to_vec(), Tracked::No));
+                continue;
+            }
+            b'1' => 7,
+            b'2' => 8,
+            b'u' => 9,
+            _ => continue,
+        };
+        let mut parts = rest.splitn(fields + 1, |&b| b == b' ');
+        let xy = parts.next().unwrap_or_default();
+        let Some(path) = parts.nth(fields - 1) else {
+            continue;
+        };
+        if kind == b'2' {
+            // The rename's origin, its own record.
+            records.next();
+        }
+        let (x, y) = (xy.first().copied(), xy.get(1).copied());
+        if x != Some(b'.') || kind != b'1' {
+            status.index_differs = true;
+        }
+        if y != Some(b'.') || kind != b'1' {
+            status.paths.push((path.to_vec(), Tracked::Yes));
+        }
+    }
+    status
+}
+
 /// The state the agent last left each file in, from the diffs of the turns since a
 /// checkpoint (oldest first, each from the turn's checkpoint to its end).
 pub fn agent_last_states(turn_diffs: &[Vec<RawChange>]) -> BTreeMap<String, Option<Blob>> {
@@ -333,6 +393,43 @@ mod tests {
             old,
             new,
         }
+    }
+
+    #[test]
+    fn status_lists_what_the_disk_changed_and_whether_the_index_left_head() {
+        let raw = b"1 .M N... 100644 100644 100644 aaaa aaaa src/a b.rs\0\
+1 .D N... 100644 100644 000000 bbbb bbbb gone.rs\0\
+1 .T N... 100644 100644 120000 cccc cccc link\0\
+? new file.rs\0? nested/\0";
+        let status = parse_status(raw);
+        let paths: Vec<(&[u8], Tracked)> = status
+            .paths
+            .iter()
+            .map(|(p, t)| (p.as_slice(), *t))
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                (&b"src/a b.rs"[..], Tracked::Yes),
+                (&b"gone.rs"[..], Tracked::Yes),
+                (&b"link"[..], Tracked::Yes),
+                (&b"new file.rs"[..], Tracked::No),
+                (&b"nested/"[..], Tracked::No),
+            ]
+        );
+        assert!(!status.index_differs);
+        // Index against HEAD only (an unborn HEAD, a snapshot cut short): no file to take,
+        // but the tree is written again.
+        let staged = parse_status(b"1 A. N... 000000 100644 100644 0000 aaaa a.rs\0");
+        assert!(staged.paths.is_empty());
+        assert!(staged.index_differs);
+        assert_eq!(parse_status(b""), StatusChanges::default());
+        // A rename's two records: its origin (not in the index) is skipped.
+        let renamed =
+            parse_status(b"2 R. N... 100644 100644 100644 aaaa aaaa R100 new.rs\0old.rs\0? x\0");
+        assert_eq!(renamed.paths.len(), 2);
+        assert_eq!(renamed.paths[0].0, b"new.rs".to_vec());
+        assert_eq!(renamed.paths[1].0, b"x".to_vec());
     }
 
     #[test]

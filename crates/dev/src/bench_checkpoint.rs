@@ -28,6 +28,16 @@ pub struct Workload {
     /// other load does not inflate).
     pub cpu: Vec<Duration>,
     pub growth_per_turn: u64,
+    /// The machine's 1-minute load average before and after the turns (`/proc/loadavg`):
+    /// the wall times depend on it, the CPU times much less.
+    pub load: (String, String),
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split(' ').next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 pub fn run(options: &CheckpointOptions) -> Result<Vec<Workload>, String> {
@@ -142,6 +152,7 @@ fn measure(
     let first = started.elapsed();
     let size_before = store.size()?;
     let candidates = some_files(root, options.changed);
+    let load_before = load_average();
     let mut turns = Vec::new();
     let mut cpu = Vec::new();
     for turn in 0..options.turns {
@@ -173,6 +184,7 @@ fn measure(
         turns,
         cpu,
         growth_per_turn: growth,
+        load: (load_before, load_average()),
     })
 }
 
@@ -216,6 +228,10 @@ pub fn print(options: &CheckpointOptions, workloads: &[Workload]) {
         println!(
             "  store growth per turn: {:.1} KiB",
             workload.growth_per_turn as f64 / 1024.0
+        );
+        println!(
+            "  load average (1 min) before and after the turns: {} / {}",
+            workload.load.0, workload.load.1
         );
     }
 }

@@ -15,18 +15,29 @@
 //! unreadable ones are listed as not stored). A tree per root per checkpoint; refs
 //! `refs/sessions/SESSION/…` keep them, and past `checkpoints.maxStoreBytes` the oldest
 //! sessions' refs go and git prunes what nothing keeps.
+//!
+//! A snapshot of a root is one `git status` against the root's index and its own HEAD (a
+//! per-root `GIT_DIR`, `worktree-KEY`, sharing the store's objects through
+//! `GIT_COMMON_DIR`, whose HEAD is the tree of the root's last snapshot): a stat of every
+//! file, the untracked cache for new ones (only the directories whose mtime moved are
+//! read again), the index written back with the stats it refreshed. When nothing changed
+//! the tree is that HEAD, one git process in all; otherwise the changed paths go through
+//! `update-index` and `write-tree`, and HEAD becomes the new tree.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use agentls_core::checkpoints::{parse_raw_diff, CheckpointSettings, RawChange};
+use agentls_core::checkpoints::{
+    parse_raw_diff, parse_status, CheckpointSettings, RawChange, Tracked,
+};
 use agentls_core::event::RootTree;
 
 use crate::locks::Locked;
+use crate::store::checkpoint_watch;
 use crate::store::session_log::{private_dir, SessionStore};
 
 /// One snapshot process at a time: the roots' index files are shared by the sessions of a
@@ -39,6 +50,10 @@ const CONFIG: &[(&str, &str)] = &[
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
     ("core.untrackedCache", "true"),
+    // The untracked cache is kept for the flags of `status.showUntrackedFiles`: `-uall`'s.
+    ("status.showUntrackedFiles", "all"),
+    ("status.renames", "false"),
+    ("diff.renames", "false"),
     ("core.autocrlf", "false"),
     ("core.safecrlf", "false"),
     ("core.symlinks", "true"),
@@ -98,7 +113,8 @@ impl CheckpointStore {
         self.dir.join("git")
     }
 
-    fn index_file(&self, root: &Path) -> PathBuf {
+    /// The name of `root`'s files in the store (FNV-1a of its path).
+    fn root_key(root: &Path) -> String {
         let key = root
             .as_os_str()
             .as_encoded_bytes()
@@ -106,7 +122,82 @@ impl CheckpointStore {
             .fold(0xcbf2_9ce4_8422_2325u64, |hash, &b| {
                 (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
             });
-        self.dir.join(format!("index-{key:016x}"))
+        format!("{key:016x}")
+    }
+
+    fn index_file(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("index-{}", Self::root_key(root)))
+    }
+
+    /// `root`'s own `GIT_DIR`: its HEAD (the tree of its last snapshot) beside the
+    /// store's objects and refs (`GIT_COMMON_DIR`).
+    fn root_git_dir(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("worktree-{}", Self::root_key(root)))
+    }
+
+    /// The exclude file of `root`'s git runs: the repository's `.git/info/exclude` (read,
+    /// never written) and agentls's state directory when it lies inside the root (the logs
+    /// and this store must not be rewound).
+    fn excludes_file(&self, root: &Path) -> PathBuf {
+        self.dir.join(format!("exclude-{}", Self::root_key(root)))
+    }
+
+    /// Makes `root`'s `GIT_DIR` (HEAD unborn until its first tree) and its exclude file,
+    /// rewritten only when its text changes (git's untracked cache keeps its stat). Its
+    /// stamp: what decides a snapshot besides the files under watch (the exclude files,
+    /// the user's global one, the size limit).
+    fn ensure_root(&self, root: &Path, limits: CheckpointSettings) -> Result<Vec<u8>, String> {
+        let dir = self.root_git_dir(root);
+        if !dir.join("HEAD").is_file() {
+            private_dir(&dir, None).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::write(dir.join("HEAD"), "ref: refs/heads/none\n")
+                .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+        }
+        let mut text = std::fs::read(root.join(".git/info/exclude")).unwrap_or_default();
+        if let Ok(inside) = self.state.strip_prefix(root) {
+            if !inside.as_os_str().is_empty() {
+                text.extend_from_slice(b"\n/");
+                text.extend_from_slice(inside.as_os_str().as_encoded_bytes());
+                text.extend_from_slice(b"\n");
+            }
+        }
+        let path = self.excludes_file(root);
+        if text.is_empty() {
+            let _ = std::fs::remove_file(&path);
+        } else if std::fs::read(&path).ok().as_deref() != Some(&text[..]) {
+            std::fs::write(&path, &text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        let mut stamp = text;
+        let config = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".config")));
+        if let Some(global) = config.map(|dir| dir.join("git/ignore")) {
+            if let Ok(meta) = std::fs::metadata(global) {
+                use std::os::unix::fs::MetadataExt;
+                stamp.extend_from_slice(
+                    format!("\0{} {} {}", meta.mtime(), meta.mtime_nsec(), meta.len()).as_bytes(),
+                );
+            }
+        }
+        stamp.extend_from_slice(format!("\0{}", limits.max_file_bytes).as_bytes());
+        Ok(stamp)
+    }
+
+    /// The tree `root`'s HEAD names (its last snapshot's), if any.
+    fn head_tree(&self, root: &Path) -> Option<String> {
+        let head = std::fs::read_to_string(self.root_git_dir(root).join("HEAD")).ok()?;
+        let tree = head.trim();
+        (tree.len() >= 40 && tree.bytes().all(|b| b.is_ascii_hexdigit())).then(|| tree.into())
+    }
+
+    /// Sets `root`'s HEAD to `tree` (a whole file renamed into place).
+    fn set_head(&self, root: &Path, tree: &str) -> Result<(), String> {
+        let dir = self.root_git_dir(root);
+        let temp = dir.join("HEAD.new");
+        std::fs::write(&temp, format!("{tree}\n"))
+            .and_then(|()| std::fs::rename(&temp, dir.join("HEAD")))
+            .map_err(|e| format!("cannot write {}: {e}", dir.display()))
     }
 
     /// Creates the store (0700) and its git directory once.
@@ -158,9 +249,12 @@ impl CheckpointStore {
                 .env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
         if let Some(root) = root {
-            command.env("GIT_WORK_TREE", root).current_dir(root);
-            // The repository's own excludes, read (never written) where the root has one.
-            let exclude = root.join(".git/info/exclude");
+            command
+                .env("GIT_DIR", self.root_git_dir(root))
+                .env("GIT_COMMON_DIR", self.git_dir())
+                .env("GIT_WORK_TREE", root)
+                .current_dir(root);
+            let exclude = self.excludes_file(root);
             if exclude.is_file() {
                 command
                     .arg("-c")
@@ -227,6 +321,7 @@ impl CheckpointStore {
                     root.display()
                 );
                 let _ = std::fs::remove_file(self.index_file(root));
+                let _ = std::fs::remove_dir_all(self.root_git_dir(root));
                 self.snapshot_root(root, limits, buffers)
             });
             let (tree, unstored) = taken?;
@@ -245,11 +340,23 @@ impl CheckpointStore {
         limits: CheckpointSettings,
         buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<(String, Vec<String>), String> {
+        let stamp = self.ensure_root(root, limits)?;
         let index = self.index_file(root);
-        let listed = self.changed_since_index(root, &index)?;
-        let paths: BTreeSet<&[u8]> = listed
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
+        let buffered = buffers.iter().any(|(path, _)| path.starts_with(root));
+        // Nothing changed since the last snapshot (the kernel says): its tree again.
+        let skip = [self.state.clone(), self.dir.clone()];
+        let reuse = !buffered;
+        if let Some(last) = checkpoint_watch::unchanged(&index, root, &skip, &stamp, reuse) {
+            if self.head_tree(root).as_deref() == Some(last.tree.as_str()) {
+                return Ok((last.tree, last.unstored));
+            }
+            checkpoint_watch::unchanged(&index, root, &skip, &stamp, false);
+        }
+        let status = self.status(root, &index)?;
+        let paths: BTreeMap<&[u8], Tracked> = status
+            .paths
+            .iter()
+            .map(|(path, tracked)| (path.as_slice(), *tracked))
             .collect();
         if paths.len() > MAX_CHANGED_FILES {
             return Err(format!(
@@ -267,6 +374,27 @@ impl CheckpointStore {
                 limits.max_store_bytes
             ));
         }
+        let unstored: Vec<String> = changes.unstored.iter().cloned().collect();
+        let taken = |tree: String| {
+            if !buffered {
+                let unstored = unstored.clone();
+                checkpoint_watch::taken(
+                    &index,
+                    checkpoint_watch::Taken {
+                        tree,
+                        unstored,
+                        stamp: stamp.clone(),
+                    },
+                );
+            }
+        };
+        // Nothing to put in the index, and the index is HEAD's tree: that tree it is.
+        if changes.update.is_empty() && changes.dropped.is_empty() && !buffered {
+            if let Some(tree) = self.head_tree(root).filter(|_| !status.index_differs) {
+                taken(tree.clone());
+                return Ok((tree, unstored));
+            }
+        }
         self.stage_changes(root, &index, &changes)?;
         self.overlay_buffers(root, &index, buffers)?;
         let mut write = self.git(Some(root), Some(&index));
@@ -274,26 +402,30 @@ impl CheckpointStore {
         let tree = String::from_utf8_lossy(&Self::run(write, None)?)
             .trim()
             .to_string();
-        Ok((tree, changes.unstored.into_iter().collect()))
+        self.set_head(root, &tree)?;
+        taken(tree.clone());
+        Ok((tree, unstored))
     }
 
-    /// The paths (NUL-separated) that changed since `index` last saw `root`: new (untracked
-    /// here), modified (by stat) and deleted files; unchanged files cost a stat inside git.
-    fn changed_since_index(&self, root: &Path, index: &Path) -> Result<Vec<u8>, String> {
-        let mut list = self.git(Some(root), Some(index));
-        list.args([
-            "ls-files",
+    /// What changed since `index` last saw `root`: new (untracked here), modified and
+    /// deleted files, and whether the index is still HEAD's tree. Unchanged files cost a
+    /// stat inside git, unchanged directories a stat (the untracked cache); git writes the
+    /// index back when it refreshed a stat (so the next run trusts it) or the cache moved.
+    fn status(
+        &self,
+        root: &Path,
+        index: &Path,
+    ) -> Result<agentls_core::checkpoints::StatusChanges, String> {
+        let mut status = self.git(Some(root), Some(index));
+        status.args([
+            "status",
+            "--porcelain=v2",
             "-z",
-            "--others",
-            "--modified",
-            "--deleted",
-            "--exclude-standard",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
         ]);
-        // agentls's state (logs, this store) when it lies inside the root.
-        if let Ok(inside) = self.state.strip_prefix(root) {
-            list.arg(format!("--exclude=/{}", inside.display()));
-        }
-        Self::run(list, None)
+        Ok(parse_status(&Self::run(status, None)?))
     }
 
     /// Puts the sorted changes in `index`: the files not stored leave it (so the tree holds
@@ -530,7 +662,7 @@ impl CheckpointStore {
 struct Changes {
     /// Paths (NUL-terminated) to add, update or remove in the index.
     update: Vec<u8>,
-    /// Paths (NUL-terminated) too large or unreadable: taken out of the index.
+    /// Paths (NUL-terminated) in the index now too large or unreadable: taken out of it.
     dropped: Vec<u8>,
     /// The dropped paths, as the snapshot reports them (not stored).
     unstored: BTreeSet<String>,
@@ -539,14 +671,14 @@ struct Changes {
 }
 
 /// Sorts `paths` (relative to `root`) by whether each can be stored.
-fn sort_changes(root: &Path, paths: BTreeSet<&[u8]>, max_file_bytes: u64) -> Changes {
+fn sort_changes(root: &Path, paths: BTreeMap<&[u8], Tracked>, max_file_bytes: u64) -> Changes {
     let mut changes = Changes {
         update: Vec::new(),
         dropped: Vec::new(),
         unstored: BTreeSet::new(),
         bytes: 0,
     };
-    for path in paths {
+    for (path, tracked) in paths {
         // A nested repository's directory: not this store's to snapshot.
         if path.ends_with(b"/") {
             continue;
@@ -560,8 +692,11 @@ fn sort_changes(root: &Path, paths: BTreeSet<&[u8]>, max_file_bytes: u64) -> Cha
             }
             Storable::Gone => changes.update.extend_from_slice(path),
             Storable::No => {
-                changes.dropped.extend_from_slice(path);
-                changes.dropped.push(0);
+                // An untracked one is not in the index: nothing to take out.
+                if tracked == Tracked::Yes {
+                    changes.dropped.extend_from_slice(path);
+                    changes.dropped.push(0);
+                }
                 changes
                     .unstored
                     .insert(String::from_utf8_lossy(path).into_owned());
@@ -644,4 +779,152 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Stri
         let _ = std::fs::remove_file(&temp);
         format!("cannot replace {}: {e}", path.display())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file's bytes and mode in the snapshot's tree (`None`: not in it).
+    fn stored(store: &CheckpointStore, snapshot: &Snapshot, path: &str) -> Option<(Vec<u8>, u32)> {
+        let blob = store.entry(&snapshot.trees[0].tree, path)?;
+        Some((store.blob(&blob.oid).unwrap(), blob.mode))
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Every kind of change made after a snapshot is in the next one, also when the
+    /// snapshot before found nothing changed (and so took its tree again).
+    #[test]
+    fn every_change_after_a_snapshot_is_in_the_next_one() {
+        let root_dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let root = root_dir.path().to_path_buf();
+        let store = CheckpointStore::at(state.path());
+        let roots = vec![root.clone()];
+        let limits = CheckpointSettings::default();
+        std::fs::create_dir_all(root.join("src/inner")).unwrap();
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(root.join("a.rs"), "a\n").unwrap();
+        std::fs::write(root.join("src/inner/b.rs"), "b\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(root.join("target/out"), "built\n").unwrap();
+        std::fs::write(root.join("notes.txt"), "notes\n").unwrap();
+        std::fs::write(root.join(".git/info/exclude"), "notes.txt\n").unwrap();
+        let snap = || store.snapshot(&roots, limits).unwrap();
+        let first = snap();
+        assert_eq!(stored(&store, &first, "a.rs").unwrap().0, b"a\n");
+        assert!(stored(&store, &first, "target/out").is_none());
+        assert!(stored(&store, &first, "notes.txt").is_none());
+        let mut last = snap();
+        assert_eq!(last.trees[0].tree, first.trees[0].tree);
+
+        type Change = (
+            &'static str,
+            fn(&Path),
+            &'static str,
+            Option<(&'static [u8], u32)>,
+        );
+        let changes: Vec<Change> = vec![
+            (
+                "a file appended to in place",
+                |r| append(&r.join("a.rs"), "more\n"),
+                "a.rs",
+                Some((b"a\nmore\n", 0o100644)),
+            ),
+            (
+                "a mode changed",
+                |r| {
+                    std::fs::set_permissions(r.join("a.rs"), std::fs::Permissions::from_mode(0o755))
+                        .unwrap()
+                },
+                "a.rs",
+                Some((b"a\nmore\n", 0o100755)),
+            ),
+            (
+                "a file in an empty directory",
+                |r| std::fs::write(r.join("empty/new.rs"), "new\n").unwrap(),
+                "empty/new.rs",
+                Some((b"new\n", 0o100644)),
+            ),
+            (
+                "a file in new directories",
+                |r| {
+                    std::fs::create_dir_all(r.join("deep/er")).unwrap();
+                    std::fs::write(r.join("deep/er/c.rs"), "c\n").unwrap()
+                },
+                "deep/er/c.rs",
+                Some((b"c\n", 0o100644)),
+            ),
+            (
+                "a file in a directory made by the change before",
+                |r| std::fs::write(r.join("deep/er/d.rs"), "d\n").unwrap(),
+                "deep/er/d.rs",
+                Some((b"d\n", 0o100644)),
+            ),
+            (
+                "a deep file rewritten",
+                |r| append(&r.join("deep/er/c.rs"), "c2\n"),
+                "deep/er/c.rs",
+                Some((b"c\nc2\n", 0o100644)),
+            ),
+            (
+                "a file deleted",
+                |r| std::fs::remove_file(r.join("src/inner/b.rs")).unwrap(),
+                "src/inner/b.rs",
+                None,
+            ),
+            (
+                "a directory renamed",
+                |r| std::fs::rename(r.join("deep"), r.join("moved")).unwrap(),
+                "moved/er/c.rs",
+                Some((b"c\nc2\n", 0o100644)),
+            ),
+            (
+                "a file in the renamed directory",
+                |r| append(&r.join("moved/er/d.rs"), "d2\n"),
+                "moved/er/d.rs",
+                Some((b"d\nd2\n", 0o100644)),
+            ),
+            (
+                "a symlink",
+                |r| std::os::unix::fs::symlink("a.rs", r.join("link")).unwrap(),
+                "link",
+                Some((b"a.rs", 0o120000)),
+            ),
+            (
+                "an exclude of the repository's taken back",
+                |r| std::fs::write(r.join(".git/info/exclude"), "").unwrap(),
+                "notes.txt",
+                Some((b"notes\n", 0o100644)),
+            ),
+        ];
+        for (what, change, path, expected) in changes {
+            change(&root);
+            let now = snap();
+            let found = stored(&store, &now, path);
+            assert_eq!(
+                found
+                    .as_ref()
+                    .map(|(bytes, mode)| (bytes.as_slice(), *mode)),
+                expected,
+                "{what}: {path}"
+            );
+            assert_ne!(now.trees[0].tree, last.trees[0].tree, "{what}");
+            // Nothing since: the same tree.
+            last = snap();
+            assert_eq!(last.trees[0].tree, now.trees[0].tree, "{what}, again");
+        }
+        // An ignored file changed: the tree stays.
+        append(&root.join("target/out"), "again\n");
+        assert_eq!(snap().trees[0].tree, last.trees[0].tree);
+        // The user's .git is never written.
+        assert_eq!(std::fs::read(root.join(".git/info/exclude")).unwrap(), b"");
+        assert_eq!(std::fs::read_dir(root.join(".git")).unwrap().count(), 1);
+    }
 }

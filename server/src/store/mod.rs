@@ -6,6 +6,7 @@
 //! is opened (`untrusted_file`: a regular file inside its root, capped).
 
 pub mod agents_md;
+pub mod checkpoint_watch;
 pub mod checkpoints;
 pub mod commands;
 pub mod environment;
