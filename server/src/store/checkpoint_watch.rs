@@ -24,6 +24,19 @@ use linux::Watch;
 /// More directories than this in a root: not watched (every snapshot is a full one).
 const MAX_DIRS: usize = 50_000;
 
+/// The share of the user's inotify watches (`fs.inotify.max_user_watches`, shared by every
+/// program of the user) one root may take: the editor's own file watcher, and other
+/// tools, must not find the limit spent by agentls.
+const WATCH_SHARE_DIVISOR: usize = 4;
+
+/// How many directories one root may watch: `MAX_DIRS`, or a quarter of the user's
+/// watches when that is less (8,192 on older kernels: 2,048 directories).
+fn max_dirs(max_user_watches: Option<usize>) -> usize {
+    max_user_watches.map_or(MAX_DIRS, |limit| {
+        (limit / WATCH_SHARE_DIVISOR).min(MAX_DIRS)
+    })
+}
+
 /// The last snapshot a clear flag hands out again, and what it depended on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Taken {
@@ -42,7 +55,7 @@ mod linux {
     use std::os::unix::fs::MetadataExt;
     use std::path::{Path, PathBuf};
 
-    use super::{Taken, MAX_DIRS};
+    use super::{max_dirs, Taken};
 
     pub struct Watch {
         fd: OwnedFd,
@@ -53,6 +66,8 @@ mod linux {
         /// Directories created since the queue was last read, to watch with their subtrees.
         created: Vec<PathBuf>,
         dirty: bool,
+        /// More directories than this: not watched (see [`max_dirs`]).
+        max_dirs: usize,
         /// The watch cannot be trusted any more (overflow, a directory moved): made again.
         broken: bool,
         pub taken: Option<Taken>,
@@ -80,6 +95,11 @@ mod linux {
                 dirs: HashMap::new(),
                 created: Vec::new(),
                 dirty: true,
+                max_dirs: max_dirs(
+                    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+                        .ok()
+                        .and_then(|text| text.trim().parse().ok()),
+                ),
                 broken: false,
                 taken: None,
             };
@@ -125,7 +145,7 @@ mod linux {
                     // A mount inside the root: its changes may come from elsewhere.
                     Ok(_) => return false,
                 }
-                if self.dirs.len() >= MAX_DIRS || !self.add(&dir) {
+                if self.dirs.len() >= self.max_dirs || !self.add(&dir) {
                     return false;
                 }
                 let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -303,3 +323,16 @@ pub fn unchanged(_: &Path, _: &Path, _: &[PathBuf], _: &[u8], _: bool) -> Option
 
 #[cfg(not(target_os = "linux"))]
 pub fn taken(_: &Path, _: Taken) {}
+
+#[cfg(test)]
+mod tests {
+    use super::{max_dirs, MAX_DIRS};
+
+    #[test]
+    fn a_root_takes_at_most_a_quarter_of_the_users_watches() {
+        assert_eq!(max_dirs(Some(8_192)), 2_048);
+        assert_eq!(max_dirs(Some(1_000_000)), MAX_DIRS);
+        assert_eq!(max_dirs(None), MAX_DIRS);
+        assert_eq!(max_dirs(Some(0)), 0);
+    }
+}
