@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 pub use extract::{bounded, extract_tags, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
 pub use rank::{rank_files, FileRanks};
+pub(crate) use rank::MAX_DEFINERS;
 
 use crate::language::Language;
 pub use crate::syntax::SymbolKind;
@@ -608,6 +609,15 @@ impl SymbolIndex {
 
     pub(crate) fn definition_places(&self, name: u32) -> &[(u32, u32)] {
         self.definitions.get(&name).map_or(&[], Vec::as_slice)
+    }
+
+    pub(crate) fn name_id(&self, name: &str) -> Option<u32> {
+        self.name_ids.get(name).copied()
+    }
+
+    /// The ids (in `file_slots`) of the files that use name `name`.
+    pub(crate) fn referencing_ids(&self, name: u32) -> &[u32] {
+        self.referencing.get(&name).map_or(&[], Vec::as_slice)
     }
 }
 
