@@ -273,7 +273,10 @@ fn context_shows_the_repository_map_with_its_tokens() {
             String::from_utf8_lossy(&out.stderr)
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let system = report["messages"][0]["content"].as_str().unwrap().to_string();
+        let system = report["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let row = report["sections"]
             .as_array()
             .unwrap()

@@ -104,7 +104,9 @@ async fn the_map_brings_unopened_definitions_and_stays_byte_identical_after_a_sm
 
     // Nothing open: the definitions come from the index alone.
     let first = turn_system(&server, &fake, &session).await;
-    let map_at = first.find("## Repository map").expect("a map in the system message");
+    let map_at = first
+        .find("## Repository map")
+        .expect("a map in the system message");
     let map = &first[map_at..];
     for needle in [
         "\n\nsrc/net/retry.rs\n",

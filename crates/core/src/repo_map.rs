@@ -128,7 +128,8 @@ pub fn build(
 pub fn choose(kept: Option<RepoMap>, fresh: RepoMap) -> RepoMap {
     match kept {
         Some(mut kept)
-            if kept.settings == fresh.settings && drift(&kept.entries, &fresh.entries) <= REBUILD_SHARE =>
+            if kept.settings == fresh.settings
+                && drift(&kept.entries, &fresh.entries) <= REBUILD_SHARE =>
         {
             kept.revision = fresh.revision;
             kept
@@ -230,12 +231,7 @@ fn ordered<'c, 'a>(chosen: &'c [Candidate<'a>]) -> Vec<&'c Candidate<'a>> {
         }
     }
     let mut out: Vec<&Candidate> = chosen.iter().collect();
-    out.sort_by_key(|c| {
-        (
-            file_order.iter().position(|p| *p == c.path),
-            c.start_line,
-        )
-    });
+    out.sort_by_key(|c| (file_order.iter().position(|p| *p == c.path), c.start_line));
     out
 }
 

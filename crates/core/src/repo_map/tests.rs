@@ -172,7 +172,11 @@ fn a_small_edit_keeps_the_kept_map_byte_for_byte_and_a_large_change_replaces_it(
     assert_ne!(fresh.entries, kept.entries, "the lines moved");
     let chosen = choose(Some(kept.clone()), fresh);
     assert_eq!(chosen.text, kept.text, "the prefix stays byte-identical");
-    assert_eq!(chosen.revision, index.revision(), "compared with the new index");
+    assert_eq!(
+        chosen.revision,
+        index.revision(),
+        "compared with the new index"
+    );
     assert!(is_current(&chosen, index.revision(), &settings(1_000)));
 
     // Most of what the map showed is gone: rebuilt.
@@ -207,7 +211,9 @@ fn drift_is_the_share_of_entries_not_in_both() {
         name: name.to_string(),
         line,
     };
-    let kept: Vec<MapEntry> = (0..10).map(|i| entry("a.rs", &format!("f{i}"), i)).collect();
+    let kept: Vec<MapEntry> = (0..10)
+        .map(|i| entry("a.rs", &format!("f{i}"), i))
+        .collect();
     // The same names on other lines: no drift.
     let moved: Vec<MapEntry> = (0..10)
         .map(|i| entry("a.rs", &format!("f{i}"), i + 5))

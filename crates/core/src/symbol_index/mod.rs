@@ -14,8 +14,8 @@ mod rank;
 use std::collections::HashMap;
 
 pub use extract::{bounded, extract_tags, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
-pub use rank::{rank_files, FileRanks};
 pub(crate) use rank::MAX_DEFINERS;
+pub use rank::{rank_files, FileRanks};
 
 use crate::language::Language;
 pub use crate::syntax::SymbolKind;
