@@ -1,8 +1,8 @@
 //! The one recipe that gathers a turn's context inputs: the active document (with the
 //! editor state resolved in it), the AGENTS.md chain for its directory, the other open
-//! buffers, the skills and the environment. Every host runs it (the editor over LSP,
-//! `agentls ask`, `agentls context`, the compaction eval); what differs between them is only
-//! how documents are found, which is their [`DocumentSource`].
+//! buffers, the skills, the environment and the repository map. Every host runs it (the
+//! editor over LSP, `agentls ask`, `agentls context`, the compaction eval); what differs
+//! between them is only how documents are found, which is their [`DocumentSource`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
