@@ -922,6 +922,28 @@ mod tests {
     }
 
     #[test]
+    fn the_repository_map_is_off_by_default_and_its_budget_is_checked() {
+        assert_eq!(Config::default().repo_map_max_tokens, 0);
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({"context": {"repoMap": {"maxTokens": 2048}}}),
+        );
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(config.repo_map_max_tokens, 2048);
+        let (huge, _) = Config::from_settings(
+            &Config::default(),
+            &json!({"context": {"repoMap": {"maxTokens": 1_000_000}}}),
+        );
+        assert_eq!(huge.repo_map_max_tokens, crate::repo_map::MAX_TOKENS);
+        let (kept, update) = Config::from_settings(
+            &config,
+            &json!({"context": {"repoMap": {"maxTokens": "lots"}}}),
+        );
+        assert_eq!(kept.repo_map_max_tokens, 2048);
+        assert_eq!(update.problems[0].key, "context.repoMap.maxTokens");
+    }
+
+    #[test]
     fn context_keys_are_validated() {
         let (config, update) = Config::from_settings(
             &Config::default(),

@@ -18,7 +18,7 @@
 //! turn. A map a few entries out of date costs less than that; the model reads files or
 //! calls `find_symbol` before relying on a detail.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::symbol_index::{FileRanks, SymbolIndex, SymbolKind, MAX_DEFINERS};
 use crate::tokens::TokenizerKind;
@@ -169,6 +169,9 @@ fn candidates<'a>(
         .iter()
         .map(|slot| slot.as_ref().map_or(0.0, |entry| ranks.rank(&entry.path)))
         .collect();
+    // Per name: the ranks of the files using it, summed, and how many files define it
+    // (computed once per name: a workspace has far more definitions than distinct names).
+    let mut by_name: HashMap<u32, (f64, usize)> = HashMap::new();
     let mut out = Vec::new();
     for (file_id, slot) in slots.iter().enumerate() {
         let Some(entry) = slot else { continue };
@@ -180,30 +183,39 @@ fn candidates<'a>(
             let Some(name) = index.name_id(definition.name()) else {
                 continue;
             };
-            let mut definers: Vec<u32> = index
-                .definition_places(name)
-                .iter()
-                .map(|(file, _)| *file)
-                .collect();
-            definers.sort_unstable();
-            definers.dedup();
-            if definers.len() > MAX_DEFINERS {
+            let (users, definers) = *by_name.entry(name).or_insert_with(|| {
+                let mut definers: Vec<u32> = index
+                    .definition_places(name)
+                    .iter()
+                    .map(|(file, _)| *file)
+                    .collect();
+                definers.sort_unstable();
+                definers.dedup();
+                let users = index
+                    .referencing_ids(name)
+                    .iter()
+                    .map(|user| file_rank[*user as usize])
+                    .sum();
+                (users, definers.len())
+            });
+            if definers > MAX_DEFINERS {
                 continue;
             }
-            let users: f64 = index
-                .referencing_ids(name)
-                .iter()
-                .filter(|user| **user as usize != file_id)
-                .map(|user| file_rank[*user as usize])
-                .sum();
-            if users <= 0.0 {
+            // Only other files count: a name used where it is defined says nothing.
+            let own = if entry.uses(name) {
+                file_rank[file_id]
+            } else {
+                0.0
+            };
+            // Rounded: sums over hash-ordered ranks differ in their last bits between
+            // runs, and the order must not; what rounds to 0 is used nowhere else.
+            let score = ((users - own) / definers as f64 * 1e9).round();
+            if score <= 0.0 {
                 continue;
             }
             let path = shown.get_or_insert_with(|| display(&entry.path)).clone();
             out.push(Candidate {
-                // Rounded: sums over hash-ordered ranks differ in their last bits between
-                // runs, and the order must not.
-                score: (users / definers.len() as f64 * 1e9).round(),
+                score,
                 path,
                 name: definition.name(),
                 container: definition.container(),

@@ -289,6 +289,12 @@ impl FileEntry {
     pub fn reference_count(&self) -> usize {
         self.references.len()
     }
+
+    /// Whether the file uses the name of id `name`.
+    pub(crate) fn uses(&self, name: u32) -> bool {
+        let start = self.references.partition_point(|(n, _)| *n < name);
+        self.references.get(start).is_some_and(|(n, _)| *n == name)
+    }
 }
 
 /// A definition and where it is.
