@@ -443,3 +443,24 @@ fn sandbox_runs_a_command_confined_and_passes_its_exit_code_on() {
     let stderr = String::from_utf8(bad.stderr).unwrap();
     assert!(stderr.contains("the policy is not valid"), "{stderr}");
 }
+
+#[test]
+fn context_into_a_closed_pipe_ends_quietly() {
+    // `agentls context FILE | head`: the reader is gone before the report is written.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("main.rs");
+    std::fs::write(&file, "fn main() {}\n").unwrap();
+    let mut child = Command::new(common::binary())
+        .args(["context", file.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+}
