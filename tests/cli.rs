@@ -243,6 +243,62 @@ fn context_shows_a_definition_from_an_unopened_file() {
     assert!(part["tokens"].as_u64().unwrap() > 0, "{part}");
 }
 
+/// `agentls context --repo-map-tokens N`: the repository map ends the system message, the
+/// `repoMap` row counts it; without the flag (the setting's default, 0) there is none.
+#[test]
+fn context_shows_the_repository_map_with_its_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src/net")).unwrap();
+    std::fs::write(
+        root.join("src/net/retry.rs"),
+        "pub struct RetryPolicy {\n    pub attempts: u32,\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/jobs.rs"),
+        "pub fn schedule(policy: &RetryPolicy) {}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let target = root.join("src/main.rs").display().to_string();
+    let system_and_row = |extra: &[&str]| {
+        let mut args = vec!["context", target.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let system = report["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let row = report["sections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "repoMap")
+            .expect("a repoMap section")
+            .clone();
+        (system, row)
+    };
+    let (system, row) = system_and_row(&["--repo-map-tokens", "512"]);
+    let map = &system[system.find("## Repository map").expect("a map")..];
+    assert!(
+        map.contains("\n\nsrc/net/retry.rs\n  pub struct RetryPolicy"),
+        "{map}"
+    );
+    let tokens = row["tokens"].as_u64().unwrap();
+    assert!(tokens > 0 && tokens <= 512, "{row}");
+    let (system, row) = system_and_row(&[]);
+    assert!(!system.contains("Repository map"), "{system}");
+    assert_eq!(row["tokens"], 0, "{row}");
+}
+
 /// `agentls ask` against the fake provider over real HTTP: the answer on stdout, the tool
 /// call on stderr, the edit refused without a terminal to ask on, the session persisted and
 /// continued with --session.
@@ -386,4 +442,25 @@ fn sandbox_runs_a_command_confined_and_passes_its_exit_code_on() {
     assert_eq!(bad.status.code(), Some(2));
     let stderr = String::from_utf8(bad.stderr).unwrap();
     assert!(stderr.contains("the policy is not valid"), "{stderr}");
+}
+
+#[test]
+fn context_into_a_closed_pipe_ends_quietly() {
+    // `agentls context FILE | head`: the reader is gone before the report is written.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("main.rs");
+    std::fs::write(&file, "fn main() {}\n").unwrap();
+    let mut child = Command::new(common::binary())
+        .args(["context", file.to_str().unwrap()])
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
 }

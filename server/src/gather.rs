@@ -1,8 +1,8 @@
 //! The one recipe that gathers a turn's context inputs: the active document (with the
 //! editor state resolved in it), the AGENTS.md chain for its directory, the other open
-//! buffers, the skills and the environment. Every host runs it (the editor over LSP,
-//! `agentls ask`, `agentls context`, the compaction eval); what differs between them is only
-//! how documents are found, which is their [`DocumentSource`].
+//! buffers, the skills, the environment and the repository map. Every host runs it (the
+//! editor over LSP, `agentls ask`, `agentls context`, the compaction eval); what differs
+//! between them is only how documents are found, which is their [`DocumentSource`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use agentls_core::inspect::{ActiveDocument, OtherDocument};
 use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
+use agentls_core::repo_map::MapSettings;
 use agentls_core::skills::Skill;
 use agentls_core::syntax::Identifier;
 
@@ -35,6 +36,9 @@ pub struct Gathered {
     /// What the workspace's symbol index holds for the identifiers in play around the
     /// cursor (None for a host without an index).
     pub workspace: Option<WorkspaceDefinitions>,
+    /// The repository map, rendered (`context.repoMap.maxTokens`); empty when off, for a
+    /// host without an index, or when nothing fits.
+    pub repo_map: String,
 }
 
 impl Gathered {
@@ -55,6 +59,7 @@ impl Gathered {
             active: self.active.as_ref(),
             others: &self.others,
             workspace: self.workspace.as_ref(),
+            repo_map: &self.repo_map,
             history,
             calibration,
         }
@@ -97,6 +102,7 @@ pub trait DocumentSource: Send + Sync {
 pub async fn gather(
     source: &dyn DocumentSource,
     config: &Config,
+    prompts: &Prompts,
     editor: Option<&EditorState>,
 ) -> Result<Gathered, String> {
     let roots = source.roots();
@@ -125,12 +131,21 @@ pub async fn gather(
             snapshot,
         })
         .collect();
-    let workspace = match &active {
-        Some((path, doc)) => source
-            .symbols()
-            .await
-            .map(|symbols| workspace_definitions(&symbols, path, doc, &roots)),
-        None => None,
+    let symbols = match (&active, config.repo_map_max_tokens) {
+        (None, 0) => None,
+        _ => source.symbols().await,
+    };
+    let workspace = match (&active, &symbols) {
+        (Some((path, doc)), Some(symbols)) => {
+            Some(workspace_definitions(symbols, path, doc, &roots))
+        }
+        _ => None,
+    };
+    let repo_map = match &symbols {
+        Some(symbols) if config.repo_map_max_tokens > 0 => {
+            repo_map(symbols, config, prompts, &roots).await
+        }
+        _ => String::new(),
     };
     let skill_roots = roots.clone();
     let skills = tokio::task::spawn_blocking(move || crate::store::skills::discover(&skill_roots))
@@ -150,6 +165,34 @@ pub async fn gather(
         active: active.map(|(_, doc)| doc),
         others,
         workspace,
+        repo_map,
+    })
+}
+
+/// The repository map the index's handle keeps, for these settings (the core ranks and
+/// renders; the handle decides whether a new one replaces the kept one). Off the async
+/// threads: ranking a large workspace takes a while when the index changed.
+async fn repo_map(
+    symbols: &crate::symbols::Symbols,
+    config: &Config,
+    prompts: &Prompts,
+    roots: &[PathBuf],
+) -> String {
+    let settings = MapSettings {
+        max_tokens: config.repo_map_max_tokens,
+        tokenizer: config.tokenizer(),
+        heading: prompts.repo_map.clone(),
+    };
+    let roots: Vec<PathBuf> = roots.iter().map(|r| crate::symbols::canonical(r)).collect();
+    let symbols = symbols.clone();
+    tokio::task::spawn_blocking(move || {
+        let map = symbols.repo_map(&settings, &|path| paths::display(Path::new(path), &roots));
+        map.text.clone()
+    })
+    .await
+    .unwrap_or_else(|err| {
+        tracing::error!("repository map failed: {err}");
+        String::new()
     })
 }
 

@@ -256,7 +256,7 @@ pub trait Host: Send + Sync + 'static {
             roots: self.roots(),
             symbols: self.symbols().await,
         };
-        crate::gather::gather(&source, &self.config(), editor).await
+        crate::gather::gather(&source, &self.config(), &self.prompts(), editor).await
     }
     /// The open buffer's text and version, when the file is open in the editor (never, for
     /// a host without one).

@@ -62,8 +62,14 @@ fn main() -> ExitCode {
         ),
         Some(Command::Context(args)) => match agentls::cli::context::run(&args.into()) {
             Ok(output) => {
-                println!("{output}");
-                ExitCode::SUCCESS
+                // `agentls context … | head` closes the pipe early: not an error to panic on.
+                use std::io::Write;
+                match writeln!(std::io::stdout().lock(), "{output}") {
+                    Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+                        fail(&err.to_string())
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
             }
             Err(err) => fail(&err),
         },

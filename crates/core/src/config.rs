@@ -32,6 +32,9 @@ pub struct Config {
     pub tool_output_limit: TruncationPolicy,
     /// `editorContext.maxTokens`: budget of a turn's editor context block.
     pub editor_context_max_tokens: usize,
+    /// `context.repoMap.maxTokens`: budget of the repository map in the system message
+    /// (0: no map).
+    pub repo_map_max_tokens: usize,
     /// `approval`: `ask`, `auto-edit`, `full-auto` or `plan` (`approval::POLICIES`).
     pub approval: String,
     /// `provider.kind`: `openai` or `anthropic`.
@@ -113,6 +116,7 @@ impl Default for Config {
             tokenizer: None,
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
+            repo_map_max_tokens: 0,
             approval: "ask".to_string(),
             provider_kind: crate::provider_kind::ProviderKind::OpenAi
                 .name()
@@ -228,6 +232,14 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.editor_context_max_tokens = p.editor_context_max_tokens,
+    },
+    Key {
+        path: "context.repoMap.maxTokens",
+        set: |c, v| {
+            c.repo_map_max_tokens = non_negative_integer(v)?.min(crate::repo_map::MAX_TOKENS);
+            Ok(())
+        },
+        keep: |c, p| c.repo_map_max_tokens = p.repo_map_max_tokens,
     },
     Key {
         path: "approval",
@@ -907,6 +919,28 @@ mod tests {
             Config::default().syntax_max_document_bytes
         );
         assert_eq!(update.unknown_keys, ["agentsMd.colour", "colour"]);
+    }
+
+    #[test]
+    fn the_repository_map_is_off_by_default_and_its_budget_is_checked() {
+        assert_eq!(Config::default().repo_map_max_tokens, 0);
+        let (config, update) = Config::from_settings(
+            &Config::default(),
+            &json!({"context": {"repoMap": {"maxTokens": 2048}}}),
+        );
+        assert_eq!(update, ConfigUpdate::default());
+        assert_eq!(config.repo_map_max_tokens, 2048);
+        let (huge, _) = Config::from_settings(
+            &Config::default(),
+            &json!({"context": {"repoMap": {"maxTokens": 1_000_000}}}),
+        );
+        assert_eq!(huge.repo_map_max_tokens, crate::repo_map::MAX_TOKENS);
+        let (kept, update) = Config::from_settings(
+            &config,
+            &json!({"context": {"repoMap": {"maxTokens": "lots"}}}),
+        );
+        assert_eq!(kept.repo_map_max_tokens, 2048);
+        assert_eq!(update.problems[0].key, "context.repoMap.maxTokens");
     }
 
     #[test]

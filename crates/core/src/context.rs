@@ -2,9 +2,9 @@
 //!
 //! Order, stable first, so that a provider's prompt cache keeps hitting from turn to turn:
 //! tool definitions; the system message (system prompt, developer instructions, AGENTS.md
-//! chain, skills index); the history, append-only; the newest user message last, carrying
-//! the turn's environment and editor context. Nothing before the history changes unless
-//! the instructions do: no dates, ids or editor state there.
+//! chain, skills index, repository map); the history, append-only; the newest user message
+//! last, carrying the turn's environment and editor context. Nothing before the history
+//! changes unless the instructions do: no dates, ids or editor state there.
 //!
 //! Every figure is a count with the session's tokenizer, made once per text (history items
 //! carry theirs, static texts go through a [`CountCache`]), scaled by the provider
@@ -38,6 +38,10 @@ pub struct StaticContext {
     pub agents_md: Option<AgentsMdInstructions>,
     /// The rendered skills index; empty when the workspace has no skills.
     pub skills_index: String,
+    /// The repository map (`repo_map`), heading included; empty when off or when nothing
+    /// fits. Last: it is the block most likely to change (when the workspace changes
+    /// much), and what precedes it stays cached when it does.
+    pub repo_map: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +130,7 @@ pub struct Section {
 
 /// Section names in request order. Every request reports all of them (0 when absent), so
 /// that a breakdown view keeps its rows.
-pub const SECTIONS: [(&str, Trust); 11] = [
+pub const SECTIONS: [(&str, Trust); 12] = [
     ("tools", Trust::Trusted),
     // The MCP servers' tools (`mcp__…`), apart: what the user's servers cost each request.
     ("mcpTools", Trust::Trusted),
@@ -134,6 +138,8 @@ pub const SECTIONS: [(&str, Trust); 11] = [
     ("developerInstructions", Trust::Trusted),
     ("agentsMd", Trust::Trusted),
     ("skills", Trust::Trusted),
+    // Signatures from the workspace's files: data, whatever they say.
+    ("repoMap", Trust::Untrusted),
     ("conversation", Trust::Trusted),
     ("toolOutputs", Trust::Untrusted),
     ("environment", Trust::Trusted),
@@ -145,7 +151,8 @@ pub const SECTIONS: [(&str, Trust); 11] = [
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
     pub tools: &'a [ToolSpec],
-    /// The system message: system prompt, developer instructions, AGENTS.md, skills.
+    /// The system message: system prompt, developer instructions, AGENTS.md, skills, the
+    /// repository map.
     pub system: String,
     /// The normalized history, then the pending user message if any.
     pub items: Vec<Cow<'a, Entry>>,
@@ -186,6 +193,9 @@ pub fn system_text(static_context: &StaticContext) -> String {
     }
     if !static_context.skills_index.is_empty() {
         blocks.push(Cow::Borrowed(static_context.skills_index.as_str()));
+    }
+    if !static_context.repo_map.is_empty() {
+        blocks.push(Cow::Borrowed(static_context.repo_map.as_str()));
     }
     blocks
         .iter()
@@ -286,6 +296,11 @@ impl SectionCounts {
             *self.at("skills") = n;
             blocks += n;
         }
+        if !static_context.repo_map.is_empty() {
+            let n = cache.count(tokenizer, &static_context.repo_map);
+            *self.at("repoMap") = n;
+            blocks += n;
+        }
         *self.at("system") = system_total.saturating_sub(blocks);
     }
 
@@ -384,6 +399,7 @@ mod tests {
             }),
             skills_index:
                 "## Skills\n- release: cut a release (file: .agents/skills/release/SKILL.md)".into(),
+            repo_map: "## Repository map\n\nsrc/geometry.rs\n  pub struct Point".into(),
         }
     }
 

@@ -45,6 +45,8 @@ pub struct Inputs<'a> {
     /// The definitions the workspace's symbol index holds for the identifiers in play,
     /// when the host has an index.
     pub workspace: Option<&'a editor_context::WorkspaceDefinitions>,
+    /// The repository map the host keeps (`repo_map`), rendered; empty: none.
+    pub repo_map: &'a str,
     pub history: &'a History,
     pub calibration: Calibration,
 }
@@ -84,6 +86,7 @@ pub fn static_context(inputs: &Inputs) -> StaticContext {
         developer_instructions: inputs.config.developer_instructions.clone(),
         agents_md,
         skills_index: skills::render(inputs.skills, &inputs.prompts.skills),
+        repo_map: inputs.repo_map.to_string(),
     }
 }
 

@@ -39,6 +39,7 @@ pub mod prompts;
 pub mod provider_kind;
 pub mod redact;
 pub mod reminders;
+pub mod repo_map;
 pub mod sandbox;
 pub mod session;
 pub mod skills;

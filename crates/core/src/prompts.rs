@@ -19,6 +19,8 @@ pub struct Prompts {
     pub data_boundary: String,
     /// Heads the skills index.
     pub skills: String,
+    /// Heads the repository map (`context.repoMap.maxTokens`).
+    pub repo_map: String,
     /// Heads a compaction summary in the history.
     pub summary_prefix: String,
     pub tools: Vec<ToolSpec>,
@@ -150,6 +152,7 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../prompts/data_boundary.md"),
     ),
     ("skills.md", include_str!("../../../prompts/skills.md")),
+    ("repo_map.md", include_str!("../../../prompts/repo_map.md")),
     (
         "summary_prefix.md",
         include_str!("../../../prompts/summary_prefix.md"),
@@ -276,6 +279,7 @@ impl Prompts {
         let system = text("system.md");
         let data_boundary = text("data_boundary.md");
         let skills = text("skills.md");
+        let repo_map = text("repo_map.md");
         let summary_prefix = text("summary_prefix.md");
         let tools_json = text("tools.json");
         let compact_handoff = text("compact_handoff.md");
@@ -322,6 +326,7 @@ impl Prompts {
                 system,
                 data_boundary,
                 skills,
+                repo_map,
                 summary_prefix,
                 tools,
                 compact_handoff,

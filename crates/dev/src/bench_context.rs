@@ -165,6 +165,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
             active: Some(active),
             others: &buffers,
             workspace: None,
+            repo_map: "",
             history,
             calibration: Calibration::default(),
         };

@@ -1,6 +1,8 @@
 //! `agentls-dev bench index`: the workspace symbol index over a large tree of real code
 //! (by default every crate in cargo's registry): a cold build, a restart from the persisted
-//! index, one file re-indexed, and `find_symbol`'s latency, with the peak RSS growth.
+//! index, one file re-indexed, and `find_symbol`'s latency, with the peak RSS growth; and
+//! the repository map (`context.repoMap.maxTokens` 2,048): built the first time (the
+//! unfocused ranking included), and what a turn after an edit pays for it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -53,7 +55,17 @@ pub struct IndexReport {
     /// find_symbol: wall p50/p99, thread CPU p50/p99; without and with references.
     pub lookup: [Duration; 4],
     pub lookup_refs: [Duration; 4],
+    /// The repository map at [`MAP_TOKENS`]: first built (ranking included), then again
+    /// after each file re-indexed (p50/p99; the ranking reused within its slack, the map
+    /// built and compared with the kept one); how many of those replaced the kept map.
+    pub map_first: Duration,
+    pub map_after_edit: [Duration; 2],
+    pub map_replaced: usize,
+    pub map_tokens: usize,
 }
+
+/// The repository map's budget the bench times.
+pub const MAP_TOKENS: usize = 2_048;
 
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -190,6 +202,7 @@ fn measure(
     }
     let (wall, cpu) = (spread(walls), spread(cpus));
     let refresh = [wall.0, wall.1, cpu.0, cpu.1];
+    let map = time_repo_map(&restarted, dir, &files);
 
     let ws = PathBoundary {
         roots: vec![dir.to_path_buf()],
@@ -231,7 +244,48 @@ fn measure(
         refreshed: files.len(),
         lookup,
         lookup_refs,
+        map_first: map.0,
+        map_after_edit: map.1,
+        map_replaced: map.2,
+        map_tokens: map.3,
     })
+}
+
+/// The repository map as a turn gets it (`Symbols::repo_map`): first, then after each of
+/// `files` is re-indexed (its text unchanged, the index's revision moved).
+fn time_repo_map(
+    symbols: &Symbols,
+    dir: &Path,
+    files: &[PathBuf],
+) -> (Duration, [Duration; 2], usize, usize) {
+    let settings = agentls_core::repo_map::MapSettings {
+        max_tokens: MAP_TOKENS,
+        tokenizer: agentls_core::tokens::TokenizerKind::O200kBase,
+        heading: agentls_core::prompts::Prompts::builtin().repo_map,
+    };
+    let display = |path: &str| {
+        Path::new(path)
+            .strip_prefix(dir)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| path.to_string())
+    };
+    let started = Instant::now();
+    let first = symbols.repo_map(&settings, &display);
+    let map_first = started.elapsed();
+    let mut walls = Vec::new();
+    let mut replaced = 0;
+    for file in files {
+        symbols.refresh(std::slice::from_ref(file));
+        let before = symbols.repo_map(&settings, &display);
+        // Re-indexing a file moves the revision even when its text is the same.
+        symbols.refresh(std::slice::from_ref(file));
+        let started = Instant::now();
+        let after = symbols.repo_map(&settings, &display);
+        walls.push(started.elapsed());
+        replaced += usize::from(after.text != before.text);
+    }
+    let (p50, p99) = spread(walls);
+    (map_first, [p50, p99], replaced, first.tokens)
 }
 
 pub fn print(options: &IndexOptions, report: &IndexReport) {
@@ -290,4 +344,14 @@ pub fn print(options: &IndexOptions, report: &IndexReport) {
             ms(c99)
         );
     }
+    println!(
+        "  repository map (budget {} tokens, {} used): first {:.0} ms (the unfocused ranking included); after a file re-indexed ({} files): p50 {:.1} ms p99 {:.1} ms, {} replaced the kept map",
+        MAP_TOKENS,
+        report.map_tokens,
+        ms(report.map_first),
+        report.refreshed,
+        ms(report.map_after_edit[0]),
+        ms(report.map_after_edit[1]),
+        report.map_replaced
+    );
 }

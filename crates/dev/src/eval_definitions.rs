@@ -9,7 +9,9 @@
 //! name) and a definition counts as present when the `definitions` part shows its defining
 //! line under its path. Reported: recall, the part's median tokens, the block's fill of its
 //! budget. The cases can be exported as JSON (`scripts/eval-aider` measures Aider's repo
-//! map on them).
+//! map on them). For the same cases, the repository map (`context.repoMap.maxTokens`, one
+//! map per workspace, as the server renders it) is measured at 1,024, 2,048 and 4,096
+//! tokens: how many expected definitions the map alone holds.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -111,6 +113,58 @@ pub struct WorkspaceReport {
     pub files: usize,
     pub candidates: usize,
     pub cases: Vec<(Case, Outcome)>,
+    /// The workspace's repository map at each of [`MAP_BUDGETS`].
+    pub maps: Vec<MapMeasure>,
+}
+
+/// Budgets the repository map is measured at (Aider's map was measured at the same).
+pub const MAP_BUDGETS: [usize; 3] = [1_024, 2_048, 4_096];
+
+/// The repository map of a workspace at one budget.
+pub struct MapMeasure {
+    pub budget: usize,
+    pub tokens: usize,
+    /// (path, 0-based line of the name, name) of every entry.
+    pub entries: std::collections::HashSet<(String, u32, String)>,
+}
+
+impl MapMeasure {
+    pub fn holds(&self, expected: &Expected) -> bool {
+        let line = expected.line.saturating_sub(1) as u32;
+        self.entries
+            .contains(&(expected.path.clone(), line, expected.name.clone()))
+    }
+}
+
+/// The repository map of the workspace `symbols` indexes, as the server builds it.
+fn measure_maps(symbols: &agentls::symbols::Symbols, root: &Path) -> Vec<MapMeasure> {
+    let config = Config::default();
+    let prompts = agentls_core::prompts::Prompts::builtin();
+    let ranks = symbols.ranks_for("");
+    MAP_BUDGETS
+        .iter()
+        .map(|&budget| {
+            let settings = agentls_core::repo_map::MapSettings {
+                max_tokens: budget,
+                tokenizer: config.tokenizer(),
+                heading: prompts.repo_map.clone(),
+            };
+            let map = symbols.read(|index| {
+                agentls_core::repo_map::build(index, &ranks, &settings, &|path: &str| {
+                    relative(root, Path::new(path))
+                })
+            });
+            MapMeasure {
+                budget,
+                tokens: map.tokens,
+                entries: map
+                    .entries
+                    .into_iter()
+                    .map(|e| (e.path, e.line, e.name))
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 pub struct DefinitionsEvalReport {
@@ -237,6 +291,11 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
             roots: vec![root.clone()],
             symbols: Some(symbols),
         };
+        let maps = source
+            .symbols
+            .as_ref()
+            .map(|symbols| measure_maps(symbols, &root))
+            .unwrap_or_default();
         for case in sampled {
             let outcome = measure(&case, &source).await?;
             measured.push((case, outcome));
@@ -246,6 +305,7 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
             files: files.len(),
             candidates: candidate_count,
             cases: measured,
+            maps,
         });
     }
     let report = DefinitionsEvalReport {
@@ -459,11 +519,11 @@ pub async fn editor_block(
         visible_range: None,
         diagnostics: Vec::new(),
     };
-    let gathered = gather::gather(source, &config, Some(&state)).await?;
     let (prompts, _) = agentls::store::prompts::load(
         agentls::store::prompts::override_dir(None).as_deref(),
         config.compaction.prompt_file.as_deref(),
     );
+    let gathered = gather::gather(source, &config, &prompts, Some(&state)).await?;
     let history = History::new(config.tokenizer());
     let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
     let prepared = inspect::prepare(&inputs, &mut AssemblyCache::default());
@@ -662,6 +722,31 @@ pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
         "definitions part: median {} tokens, max {}; block: median {} tokens, max {} of its {} budget, {} over it",
         t.definitions_median, t.definitions_max, t.block_median, t.block_max, t.budget, t.over_budget
     );
+    print_maps(report);
+}
+
+/// The repository map alone, per budget: the expected definitions it holds, over every
+/// case, and its tokens (median over the workspaces).
+fn print_maps(report: &DefinitionsEvalReport) {
+    for (i, budget) in MAP_BUDGETS.iter().enumerate() {
+        let (mut found, mut expected) = (0, 0);
+        let mut tokens = Vec::new();
+        for workspace in &report.workspaces {
+            let Some(map) = workspace.maps.get(i) else {
+                continue;
+            };
+            tokens.push(map.tokens);
+            for (case, _) in &workspace.cases {
+                expected += case.expected.len();
+                found += case.expected.iter().filter(|e| map.holds(e)).count();
+            }
+        }
+        println!(
+            "repository map alone at {budget} tokens: {:.1}% ({found}/{expected}); map median {} tokens over the workspaces",
+            percent(found, expected),
+            median(tokens)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ const LABELS: Record<string, string> = {
   environment: 'environment',
   editor: 'editor',
   reminders: 'reminders',
+  repoMap: 'repository map',
 };
 
 export interface Segment {

@@ -114,6 +114,10 @@ pub struct ContextArgs {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
+    /// Add the repository map to the system message, cut to N tokens (the setting
+    /// context.repoMap.maxTokens; default 0: none)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub repo_map_tokens: usize,
 }
 
 fn not_blank(text: &str) -> Result<String, String> {

@@ -1,6 +1,7 @@
-//! `agentls context <file>[:line[:col]] [--workspace DIR] [--json]`: the sections and token
-//! counts the model would see for a file on disk, without an editor. Gathers the inputs from
-//! disk and hands them to [`inspect::report`], the same function the LSP request uses.
+//! `agentls context <file>[:line[:col]] [--workspace DIR] [--json] [--repo-map-tokens N]`:
+//! the sections and token counts the model would see for a file on disk, without an
+//! editor. Gathers the inputs from disk and hands them to [`inspect::report`], the same
+//! function the LSP request uses.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,8 @@ pub struct Options {
     pub column: usize,
     pub workspace: Option<PathBuf>,
     pub json: bool,
+    /// `context.repoMap.maxTokens` (`--repo-map-tokens`).
+    pub repo_map_tokens: usize,
 }
 
 impl From<crate::cli::args::ContextArgs> for Options {
@@ -34,6 +37,7 @@ impl From<crate::cli::args::ContextArgs> for Options {
             column,
             workspace: args.workspace,
             json: args.json,
+            repo_map_tokens: args.repo_map_tokens,
         }
     }
 }
@@ -84,7 +88,12 @@ pub fn run(options: &Options) -> Result<String, String> {
             root.display()
         ));
     }
-    let config = Config::default();
+    let config = Config {
+        repo_map_max_tokens: options
+            .repo_map_tokens
+            .min(agentls_core::repo_map::MAX_TOKENS),
+        ..Config::default()
+    };
     let (prompts, problems) = crate::store::prompts::load(
         crate::store::prompts::override_dir(None).as_deref(),
         config.compaction.prompt_file.as_deref(),
@@ -116,7 +125,7 @@ pub fn run(options: &Options) -> Result<String, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let gathered = runtime.block_on(gather::gather(&source, &config, Some(&state)))?;
+    let gathered = runtime.block_on(gather::gather(&source, &config, &prompts, Some(&state)))?;
     let history = History::new(config.tokenizer());
     let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
     let display_path = gathered

@@ -246,6 +246,6 @@ impl Backend {
     /// chain of the active file's directory (else the first root's), the skills, the
     /// environment. An editor state that names an unusable document is an error.
     pub async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
-        gather::gather(self, &self.state.config(), editor).await
+        gather::gather(self, &self.state.config(), &self.state.prompts(), editor).await
     }
 }

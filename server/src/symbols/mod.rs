@@ -25,7 +25,9 @@ use agentls_core::symbol_index::{
     extract_tags, rank_files, Definition, FileRanks, FileStamp, Query, SymbolIndex, SymbolKind,
 };
 
-use crate::locks::ReadWriteLocked;
+use agentls_core::repo_map::{self, MapSettings, RepoMap};
+
+use crate::locks::{Locked, ReadWriteLocked};
 use build::{key_of, language_of, parse_all, parse_file, plan, walk_sources, SkipCounts, Source};
 
 /// What a build is asked to do.
@@ -145,6 +147,11 @@ struct Inner {
     /// The ranking last computed, reused while its focus is asked again and the index has
     /// not changed much.
     ranks: Mutex<Option<Arc<FileRanks>>>,
+    /// The ranking with no focus (the repository map's), apart: asking for it must not
+    /// throw away the ranking of the file being edited, and the other way round.
+    unfocused_ranks: Mutex<Option<Arc<FileRanks>>>,
+    /// The repository map last handed out (see `repo_map`).
+    repo_map: Mutex<Option<Arc<RepoMap>>>,
     /// One save at a time.
     saving: Mutex<()>,
 }
@@ -587,7 +594,11 @@ impl Symbols {
     pub fn ranks_for(&self, focus: &str) -> Arc<FileRanks> {
         let (revision, files) = self.read(|index| (index.revision(), index.file_count()));
         let slack = (files as u64 / 50).max(20);
-        if let Ok(cached) = self.inner.ranks.lock() {
+        let slot = match focus {
+            "" => &self.inner.unfocused_ranks,
+            _ => &self.inner.ranks,
+        };
+        if let Ok(cached) = slot.lock() {
             if let Some(ranks) = cached.as_ref() {
                 let same_focus = ranks.focus.as_deref().unwrap_or("") == focus;
                 if same_focus && revision.saturating_sub(ranks.revision) <= slack {
@@ -597,10 +608,34 @@ impl Symbols {
         }
         let focus = (!focus.is_empty()).then_some(focus);
         let ranks = Arc::new(self.read(|index| rank_files(index, focus)));
-        if let Ok(mut cached) = self.inner.ranks.lock() {
+        if let Ok(mut cached) = slot.lock() {
             *cached = Some(ranks.clone());
         }
         ranks
+    }
+
+    /// The repository map for `settings`: the kept one while the index has not changed;
+    /// else a fresh one, which replaces the kept one only when its entries moved by more
+    /// than `repo_map::REBUILD_SHARE` (so that small edits leave the prompt's cached prefix
+    /// byte-identical; why, in `repo_map`). `display` turns an index path into the path
+    /// shown.
+    pub fn repo_map(
+        &self,
+        settings: &MapSettings,
+        display: &dyn Fn(&str) -> String,
+    ) -> Arc<RepoMap> {
+        let revision = self.read(SymbolIndex::revision);
+        let kept = self.inner.repo_map.locked().clone();
+        if let Some(kept) = &kept {
+            if repo_map::is_current(kept, revision, settings) {
+                return kept.clone();
+            }
+        }
+        let ranks = self.ranks_for("");
+        let fresh = self.read(|index| repo_map::build(index, &ranks, settings, display));
+        let chosen = Arc::new(repo_map::choose(kept.map(Arc::unwrap_or_clone), fresh));
+        *self.inner.repo_map.locked() = Some(chosen.clone());
+        chosen
     }
 }
 

@@ -14,6 +14,7 @@ mod rank;
 use std::collections::HashMap;
 
 pub use extract::{bounded, extract_tags, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
+pub(crate) use rank::MAX_DEFINERS;
 pub use rank::{rank_files, FileRanks};
 
 use crate::language::Language;
@@ -302,6 +303,12 @@ impl FileEntry {
 
     pub fn reference_count(&self) -> usize {
         self.references.len()
+    }
+
+    /// Whether the file uses the name of id `name`.
+    pub(crate) fn uses(&self, name: u32) -> bool {
+        let start = self.references.partition_point(|(n, _)| *n < name);
+        self.references.get(start).is_some_and(|(n, _)| *n == name)
     }
 }
 
@@ -737,6 +744,15 @@ impl std::hash::Hasher for HashIsKey {
 
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
+    }
+
+    pub(crate) fn name_id(&self, name: &str) -> Option<u32> {
+        self.name_ids.get(name).copied()
+    }
+
+    /// The ids (in `file_slots`) of the files that use name `name`.
+    pub(crate) fn referencing_ids(&self, name: u32) -> &[u32] {
+        self.referencing.get(&name).map_or(&[], Vec::as_slice)
     }
 }
 

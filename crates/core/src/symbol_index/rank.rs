@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::SymbolIndex;
 
 /// Names with more defining files than this carry no edge.
-const MAX_DEFINERS: usize = 16;
+pub(crate) const MAX_DEFINERS: usize = 16;
 const DAMPING: f64 = 0.85;
 const ITERATIONS: usize = 30;
 

@@ -18,6 +18,7 @@ local known = {
   environment = { "N", "environment" },
   editor = { "E", "editor" },
   reminders = { "R", "reminders" },
+  repoMap = { "P", "repository map" },
 }
 
 M.FREE = "·"
