@@ -243,7 +243,7 @@ impl FakeProvider {
             status: 400,
             headers: vec![],
             body: json!({"error": {
-                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+                "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 8300 tokens.",
                 "type": "invalid_request_error",
                 "param": "messages",
                 "code": "context_length_exceeded",

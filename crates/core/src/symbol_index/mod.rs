@@ -460,7 +460,7 @@ impl SymbolIndex {
     }
 
     /// The id of an interned name.
-    fn name_id(&self, name: &str) -> Option<u32> {
+    pub(crate) fn name_id(&self, name: &str) -> Option<u32> {
         self.name_id_hashed(name, self.name_ids.hash(name))
     }
 
@@ -645,6 +645,11 @@ impl SymbolIndex {
     pub(crate) fn definition_places(&self, name: u32) -> &[(u32, u32)] {
         self.definitions.get(&name).map_or(&[], Places::as_slice)
     }
+
+    /// The ids (in `file_slots`) of the files that use name `name`.
+    pub(crate) fn referencing_ids(&self, name: u32) -> &[u32] {
+        self.referencing.get(&name).map_or(&[], Places::as_slice)
+    }
 }
 
 /// The places of one name: most names are defined once, or used in one file, so the one
@@ -744,15 +749,6 @@ impl std::hash::Hasher for HashIsKey {
 
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
-    }
-
-    pub(crate) fn name_id(&self, name: &str) -> Option<u32> {
-        self.name_ids.get(name).copied()
-    }
-
-    /// The ids (in `file_slots`) of the files that use name `name`.
-    pub(crate) fn referencing_ids(&self, name: u32) -> &[u32] {
-        self.referencing.get(&name).map_or(&[], Vec::as_slice)
     }
 }
 
