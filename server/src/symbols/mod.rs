@@ -529,24 +529,16 @@ impl Symbols {
         let prefix = path_prefix.and_then(Path::to_str);
         let lookup = || {
             self.read(|index| {
-                let hits = index.references(name, prefix);
-                let mut files = 0;
-                let mut last = None;
-                for hit in &hits {
-                    if last != Some(hit.path) {
-                        files += 1;
-                        last = Some(hit.path);
-                    }
-                }
-                let found: Vec<FoundReference> = hits
+                let page = index.references_limited(name, prefix, limit);
+                let found: Vec<FoundReference> = page
+                    .hits
                     .iter()
-                    .take(limit)
                     .map(|hit| FoundReference {
                         path: PathBuf::from(hit.path),
                         line: hit.line,
                     })
                     .collect();
-                (found, hits.len(), files)
+                (found, page.total, page.files)
             })
         };
         let found = lookup();

@@ -328,6 +328,16 @@ pub struct ReferenceHit<'a> {
     pub line: u32,
 }
 
+/// A page of a name's references: the first hits, and how many there are in all.
+#[derive(Debug, Clone)]
+pub struct ReferencePage<'a> {
+    pub hits: Vec<ReferenceHit<'a>>,
+    /// Every line that uses the name (under the prefix).
+    pub total: usize,
+    /// The files those lines are in.
+    pub files: usize,
+}
+
 /// A lookup by name: `kind` and `path_prefix` narrow it.
 #[derive(Debug, Clone, Default)]
 pub struct Query<'a> {
@@ -569,23 +579,44 @@ impl SymbolIndex {
 
     /// Every line that uses `name`, sorted by path then line.
     pub fn references(&self, name: &str, path_prefix: Option<&str>) -> Vec<ReferenceHit<'_>> {
-        let Some(id) = self.name_id(name) else {
-            return Vec::new();
+        self.references_limited(name, path_prefix, usize::MAX).hits
+    }
+
+    /// The first `limit` lines that use `name` (sorted by path then line), with how many
+    /// there are and in how many files: a common name's tens of thousands of uses are
+    /// counted, not gathered, when a page of them is shown.
+    pub fn references_limited(
+        &self,
+        name: &str,
+        path_prefix: Option<&str>,
+        limit: usize,
+    ) -> ReferencePage<'_> {
+        let mut page = ReferencePage {
+            hits: Vec::new(),
+            total: 0,
+            files: 0,
         };
-        let mut hits = Vec::new();
+        let Some(id) = self.name_id(name) else {
+            return page;
+        };
         for entry in self.referencing_files(name, path_prefix) {
+            // Sorted by (name, line): the lines of one name are contiguous.
             let start = entry.references.partition_point(|(n, _)| *n < id);
-            for &(n, line) in &entry.references[start..] {
-                if n != id {
-                    break;
-                }
-                hits.push(ReferenceHit {
-                    path: &entry.path,
-                    line,
-                });
-            }
+            let end = start + entry.references[start..].partition_point(|(n, _)| *n == id);
+            page.total += end - start;
+            page.files += usize::from(end > start);
+            let room = limit.saturating_sub(page.hits.len());
+            page.hits.extend(
+                entry.references[start..end]
+                    .iter()
+                    .take(room)
+                    .map(|&(_, line)| ReferenceHit {
+                        path: &entry.path,
+                        line,
+                    }),
+            );
         }
-        hits
+        page
     }
 
     /// The definitions of `name` ranked for a reader in `from_path`: a definition in the

@@ -275,6 +275,18 @@ fn lookup_by_name_kind_and_prefix() {
         ]
     );
     assert_eq!(index.references("Thing", Some("src/b")).len(), 1);
+    // A page: the first hits in the same order, every use counted, and their files.
+    let page = index.references_limited("Thing", None, 2);
+    let first: Vec<(&str, u32)> = page.hits.iter().map(|r| (r.path, r.line)).collect();
+    assert_eq!(first, [("other/c.rs", 1), ("src/a.rs", 0)]);
+    assert_eq!((page.total, page.files), (4, 3));
+    let none = index.references_limited("Thing", None, 0);
+    assert_eq!((none.hits.len(), none.total, none.files), (0, 4, 3));
+    let unknown = index.references_limited("Nothing", None, 5);
+    assert_eq!(
+        (unknown.hits.len(), unknown.total, unknown.files),
+        (0, 0, 0)
+    );
 }
 
 #[test]
