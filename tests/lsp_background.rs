@@ -64,24 +64,9 @@ async fn a_background_command_returns_at_once_and_is_read_and_killed_later() {
     let requests = fake.requests();
     assert_eq!(requests.len(), 4);
 
-    // The start returned while `sleep 1000` ran: its id and first output.
-    let started = tool_output_in(&requests[1].body, "call_bg");
-    assert!(started.contains("\nid: bg1\n"), "{started}");
-    assert!(started.contains("started\n"), "{started}");
-    assert!(started.contains("[bg1 is still running]"), "{started}");
-    assert!(!started.contains("later"), "{started}");
-    // shell_output waited for the new output, and only the new output.
-    let read = tool_output_in(&requests[2].body, "call_out");
-    assert!(read.contains("later\n"), "{read}");
-    assert!(!read.contains("started"), "{read}");
-    assert!(read.contains("[bg1 is still running]"), "{read}");
-    // shell_kill ended it; its whole group is gone.
-    let killed = tool_output_in(&requests[3].body, "call_kill");
-    assert!(killed.contains("[bg1 was killed]"), "{killed}");
-    assert!(
-        killed.contains("[bg1 was stopped by shell_kill]"),
-        "{killed}"
-    );
+    // The start returned while the command ran; shell_output read only what was new;
+    // shell_kill ended it.
+    assert_background_round(&requests);
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     wait_gone(pid.trim()).await;
     assert_invariants(&requests);

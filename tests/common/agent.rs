@@ -315,6 +315,28 @@ pub fn tool_output_in(body: &Value, call_id: &str) -> String {
         .unwrap_or_else(|| panic!("no tool message for {call_id} in {body}"))
 }
 
+/// What the model saw of one background command `bg1` (the same contract for a local
+/// process and an ACP client terminal), in the requests after the calls `call_bg` (start:
+/// its id and first output, still running), `call_out` (`shell_output`: only what is new)
+/// and `call_kill` (`shell_kill`).
+pub fn assert_background_round(requests: &[RecordedRequest]) {
+    let started = tool_output_in(&requests[1].body, "call_bg");
+    assert!(started.contains("\nid: bg1\n"), "{started}");
+    assert!(started.contains("started\n"), "{started}");
+    assert!(started.contains("[bg1 is still running]"), "{started}");
+    assert!(!started.contains("later"), "{started}");
+    let read = tool_output_in(&requests[2].body, "call_out");
+    assert!(read.contains("later\n"), "{read}");
+    assert!(!read.contains("started"), "only what is new: {read}");
+    assert!(read.contains("[bg1 is still running]"), "{read}");
+    let killed = tool_output_in(&requests[3].body, "call_kill");
+    assert!(killed.contains("[bg1 was killed]"), "{killed}");
+    assert!(
+        killed.contains("[bg1 was stopped by shell_kill]"),
+        "{killed}"
+    );
+}
+
 /// The `agent/status` notifications among `messages`.
 pub fn statuses(messages: &[ServerMessage]) -> Vec<Value> {
     messages

@@ -2,16 +2,11 @@ use expect_test::expect;
 
 use super::{build, choose, drift, is_current, MapEntry, MapSettings, RepoMap, REBUILD_SHARE};
 use crate::language::Language;
-use crate::symbol_index::{extract_tags, rank_files, FileStamp, FileTags, SymbolIndex};
+use crate::symbol_index::{rank_files, FileStamp, FileTags, SymbolIndex};
 use crate::tokens::TokenizerKind;
 
 fn tags(language: Language, source: &str) -> FileTags {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&language.grammar().expect("grammar"))
-        .expect("grammar loads");
-    let tree = parser.parse(source, None).expect("tree");
-    extract_tags(language, source.as_bytes(), &tree)
+    crate::symbol_index::tags_of(language, source)
 }
 
 fn index_of(files: &[(&str, &str)]) -> SymbolIndex {

@@ -817,5 +817,16 @@ fn path_distance(a: &str, b: &str) -> usize {
     (a_dirs.len() - common) + (b_dirs.len() - common)
 }
 
+/// The tags of `source`, parsed on the spot: for the tests of the index and of what reads it.
+#[cfg(test)]
+pub(crate) fn tags_of(language: Language, source: &str) -> FileTags {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&language.grammar().expect("grammar"))
+        .expect("grammar loads");
+    let tree = parser.parse(source, None).expect("tree");
+    extract_tags(language, source.as_bytes(), &tree)
+}
+
 #[cfg(test)]
 mod tests;

@@ -4,12 +4,7 @@ use super::persist::{decode, encode, DecodeError};
 use super::*;
 
 fn tags(language: Language, source: &str) -> FileTags {
-    let mut parser = tree_sitter::Parser::new();
-    parser
-        .set_language(&language.grammar().expect("grammar"))
-        .expect("grammar loads");
-    let tree = parser.parse(source, None).expect("tree");
-    extract_tags(language, source.as_bytes(), &tree)
+    crate::symbol_index::tags_of(language, source)
 }
 
 /// Definitions one per line: "line kind name (in container): signature", then the doc and
