@@ -14,6 +14,20 @@ fn run(args: &[&str]) -> std::process::Output {
         .expect("run agentls")
 }
 
+/// A workspace with a `.git` (so it is its own root) and `files` (path, text) in it; the
+/// directory lives as long as the returned guard.
+fn git_workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    (dir, root)
+}
+
 #[test]
 fn version_and_help() {
     let out = run(&["--version"]);
@@ -200,21 +214,17 @@ fn context_shows_sections_and_the_editor_parts_for_a_file_on_disk() {
 /// defines itself is not looked up elsewhere.
 #[test]
 fn context_shows_a_definition_from_an_unopened_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    std::fs::create_dir_all(root.join("src/net")).unwrap();
-    std::fs::write(
-        root.join("src/net/retry.rs"),
-        "/// How often to try again.\npub struct RetryPolicy {\n    pub attempts: u32,\n    pub backoff_ms: u64,\n}\n\npub fn helper() {}\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("src/other.rs"), "pub fn helper() {}\n").unwrap();
-    std::fs::write(
-        root.join("src/main.rs"),
-        "fn helper() {}\n\nfn run(policy: RetryPolicy) -> u32 {\n    helper();\n    policy.attempts\n}\n",
-    )
-    .unwrap();
+    let (_dir, root) = git_workspace(&[
+        (
+            "src/net/retry.rs",
+            "/// How often to try again.\npub struct RetryPolicy {\n    pub attempts: u32,\n    pub backoff_ms: u64,\n}\n\npub fn helper() {}\n",
+        ),
+        ("src/other.rs", "pub fn helper() {}\n"),
+        (
+            "src/main.rs",
+            "fn helper() {}\n\nfn run(policy: RetryPolicy) -> u32 {\n    helper();\n    policy.attempts\n}\n",
+        ),
+    ]);
     let target = format!("{}:4:5", root.join("src/main.rs").display());
     let out = run(&["context", &target, "--json"]);
     assert!(
@@ -247,21 +257,14 @@ fn context_shows_a_definition_from_an_unopened_file() {
 /// `repoMap` row counts it; without the flag (the setting's default, 0) there is none.
 #[test]
 fn context_shows_the_repository_map_with_its_tokens() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    std::fs::create_dir_all(root.join(".git")).unwrap();
-    std::fs::create_dir_all(root.join("src/net")).unwrap();
-    std::fs::write(
-        root.join("src/net/retry.rs"),
-        "pub struct RetryPolicy {\n    pub attempts: u32,\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/jobs.rs"),
-        "pub fn schedule(policy: &RetryPolicy) {}\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let (_dir, root) = git_workspace(&[
+        (
+            "src/net/retry.rs",
+            "pub struct RetryPolicy {\n    pub attempts: u32,\n}\n",
+        ),
+        ("src/jobs.rs", "pub fn schedule(policy: &RetryPolicy) {}\n"),
+        ("src/main.rs", "fn main() {}\n"),
+    ]);
     let target = root.join("src/main.rs").display().to_string();
     let system_and_row = |extra: &[&str]| {
         let mut args = vec!["context", target.as_str(), "--json"];

@@ -39,21 +39,6 @@ fn project(root: &Path) {
     );
 }
 
-/// Waits (without a clock: a hang shows as a hang) until the symbol index is ready.
-async fn symbols_ready(server: &common::Server) {
-    loop {
-        let ws = server
-            .client
-            .request("agentls/debug/workspace", json!({}))
-            .await
-            .expect("workspace");
-        if ws["symbols"]["status"] == "ready" {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 /// One turn answered "Done."; the system message the provider was sent.
 async fn turn_system(server: &common::Server, fake: &FakeProvider, session: &str) -> String {
     fake.push(FakeProvider::openai_text(&["Done."], None));

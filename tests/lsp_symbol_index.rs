@@ -12,22 +12,6 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Waits (without a clock: a hang shows as a hang) until the symbol index is ready; its
-/// status as `agentls/debug/workspace` reports it.
-async fn symbols_ready(server: &Server) -> Value {
-    loop {
-        let ws = server
-            .client
-            .request("agentls/debug/workspace", json!({}))
-            .await
-            .expect("workspace");
-        if ws["symbols"]["status"] == "ready" {
-            return ws["symbols"].clone();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 async fn symbols_status(server: &Server) -> Value {
     server
         .client

@@ -19,21 +19,6 @@ fn write(root: &Path, relative: &str, text: &str) {
 
 const MAIN: &str = "mod net;\nuse net::retry::RetryPolicy;\n\nfn run(policy: RetryPolicy) -> u32 {\n    let delay = backoff_delay(policy.attempts);\n    delay as u32\n}\n";
 
-/// Waits (without a clock: a hang shows as a hang) until the symbol index is ready.
-async fn symbols_ready(server: &common::Server) {
-    loop {
-        let ws = server
-            .client
-            .request("agentls/debug/workspace", json!({}))
-            .await
-            .expect("workspace");
-        if ws["symbols"]["status"] == "ready" {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 fn user_text(body: &Value) -> String {
     body["messages"]
         .as_array()

@@ -337,6 +337,22 @@ pub fn assert_background_round(requests: &[RecordedRequest]) {
     );
 }
 
+/// Waits (without a clock: a hang shows as a hang) until the symbol index is ready; its
+/// status as `agentls/debug/workspace` reports it.
+pub async fn symbols_ready(server: &Server) -> Value {
+    loop {
+        let ws = server
+            .client
+            .request("agentls/debug/workspace", json!({}))
+            .await
+            .expect("workspace");
+        if ws["symbols"]["status"] == "ready" {
+            return ws["symbols"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The `agent/status` notifications among `messages`.
 pub fn statuses(messages: &[ServerMessage]) -> Vec<Value> {
     messages
