@@ -13,8 +13,8 @@
 //! virtiofs: only the listed local ones are), roots with a mount inside, more than
 //! `MAX_DIRS` directories or the kernel's watch limit, a queue overflow, a directory
 //! renamed (the whole watch is made again). Writes through a memory map after the file
-//! is closed, and through a hard link from outside the root, make no event here (README,
-//! Limits): no tool the agent runs is known to do that to sources.
+//! is closed, and through a hard link from outside the root, make no event here
+//! (docs/limits.md): no tool the agent runs is known to do that to sources.
 
 use std::path::{Path, PathBuf};
 
