@@ -700,7 +700,7 @@ export type SessionUpdate =
   | { durationMs?: number; fallbackReason?: string; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
   | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
   | { key: string; kind: 'reminder'; source: string; text: string }
-  | { kind: 'turnEnd'; stopReason: StopReason; usage?: Usage }
+  | { kind: 'turnEnd'; modelCalls?: number; stopReason: StopReason; usage?: Usage }
   | { items: QueueItem[]; kind: 'queue' }
   | { blocked?: boolean; id: string; kind: 'steered'; text: string }
   | { commands: BackgroundCommand[]; kind: 'background' };

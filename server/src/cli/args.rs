@@ -81,6 +81,10 @@ pub struct AskArgs {
     /// Settings as JSON, or @FILE holding JSON (the keys of initializationOptions)
     #[arg(long, value_name = "JSON|@FILE")]
     config: Option<String>,
+    /// Append every update of the turn to FILE as JSON lines ({sessionId, turnId, update}),
+    /// as an editor gets them in `agent/update` (for scripts and benchmarks)
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
 }
 
 impl From<AskArgs> for AskOptions {
@@ -92,6 +96,7 @@ impl From<AskArgs> for AskOptions {
             approve: args.approve,
             workspace: args.workspace,
             config: args.config,
+            events: args.events,
         }
     }
 }

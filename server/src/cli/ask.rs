@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lsp_types::{Position, Url};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::agent::Agent;
@@ -28,6 +28,7 @@ pub struct AskOptions {
     pub approve: bool,
     pub workspace: Option<PathBuf>,
     pub config: Option<String>,
+    pub events: Option<PathBuf>,
 }
 
 /// The configuration of a run: `--config` (JSON, or `@file` holding JSON) over the user
@@ -94,6 +95,16 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         Some(spec) => Some(editor_state_for(spec, &root)?),
         None => None,
     };
+    let events = match &options.events {
+        Some(path) => Some(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?,
+        )),
+        None => None,
+    };
     let (ends_tx, mut ends) = mpsc::unbounded_channel();
     let host = Arc::new(CliHost {
         config,
@@ -103,6 +114,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         ends: ends_tx,
         printing: Mutex::new(Printing::default()),
         symbols: Arc::default(),
+        events,
     });
     let agent = Agent::new(host.clone());
     let session = match options.session {
@@ -173,6 +185,22 @@ fn editor_state_for(spec: &str, root: &Path) -> Result<EditorState, String> {
 struct Printing {
     /// The answer's text ended without a newline (so a stderr line must start a new one).
     mid_line: bool,
+    /// The titles of the calls announced, by call id: a call's result line names it.
+    titles: std::collections::HashMap<String, String>,
+}
+
+/// A finished call's line on stderr: its title and what it returned (how many lines, and
+/// the first), so a reader sees what the model saw, never only an id.
+fn result_line(title: &str, success: bool, output: &str) -> String {
+    let lines = output.lines().filter(|l| !l.trim().is_empty()).count();
+    let first = agentls_core::session::shorten(output);
+    let shown = match lines {
+        0 => "(no output)".to_string(),
+        1 => first,
+        n => format!("{n} lines: {first}"),
+    };
+    let mark = if success { '✓' } else { '✗' };
+    format!("  {mark} {title}: {shown}")
 }
 
 struct CliHost {
@@ -183,6 +211,8 @@ struct CliHost {
     ends: mpsc::UnboundedSender<(String, String)>,
     printing: Mutex<Printing>,
     symbols: Arc<std::sync::OnceLock<crate::symbols::Symbols>>,
+    /// `--events`: every update, as JSON lines.
+    events: Option<Mutex<std::fs::File>>,
 }
 
 impl CliHost {
@@ -285,11 +315,17 @@ impl Host for CliHost {
 
     fn notify(&self, notice: Notice) {
         let Notice::Update {
-            turn_id, update, ..
+            session_id,
+            turn_id,
+            update,
         } = notice
         else {
             return;
         };
+        if let Some(events) = &self.events {
+            let line = json!({"sessionId": session_id, "turnId": turn_id, "update": update});
+            let _ = writeln!(events.locked(), "{line}");
+        }
         let text = |key: &str| update[key].as_str().unwrap_or("").to_string();
         match update["kind"].as_str().unwrap_or("") {
             "agentMessageChunk" => {
@@ -298,16 +334,23 @@ impl Host for CliHost {
                 let _ = std::io::stdout().flush();
                 self.printing.locked().mid_line = !chunk.ends_with('\n');
             }
-            "toolCall" => self.stderr_line(&format!("→ {}", text("title"))),
-            "toolCallUpdate" => match update["status"].as_str() {
-                Some("completed") => self.stderr_line(&format!("  ✓ {}", text("toolCallId"))),
-                Some("failed") => self.stderr_line(&format!(
-                    "  ✗ {}: {}",
-                    text("toolCallId"),
-                    agentls_core::session::shorten(&text("output"))
-                )),
-                _ => {}
-            },
+            "toolCall" => {
+                self.printing
+                    .locked()
+                    .titles
+                    .insert(text("toolCallId"), text("title"));
+                self.stderr_line(&format!("→ {}", text("title")));
+            }
+            "toolCallUpdate" => {
+                let success = match update["status"].as_str() {
+                    Some("completed") => true,
+                    Some("failed") => false,
+                    _ => return,
+                };
+                let id = text("toolCallId");
+                let title = self.printing.locked().titles.remove(&id).unwrap_or(id);
+                self.stderr_line(&result_line(&title, success, &text("output")));
+            }
             "plan" => {
                 let entries = update["entries"].as_array().cloned().unwrap_or_default();
                 let lines: Vec<String> = entries
@@ -353,6 +396,22 @@ mod tests {
             ..AskOptions::default()
         };
         assert!(config_err(&bad).contains("approval"));
+    }
+
+    #[test]
+    fn a_result_line_shows_what_the_call_returned() {
+        assert_eq!(
+            result_line("Read src/main.rs", true, "L1: fn main() {\nL2: }"),
+            "  ✓ Read src/main.rs: 2 lines: L1: fn main() {"
+        );
+        assert_eq!(
+            result_line("Search \"x\"", true, "No matches"),
+            "  ✓ Search \"x\": No matches"
+        );
+        assert_eq!(
+            result_line("Run ls", false, "  \n"),
+            "  ✗ Run ls: (no output)"
+        );
     }
 
     fn config_err(options: &AskOptions) -> String {

@@ -552,7 +552,7 @@ pub enum Update {
         message: String,
         retryable: bool,
         /// `contextLengthExceeded` when the conversation does not fit even after compacting;
-        /// `repeatedToolCall` when the model made the same call five times in a row.
+        /// `repeatedToolCall` when the model made the same call five times with the same result.
         #[serde(skip_serializing_if = "Option::is_none")]
         code: Option<String>,
     },
@@ -594,6 +594,9 @@ pub enum Update {
         stop_reason: StopReason,
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// The model calls the turn made (its steps).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model_calls: Option<usize>,
     },
     /// What waits in the session changed (a prompt queued or started, a message steered,
     /// taken or withdrawn): the whole list, steering messages first. Under the running

@@ -107,7 +107,7 @@ impl Agent {
             self.update(
                 id,
                 &turn_id,
-                json!({"kind": "turnEnd", "stopReason": "cancelled"}),
+                json!({"kind": "turnEnd", "stopReason": "cancelled", "modelCalls": 0}),
             );
         }
         self.announce_queue(&handle);

@@ -99,8 +99,9 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) scope: Scope,
     /// What the window has left for each output of the calls being run (`run_calls`).
     pub(in crate::agent) output_budget: Option<crate::tools::registry::OutputBudget>,
-    /// The last call made (name and arguments) and how many times in a row.
-    pub(in crate::agent) repeats: Option<(String, usize)>,
+    /// Each call made this turn (name and arguments): its last result's hash and how many
+    /// times in a row it gave that result (the repeated-call guard).
+    pub(in crate::agent) repeats: std::collections::HashMap<String, (u64, usize)>,
     /// Whether this turn's last compaction made room (`Turn::measure_compaction`).
     pub(in crate::agent) compaction_check: CompactionCheck,
     /// The checkpoint taken before this turn (`agent::checkpoints`): its id and trees.
@@ -157,7 +158,7 @@ impl Turn {
             halt: None,
             scope,
             output_budget: None,
-            repeats: None,
+            repeats: Default::default(),
             compaction_check: CompactionCheck::None,
             checkpoint: None,
             image_formula: None,
@@ -515,7 +516,8 @@ impl Turn {
                 }
             }
         }
-        let mut end = json!({"kind": "turnEnd", "stopReason": stop.name()});
+        let mut end =
+            json!({"kind": "turnEnd", "stopReason": stop.name(), "modelCalls": self.steps});
         if self.usage != (0, 0) {
             end["usage"] = json!({"inputTokens": self.usage.0, "outputTokens": self.usage.1});
         }
