@@ -81,6 +81,9 @@ struct Script {
     requests: Vec<RecordedRequest>,
     /// When each streamed step was flushed to the socket (for latency benchmarks).
     sent: Vec<Instant>,
+    /// Refuse a request carrying a tool call whose arguments are not a JSON object, as
+    /// llama.cpp's server does (`refuse_bad_arguments`).
+    strict_arguments: bool,
 }
 
 pub struct FakeProvider {
@@ -144,6 +147,13 @@ impl FakeProvider {
     /// routed to it, with `respond(body)`.
     pub fn respond_to(&self, needle: &str, respond: Responder) {
         self.lock().responders.push((needle.to_string(), respond));
+    }
+
+    /// From now on, a request whose messages carry a tool call with arguments that are not
+    /// a JSON object gets llama.cpp's answer to it: HTTP 500, "Failed to parse tool call
+    /// arguments as JSON" (its server parses them to render the chat template).
+    pub fn refuse_bad_arguments(&self) {
+        self.lock().strict_arguments = true;
     }
 
     /// Lets one held stream (`Step::Hold`) go on.
@@ -429,7 +439,15 @@ fn next_reply(script: &Mutex<Script>, request: RecordedRequest) -> Reply {
     let reply = {
         let mut script = script.locked();
         let body = request.body.to_string();
+        let bad_arguments = script.strict_arguments && has_bad_arguments(&request.body);
         script.requests.push(request);
+        if bad_arguments {
+            return Reply::Http {
+                status: 500,
+                headers: vec![],
+                body: json!({"error": {"code": 500, "message": "Failed to parse tool call arguments as JSON", "type": "server_error"}}).to_string(),
+            };
+        }
         let routed = script
             .routes
             .iter_mut()
@@ -457,6 +475,26 @@ fn next_reply(script: &Mutex<Script>, request: RecordedRequest) -> Reply {
             json!({"error": {"message": "fake provider: no reply was scripted for this request"}})
                 .to_string(),
     })
+}
+
+/// Whether an OpenAI request's messages carry a tool call whose arguments are not a JSON
+/// object.
+fn has_bad_arguments(body: &Value) -> bool {
+    let messages = body["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .any(|call| {
+            let arguments = call["function"]["arguments"].as_str().unwrap_or("");
+            !matches!(
+                serde_json::from_str::<Value>(arguments),
+                Ok(Value::Object(_))
+            )
+        })
 }
 
 /// Streams `steps` as a chunked SSE body; false when a `Step::Cut` broke it off.

@@ -623,18 +623,18 @@ async fn arguments_that_are_not_a_json_object_are_refused_before_the_tool_runs()
     check(
         &f.updates(&turn),
         expect![[r#"
-        toolCall call_array read_file read "Read a file" pending null
-        toolCallUpdate call_array failed
-          | the arguments of read_file are not a JSON object: ["src/lib.rs"]
-        toolCall call_cut read_file read "Read a file" pending null
-        toolCallUpdate call_cut failed
-          | the arguments of read_file are not a JSON object: {"path": "src/li
-        toolCall call_string edit_file edit "Edit a file" pending null
-        toolCallUpdate call_string failed
-          | the arguments of edit_file are not a JSON object: "src/lib.rs"
-        agentMessageChunk "Let me try again."
-        turnEnd endTurn
-    "#]],
+            toolCall call_array read_file read "Read a file" pending null
+            toolCallUpdate call_array failed
+              | the arguments of read_file are not a JSON object: ["src/lib.rs"]
+            toolCall call_cut read_file read "Read a file" pending null
+            toolCallUpdate call_cut failed
+              | not run: the arguments of read_file were cut off before they ended (the reply reached its output limit), so the call was not made. Make smaller calls: change an existing file with edit_file, one function at a time, or write a short first version with write_file and add to it with edit_file. The cut arguments began: {"path": "src/li
+            toolCall call_string edit_file edit "Edit a file" pending null
+            toolCallUpdate call_string failed
+              | the arguments of edit_file are not a JSON object: "src/lib.rs"
+            agentMessageChunk "Let me try again."
+            turnEnd endTurn
+        "#]],
     );
     // An edit is never asked about when its arguments are unusable.
     assert!(f.host.asked().is_empty());

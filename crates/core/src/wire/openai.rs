@@ -119,6 +119,14 @@ fn assistant(text: Option<&str>, calls: Vec<&Item>) -> Value {
                 else {
                     unreachable!("tool_calls holds calls only")
                 };
+                // Arguments that are not a JSON object (a call cut by the output limit)
+                // are sent as `{}`: servers that parse them (llama.cpp) refuse the whole
+                // request otherwise, and the session could never send another one. The
+                // call's output already told the model what was wrong.
+                let arguments = match serde_json::from_str::<Value>(arguments) {
+                    Ok(Value::Object(_)) => arguments.as_str(),
+                    _ => "{}",
+                };
                 json!({
                     "id": call_id,
                     "type": "function",
@@ -246,5 +254,25 @@ mod tests {
         assert_eq!(messages[5]["content"], Value::Null);
         assert!(messages[4]["content"].as_str().unwrap().contains("aborted"));
         assert_eq!(tools(&prompts.tools)[0]["function"]["name"], "read_file");
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_sent_as_an_empty_object() {
+        let cut = Item::ToolCall {
+            call_id: "a".into(),
+            name: "write_file".into(),
+            arguments: "{\"path\": \"a.py\", \"content\": \"def f(".into(),
+        };
+        let whole = Item::ToolCall {
+            call_id: "b".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\": \"a.py\"}".into(),
+        };
+        let message = assistant(None, vec![&cut, &whole]);
+        assert_eq!(message["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(
+            message["tool_calls"][1]["function"]["arguments"],
+            "{\"path\": \"a.py\"}"
+        );
     }
 }
