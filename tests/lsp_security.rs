@@ -72,10 +72,12 @@ async fn writes_to_hook_scripts_and_agent_configuration_are_always_asked() {
         "ok",
     );
     fake.push(FakeProvider::openai_text(&["ok"], None));
+    // The write goes as far as the approval: the rule that a file is read before it is
+    // replaced (tests/cli_task.rs) would refuse it before anyone is asked.
     let (server, seen) = disk_server(
         &ws,
         &fake,
-        json!({"approval": "full-auto"}),
+        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}}),
         &["allowAlways", "rejectOnce", "rejectOnce", "rejectOnce"],
     )
     .await;

@@ -290,6 +290,11 @@ pub trait Host: Send + Sync + 'static {
     ) -> Vec<(PathBuf, Vec<agentls_core::editor_diagnostics::Diagnostic>)> {
         Vec::new()
     }
+    /// Whether an editor reports diagnostics of the files a call changed (`diagnostics`
+    /// answers): where it does, they are the check after a change.
+    fn has_editor_diagnostics(&self) -> bool {
+        false
+    }
     /// The workspace symbol index (`find_symbol`), its open buffers brought up to date;
     /// None for a host that keeps none.
     async fn symbols(&self) -> Option<crate::symbols::Symbols> {

@@ -90,6 +90,12 @@ pub struct Config {
     pub sandbox: crate::sandbox::SandboxSettings,
     /// `checkpoints.{enabled, maxFileBytes, maxStoreBytes}`.
     pub checkpoints: crate::checkpoints::CheckpointSettings,
+    /// `tools.readBeforeWrite`: a `write_file` over an existing file the model has not read
+    /// (or read in an older version) is refused with a message to read it first.
+    pub read_before_write: bool,
+    /// `checks.afterEdit`: what runs after each change the model makes, its failure appended
+    /// to the change's result.
+    pub after_edit: crate::checks::AfterEdit,
 }
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
@@ -145,6 +151,8 @@ impl Default for Config {
             reminders: crate::reminders::ReminderSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             checkpoints: crate::checkpoints::CheckpointSettings::default(),
+            read_before_write: true,
+            after_edit: crate::checks::AfterEdit::default(),
         }
     }
 }
@@ -351,6 +359,22 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.apply_edit_timeout_ms = p.apply_edit_timeout_ms,
+    },
+    Key {
+        path: "tools.readBeforeWrite",
+        set: |c, v| {
+            c.read_before_write = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.read_before_write = p.read_before_write,
+    },
+    Key {
+        path: "checks.afterEdit",
+        set: |c, v| {
+            c.after_edit = crate::checks::AfterEdit::parse(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.after_edit = p.after_edit.clone(),
     },
     Key {
         path: "maxSteps",

@@ -283,7 +283,7 @@ pub fn from_hook(event: &str, command: &str, text: &str, texts: &ReminderTexts) 
     }
 }
 
-/// The model made the same call (`tool`, same arguments) `count` times in a row; the turn
+/// The model made the same call (`tool`, same arguments) `count` times with the same result; the turn
 /// stops at `limit`.
 pub fn repeated_call(
     turn_id: &str,

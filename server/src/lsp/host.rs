@@ -185,6 +185,10 @@ impl Host for LspHost {
         PermissionOutcome::from_answer(answer, &options, "requestPermission", timeout)
     }
 
+    fn has_editor_diagnostics(&self) -> bool {
+        self.support().editor_diagnostics
+    }
+
     async fn diagnostics(&self, paths: &[PathBuf]) -> Vec<(PathBuf, Vec<Diagnostic>)> {
         if !self.support().editor_diagnostics || paths.is_empty() {
             return Vec::new();

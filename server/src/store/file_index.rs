@@ -116,6 +116,24 @@ pub fn walk(roots: &[PathBuf], mut progress: impl FnMut(usize)) -> (Vec<PathBuf>
     (files, started.elapsed().as_millis())
 }
 
+/// At most `limit` files under `root` as relative `/`-separated paths, walked like `walk`
+/// (ignore files honoured, hidden files skipped, links not followed): for naming the
+/// closest paths to one that does not exist.
+pub fn workspace_files(root: &Path, limit: usize) -> Vec<String> {
+    ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .take(limit)
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(root).ok()?;
+            Some(relative.to_string_lossy().replace('\\', "/"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,7 @@ impl PathBoundary {
         agentls_core::paths::display(path, &self.roots)
     }
 
-    pub(super) fn default_root(&self) -> Result<&PathBuf, ToolError> {
+    pub(crate) fn default_root(&self) -> Result<&PathBuf, ToolError> {
         self.roots
             .first()
             .ok_or_else(|| error("no workspace folder is open"))

@@ -31,6 +31,8 @@ pub struct PlannedEdit {
     pub new_text: String,
     /// Unified diff of the whole file, `--- a/<path>` `+++ b/<path>`.
     pub diff: String,
+    /// How old_text matched when it did not match exactly (the model is told).
+    pub matched: Option<String>,
 }
 
 /// `edit_file`: replace the one exact occurrence of `old_text` in `current` (the open buffer or
@@ -51,14 +53,16 @@ pub fn plan_edit(
         ));
     }
     if old_text == new_text {
-        return Err(error(
-            "old_text and new_text are the same; the edit would change nothing",
-        ));
+        return Err(error(unchanged(&shown, current, old_text)));
     }
     let found = occurrences(current, old_text);
-    let start = match found.as_slice() {
-        [] => return Err(not_found(&shown, current, old_text, new_text)),
-        [start] => *start,
+    let (range, new_text, matched) = match found.as_slice() {
+        [start] => (*start..start + old_text.len(), new_text.to_string(), None),
+        [] => match loose_match(current, old_text, new_text) {
+            Some(Ok(loose)) => (loose.range, loose.new_text, Some(loose.how)),
+            Some(Err(ambiguous)) => return Err(error(format!("{ambiguous} in {shown}"))),
+            None => return Err(not_found(&shown, current, old_text, new_text)),
+        },
         _ => {
             let lines: Vec<usize> = found.iter().map(|&at| line_at(current, at)).collect();
             return Err(error(format!(
@@ -68,23 +72,201 @@ pub fn plan_edit(
             )));
         }
     };
-    let range = start..start + old_text.len();
-    let mut edited = String::with_capacity(current.len() - old_text.len() + new_text.len());
+    let mut edited = String::with_capacity(current.len() - range.len() + new_text.len());
     edited.push_str(&current[..range.start]);
-    edited.push_str(new_text);
+    edited.push_str(&new_text);
     edited.push_str(&current[range.end..]);
+    if edited == current {
+        return Err(error(unchanged(&shown, current, old_text)));
+    }
     let diff = unified_diff(
         current,
         &edited,
         &format!("a/{shown}"),
         &format!("b/{shown}"),
     );
+    let matched = matched.map(|how| {
+        let first = line_at(current, range.start);
+        let last = line_at(current, range.end.saturating_sub(1).max(range.start));
+        format!("old_text matched line(s) {first}–{last} of {shown} {how}")
+    });
     Ok(PlannedEdit {
         path: resolved,
         range,
-        new_text: new_text.to_string(),
+        new_text,
         diff,
+        matched,
     })
+}
+
+/// The refusal of an edit that changes nothing, with the file's text where old_text is (or
+/// says it is not there): a model that repeats such an edit has usually lost track of what
+/// the file holds.
+fn unchanged(shown: &str, current: &str, old_text: &str) -> String {
+    let mut message =
+        "old_text and new_text are the same; the edit would change nothing.".to_string();
+    let at = occurrences(current, old_text).first().copied().or_else(|| {
+        match loose_match(current, old_text, old_text) {
+            Some(Ok(loose)) => Some(loose.range.start),
+            _ => None,
+        }
+    });
+    match at {
+        Some(at) => {
+            let line = line_at(current, at);
+            let first = line.saturating_sub(3).max(1);
+            let last = line + old_text.lines().count().max(1) + 2;
+            let numbered: Vec<String> = current
+                .lines()
+                .enumerate()
+                .skip(first - 1)
+                .take(last + 1 - first)
+                .map(|(i, text)| format!("L{}: {}", i + 1, cut_line(text, MAX_GREP_LINE_CHARS)))
+                .collect();
+            message.push_str(&format!(
+                " {shown} reads there now:\n{}\nIf the change you want is already there, it is done; otherwise give new_text the text it should read.",
+                numbered.join("\n")
+            ));
+        }
+        None => message.push_str(&format!(
+            " old_text is not in {shown} either: read it with read_file and copy the text to replace exactly."
+        )),
+    }
+    message
+}
+
+/// A match of old_text found once the model's drift was forgiven: the byte range of the
+/// file's lines it covers, new_text adapted the same way, and what was forgiven.
+struct Loose {
+    range: Range<usize>,
+    new_text: String,
+    how: &'static str,
+}
+
+/// old_text matched after loosening, in order: a Markdown fence around the texts; then line
+/// by line with line endings and trailing whitespace ignored; then with indentation ignored
+/// (new_text re-indented by the same amount). None: no match; Err: it matches at several
+/// places (said with their lines).
+fn loose_match(current: &str, old_text: &str, new_text: &str) -> Option<Result<Loose, String>> {
+    if let (Some(old), new) = (unfence(old_text), unfence(new_text)) {
+        let new = new.unwrap_or(new_text);
+        if let [start] = occurrences(current, old).as_slice() {
+            return Some(Ok(Loose {
+                range: *start..start + old.len(),
+                new_text: new.to_string(),
+                how: "once the ``` fence around old_text was removed",
+            }));
+        }
+        return loose_match(current, old, new);
+    }
+    let crlf = current.contains("\r\n");
+    let loosenings: [(Trim, &'static str); 2] = [
+        (
+            str::trim_end,
+            "with line endings and trailing whitespace ignored",
+        ),
+        (
+            str::trim,
+            "with indentation ignored (new_text was re-indented to match)",
+        ),
+    ];
+    let file_lines = lines_with_offsets(current);
+    let old_lines: Vec<&str> = old_text
+        .trim_end_matches(['\n', '\r'])
+        .split('\n')
+        .collect();
+    if old_lines.iter().all(|line| line.trim().is_empty()) {
+        return None;
+    }
+    for (trim, how) in loosenings {
+        let starts: Vec<usize> = (0..file_lines.len().saturating_sub(old_lines.len() - 1))
+            .filter(|&i| {
+                old_lines
+                    .iter()
+                    .enumerate()
+                    .all(|(k, old)| trim(file_lines[i + k].1) == trim(old))
+            })
+            .collect();
+        match starts.as_slice() {
+            [] => continue,
+            [i] => {
+                let first = file_lines[*i];
+                let last = file_lines[i + old_lines.len() - 1];
+                let mut end = last.0 + last.1.trim_end_matches('\r').len();
+                // old_text ended with its line's newline: the range takes it too.
+                if old_text.ends_with('\n') && current[end..].starts_with(['\r', '\n']) {
+                    end += if current[end..].starts_with("\r\n") {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                let mut new = if how.starts_with("with indentation") {
+                    reindent(new_text, indent(old_lines[0]), indent(first.1))
+                } else {
+                    new_text.to_string()
+                };
+                if crlf {
+                    new = new.replace("\r\n", "\n").replace('\n', "\r\n");
+                }
+                return Some(Ok(Loose {
+                    range: first.0..end,
+                    new_text: new,
+                    how,
+                }));
+            }
+            several => {
+                let lines: Vec<usize> = several.iter().map(|i| i + 1).collect();
+                return Some(Err(format!(
+                    "old_text matches {} places {how} (at {}); include more surrounding lines so that it matches once",
+                    several.len(),
+                    describe_lines(&lines)
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// The text inside a Markdown fence (```lang … ```), when the whole text is one.
+fn unfence(text: &str) -> Option<&str> {
+    let trimmed = text.trim();
+    let rest = trimmed.strip_prefix("```")?;
+    let body = rest.split_once('\n')?.1;
+    let body = body.trim_end().strip_suffix("```")?;
+    Some(body.strip_suffix('\n').unwrap_or(body))
+}
+
+/// Each line's byte offset and text (without its `\n`).
+fn lines_with_offsets(text: &str) -> Vec<(usize, &str)> {
+    let mut offset = 0;
+    text.split('\n')
+        .map(|line| {
+            let at = offset;
+            offset += line.len() + 1;
+            (at, line)
+        })
+        .collect()
+}
+
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
+/// new_text's lines moved from the model's indentation (`from`) to the file's (`to`).
+fn reindent(text: &str, from: &str, to: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            if line.trim().is_empty() {
+                return line.to_string();
+            }
+            match line.strip_prefix(from) {
+                Some(rest) => format!("{to}{rest}"),
+                None => line.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Where `needle` starts in `haystack`, overlapping occurrences included: `aa` in `aaa` is
@@ -259,7 +441,7 @@ impl Tool for EditFile {
         } = input;
         let planned =
             plan_edit(&cx.boundary, path, &current, old_text, new_text).map_err(|e| e.0)?;
-        let summary = fill(
+        let mut summary = fill(
             &cx.host.prompts().tool_outputs.file_edited,
             &[
                 ("path", &shown),
@@ -267,6 +449,9 @@ impl Tool for EditFile {
                 ("new", &new_text.lines().count().max(1).to_string()),
             ],
         );
+        if let Some(matched) = &planned.matched {
+            summary.push_str(&format!(" ({matched}.)"));
+        }
         Ok(Prepared::Change {
             change: FileChange::Edit {
                 path: planned.path.clone(),
@@ -351,18 +536,18 @@ mod tests {
             err.contains("first line") && err.contains("line 5"),
             "{err}"
         );
-        let err = plan_edit(&ws, "src/lib.rs", current, "fn b() {   \n    1", "x")
-            .unwrap_err()
-            .0;
+        // Drift is forgiven, and said: trailing whitespace, line endings.
+        let edit = plan_edit(&ws, "src/lib.rs", current, "fn b() {   \n    1", "x").unwrap();
+        assert_eq!(&current[edit.range.clone()], "fn b() {\n    1");
+        let matched = edit.matched.unwrap();
         assert!(
-            err.contains("trailing whitespace") && err.contains("line 5"),
-            "{err}"
+            matched.contains("trailing whitespace") && matched.contains("5–6"),
+            "{matched}"
         );
         let crlf = "fn a() {\r\n    1\r\n}\r\n";
-        let err = plan_edit(&ws, "src/lib.rs", crlf, "    1\n}", "x")
-            .unwrap_err()
-            .0;
-        assert!(err.contains("CRLF") && err.contains("line 2"), "{err}");
+        let edit = plan_edit(&ws, "src/lib.rs", crlf, "    1\n}", "    2\n}").unwrap();
+        assert_eq!(&crlf[edit.range.clone()], "    1\r\n}");
+        assert_eq!(edit.new_text, "    2\r\n}");
 
         assert!(plan_edit(&ws, "src/lib.rs", current, "", "x")
             .unwrap_err()
@@ -378,5 +563,66 @@ mod tests {
             .unwrap_err()
             .0
             .contains("2 times"));
+    }
+
+    #[test]
+    fn drift_in_indentation_or_a_fence_is_forgiven_and_said() {
+        let (_dir, ws) = workspace();
+        let current =
+            "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n";
+        // Written without the class's indentation: matched, and new_text re-indented.
+        let edit = plan_edit(
+            &ws,
+            "a.py",
+            current,
+            "def g(self):\n    return 2\n",
+            "def g(self):\n    return 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            &current[edit.range.clone()],
+            "    def g(self):\n        return 2\n"
+        );
+        assert_eq!(edit.new_text, "    def g(self):\n        return 3\n");
+        assert!(edit.matched.unwrap().contains("indentation"));
+        // A fence around both texts.
+        let edit = plan_edit(
+            &ws,
+            "a.py",
+            current,
+            "```python\n        return 1\n```",
+            "```python\n        return 5\n```",
+        )
+        .unwrap();
+        assert_eq!(edit.new_text, "        return 5");
+        assert!(edit.matched.unwrap().contains("fence"));
+        // Several loose matches: refused with their lines, nothing guessed.
+        let err = plan_edit(&ws, "a.py", current, "return 1\n", "return 9\n");
+        assert!(err.is_ok(), "an exact substring still matches once");
+        let twice = "if a:\n    x = 1\n    y = 2\nif b:\n        x = 1\n        y = 2\n";
+        let err = plan_edit(&ws, "b.py", twice, "x = 1\n  y = 2", "x = 1\n  y = 3")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("2 places") && err.contains("lines 2, 5"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_edit_that_changes_nothing_shows_the_text_there() {
+        let (_dir, ws) = workspace();
+        let current = "def a():\n    return 1\n\ndef b():\n    return 2\n";
+        let err = plan_edit(&ws, "a.py", current, "    return 2", "    return 2")
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("change nothing") && err.contains("L5:     return 2"),
+            "{err}"
+        );
+        let err = plan_edit(&ws, "a.py", current, "    return 7", "    return 7")
+            .unwrap_err()
+            .0;
+        assert!(err.contains("not in a.py either"), "{err}");
     }
 }

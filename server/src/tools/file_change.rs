@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::host::FileChange;
+use crate::locks::Locked;
 use crate::store::files;
 use crate::tools::registry::{Effect, Prepared, ToolContext, ToolOutcome};
 
@@ -15,6 +15,20 @@ pub struct Target {
     pub version: Option<i32>,
     /// The path as shown to the model and the user.
     pub shown: String,
+}
+
+impl Target {
+    /// Refuses a change to a file the model has not read in its current version
+    /// (`tools.readBeforeWrite`, `agentls_core::file_reads`).
+    pub fn check_read(&self, cx: &ToolContext, path: &Path, tool: &str) -> Result<(), String> {
+        match &cx.reads {
+            Some(reads) => reads
+                .locked()
+                .check(path, self.current.as_deref())
+                .map_err(|unseen| unseen.message(tool, &self.shown)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The `path` argument of a call resolved through the boundary, with the file's current
@@ -58,9 +72,15 @@ pub async fn apply(cx: &ToolContext, prepared: Prepared) -> ToolOutcome {
     else {
         return ToolOutcome::failed("the change was not planned");
     };
-    let path = match &change {
-        FileChange::Edit { path, .. } | FileChange::Write { path, .. } => cx.boundary.display(path),
-    };
+    let path = cx.boundary.display(change.path());
+    // What the model will have seen once the change is made: its next change needs no read.
+    let seen = cx.reads.as_ref().map(|reads| {
+        (
+            reads.clone(),
+            change.path().to_path_buf(),
+            change.new_text(),
+        )
+    });
     // A cancel of the turn stops the wait for the editor (which may then still apply
     // the edit it was sent; the model is told it may have).
     let applied = tokio::select! {
@@ -68,7 +88,12 @@ pub async fn apply(cx: &ToolContext, prepared: Prepared) -> ToolOutcome {
         () = cx.cancel.cancelled() => Err("the turn was cancelled while the editor was applying it (the editor may still apply it)".to_string()),
     };
     match applied {
-        Ok(()) => ToolOutcome::ok(summary).with_effect(Effect::Changed(path)),
+        Ok(()) => {
+            if let Some((reads, changed, text)) = seen {
+                reads.locked().saw(&changed, &text);
+            }
+            ToolOutcome::ok(summary).with_effect(Effect::Changed(path))
+        }
         Err(why) => ToolOutcome::failed(format!("the edit was not applied: {why}")),
     }
 }

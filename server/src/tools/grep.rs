@@ -11,6 +11,7 @@ use serde_json::Value;
 use agentls_core::prompts::{fill, ToolOutputTexts};
 use agentls_core::tool_info::{error, shorten, ToolError, ToolKind};
 
+use crate::locks::Locked;
 use crate::store::files::read_text;
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::ArgumentProblem;
@@ -203,17 +204,69 @@ impl Tool for Grep {
     async fn run(&self, cx: &ToolContext, input: GrepInput, _: Prepared) -> ToolOutcome {
         let boundary = cx.boundary.clone();
         let texts = cx.host.prompts().tool_outputs.clone();
+        let budget = cx.output_budget;
+        let reads = cx.reads.clone();
         blocking(move || {
-            grep(
+            let found = grep(
                 &boundary,
                 &input.pattern,
                 input.path.as_deref(),
                 input.glob.as_deref(),
                 &texts,
-            )
+            )?;
+            Ok(match path_named(&boundary, &input.pattern) {
+                Some(NamedPath::Directory(shown)) => format!(
+                    "Note: `{}` is a directory of the workspace; grep searches the text inside files. To see what it holds, call list_dir with {{\"path\": \"{shown}\"}}.\n\n{found}",
+                    input.pattern.trim()
+                ),
+                Some(NamedPath::File(path, shown)) => {
+                    let page = crate::tools::read_file::read_page(&boundary, &path, budget)?;
+                    if let Some(reads) = reads {
+                        reads.locked().saw(&path, &page.text);
+                    }
+                    format!(
+                        "Note: `{}` is a file of the workspace ({shown}), not text inside files: grep searches file contents. Here is that file, as read_file shows it:\n{}\n\nLines that contain `{}`:\n{found}",
+                        input.pattern.trim(),
+                        page.numbered,
+                        input.pattern.trim()
+                    )
+                }
+                None => found,
+            })
         })
         .await
     }
+}
+
+/// What a pattern that is a path of the workspace names.
+#[derive(Debug, PartialEq)]
+enum NamedPath {
+    File(std::path::PathBuf, String),
+    Directory(String),
+}
+
+/// When the pattern is a path of the workspace (`grep "src/main.rs"`), what it names: grep
+/// searches the files' text, and "No matches" for a path reads as "that file does not
+/// exist" to a small model, which then answers so. The file itself is what it was after.
+fn path_named(boundary: &PathBoundary, pattern: &str) -> Option<NamedPath> {
+    let candidate = pattern.trim().trim_start_matches("./");
+    // A path-like pattern only: no regex syntax beyond the dots of file names.
+    let path_like = !candidate.is_empty()
+        && candidate
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+        && candidate.contains('/');
+    if !path_like {
+        return None;
+    }
+    let resolved = boundary.resolve(candidate).ok()?;
+    let shown = boundary.display(&resolved);
+    let metadata = std::fs::metadata(&resolved).ok()?;
+    Some(if metadata.is_dir() {
+        NamedPath::Directory(shown)
+    } else {
+        NamedPath::File(resolved, shown)
+    })
 }
 
 #[cfg(test)]
@@ -276,5 +329,25 @@ mod tests {
             capped.lines().last().unwrap().contains("first 200 of 250"),
             "{capped}"
         );
+    }
+
+    #[test]
+    fn a_pattern_that_is_a_path_names_the_path() {
+        let (_dir, ws) = workspace();
+        let file = write(&ws, "app/src/entry.rs", "fn main() {}\n");
+        assert_eq!(
+            path_named(&ws, "app/src/entry.rs"),
+            Some(NamedPath::File(file, "app/src/entry.rs".into()))
+        );
+        assert_eq!(
+            path_named(&ws, "./app/src"),
+            Some(NamedPath::Directory("app/src".into()))
+        );
+        // Not a path, or no such path: nothing.
+        assert_eq!(path_named(&ws, "fn main"), None);
+        assert_eq!(path_named(&ws, "entry.rs"), None);
+        assert_eq!(path_named(&ws, r"src/.*\.rs"), None);
+        assert_eq!(path_named(&ws, "app/src/missing.rs"), None);
+        assert_eq!(path_named(&ws, "../etc/passwd"), None);
     }
 }

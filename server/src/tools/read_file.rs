@@ -9,6 +9,7 @@ use serde_json::Value;
 use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
 use agentls_core::truncate::line_count;
 
+use crate::locks::Locked;
 use crate::store::files::read_text;
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::ArgumentProblem;
@@ -68,10 +69,70 @@ pub fn read_file_within(
     let text = match buffer {
         Some(buffer) => buffer,
         None => {
-            from_disk = read_text(&resolved).map_err(|refused| ws.refusal(&resolved, refused))?;
+            from_disk =
+                read_text(&resolved).map_err(|refused| missing(ws, path, &resolved, refused))?;
             from_disk.as_str()
         }
     };
+    page(text, &shown, offset, limit, budget)
+}
+
+/// The refusal of a read, naming the workspace's closest paths when the file does not
+/// exist: a model that guessed a path then sees the real one, instead of concluding that
+/// the file is not there.
+fn missing(
+    ws: &PathBoundary,
+    asked: &str,
+    resolved: &std::path::Path,
+    refused: crate::store::files::FileRefused,
+) -> ToolError {
+    let mut refusal = ws.refusal(resolved, refused);
+    if resolved.exists() {
+        return refusal;
+    }
+    let Ok(root) = ws.default_root() else {
+        return refusal;
+    };
+    let files = crate::store::file_index::workspace_files(root, NEAR_PATHS_SCAN);
+    let near = agentls_core::near_paths::closest(asked, &files, 5);
+    if !near.is_empty() {
+        refusal.0.push_str(&format!(
+            ". The closest paths in the workspace: {}",
+            near.join(", ")
+        ));
+    }
+    refusal
+}
+
+/// A file's first page as `read_file` shows it, with the whole text it came from.
+pub struct Page {
+    pub text: String,
+    pub numbered: String,
+}
+
+/// The first page of the file at `path` (resolved already) from the disk, as `read_file`
+/// without arguments shows it, fitted to `budget`.
+pub fn read_page(
+    ws: &PathBoundary,
+    path: &std::path::Path,
+    budget: Option<OutputBudget>,
+) -> Result<Page, ToolError> {
+    let text = read_text(path).map_err(|refused| ws.refusal(path, refused))?;
+    let numbered = page(&text, &ws.display(path), None, None, budget)?;
+    Ok(Page { text, numbered })
+}
+
+/// Files looked at for the closest paths to a missing one.
+const NEAR_PATHS_SCAN: usize = 50_000;
+
+/// A page of `text` (the whole file), numbered.
+fn page(
+    text: &str,
+    shown: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+    budget: Option<OutputBudget>,
+) -> Result<String, ToolError> {
     if text.is_empty() {
         return Ok("(empty file)".to_string());
     }
@@ -231,15 +292,24 @@ impl Tool for ReadFile {
             }
         }
         let budget = cx.output_budget;
+        let reads = cx.reads.clone();
         blocking(move || {
-            read_file_within(
-                &boundary,
-                &input.path,
-                input.offset,
-                input.limit,
-                buffer.as_deref(),
-                budget,
-            )
+            let from_disk;
+            let text = match buffer.as_deref() {
+                Some(buffer) => buffer,
+                None => {
+                    from_disk = read_text(&path)
+                        .map_err(|refused| missing(&boundary, &input.path, &path, refused))?;
+                    from_disk.as_str()
+                }
+            };
+            let shown = boundary.display(&path);
+            let page = page(text, &shown, input.offset, input.limit, budget)?;
+            // What the model has now seen: a change to this text may follow.
+            if let Some(reads) = reads {
+                reads.locked().saw(&path, text);
+            }
+            Ok(page)
         })
         .await
     }

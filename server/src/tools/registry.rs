@@ -49,6 +49,9 @@ pub struct ToolContext {
     /// How the session's model counts an image, when it takes images (`provider.images`);
     /// None: it sees text only, and `read_file` refuses an image as binary.
     pub images: Option<agentls_core::image::TokenFormula>,
+    /// What the session's model has read of each file: a change to a file it has not read
+    /// (or read in an older version) is refused (`tools.readBeforeWrite`); None: no such rule.
+    pub reads: Option<Arc<std::sync::Mutex<agentls_core::file_reads::FileReads>>>,
 }
 
 /// Tokens an output may take, counted with the session's tokenizer.

@@ -87,11 +87,15 @@ impl Tool for WriteFile {
 
     /// Planned before the approval, like an edit: the user sees the diff.
     async fn prepare(&self, cx: &ToolContext, input: &WriteFileInput) -> Result<Prepared, String> {
+        let target = file_change::target(cx, &input.path).await?;
+        if let Ok(path) = cx.boundary.resolve(&input.path) {
+            target.check_read(cx, &path, Self::NAME)?;
+        }
         let file_change::Target {
             current,
             version,
             shown,
-        } = file_change::target(cx, &input.path).await?;
+        } = target;
         let content = &input.content;
         let planned =
             plan_write(&cx.boundary, &input.path, current.as_deref(), content).map_err(|e| e.0)?;

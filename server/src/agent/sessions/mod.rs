@@ -87,6 +87,9 @@ pub(in crate::agent) struct SessionHandle {
     pub(in crate::agent) parent: Option<agentls_core::event::ParentLink>,
     /// A subagent's session: where its permission requests are asked (set as it starts).
     pub(in crate::agent) asks_in: std::sync::OnceLock<AskedIn>,
+    /// What the model has read of each file in this process's life of the session (a
+    /// resumed session reads again before it changes a file: the file may have changed).
+    pub(in crate::agent) reads: Arc<Mutex<agentls_core::file_reads::FileReads>>,
 }
 
 /// Where a subagent asks its user: the parent's session and turn (the only ones the client
@@ -314,6 +317,7 @@ impl Agent {
             updates: Mutex::new(()),
             asks_in: std::sync::OnceLock::new(),
             parent,
+            reads: Arc::default(),
         });
         let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {
@@ -513,7 +517,7 @@ impl Agent {
             self.update(
                 id,
                 turn_id,
-                json!({"kind": "turnEnd", "stopReason": "cancelled"}),
+                json!({"kind": "turnEnd", "stopReason": "cancelled", "modelCalls": 0}),
             );
         }
         if listed {

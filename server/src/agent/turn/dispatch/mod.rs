@@ -8,6 +8,7 @@ use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
 use crate::locks::Locked;
 mod asking;
+mod checks;
 mod diagnostics;
 pub(in crate::agent) mod mcp;
 mod plan_mode;
@@ -16,10 +17,11 @@ pub(in crate::agent) mod subagents;
 
 use crate::tools::registry::{AnyTool, Effect, OutputBudget, Prepared, Registry, ToolContext};
 
-/// The same call this many times in a row: the model is reminded that its result will not
-/// change.
+/// The same call with the same result this many times in a turn (in a row, or in a cycle
+/// with other calls): the model is reminded that its result will not change.
 const REPEAT_REMINDER: usize = 3;
-/// This many times in a row: the call is not run and the turn ends.
+/// This many times: the call is not run and the turn ends (a small model that alternates
+/// a read and an edit that changes nothing would otherwise run to `maxSteps`).
 const REPEAT_LIMIT: usize = 5;
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
@@ -88,6 +90,7 @@ impl Turn {
                 vec![self.run_tool(&batch[0]).await]
             };
             for (call, (output, success)) in batch.iter().zip(results) {
+                self.note_result(call, &output);
                 if let Err(message) = self.finish_call(call, output, success).await {
                     self.fail(message, false, None).await;
                     return Some(Stop::Error);
@@ -129,23 +132,17 @@ impl Turn {
         OutputBudget { tokens, tokenizer }
     }
 
-    /// The repeated-call guard, before `calls[0]` runs: the same call (name and arguments)
-    /// made `REPEAT_REMINDER` times in a row gets the model a reminder; at `REPEAT_LIMIT` it
-    /// is not run (nor the calls after it) and the turn ends with `repeatedToolCall`.
+    /// The repeated-call guard, before `calls[0]` runs: a call (name and arguments) whose
+    /// earlier runs in this turn gave the same result each time is counted, whatever ran in
+    /// between; at `REPEAT_REMINDER` the model gets a reminder, at `REPEAT_LIMIT` the call is
+    /// not run (nor the calls after it) and the turn ends with `repeatedToolCall`. A call
+    /// whose result changed (a read after an edit) starts counting again.
     async fn refuse_repeated(&mut self, calls: &[Call]) -> Option<Stop> {
         let call = &calls[0];
-        let signature = format!(
-            "{}\u{0}{}",
-            call.name,
-            serde_json::from_str::<Value>(&call.arguments)
-                .map(|v| v.to_string())
-                .unwrap_or_else(|_| call.arguments.clone())
-        );
-        let count = match &self.repeats {
-            Some((last, count)) if *last == signature => count + 1,
-            _ => 1,
-        };
-        self.repeats = Some((signature, count));
+        let count = self
+            .repeats
+            .get(&signature(call))
+            .map_or(1, |(_, times)| times + 1);
         if count == REPEAT_REMINDER {
             let texts = self.host().prompts().reminders.clone();
             self.agent.hooks.queue(
@@ -163,7 +160,7 @@ impl Turn {
             return None;
         }
         let message = format!(
-            "the model called {} {count} times in a row with the same arguments: the turn was stopped",
+            "the model called {} {count} times with the same arguments and got the same result each time: the turn was stopped",
             call.name
         );
         for skipped in calls {
@@ -173,6 +170,21 @@ impl Turn {
         }
         self.fail(message, false, Some("repeatedToolCall")).await;
         Some(Stop::Error)
+    }
+
+    /// Counts `call`'s result for the repeated-call guard: the same result as its last run
+    /// adds one, another result starts again at one.
+    fn note_result(&mut self, call: &Call, output: &str) {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        output.hash(&mut hasher);
+        let result = hasher.finish();
+        let entry = self.repeats.entry(signature(call)).or_insert((result, 0));
+        if entry.0 == result {
+            entry.1 += 1;
+        } else {
+            *entry = (result, 1);
+        }
     }
 
     /// Records a call's output and tells the client it finished. Known secret values are
@@ -399,6 +411,7 @@ impl Turn {
             self.note_diff(&diff);
         }
         let output = self.output_with_diagnostics(cx, planned, &outcome).await;
+        let output = self.output_with_check(cx, &outcome, output).await;
         self.apply_effect(call, command, outcome.effect).await;
         Ok((output, outcome.success))
     }
@@ -505,6 +518,7 @@ impl Turn {
             output_budget: self.output_budget,
             sandbox: self.sandbox_policy(),
             images: self.image_formula,
+            reads: config_reads(&self.host().config(), &self.handle.reads),
         }
     }
 
@@ -528,19 +542,48 @@ impl Turn {
     }
 }
 
-/// A call's arguments as a JSON object, or the output that says they are not one.
+/// A call's name and arguments (normalized JSON), what the repeated-call guard compares.
+fn signature(call: &Call) -> String {
+    format!(
+        "{}\u{0}{}",
+        call.name,
+        serde_json::from_str::<Value>(&call.arguments)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|_| call.arguments.clone())
+    )
+}
+
+/// The session's record of what was read, when `tools.readBeforeWrite` asks for the rule.
+fn config_reads(
+    config: &agentls_core::config::Config,
+    reads: &Arc<std::sync::Mutex<agentls_core::file_reads::FileReads>>,
+) -> Option<Arc<std::sync::Mutex<agentls_core::file_reads::FileReads>>> {
+    config.read_before_write.then(|| reads.clone())
+}
+
+/// A call's arguments as a JSON object, or the output that says they are not one: a call
+/// cut short (the reply reached its output limit) is told so, with what to do instead, so a
+/// small model writes smaller pieces rather than the same long call again.
 fn object_arguments(call: &Call) -> Result<Value, String> {
+    let shown = || {
+        truncate_middle(
+            &call.arguments,
+            TruncationPolicy::Bytes(200),
+            Default::default(),
+        )
+        .text
+    };
     match serde_json::from_str(&call.arguments) {
         Ok(value @ Value::Object(_)) => Ok(value),
+        Err(err) if err.is_eof() && !call.arguments.trim().is_empty() => Err(format!(
+            "not run: the arguments of {} were cut off before they ended (the reply reached its output limit), so the call was not made. Make smaller calls: change an existing file with edit_file, one function at a time, or write a short first version with write_file and add to it with edit_file. The cut arguments began: {}",
+            call.name,
+            shown()
+        )),
         Ok(_) | Err(_) => Err(format!(
             "the arguments of {} are not a JSON object: {}",
             call.name,
-            truncate_middle(
-                &call.arguments,
-                TruncationPolicy::Bytes(200),
-                Default::default()
-            )
-            .text
+            shown()
         )),
     }
 }

@@ -1,0 +1,106 @@
+//! What the model has seen of each file in a session: the text it last read (or wrote),
+//! by hash. A whole-file write over an existing file it has not read, or read in an older
+//! version, is refused with a message to read it first (Claude Code's rule for its Write
+//! tool): a small model otherwise rewrites a file it never saw, renaming what other code
+//! imports. An edit needs no such rule: its old_text must match the file exactly, which
+//! shows the model has the text it changes.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+/// The texts the model has seen, by path.
+#[derive(Debug, Default, Clone)]
+pub struct FileReads {
+    seen: HashMap<PathBuf, u64>,
+}
+
+/// Why a change to a file is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unseen {
+    /// The model never read this file in the session.
+    NeverRead,
+    /// It read it, but the file changed since (the user, a command, a formatter).
+    ChangedSinceRead,
+}
+
+impl FileReads {
+    /// The model saw `text` as the whole content of `path` (it read it, or its own change
+    /// made it so).
+    pub fn saw(&mut self, path: &Path, text: &str) {
+        self.seen.insert(path.to_path_buf(), digest(text));
+    }
+
+    /// Whether the model may change `path`, whose text is now `current` (None: it does not
+    /// exist). A new file, or an empty one, needs no read: nothing of it can be lost.
+    pub fn check(&self, path: &Path, current: Option<&str>) -> Result<(), Unseen> {
+        let Some(current) = current.filter(|text| !text.trim().is_empty()) else {
+            return Ok(());
+        };
+        match self.seen.get(path) {
+            None => Err(Unseen::NeverRead),
+            Some(&seen) if seen != digest(current) => Err(Unseen::ChangedSinceRead),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+impl Unseen {
+    /// The refusal the model reads, naming the file as it knows it.
+    pub fn message(&self, tool: &str, shown: &str) -> String {
+        match self {
+            Unseen::NeverRead => format!(
+                "not run: {shown} exists and you have not read it in this session. Read it first with read_file (path \"{shown}\"), then make your change with {tool}: keep the names other code uses (functions, classes, imports)."
+            ),
+            Unseen::ChangedSinceRead => format!(
+                "not run: {shown} changed since you last read it (the user, a command or a formatter changed it). Read it again with read_file, then make your change with {tool}."
+            ),
+        }
+    }
+}
+
+fn digest(text: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_needs_the_current_text_read() {
+        let mut reads = FileReads::default();
+        let path = Path::new("/w/a.py");
+        // New or empty: nothing to lose.
+        assert_eq!(reads.check(path, None), Ok(()));
+        assert_eq!(reads.check(path, Some(" \n")), Ok(()));
+        assert_eq!(
+            reads.check(path, Some("def f(): pass\n")),
+            Err(Unseen::NeverRead)
+        );
+        reads.saw(path, "def f(): pass\n");
+        assert_eq!(reads.check(path, Some("def f(): pass\n")), Ok(()));
+        assert_eq!(
+            reads.check(path, Some("def g(): pass\n")),
+            Err(Unseen::ChangedSinceRead)
+        );
+        // Another file is not covered by this one's read.
+        assert_eq!(
+            reads.check(Path::new("/w/b.py"), Some("x = 1\n")),
+            Err(Unseen::NeverRead)
+        );
+    }
+
+    #[test]
+    fn the_refusal_says_what_to_do() {
+        let text = Unseen::NeverRead.message("write_file", "src/a.py");
+        assert!(
+            text.contains("read_file") && text.contains("src/a.py"),
+            "{text}"
+        );
+        let text = Unseen::ChangedSinceRead.message("edit_file", "src/a.py");
+        assert!(text.contains("changed since"), "{text}");
+    }
+}

@@ -1,0 +1,123 @@
+//! The check after a change (`checks.afterEdit`, `agentls_core::checks`): after an
+//! `edit_file` or `write_file` that changed a file, the project's check command runs in the
+//! command sandbox and its verdict (its failing output's end) is appended to the change's
+//! result. It runs only where the session's rules would run that command without asking
+//! (a check is a command like any other: a repository's tests are its code), and, when
+//! `auto`, only where no editor reports diagnostics (the editor's are the check there).
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentls_core::approval::Gate;
+use agentls_core::checks::{self, AfterEdit};
+use agentls_core::tool_info::ToolKind;
+
+use crate::agent::turn::Turn;
+use crate::tools::registry::{Effect, ToolContext, ToolOutcome};
+use crate::tools::shell::{run_shell, ChildSetup};
+
+/// How long a check may run; past it the model is told it did not finish.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
+/// A check's output kept in memory (its end is what the model reads).
+const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
+
+impl Turn {
+    /// `output` followed by the check's verdict, when a check applies to what `outcome`
+    /// changed.
+    pub(super) async fn output_with_check(
+        &self,
+        cx: &ToolContext,
+        outcome: &ToolOutcome,
+        mut output: String,
+    ) -> String {
+        let Some(Effect::Changed(changed)) = outcome.effect.as_ref().filter(|_| outcome.success)
+        else {
+            return output;
+        };
+        let Some(root) = cx.boundary.roots.first() else {
+            return output;
+        };
+        let command = match self.host().config().after_edit {
+            AfterEdit::Off => return output,
+            AfterEdit::Command(command) => command,
+            AfterEdit::Auto if self.host().has_editor_diagnostics() => return output,
+            AfterEdit::Auto => {
+                let root = root.clone();
+                let files = tokio::task::spawn_blocking(move || project_files(&root))
+                    .await
+                    .unwrap_or_default();
+                match checks::detect(changed, &files) {
+                    Some(command) => command,
+                    None => return output,
+                }
+            }
+        };
+        if self
+            .gate("shell", ToolKind::Execute, Some(&command), None)
+            .await
+            != Gate::Run
+        {
+            return output;
+        }
+        let ran = run_shell(
+            &command,
+            root,
+            CHECK_TIMEOUT,
+            CHECK_OUTPUT_BYTES,
+            |_: &str| {},
+            &cx.cancel,
+            ChildSetup {
+                hidden_env: &cx.hidden_env,
+                sandbox: cx.sandbox.as_ref(),
+            },
+        )
+        .await;
+        let verdict = match ran {
+            Ok(ran) => checks::report(&command, ran.exit_code, ran.timed_out, &ran.output),
+            Err(err) => Some(format!(
+                "[check after this change: `{command}` could not run: {}]",
+                err.0
+            )),
+        };
+        if let Some(verdict) = verdict {
+            if !output.ends_with('\n') {
+                output.push('\n');
+            }
+            output.push('\n');
+            output.push_str(&verdict);
+        }
+        output
+    }
+}
+
+/// The project's files in its top two levels (relative paths), hidden ones skipped: enough
+/// for `checks::detect` to see what kind of project it is, cheap on any tree.
+fn project_files(root: &Path) -> Vec<String> {
+    const MAX_ENTRIES: usize = 2_000;
+    let mut files = Vec::new();
+    let Ok(top) = std::fs::read_dir(root) else {
+        return files;
+    };
+    for entry in top.flatten().take(MAX_ENTRIES) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        // Not followed through links: the check only needs the project's own shape.
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => {
+                if let Ok(inner) = std::fs::read_dir(entry.path()) {
+                    files.extend(
+                        inner
+                            .flatten()
+                            .take(MAX_ENTRIES)
+                            .map(|e| format!("{name}/{}", e.file_name().to_string_lossy())),
+                    );
+                }
+            }
+            Ok(_) => files.push(name),
+            Err(_) => {}
+        }
+    }
+    files
+}

@@ -1,0 +1,363 @@
+//! What makes a small model finish a coding task, end to end: `agentls ask --approve` in
+//! full-auto against the fake provider over real HTTP, the model's calls scripted the way a
+//! small model makes them. Each test fails without its mechanism:
+//! - a whole-file write over a file the model has not read is refused until it reads it;
+//! - `grep` for a path shows that file, and a read of a missing path names the real one;
+//! - an edit whose indentation drifted is applied, and said;
+//! - a call cut by the output limit is answered, and never breaks the session;
+//! - the project's tests run after a change, and their failure is in the change's result;
+//! - the result line on stderr shows what a call returned.
+
+mod common;
+
+use agentls_dev::fake_provider::{FakeProvider, RecordedRequest};
+use serde_json::json;
+
+/// A git workspace holding `files`, and a state directory beside it.
+struct Task {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    state: std::path::PathBuf,
+}
+
+impl Task {
+    fn new(files: &[(&str, &str)]) -> Task {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let state = dir.path().join("state");
+        Task {
+            _dir: dir,
+            root,
+            state,
+        }
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).unwrap()
+    }
+
+    /// `agentls ask QUESTION --approve` in full-auto with `settings` over the provider's;
+    /// (exit code, stdout, stderr).
+    async fn ask(
+        &self,
+        fake: &FakeProvider,
+        question: &str,
+        settings: serde_json::Value,
+        session: Option<&str>,
+    ) -> (i32, String, String) {
+        let mut config = json!({
+            "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "m"},
+            "stateDir": self.state,
+            "approval": "full-auto",
+            "checks": {"afterEdit": "off"},
+        });
+        agentls_core_merge(&mut config, settings);
+        let mut args = vec![
+            "ask".to_string(),
+            question.to_string(),
+            "--approve".into(),
+            "--workspace".into(),
+            self.root.to_str().unwrap().to_string(),
+            "--config".into(),
+            config.to_string(),
+        ];
+        if let Some(session) = session {
+            args.extend(["--session".to_string(), session.to_string()]);
+        }
+        let out = tokio::process::Command::new(common::binary())
+            .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
+            .env("AGENTLS_LOG", "error")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    }
+}
+
+/// `over`'s keys over `base`'s, recursively.
+fn agentls_core_merge(base: &mut serde_json::Value, over: serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {
+            for (key, value) in over {
+                agentls_core_merge(base.entry(key).or_insert(serde_json::Value::Null), value);
+            }
+        }
+        (base, over) => *base = over,
+    }
+}
+
+/// The output the model got for call `call_id`, from the request after it.
+fn tool_output(requests: &[RecordedRequest], call_id: &str) -> String {
+    requests
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .unwrap_or_else(|| panic!("no output for {call_id}"))
+}
+
+fn call(id: &str, name: &str, arguments: serde_json::Value) -> agentls_dev::fake_provider::Reply {
+    FakeProvider::openai_tool_calls(&[(id, name, &[arguments.to_string().as_str()])], None)
+}
+
+fn session_of(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("agentls: session "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the session id on stderr")
+        .to_string()
+}
+
+const STUB: &str = "def response(hey_bob):\n    pass\n";
+
+/// The small model's first move on an exercise: rewrite the stub without reading it,
+/// renaming the function the tests import. Refused until it reads the file; then its write
+/// goes through, and its own change counts as seen.
+#[tokio::test]
+async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    let blind = "def is_response(text):\n    return 'Whatever.'\n";
+    let read = "def response(hey_bob):\n    return 'Whatever.'\n";
+    fake.push(call(
+        "c1",
+        "write_file",
+        json!({"path": "bob.py", "content": blind}),
+    ));
+    fake.push(call("c3", "read_file", json!({"path": "bob.py"})));
+    fake.push(call(
+        "c4",
+        "write_file",
+        json!({"path": "bob.py", "content": read}),
+    ));
+    // Its own write counts as seen: the next edit needs no read.
+    fake.push(call(
+        "c5",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "'Whatever.'", "new_text": "'Fine.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", json!({}), None).await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    let output = tool_output(&requests, "c1");
+    assert!(
+        output.contains("have not read it") && output.contains("read_file"),
+        "{output}"
+    );
+    assert!(tool_output(&requests, "c4").contains("Replaced the content of bob.py"));
+    assert!(tool_output(&requests, "c5").contains("Edited bob.py"));
+    assert_eq!(task.read("bob.py"), read.replace("Whatever.", "Fine."));
+
+    // The rule can be turned off.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "write_file",
+        json!({"path": "bob.py", "content": blind}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let off = json!({"tools": {"readBeforeWrite": false}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", off, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(task.read("bob.py"), blind);
+}
+
+/// `./run`'s question as the small model answered it: grep for the path, "No matches",
+/// "the file does not exist". grep for a path now shows the file; a read of a guessed path
+/// names the real one.
+#[tokio::test]
+async fn a_path_searched_for_or_guessed_leads_to_the_file() {
+    let main = "//! The binary: serves LSP on stdio.\nfn main() {}\n";
+    let task = Task::new(&[("server/src/main.rs", main), ("README.md", "x\n")]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "grep",
+        json!({"pattern": "server/src/main.rs", "path": "server"}),
+    ));
+    fake.push(call("c2", "read_file", json!({"path": "src/main.rs"})));
+    fake.push(FakeProvider::openai_text(
+        &["It serves LSP on stdio."],
+        None,
+    ));
+    let (code, stdout, stderr) = task
+        .ask(&fake, "What does server/src/main.rs do?", json!({}), None)
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "It serves LSP on stdio.");
+    let requests = fake.requests();
+    let grep = tool_output(&requests, "c1");
+    assert!(
+        grep.contains("is a file of the workspace")
+            && grep.contains("L1: //! The binary: serves LSP on stdio."),
+        "{grep}"
+    );
+    let read = tool_output(&requests, "c2");
+    assert!(
+        read.contains("does not exist")
+            && read.contains("closest paths in the workspace: server/src/main.rs"),
+        "{read}"
+    );
+    // The CLI's result line shows what the call returned, not its id.
+    assert!(
+        stderr.contains("  ✓ Grep `server/src/main.rs` in server: ")
+            && stderr.contains("  ✗ Read src/main.rs: cannot read src/main.rs"),
+        "{stderr}"
+    );
+}
+
+/// The small model drops a method's indentation in old_text: the edit is applied at the
+/// one place it fits, re-indented, and the result says how it matched.
+#[tokio::test]
+async fn an_edit_whose_indentation_drifted_is_applied_and_said() {
+    let source = "class Bob:\n    def hey(self, text):\n        return None\n";
+    let task = Task::new(&[("bob.py", source)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call("c1", "read_file", json!({"path": "bob.py"})));
+    fake.push(call(
+        "c2",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "def hey(self, text):\n    return None", "new_text": "def hey(self, text):\n    return 'Fine.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (code, _, stderr) = task.ask(&fake, "Fix hey", json!({}), None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        task.read("bob.py"),
+        "class Bob:\n    def hey(self, text):\n        return 'Fine.'\n"
+    );
+    let output = tool_output(&fake.requests(), "c2");
+    assert!(
+        output.contains("matched line(s) 2–3") && output.contains("indentation"),
+        "{output}"
+    );
+}
+
+/// A write cut by the output limit: its arguments are not JSON. The model is told the call
+/// was cut and what to do; the request after it carries `{}` for those arguments (a server
+/// that parses them, like llama.cpp's, refuses the request otherwise), so the turn goes on
+/// and the session takes the next prompt.
+#[tokio::test]
+async fn a_call_cut_by_the_output_limit_never_breaks_the_session() {
+    let task = Task::new(&[]);
+    let fake = FakeProvider::start().await;
+    fake.refuse_bad_arguments();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[(
+            "c1",
+            "write_file",
+            &["{\"path\": \"a.py\", \"content\": \"def f(x):\\n    return"],
+        )],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["I will write less."], None));
+    fake.push(FakeProvider::openai_text(&["Still here."], None));
+    let (code, stdout, stderr) = task.ask(&fake, "Write a.py", json!({}), None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "I will write less.");
+    let requests = fake.requests();
+    let output = tool_output(&requests, "c1");
+    assert!(
+        output.contains("cut off") && output.contains("edit_file"),
+        "{output}"
+    );
+    assert_eq!(
+        requests[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|m| m["tool_calls"][0]["function"]["arguments"].as_str()),
+        Some("{}")
+    );
+    let session = session_of(&stderr);
+    let (code, stdout, stderr) = task
+        .ask(&fake, "Are you there?", json!({}), Some(&session))
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "Still here.");
+}
+
+/// With `checks.afterEdit` a command runs after each change and its failure comes back
+/// with the change's result: the model learns its change broke the tests in the same step.
+#[tokio::test]
+async fn the_check_after_a_change_reports_its_failure() {
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call("c1", "read_file", json!({"path": "bob.py"})));
+    fake.push(call(
+        "c2",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
+    ));
+    fake.push(call(
+        "c3",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "'Whatever.'", "new_text": "'Fine.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    // A check that fails while the file says Whatever, passes once it says Fine.
+    let check = json!({"checks": {"afterEdit": "grep -q Fine bob.py || { echo 'FAILED test_bob: expected Fine'; exit 1; }"}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", check, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    let failed = tool_output(&requests, "c2");
+    assert!(
+        failed.contains("Edited bob.py")
+            && failed.contains("failed (exit 1)")
+            && failed.contains("FAILED test_bob: expected Fine"),
+        "{failed}"
+    );
+    let passed = tool_output(&requests, "c3");
+    assert!(passed.contains("passed]"), "{passed}");
+    // A read is no change: no check after it.
+    assert!(!tool_output(&requests, "c1").contains("check after"));
+}
+
+/// The small model's loop on an exercise: read the file, make an edit that changes nothing,
+/// read it again, the same edit again… Each call repeats with the same result though never
+/// twice in a row: the model is reminded at the third, and the turn stops at the fifth
+/// instead of running to `maxSteps`.
+#[tokio::test]
+async fn a_cycle_of_calls_that_change_nothing_is_stopped() {
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    let same = json!({"path": "bob.py", "old_text": "    pass", "new_text": "    pass"});
+    for round in 0..6 {
+        fake.push(call(
+            &format!("r{round}"),
+            "read_file",
+            json!({"path": "bob.py"}),
+        ));
+        fake.push(call(&format!("e{round}"), "edit_file", same.clone()));
+    }
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", json!({}), None).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("read_file 5 times with the same arguments and got the same result"),
+        "{stderr}"
+    );
+    let requests = fake.requests();
+    // r0..r4 ran (r4 refused), e0..e3 ran: 9 model calls, not 50.
+    assert_eq!(requests.len(), 9);
+    let last = requests.last().unwrap().body.to_string();
+    assert!(
+        last.contains("3 times with the same arguments"),
+        "the reminder came first"
+    );
+}
