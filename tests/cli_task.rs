@@ -143,6 +143,12 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
         "write_file",
         json!({"path": "bob.py", "content": read}),
     ));
+    // The same text again changes nothing, and is said to.
+    fake.push(call(
+        "c4b",
+        "write_file",
+        json!({"path": "bob.py", "content": read}),
+    ));
     // Its own write counts as seen: the next edit needs no read.
     fake.push(call(
         "c5",
@@ -159,6 +165,7 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
         "{output}"
     );
     assert!(tool_output(&requests, "c4").contains("Replaced the content of bob.py"));
+    assert!(tool_output(&requests, "c4b").contains("already holds exactly this content"));
     assert!(tool_output(&requests, "c5").contains("Edited bob.py"));
     assert_eq!(task.read("bob.py"), read.replace("Whatever.", "Fine."));
 

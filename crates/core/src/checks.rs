@@ -52,11 +52,12 @@ pub fn detect(changed: &str, files: &[String]) -> Option<String> {
     files
         .iter()
         .any(|path| is_test(path))
-        .then(|| "python3 -m pytest -x -q --tb=short -p no:cacheprovider".to_string())
+        .then(|| "python3 -m pytest -x -q --tb=long -p no:cacheprovider".to_string())
 }
 
-/// Lines of a failing check's output kept (its end: where pytest and compilers summarize).
-pub const KEPT_LINES: usize = 40;
+/// Lines of a failing check's output kept (its end: where pytest and compilers summarize;
+/// pytest's long traceback of its first failure shows the failing test's code).
+pub const KEPT_LINES: usize = 60;
 
 /// What the model reads after a change's result: the check passed, or failed with the end
 /// of its output. None when it says nothing useful (pytest collected no tests).
@@ -119,7 +120,7 @@ mod tests {
         let long: String = (1..=100).map(|n| format!("line {n}\n")).collect();
         let text = report("pytest", Some(1), false, &long).unwrap();
         assert!(text.contains("failed (exit 1)") && text.contains("line 100"));
-        assert!(!text.contains("line 60\n"), "{text}");
+        assert!(!text.contains("line 40\n"), "{text}");
         assert!(report("pytest", Some(0), false, "")
             .unwrap()
             .contains("passed"));

@@ -97,6 +97,12 @@ impl Tool for WriteFile {
             shown,
         } = target;
         let content = &input.content;
+        // The same text again: a small model rewrites a file it failed to fix, unchanged.
+        if current.as_deref() == Some(content.as_str()) {
+            return Err(format!(
+                "not run: {shown} already holds exactly this content, so writing it changes nothing. If a check or a test failed, change the code so that it passes; if the file is right, answer."
+            ));
+        }
         let planned =
             plan_write(&cx.boundary, &input.path, current.as_deref(), content).map_err(|e| e.0)?;
         let texts = &cx.host.prompts().tool_outputs;
