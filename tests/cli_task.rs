@@ -368,3 +368,46 @@ async fn a_cycle_of_calls_that_change_nothing_is_stopped() {
         "the reminder came first"
     );
 }
+
+/// The small model's commonest ending on an exercise: it reads the stub it was asked to
+/// change, then answers with a sentence. With `reminders.unfinishedChange` (what `./run`
+/// gives its local model) the turn goes on once with a reminder, and the model makes the
+/// change; without it, the turn ends there.
+#[tokio::test]
+async fn a_turn_asked_for_a_change_that_made_none_goes_on_once() {
+    let solved = "def response(hey_bob):\n    return 'Whatever.'\n";
+    for on in [true, false] {
+        let task = Task::new(&[("bob.py", STUB)]);
+        let fake = FakeProvider::start().await;
+        fake.push(call("c1", "read_file", json!({"path": "bob.py"})));
+        fake.push(FakeProvider::openai_text(&["The game ends."], None));
+        fake.push(call(
+            "c2",
+            "write_file",
+            json!({"path": "bob.py", "content": solved}),
+        ));
+        fake.push(FakeProvider::openai_text(&["Done."], None));
+        // A second answer without a change ends the turn: the reminder comes once.
+        fake.push(FakeProvider::openai_text(&["Really done."], None));
+        let settings = json!({"reminders": {"unfinishedChange": on}});
+        let (code, stdout, stderr) = task
+            .ask(
+                &fake,
+                "Modify bob.py to solve the exercise.",
+                settings,
+                None,
+            )
+            .await;
+        assert_eq!(code, 0, "{stderr}");
+        let requests = fake.requests();
+        if on {
+            assert_eq!(task.read("bob.py"), solved);
+            assert_eq!(requests.len(), 4, "{stdout}");
+            let third = requests[2].body.to_string();
+            assert!(third.contains("without having changed any file"), "{third}");
+        } else {
+            assert_eq!(task.read("bob.py"), STUB);
+            assert_eq!(requests.len(), 2);
+        }
+    }
+}

@@ -605,6 +605,14 @@ const KEYS: &[Key] = &[
         keep: |c, p| c.reminders.max_tokens = p.reminders.max_tokens,
     },
     Key {
+        path: "reminders.unfinishedChange",
+        set: |c, v| {
+            c.reminders.unfinished_change = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.reminders.unfinished_change = p.reminders.unfinished_change,
+    },
+    Key {
         path: "reminders.planRounds",
         set: |c, v| {
             c.reminders.plan_rounds = positive_integer(v)?;

@@ -99,6 +99,8 @@ pub struct ReminderTexts {
     pub stop_hook: String,
     /// `{tool}`, `{count}`, `{limit}`: the model repeats one call.
     pub repeated_call: String,
+    /// The model ends a turn that asked for a change without changing a file.
+    pub unfinished_change: String,
     /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).
     pub risky: std::collections::BTreeMap<String, String>,
 }

@@ -47,6 +47,9 @@ pub struct ReminderSettings {
     pub max_tokens: usize,
     /// `reminders.planRounds`: tool rounds without `update_plan` before the plan reminder.
     pub plan_rounds: usize,
+    /// `reminders.unfinishedChange`: a turn asked for a change that ends without one goes
+    /// on once with a reminder (off by default: for small models, `./run`'s local one).
+    pub unfinished_change: bool,
 }
 
 impl Default for ReminderSettings {
@@ -59,6 +62,7 @@ impl Default for ReminderSettings {
             hooks: true,
             max_tokens: 200,
             plan_rounds: 5,
+            unfinished_change: false,
         }
     }
 }
@@ -352,10 +356,67 @@ pub fn stop_continue(turn_id: &str, reason: &str, texts: &ReminderTexts) -> Remi
     }
 }
 
+/// Words of a request that asks for files to change (`asks_for_change`).
+const CHANGE_WORDS: [&str; 14] = [
+    "implement",
+    "modify",
+    "fix",
+    "change",
+    "add",
+    "write",
+    "create",
+    "refactor",
+    "update",
+    "rename",
+    "remove",
+    "delete",
+    "edit",
+    "solve",
+];
+
+/// Whether a request asks for files to change: one of `CHANGE_WORDS` as a word. A rough
+/// reading, which is why `unfinished_change` costs at most one more model call a turn.
+pub fn asks_for_change(request: &str) -> bool {
+    request
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|word| CHANGE_WORDS.contains(&word))
+}
+
+/// (7) The model ends a turn whose request asked for a change (`asks_for_change`) having
+/// changed no file (`reminders.unfinishedChange`): once a turn, the turn goes on with this.
+/// A small model often reads the file it was asked to change and then answers with a
+/// sentence instead of the change.
+pub fn unfinished_change(
+    turn_id: &str,
+    request: &str,
+    files_changed: usize,
+    texts: &ReminderTexts,
+) -> Option<Reminder> {
+    (files_changed == 0 && asks_for_change(request)).then(|| Reminder {
+        key: format!("unfinished:{turn_id}"),
+        version: String::new(),
+        source: "loop",
+        text: texts.unfinished_change.clone(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::history::Entry;
+
+    #[test]
+    fn a_turn_that_asked_for_a_change_and_made_none_is_reminded() {
+        let texts = texts();
+        let ask = "Use the above instructions to modify the supplied files: bob.py";
+        assert!(unfinished_change("t1", ask, 0, &texts).is_some());
+        assert!(unfinished_change("t1", ask, 1, &texts).is_none());
+        assert!(unfinished_change("t1", "What does server/src/main.rs do?", 0, &texts).is_none());
+        // Words, not parts of words: "prefix" is no "fix", "address" no "add".
+        assert!(!asks_for_change("What is the prefix of this address?"));
+        assert!(asks_for_change("Please fix the failing test."));
+    }
     use expect_test::expect;
 
     fn texts() -> ReminderTexts {

@@ -92,6 +92,10 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) announced: std::collections::HashSet<String>,
     /// A Stop hook already made this turn go on once.
     pub(in crate::agent) stop_hook_active: bool,
+    /// The user's request as the turn runs it (`reminders.unfinishedChange` reads it).
+    pub(in crate::agent) request: String,
+    /// The unfinished-change reminder was given in this turn.
+    pub(in crate::agent) reminded_unfinished: bool,
     /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
     pub(in crate::agent) halt: Option<String>,
     /// What this turn may use beyond the session's defaults: a custom command's tools and
@@ -155,6 +159,8 @@ impl Turn {
             steps: 0,
             announced: Default::default(),
             stop_hook_active: false,
+            request: String::new(),
+            reminded_unfinished: false,
             halt: None,
             scope,
             output_budget: None,
@@ -251,6 +257,7 @@ impl Turn {
                 return self.slash(command).await;
             }
         }
+        self.request = prompt.text.clone();
         let opened = match self.open(&prompt).await {
             Ok(opened) => opened,
             Err(stop) => return stop,

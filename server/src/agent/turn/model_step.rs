@@ -211,7 +211,7 @@ impl Turn {
             self.record_usage(usage, estimated).await;
         }
         if reply.calls.is_empty() {
-            if self.stop_hooks().await {
+            if self.unfinished_change() || self.stop_hooks().await {
                 return Flow::Next;
             }
             return Flow::Done(Stop::EndTurn);
@@ -226,6 +226,27 @@ impl Turn {
                 None => Flow::Next,
             },
         }
+    }
+
+    /// `reminders.unfinishedChange`: the model ends a turn that asked for a change without
+    /// having changed a file; once a turn, it goes on with a reminder. Whether it goes on.
+    fn unfinished_change(&mut self) -> bool {
+        let config = self.host().config();
+        if !config.reminders.unfinished_change || self.reminded_unfinished {
+            return false;
+        }
+        let texts = self.host().prompts().reminders.clone();
+        let Some(reminder) = agentls_core::reminders::unfinished_change(
+            &self.turn_id,
+            &self.request,
+            self.changed.len(),
+            &texts,
+        ) else {
+            return false;
+        };
+        self.reminded_unfinished = true;
+        self.agent.hooks.queue(&self.handle.id, reminder);
+        true
     }
 
     /// Streams one model call, forwarding text and thoughts to the editor as they come.
