@@ -89,6 +89,8 @@ def parse_args(argv):
     p.add_argument("--config", help="agentls settings as JSON (or @FILE), merged over the defaults")
     p.add_argument("--label", default="", help="a free name recorded in each row")
     p.add_argument("--summary", action="store_true", help="print the table of OUT/results.jsonl")
+    p.add_argument("--list", action="store_true",
+                   help="print the exercises selected and the results directory, and exit")
     p.add_argument("--exercises", default=str(DEFAULT_EXERCISES), help="the exercises' folder")
     p.add_argument("--base-url", help="the model server's OpenAI-compatible base URL")
     p.add_argument("--model", help="the model's name on that server")
@@ -119,7 +121,7 @@ def default_out(args):
         selection = f"sample{args.sample}-seed{args.seed}"
     else:
         selection = "all"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", args.label or args.model or "run")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", args.label or "run")
     return ROOT / "target" / "task-bench" / f"{name}-{selection}"
 
 
@@ -516,6 +518,7 @@ def run_exercise(ctx, system, exercise):
                     # The first try left no session to continue: a new one gets the task too.
                     retry = prompt + "\n\n" + retry
                 prompt = retry
+            (log_dir / f"prompt-{try_no}.txt").write_text(prompt)
             if system == "agentls":
                 result, found = agentls_try(ctx, workspace, files, prompt, session, log_dir, try_no)
                 if try_no > 1 and session:
@@ -694,6 +697,12 @@ def main(argv):
     results = out / "results.jsonl"
     if args.summary:
         print(summary_table(load_rows(results)), end="")
+        return 0
+    if args.list:
+        # scripts/task-bench checks the options this way before it builds and starts anything.
+        exercises = select_exercises(args)
+        agentls_config(args)
+        print(f"{len(exercises)} exercise(s) into {out}: {', '.join(exercises)}")
         return 0
     missing = [flag for flag, value in (("--base-url", args.base_url), ("--model", args.model),
                                         ("--python", args.python)) if not value]
