@@ -100,7 +100,7 @@ def parse_args(argv):
     p.add_argument("--agentls", help="the agentls binary (copied into OUT before use)")
     p.add_argument("--python", help="the python that has pytest (the Aider venv's)")
     p.add_argument("--aider", help="the aider executable")
-    p.add_argument("--try-timeout", type=float, default=1200,
+    p.add_argument("--try-timeout", type=float, default=1800,
                    help="seconds one try of a system may take before its process group is killed")
     p.add_argument("--test-timeout", type=float, default=180, help="seconds per pytest run")
     p.add_argument("--model-info", default="", help="free text recorded in runs.jsonl")
@@ -193,11 +193,21 @@ def run_group(cmd, cwd, env, timeout, stdout_path, stderr_path=None):
                     kill_group(proc.pid, signal.SIGKILL)
                     raise
                 timed_out = True
-                kill_group(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
+                # First as Ctrl-C does: agentls then cancels its turn, ends it with turnEnd
+                # (usage included) and keeps its session usable for the next try.
+                for sig, grace, group in ((signal.SIGINT, 20, False), (signal.SIGTERM, 10, True)):
+                    if group:
+                        kill_group(proc.pid, sig)
+                    else:
+                        try:
+                            proc.send_signal(sig)
+                        except ProcessLookupError:
+                            pass
+                    try:
+                        proc.wait(timeout=grace)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
                 kill_group(proc.pid, signal.SIGKILL)
                 proc.wait()
                 code = None
