@@ -306,13 +306,16 @@ def failure_class(test, unchanged, last_ended):
         return "syntax_error"
     if re.search(r"\b(ImportError|ModuleNotFoundError)\b", output):
         return "import_error"
-    failed = re.findall(r"^(?:FAILED|ERROR) \S+(?: - (\w+))?", output, re.MULTILINE)
-    kinds = {kind or "?" for kind in failed}
-    if kinds and kinds <= {"AssertionError", "assert"}:
+    # The exceptions the failing tests raised: pytest's "E   NameError: ..." lines, and the
+    # summary's "FAILED test - NameError: ..." where the name was not cut off.
+    kinds = set(re.findall(r"^E\s+(\w+(?:Error|Exception|Exit|Interrupt))\b", output, re.MULTILINE))
+    kinds |= set(re.findall(r"^(?:FAILED|ERROR) \S+ - (\w+(?:Error|Exception))\b", output,
+                            re.MULTILINE))
+    if kinds == {"AssertionError"} or (not kinds and re.search(r"^E\s+assert ", output, re.MULTILINE)):
         return "assertion"
     if kinds:
         return "runtime_error"
-    return "assertion" if "AssertionError" in output else "other"
+    return "other"
 
 
 # ---------------------------------------------------------------- agentls
