@@ -66,6 +66,12 @@ TAIL_LINES = 50
 TAIL_CHARS = 4000
 # What the row keeps of the last pytest output.
 ROW_TAIL_CHARS = 3000
+# How long either system waits for one model call: agentls's provider.timeoutMs (120 s by
+# default) and Aider's --timeout. On 2 contended cores the small model reads its prompt at
+# about 30 tokens/s, so a fresh 8,000-token prompt (after a compaction) takes over 4 min:
+# at 120 s agentls gave up and resent it, four times over, and the try was lost to the
+# machine's load, not to the harness. The same bound for both systems.
+MODEL_CALL_TIMEOUT_S = 900
 
 
 def log(message):
@@ -158,6 +164,7 @@ def agentls_config(args):
             "model": args.model,
             "contextWindow": args.context_window,
             "maxOutputTokens": args.max_output_tokens,
+            "timeoutMs": MODEL_CALL_TIMEOUT_S * 1000,
         },
         "approval": "full-auto",
     }
@@ -421,7 +428,7 @@ def aider_try(ctx, workspace, files, prompt, log_dir, try_no):
         "--no-analytics", "--analytics-log", str(analytics),
         "--no-stream", "--no-pretty", "--no-fancy-input",
         "--no-suggest-shell-commands", "--no-detect-urls", "--no-notifications",
-        "--no-gitignore", "--encoding", "utf-8", "--timeout", "900",
+        "--no-gitignore", "--encoding", "utf-8", "--timeout", str(MODEL_CALL_TIMEOUT_S),
         # The chat history lives beside the logs (not in the workspace); the second try
         # restores it, as Aider's benchmark keeps one chat across its tries.
         "--chat-history-file", str(log_dir / "aider-chat-history.md"),
