@@ -791,6 +791,7 @@ def main(argv):
         "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "platform": platform.platform(),
                     "python": platform.python_version()},
         "model_info": args.model_info, "pytest": version_of([args.python, "-m", "pytest", "--version"]),
+        "bench_commit": version_of(["git", "-C", str(ROOT), "describe", "--always", "--dirty"]),
         **meta,
     }
     with open(out / "runs.jsonl", "a") as f:
