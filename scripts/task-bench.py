@@ -659,6 +659,20 @@ def summary_table(rows):
             f"; failures {', '.join(f'{k} {v}' for k, v in classes.most_common()) or 'none'}"
             f"; tries ended {', '.join(f'{k} {v}' for k, v in ended.most_common())}")
     out = "\n".join(lines) + "\n\n" + "\n".join(details) + "\n"
+    # Per exercise, side by side: where one system passes and the other does not.
+    names = sorted({row["exercise"] for row in rows})
+    if len(order) > 1:
+        def cell(row):
+            if row is None:
+                return ""
+            if row.get("passed"):
+                return f"pass@{row['tries']}"
+            return f"fail ({row.get('failure_class')}; {', '.join(row.get('ended', []))})"
+        index = {(k, row["exercise"]): row for k in order for row in groups[k]}
+        heads = [k[0] + (f" ({k[1]})" if k[1] else "") for k in order]
+        out += "\n| exercise | " + " | ".join(heads) + " |\n|---|" + "---|" * len(order) + "\n"
+        for name in names:
+            out += f"| {name} | " + " | ".join(cell(index.get((k, name))) for k in order) + " |\n"
     # The figure: agentls's pass@2 over Aider's, on the exercises both have measured.
     for label in (labels if len(labels) > 1 else [None]):
         mine = {r["exercise"]: r for r in rows if r["system"] == "agentls"
