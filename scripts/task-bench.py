@@ -167,6 +167,8 @@ def agentls_config(args):
             "timeoutMs": MODEL_CALL_TIMEOUT_S * 1000,
         },
         "approval": "full-auto",
+        # What ./run gives the small local model (issue 37's harness).
+        "reminders": {"unfinishedChange": True},
     }
     if args.config:
         text = args.config
