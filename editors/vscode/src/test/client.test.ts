@@ -98,7 +98,7 @@ describe('language client against agentls', () => {
     addUser(model, 'hi');
     const { turnId } = await client.sendRequest<{ turnId: string }>('agent/session/prompt', { sessionId, text: 'hi' });
     const end = await waitFor('turnEnd', () => updates.find((u) => u.turnId === turnId && u.update.kind === 'turnEnd'));
-    assert.deepEqual(end.update, { kind: 'turnEnd', stopReason: 'endTurn', usage: { inputTokens: 10, outputTokens: 2 } });
+    assert.deepEqual(end.update, { kind: 'turnEnd', stopReason: 'endTurn', usage: { inputTokens: 10, outputTokens: 2 }, modelCalls: 1 });
     const chunks = updates.filter((u) => u.turnId === turnId && u.update.kind === 'agentMessageChunk').map((u) => (u.update as { text: string }).text);
     assert.deepEqual(chunks, ['Hel', 'lo']);
     for (const u of updates) {
