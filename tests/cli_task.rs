@@ -169,6 +169,19 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
     assert!(tool_output(&requests, "c5").contains("Edited bob.py"));
     assert_eq!(task.read("bob.py"), read.replace("Whatever.", "Fine."));
 
+    // A session resumed in a new process: what its history read counts as read.
+    fake.push(call(
+        "c6",
+        "write_file",
+        json!({"path": "bob.py", "content": STUB}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Back to the stub."], None));
+    let session = session_of(&stderr);
+    let (code, _, stderr) = task.ask(&fake, "Undo it", json!({}), Some(&session)).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(tool_output(&fake.requests(), "c6").contains("Replaced the content of bob.py"));
+    assert_eq!(task.read("bob.py"), STUB);
+
     // The rule can be turned off.
     let task = Task::new(&[("bob.py", STUB)]);
     let fake = FakeProvider::start().await;

@@ -59,6 +59,39 @@ impl Unseen {
     }
 }
 
+/// The paths (as the model gave them) of the files a session's history shows it read with
+/// success: a session resumed in a new process starts with those files counted as read in
+/// their current version (its read of them is in the context the model has).
+pub fn read_in_history(history: &crate::history::History) -> Vec<String> {
+    use crate::history::Item;
+    let entries = history.entries();
+    let succeeded = |call: &str| {
+        entries.iter().any(|e| {
+            matches!(&e.item, Item::ToolOutput { call_id, success: true, .. } if call_id == call)
+        })
+    };
+    let mut paths: Vec<String> = entries
+        .iter()
+        .filter_map(|e| match &e.item {
+            Item::ToolCall {
+                call_id,
+                name,
+                arguments,
+            } if name == "read_file" && succeeded(call_id) => {
+                serde_json::from_str::<serde_json::Value>(arguments)
+                    .ok()?
+                    .get("path")?
+                    .as_str()
+                    .map(str::to_string)
+            }
+            _ => None,
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
 fn digest(text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
@@ -91,6 +124,36 @@ mod tests {
             reads.check(Path::new("/w/b.py"), Some("x = 1\n")),
             Err(Unseen::NeverRead)
         );
+    }
+
+    #[test]
+    fn the_files_a_history_read_are_found() {
+        use crate::history::{History, Item};
+        let prompts = crate::prompts::Prompts::builtin();
+        let mut history = History::new(crate::tokens::TokenizerKind::O200kBase);
+        let policy = crate::truncate::TruncationPolicy::Tokens(1000);
+        for (id, path, success) in [("a", "bob.py", true), ("b", "missing.py", false)] {
+            history.record(
+                Item::ToolCall {
+                    call_id: id.into(),
+                    name: "read_file".into(),
+                    arguments: format!("{{\"path\": \"{path}\"}}"),
+                },
+                policy,
+                &prompts,
+            );
+            history.record(
+                Item::ToolOutput {
+                    call_id: id.into(),
+                    name: "read_file".into(),
+                    content: "L1: x".into(),
+                    success,
+                },
+                policy,
+                &prompts,
+            );
+        }
+        assert_eq!(read_in_history(&history), ["bob.py"]);
     }
 
     #[test]

@@ -300,6 +300,27 @@ impl Agent {
         let _ = live.log.sync();
     }
 
+    /// What a session loaded from its log has read: the files its history read, in their
+    /// current version (`file_reads::read_in_history`).
+    fn reads_from_history(
+        &self,
+        history: &agentls_core::history::History,
+    ) -> agentls_core::file_reads::FileReads {
+        let mut reads = agentls_core::file_reads::FileReads::default();
+        let boundary = crate::tools::boundary::PathBoundary {
+            roots: self.host.roots(),
+        };
+        for path in agentls_core::file_reads::read_in_history(history) {
+            let Ok(resolved) = boundary.resolve(&path) else {
+                continue;
+            };
+            if let Ok(text) = crate::store::files::read_text(&resolved) {
+                reads.saw(&resolved, &text);
+            }
+        }
+        reads
+    }
+
     pub(in crate::agent) fn spawn_worker(
         self: &Arc<Self>,
         id: String,
@@ -307,6 +328,7 @@ impl Agent {
     ) -> Arc<SessionHandle> {
         let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
         let parent = live.session.parent.clone();
+        let reads = self.reads_from_history(&live.session.history);
         let handle = Arc::new(SessionHandle {
             id: id.clone(),
             live: tokio::sync::Mutex::new(live),
@@ -317,7 +339,7 @@ impl Agent {
             updates: Mutex::new(()),
             asks_in: std::sync::OnceLock::new(),
             parent,
-            reads: Arc::default(),
+            reads: Arc::new(Mutex::new(reads)),
         });
         let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {
