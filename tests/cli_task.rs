@@ -124,8 +124,8 @@ fn session_of(stderr: &str) -> String {
 const STUB: &str = "def response(hey_bob):\n    pass\n";
 
 /// The small model's first move on an exercise: rewrite the stub without reading it,
-/// renaming the function the tests import. Refused until it reads the file; then its write
-/// goes through, and its own change counts as seen.
+/// renaming the function the tests import. Refused, the refusal showing the file (which
+/// counts as its read); then its write goes through, and its own change counts as seen.
 #[tokio::test]
 async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
     let task = Task::new(&[("bob.py", STUB)]);
@@ -137,7 +137,7 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
         "write_file",
         json!({"path": "bob.py", "content": blind}),
     ));
-    fake.push(call("c3", "read_file", json!({"path": "bob.py"})));
+    // The refusal showed the file, and counts as the read.
     fake.push(call(
         "c4",
         "write_file",
@@ -161,7 +161,8 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
     let requests = fake.requests();
     let output = tool_output(&requests, "c1");
     assert!(
-        output.contains("have not read it") && output.contains("read_file"),
+        output.contains("had not read it")
+            && output.contains("L1: def response(hey_bob):\nL2:     pass"),
         "{output}"
     );
     assert!(tool_output(&requests, "c4").contains("Replaced the content of bob.py"));

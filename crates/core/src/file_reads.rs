@@ -50,18 +50,21 @@ impl Unseen {
     pub fn message(&self, tool: &str, shown: &str) -> String {
         match self {
             Unseen::NeverRead => format!(
-                "not run: {shown} exists and you have not read it in this session. Read it first with read_file (path \"{shown}\"), then make your change with {tool}: keep the names other code uses (functions, classes, imports)."
+                "not run: {shown} exists and you had not read it in this session. Make your change again with {tool} once you have its text: keep the names other code uses (functions, classes, constants, imports)."
             ),
             Unseen::ChangedSinceRead => format!(
-                "not run: {shown} changed since you last read it (the user, a command or a formatter changed it). Read it again with read_file, then make your change with {tool}."
+                "not run: {shown} changed since you last read it (the user, a command or a formatter changed it). Make your change again with {tool} against its current text."
             ),
         }
     }
 }
 
-/// The paths (as the model gave them) of the files a session's history shows it read with
-/// success: a session resumed in a new process starts with those files counted as read in
-/// their current version (its read of them is in the context the model has).
+/// The tools whose successful call puts a file's text in the model's context.
+const READ_OR_WRITTEN: [&str; 3] = ["read_file", "write_file", "edit_file"];
+
+/// The paths (as the model gave them) of the files a session's history shows it read or
+/// changed with success: a session resumed in a new process starts with those files counted
+/// as read in their current version (their text is in the context the model has).
 pub fn read_in_history(history: &crate::history::History) -> Vec<String> {
     use crate::history::Item;
     let entries = history.entries();
@@ -77,7 +80,7 @@ pub fn read_in_history(history: &crate::history::History) -> Vec<String> {
                 call_id,
                 name,
                 arguments,
-            } if name == "read_file" && succeeded(call_id) => {
+            } if READ_OR_WRITTEN.contains(&name.as_str()) && succeeded(call_id) => {
                 serde_json::from_str::<serde_json::Value>(arguments)
                     .ok()?
                     .get("path")?
@@ -160,7 +163,7 @@ mod tests {
     fn the_refusal_says_what_to_do() {
         let text = Unseen::NeverRead.message("write_file", "src/a.py");
         assert!(
-            text.contains("read_file") && text.contains("src/a.py"),
+            text.contains("had not read it") && text.contains("src/a.py"),
             "{text}"
         );
         let text = Unseen::ChangedSinceRead.message("edit_file", "src/a.py");

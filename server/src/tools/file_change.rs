@@ -19,15 +19,27 @@ pub struct Target {
 
 impl Target {
     /// Refuses a change to a file the model has not read in its current version
-    /// (`tools.readBeforeWrite`, `agentls_core::file_reads`).
+    /// (`tools.readBeforeWrite`, `agentls_core::file_reads`). The refusal carries the read
+    /// itself (the file's first page, as `read_file` shows it), which now counts as read:
+    /// a small model told to read first often gives up instead.
     pub fn check_read(&self, cx: &ToolContext, path: &Path, tool: &str) -> Result<(), String> {
-        match &cx.reads {
-            Some(reads) => reads
-                .locked()
-                .check(path, self.current.as_deref())
-                .map_err(|unseen| unseen.message(tool, &self.shown)),
-            None => Ok(()),
+        let (Some(reads), Some(current)) = (&cx.reads, &self.current) else {
+            return Ok(());
+        };
+        let mut reads = reads.locked();
+        let Err(unseen) = reads.check(path, Some(current)) else {
+            return Ok(());
+        };
+        let mut refusal = unseen.message(tool, &self.shown);
+        if let Ok(page) =
+            crate::tools::read_file::page(current, &self.shown, None, None, cx.output_budget)
+        {
+            reads.saw(path, current);
+            refusal.push_str(&format!(
+                "\nHere it is, as read_file shows it (this counts as your read):\n{page}"
+            ));
         }
+        Err(refusal)
     }
 }
 

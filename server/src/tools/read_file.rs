@@ -126,7 +126,7 @@ pub fn read_page(
 const NEAR_PATHS_SCAN: usize = 50_000;
 
 /// A page of `text` (the whole file), numbered.
-fn page(
+pub(crate) fn page(
     text: &str,
     shown: &str,
     offset: Option<usize>,
