@@ -33,6 +33,18 @@ pub fn grep(
     glob: Option<&str>,
     texts: &ToolOutputTexts,
 ) -> Result<String, ToolError> {
+    Ok(matches(ws, pattern, path, glob, texts)?
+        .unwrap_or_else(|| fill(&texts.no_matches, &[("pattern", pattern)])))
+}
+
+/// The matching lines as [`grep`] shows them, or None when no line matched.
+fn matches(
+    ws: &PathBoundary,
+    pattern: &str,
+    path: Option<&str>,
+    glob: Option<&str>,
+    texts: &ToolOutputTexts,
+) -> Result<Option<String>, ToolError> {
     if pattern.is_empty() {
         return Err(error("a pattern is required"));
     }
@@ -47,7 +59,7 @@ pub fn grep(
     };
     let (mut out, total) = matching_lines(ws, &files, &regexes);
     if total == 0 {
-        return Ok(fill(&texts.no_matches, &[("pattern", pattern)]));
+        return Ok(None);
     }
     if total > MAX_GREP_MATCHES {
         out.push(fill(
@@ -58,7 +70,7 @@ pub fn grep(
             ],
         ));
     }
-    Ok(out.join("\n"))
+    Ok(Some(out.join("\n")))
 }
 
 /// A pattern compiled twice: per line, and over a whole file to skip files without a match.
@@ -207,31 +219,37 @@ impl Tool for Grep {
         let budget = cx.output_budget;
         let reads = cx.reads.clone();
         blocking(move || {
-            let found = grep(
+            let found = matches(
                 &boundary,
                 &input.pattern,
                 input.path.as_deref(),
                 input.glob.as_deref(),
                 &texts,
             )?;
+            let pattern = input.pattern.trim();
+            let no_matches = || fill(&texts.no_matches, &[("pattern", pattern)]);
             Ok(match path_named(&boundary, &input.pattern) {
                 Some(NamedPath::Directory(shown)) => format!(
-                    "Note: `{}` is a directory of the workspace; grep searches the text inside files. To see what it holds, call list_dir with {{\"path\": \"{shown}\"}}.\n\n{found}",
-                    input.pattern.trim()
+                    "Note: `{pattern}` is a directory of the workspace; grep searches the text inside files. To see what it holds, call list_dir with {{\"path\": \"{shown}\"}}.\n\n{}",
+                    found.unwrap_or_else(no_matches)
                 ),
+                // The file is the answer: a trailing "No matches" reads to a small model as
+                // "the file does not exist" or "the file is empty", and it answers so.
                 Some(NamedPath::File(path, shown)) => {
                     let page = crate::tools::read_file::read_page(&boundary, &path, budget)?;
                     if let Some(reads) = reads {
                         reads.locked().saw(&path, &page.text);
                     }
-                    format!(
-                        "Note: `{}` is a file of the workspace ({shown}), not text inside files: grep searches file contents. Here is that file, as read_file shows it:\n{}\n\nLines that contain `{}`:\n{found}",
-                        input.pattern.trim(),
-                        page.numbered,
-                        input.pattern.trim()
-                    )
+                    let mut out = format!(
+                        "`{pattern}` is a file of the workspace ({shown}); grep searches the text inside files, so here is the file itself, as read_file shows it:\n{}",
+                        page.numbered
+                    );
+                    if let Some(found) = found {
+                        out.push_str(&format!("\n\nLines elsewhere that contain `{pattern}`:\n{found}"));
+                    }
+                    out
                 }
-                None => found,
+                None => found.unwrap_or_else(no_matches),
             })
         })
         .await
