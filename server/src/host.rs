@@ -9,6 +9,7 @@ use serde_json::Value;
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
+use agentls_core::updates::{AgentStatus, FileDiff, ParentCall, Update};
 
 /// What `Host::gather` returns (the recipe is `crate::gather`).
 pub use crate::gather::Gathered;
@@ -81,12 +82,16 @@ impl FileChange {
     }
 
     /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
-    pub fn as_diff(&self) -> Value {
+    pub fn as_diff(&self) -> FileDiff {
         let original = match self {
             FileChange::Edit { original, .. } => Some(original),
             FileChange::Write { original, .. } => original.as_ref(),
         };
-        serde_json::json!({"path": self.path(), "oldText": original, "newText": self.new_text()})
+        FileDiff {
+            path: self.path().to_string_lossy().into_owned(),
+            old_text: original.cloned(),
+            new_text: self.new_text(),
+        }
     }
 }
 
@@ -232,14 +237,19 @@ impl PermissionOutcome {
 }
 
 /// What the loop tells the client: `agent/session/update` and `agent/status` payloads.
+// A notice is built, sent and dropped: boxing the update would cost an allocation for every
+// streamed chunk and save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     Update {
         session_id: String,
         turn_id: String,
-        update: Value,
+        update: Update,
+        /// A subagent's session's updates say whose `task` call they belong to.
+        parent: ParentCall,
     },
-    Status(Value),
+    Status(AgentStatus),
 }
 
 #[async_trait::async_trait]

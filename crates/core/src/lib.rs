@@ -53,6 +53,7 @@ pub mod syntax;
 pub mod tokens;
 pub mod tool_info;
 pub mod truncate;
+pub mod updates;
 pub mod wire;
 
 #[cfg(test)]

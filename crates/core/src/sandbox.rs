@@ -184,6 +184,26 @@ pub fn denial(output: &str, exit_code: Option<i32>, policy: &SandboxPolicy) -> O
     None
 }
 
+/// The command sandbox: what the settings ask for and what this machine gives (built by the
+/// server's `sandbox::status`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxState {
+    /// `workspace-write`, `read-only` or `off` (the `sandbox` setting).
+    pub mode: String,
+    /// This machine can confine a command (Linux with Landlock).
+    pub available: bool,
+    /// Commands may open IP sockets (true whenever no sandbox is enforced).
+    pub network: bool,
+    /// Commands run confined: the mode is not `off` and a sandbox is available.
+    pub enforced: bool,
+    /// Why the sandbox is missing or weaker than asked, for the status bar and health check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

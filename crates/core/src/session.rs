@@ -326,21 +326,10 @@ pub enum TranscriptItem {
     Error {
         message: String,
     },
-    /// A hook ran: the same fields as the `hook` update.
-    Hook {
-        event: String,
-        command: String,
-        outcome: String,
-        duration_ms: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// A reminder reached the model: the same fields as the `reminder` update.
-    Reminder {
-        key: String,
-        source: String,
-        text: String,
-    },
+    /// A hook ran: the `hook` update's type.
+    Hook(crate::updates::HookRun),
+    /// A reminder reached the model: the `reminder` update's type.
+    Reminder(crate::updates::ReminderShown),
 }
 
 /// The transcript of a session's events, in order.
@@ -387,20 +376,20 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
                 duration_ms,
                 message,
                 ..
-            } => items.push(TranscriptItem::Hook {
+            } => items.push(TranscriptItem::Hook(crate::updates::HookRun {
                 event: hook_event.clone(),
                 command: command.clone(),
                 outcome: outcome.clone(),
                 duration_ms: *duration_ms,
                 message: message.clone(),
-            }),
+            })),
             Event::Reminder {
                 key, source, text, ..
-            } => items.push(TranscriptItem::Reminder {
+            } => items.push(TranscriptItem::Reminder(crate::updates::ReminderShown {
                 key: key.clone(),
                 source: source.clone(),
                 text: text.clone(),
-            }),
+            })),
             _ => {}
         }
     }

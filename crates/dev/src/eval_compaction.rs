@@ -97,13 +97,12 @@ impl Host for EvalHost {
     }
     fn notify(&self, notice: Notice) {
         if let Notice::Update {
-            turn_id, update, ..
+            turn_id,
+            update: agentls_core::updates::Update::TurnEnd { stop_reason, .. },
+            ..
         } = notice
         {
-            if update["kind"] == "turnEnd" {
-                let stop = update["stopReason"].as_str().unwrap_or("").to_string();
-                let _ = self.ends.send((turn_id, stop));
-            }
+            let _ = self.ends.send((turn_id, stop_reason.name().to_string()));
         }
     }
     fn progress(&self, _id: &str, _title: &str, _end: Option<String>) {}

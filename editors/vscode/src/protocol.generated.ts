@@ -1,7 +1,7 @@
 // Generated from server/src/protocol/lsp.rs (the Rust types are the source): do not edit.
 // `UPDATE_EXPECT=1 cargo test -p agentls --lib protocol` writes it again.
 
-/** The context window's fill of a session (built by the agent loop). */
+/** The context window's fill of a session: `agent/status`. */
 export interface AgentStatus {
   compactions: number;
   contextWindow: number;
@@ -43,7 +43,7 @@ export interface AgentsFile {
   path: string;
 }
 
-/** A background command (`shell` with `background: true`; built by `tools::background`). */
+/** A background command (`shell` with `background: true`). */
 export interface BackgroundCommand {
   command: string;
   cwd: string;
@@ -264,6 +264,17 @@ export interface FileDiff {
   path: string;
 }
 
+/** A hook's run, as the editor is told (`hook` update) and the transcript shows it. */
+export interface HookRun {
+  command: string;
+  durationMs: number;
+  /** The hook event (`PreToolUse`, …). */
+  event: string;
+  message?: string;
+  /** `ok`, `blocked`, `error`, `timeout`, `cancelled`, `notApproved`. */
+  outcome: string;
+}
+
 /** An identifier referenced in a range (built by `agentls_core::syntax`). */
 export interface Identifier {
   /** `value`, `type`, `field` or `module`. */
@@ -415,7 +426,7 @@ export interface PromptImage {
   path?: string;
 }
 
-/** A message waiting in a session (built by `agent::sessions::steering`). */
+/** A message waiting in a session (built by the agent's steering). */
 export interface QueueItem {
   id: string;
   /**
@@ -431,14 +442,21 @@ export interface Range {
   start: Position;
 }
 
+/** A reminder that reached the model, as the editor is told and the transcript shows it. */
+export interface ReminderShown {
+  key: string;
+  source: string;
+  text: string;
+}
+
 export interface RewindFailure {
   error: string;
   path: string;
 }
 
 /**
- * The command sandbox: what the settings ask for and what this machine gives (built by
- * `sandbox::status`).
+ * The command sandbox: what the settings ask for and what this machine gives (built by the
+ * server's `sandbox::status`).
  */
 export interface SandboxState {
   /** This machine can confine a command (Linux with Landlock). */
@@ -691,15 +709,15 @@ export interface SessionUnqueueResult {
 export type SessionUpdate =
   | { kind: 'agentMessageChunk'; text: string }
   | { kind: 'agentThoughtChunk'; text: string }
-  | { input: Record<string, unknown>; kind: 'toolCall'; locations: ToolLocation[]; name: string; status: ToolStatus; title: string; toolCallId: string; toolKind: ToolKind }
+  | { input: Record<string, unknown> | null; kind: 'toolCall'; locations: ToolLocation[]; name: string; status: ToolStatus; title: string; toolCallId: string; toolKind: ToolKind }
   | { diff?: FileDiff; kind: 'toolCallUpdate'; output?: string; status: ToolStatus; toolCallId: string }
   | { entries: PlanEntry[]; kind: 'plan' }
   | { kind: 'queued' }
   | { kind: 'warning'; message: string }
   | { code?: string; kind: 'error'; message: string; retryable: boolean }
   | { durationMs?: number; fallbackReason?: string; kind: 'compaction'; message?: string; phase: CompactionPhase; strategy?: string; tokensAfter?: number; tokensBefore: number; trigger?: string }
-  | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
-  | { key: string; kind: 'reminder'; source: string; text: string }
+  | HookRun & { kind: 'hook' }
+  | ReminderShown & { kind: 'reminder' }
   | { kind: 'turnEnd'; modelCalls?: number; stopReason: StopReason; usage?: Usage }
   | { items: QueueItem[]; kind: 'queue' }
   | { blocked?: boolean; id: string; kind: 'steered'; text: string }
@@ -715,6 +733,7 @@ export interface SessionUpdateParams {
 /** Where a command (or a subagent) comes from. */
 export type Source = 'builtin' | 'workspace' | 'user' | 'mcp';
 
+/** How a turn ended. */
 export type StopReason = 'endTurn' | 'cancelled' | 'maxSteps' | 'error';
 
 export type SubagentUpdate = SessionUpdate & { parentSessionId?: string; parentToolCallId?: string };
@@ -743,8 +762,8 @@ export type TranscriptItem =
   | { entries: PlanEntry[]; kind: 'plan' }
   | { kind: 'compaction'; strategy: string; summary: string; tokensAfter: number; tokensBefore: number }
   | { kind: 'error'; message: string }
-  | { command: string; durationMs: number; event: string; kind: 'hook'; message?: string; outcome: string }
-  | { key: string; kind: 'reminder'; source: string; text: string };
+  | HookRun & { kind: 'hook' }
+  | ReminderShown & { kind: 'reminder' };
 
 export type Trust = 'trusted' | 'untrusted';
 

@@ -25,6 +25,7 @@ use crate::protocol::acp::{
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
 use agentls_core::prompts::Prompts;
+use agentls_core::updates::{CompactionPhase, StopReason, Update};
 
 /// What the client said it can do in `initialize`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,7 +47,7 @@ pub struct AcpHost {
     /// Set once the agent made (or loaded) the session.
     pub(super) session_id: OnceLock<String>,
     /// `turnEnd`s: (turn id, the update), for the prompt request waiting on it.
-    pub(super) ends: mpsc::UnboundedSender<(String, Value)>,
+    pub(super) ends: mpsc::UnboundedSender<(String, StopReason)>,
     /// The client terminal of each tool call that ran in one: its updates embed it.
     pub(super) terminals: Mutex<std::collections::HashMap<String, String>>,
     /// The id of the compaction under way and how many were started (`compaction_update`).
@@ -297,10 +298,12 @@ impl Host for AcpHost {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let diff = change.as_diff();
-        let path = PathBuf::from(diff["path"].as_str().unwrap_or_default());
-        let original = diff["oldText"].as_str().map(str::to_string);
-        let content = diff["newText"].as_str().unwrap_or_default().to_string();
+        let path = change.path().to_path_buf();
+        let agentls_core::updates::FileDiff {
+            old_text: original,
+            new_text: content,
+            ..
+        } = change.as_diff();
         // The change was planned against `original`: refused if the text moved since.
         if let Some(original) = &original {
             let current = if self.fs.read {
@@ -380,6 +383,7 @@ impl Host for AcpHost {
                 session_id,
                 turn_id,
                 update,
+                ..
             } => {
                 // A subagent's session is this agentls's, not the client's: its tool calls
                 // are shown in the ACP session that started it (ACP has no nesting); its
@@ -388,46 +392,49 @@ impl Host for AcpHost {
                 let own = self.session_id();
                 let session_id = if session_id == own || own.is_empty() {
                     session_id
-                } else if matches!(update["kind"].as_str(), Some("toolCall" | "toolCallUpdate")) {
+                } else if update.tool_call_id().is_some() {
                     own
                 } else {
                     return;
                 };
-                if update["kind"] == "turnEnd" {
-                    let _ = self.ends.send((turn_id, update));
-                } else if update["kind"] == "compaction" && self.fs.compaction {
-                    let id = {
-                        let mut current = self.compaction.locked();
-                        if update["phase"] == "started" || current.0.is_none() {
-                            current.1 += 1;
-                            current.0 = Some(format!("compaction-{}", current.1));
-                        }
-                        let id = current.0.clone().unwrap_or_default();
-                        if update["phase"] != "started" {
-                            current.0 = None;
-                        }
-                        id
-                    };
-                    if let Some(mapped) = mapping::compaction_update(&update, &id) {
-                        self.send_update(&session_id, &mapped);
+                match &update {
+                    Update::TurnEnd { stop_reason, .. } => {
+                        let _ = self.ends.send((turn_id, *stop_reason));
                     }
-                } else if let Some(mut mapped) = mapping::session_update(&update) {
-                    let terminal = update["toolCallId"]
-                        .as_str()
-                        .and_then(|id| self.terminals.locked().get(id).cloned());
-                    if let Some(terminal) = terminal {
-                        mapping::embed_terminal(&mut mapped, &terminal);
+                    Update::Compaction { phase, .. } if self.fs.compaction => {
+                        let started = *phase == CompactionPhase::Started;
+                        let id = {
+                            let mut current = self.compaction.locked();
+                            if started || current.0.is_none() {
+                                current.1 += 1;
+                                current.0 = Some(format!("compaction-{}", current.1));
+                            }
+                            let id = current.0.clone().unwrap_or_default();
+                            if !started {
+                                current.0 = None;
+                            }
+                            id
+                        };
+                        if let Some(mapped) = mapping::compaction_update(&update, &id) {
+                            self.send_update(&session_id, &mapped);
+                        }
                     }
-                    self.message_ids.locked().assign(&turn_id, &mut mapped);
-                    self.send_update(&session_id, &mapped);
+                    _ => {
+                        if let Some(mut mapped) = mapping::session_update(&update) {
+                            let terminal = update
+                                .tool_call_id()
+                                .and_then(|id| self.terminals.locked().get(id).cloned());
+                            if let Some(terminal) = terminal {
+                                mapping::embed_terminal(&mut mapped, &terminal);
+                            }
+                            self.message_ids.locked().assign(&turn_id, &mut mapped);
+                            self.send_update(&session_id, &mapped);
+                        }
+                    }
                 }
             }
             Notice::Status(status) => {
-                if let (Some(session_id), Some(update)) =
-                    (status["sessionId"].as_str(), mapping::usage_update(&status))
-                {
-                    self.send_update(session_id, &update);
-                }
+                self.send_update(&status.session_id, &mapping::usage_update(&status));
             }
         }
     }
@@ -437,9 +444,7 @@ impl Host for AcpHost {
     fn show_warning(&self, message: String) {
         tracing::warn!("{message}");
         if let Some(id) = self.session_id.get() {
-            if let Some(update) =
-                mapping::session_update(&json!({"kind": "warning", "message": message}))
-            {
+            if let Some(update) = mapping::session_update(&Update::warning(message)) {
                 self.send_update(id, &update);
             }
         }

@@ -25,12 +25,13 @@ use crate::protocol::{ClientNotification, ClientRequest};
 use agentls_core::acp as mapping;
 use agentls_core::config::Config;
 use agentls_core::prompts::Prompts;
+use agentls_core::updates::StopReason;
 
 /// One ACP session: its agent, its host, and the `turnEnd`s its prompts wait for.
 struct AcpSession {
     agent: Arc<Agent>,
     host: Arc<AcpHost>,
-    ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Value)>>,
+    ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, StopReason)>>,
 }
 
 pub struct State {
@@ -491,7 +492,7 @@ impl State {
             };
             match next {
                 Some((turn_id, end)) if turn_id == turn => {
-                    let reason = mapping::stop_reason(&end)
+                    let reason = mapping::stop_reason(end)
                         .map_err(|message| RpcError::new(RpcError::INTERNAL, message))?;
                     // The title, once the first message gave the session one.
                     if untitled {

@@ -16,13 +16,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use crate::host::{Host, Notice};
 use crate::provider::Provider;
 use crate::store::session_log::{self, SessionStore};
 use agentls_core::context::AssemblyCache;
 use agentls_core::session::Session;
+use agentls_core::updates::{AgentStatus, ParentCall, Update};
 use agentls_core::wire::{ProviderConfig, ProviderKind};
 
 mod checkpoints;
@@ -119,21 +118,23 @@ impl Agent {
         self.host.config().model.unwrap_or_default()
     }
 
-    fn update(&self, session_id: &str, turn_id: &str, mut update: Value) {
+    fn update(&self, session_id: &str, turn_id: &str, update: Update) {
         // A subagent's updates say whose `task` call they belong to.
         let parent = self
             .sessions
             .locked()
             .get(session_id)
-            .and_then(|handle| handle.parent.clone());
-        if let (Some(parent), Some(object)) = (parent, update.as_object_mut()) {
-            object.insert("parentSessionId".into(), json!(parent.parent_session_id));
-            object.insert("parentToolCallId".into(), json!(parent.parent_tool_call_id));
-        }
+            .and_then(|handle| handle.parent.clone())
+            .map(|parent| ParentCall {
+                parent_session_id: Some(parent.parent_session_id),
+                parent_tool_call_id: Some(parent.parent_tool_call_id),
+            })
+            .unwrap_or_default();
         self.host.notify(Notice::Update {
             session_id: session_id.to_string(),
             turn_id: turn_id.to_string(),
             update,
+            parent,
         });
     }
 
@@ -145,17 +146,21 @@ impl Agent {
         }
         let window = self.window_of(session).context_window;
         let mode = self.mode_of(&session.id);
-        self.host.notify(Notice::Status(json!({
-            "sessionId": session.id,
-            "usedTokens": used,
-            "contextWindow": window,
-            "fill": if window == 0 { 1.0 } else { used as f64 / window as f64 },
-            "estimated": estimated,
-            "state": state,
-            "compactions": session.compactions,
-            "sandbox": self.sandbox_state(&mode),
-            "mode": mode,
-        })));
+        self.host.notify(Notice::Status(AgentStatus {
+            session_id: session.id.clone(),
+            used_tokens: used,
+            context_window: window,
+            fill: if window == 0 {
+                1.0
+            } else {
+                used as f64 / window as f64
+            },
+            estimated,
+            state: state.to_string(),
+            compactions: session.compactions,
+            sandbox: self.sandbox_state(&mode),
+            mode,
+        }));
     }
 
     /// The sandbox the commands of a session in `mode` run in, as the editor and the model

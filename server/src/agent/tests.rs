@@ -59,14 +59,23 @@ impl TestHost {
         }
     }
 
-    /// The updates of one turn, in order.
+    /// The updates of one turn, in order, as the editor receives them.
     fn updates(&self, turn: &str) -> Vec<Value> {
         lock(&self.notices)
             .iter()
             .filter_map(|notice| match notice {
                 Notice::Update {
-                    turn_id, update, ..
-                } if turn_id == turn => Some(update.clone()),
+                    turn_id,
+                    update,
+                    parent,
+                    ..
+                } if turn_id == turn => Some(
+                    serde_json::to_value(agentls_core::updates::SubagentUpdate {
+                        update: update.clone(),
+                        parent: parent.clone(),
+                    })
+                    .unwrap(),
+                ),
                 _ => None,
             })
             .collect()

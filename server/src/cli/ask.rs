@@ -19,6 +19,7 @@ use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
 use agentls_core::provider_kind::ProviderKind;
+use agentls_core::updates::{SubagentUpdate, ToolStatus, Update};
 
 #[derive(Debug, Default)]
 pub struct AskOptions {
@@ -318,59 +319,76 @@ impl Host for CliHost {
             session_id,
             turn_id,
             update,
+            parent,
         } = notice
         else {
             return;
         };
         if let Some(events) = &self.events {
+            let update = SubagentUpdate {
+                update: update.clone(),
+                parent,
+            };
             let line = json!({"sessionId": session_id, "turnId": turn_id, "update": update});
             let _ = writeln!(events.locked(), "{line}");
         }
-        let text = |key: &str| update[key].as_str().unwrap_or("").to_string();
-        match update["kind"].as_str().unwrap_or("") {
-            "agentMessageChunk" => {
-                let chunk = text("text");
-                print!("{chunk}");
+        match update {
+            Update::AgentMessageChunk { text } => {
+                print!("{text}");
                 let _ = std::io::stdout().flush();
-                self.printing.locked().mid_line = !chunk.ends_with('\n');
+                self.printing.locked().mid_line = !text.ends_with('\n');
             }
-            "toolCall" => {
-                self.printing
+            Update::ToolCall {
+                tool_call_id,
+                title,
+                ..
+            } => {
+                self.stderr_line(&format!("→ {title}"));
+                self.printing.locked().titles.insert(tool_call_id, title);
+            }
+            Update::ToolCallUpdate {
+                tool_call_id,
+                status,
+                output,
+                ..
+            } => {
+                let success = match status {
+                    ToolStatus::Completed => true,
+                    ToolStatus::Failed => false,
+                    ToolStatus::Pending | ToolStatus::InProgress => return,
+                };
+                let title = self
+                    .printing
                     .locked()
                     .titles
-                    .insert(text("toolCallId"), text("title"));
-                self.stderr_line(&format!("→ {}", text("title")));
+                    .remove(&tool_call_id)
+                    .unwrap_or(tool_call_id);
+                let output = output.unwrap_or_default();
+                self.stderr_line(&result_line(&title, success, &output));
             }
-            "toolCallUpdate" => {
-                let success = match update["status"].as_str() {
-                    Some("completed") => true,
-                    Some("failed") => false,
-                    _ => return,
-                };
-                let id = text("toolCallId");
-                let title = self.printing.locked().titles.remove(&id).unwrap_or(id);
-                self.stderr_line(&result_line(&title, success, &text("output")));
-            }
-            "plan" => {
-                let entries = update["entries"].as_array().cloned().unwrap_or_default();
+            Update::Plan { entries } => {
                 let lines: Vec<String> = entries
                     .iter()
                     .map(|e| {
-                        let mark = match e["status"].as_str() {
-                            Some("completed") => "[x]",
-                            Some("in_progress") => "[~]",
+                        let mark = match e.status.as_str() {
+                            "completed" => "[x]",
+                            "in_progress" => "[~]",
                             _ => "[ ]",
                         };
-                        format!("  {mark} {}", e["content"].as_str().unwrap_or(""))
+                        format!("  {mark} {}", e.content)
                     })
                     .collect();
                 self.stderr_line(&format!("plan:\n{}", lines.join("\n")));
             }
-            "warning" => self.stderr_line(&format!("agentls: warning: {}", text("message"))),
-            "error" => self.stderr_line(&format!("agentls: error: {}", text("message"))),
-            "queued" => self.stderr_line("agentls: queued behind the running turn"),
-            "turnEnd" => {
-                let _ = self.ends.send((turn_id, text("stopReason")));
+            Update::Warning { message } => {
+                self.stderr_line(&format!("agentls: warning: {message}"))
+            }
+            Update::Error { message, .. } => {
+                self.stderr_line(&format!("agentls: error: {message}"))
+            }
+            Update::Queued => self.stderr_line("agentls: queued behind the running turn"),
+            Update::TurnEnd { stop_reason, .. } => {
+                let _ = self.ends.send((turn_id, stop_reason.name().to_string()));
             }
             _ => {}
         }

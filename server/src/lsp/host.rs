@@ -9,7 +9,7 @@ use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, Permiss
 use crate::locks::{Locked, ReadWriteLocked};
 use crate::protocol::lsp::{
     EditorDiagnostics, EditorDiagnosticsParams, PermissionOption, RequestPermission, SessionUpdate,
-    SessionUpdateParams, Status,
+    SessionUpdateParams, Status, SubagentUpdate,
 };
 use crate::protocol::{lsp, Json};
 use agentls_core::agents_md::InstructionFiles;
@@ -38,6 +38,7 @@ pub(super) struct LspHost {
 }
 
 /// What the notice task sends, in order.
+#[allow(clippy::large_enum_variant)] // as `Notice`: sent and dropped, never stored
 pub(super) enum Outgoing {
     Notice(Notice),
     /// Answered once every notice queued before it was handed to the client: a server
@@ -64,18 +65,17 @@ impl LspHost {
                         session_id,
                         turn_id,
                         update,
+                        parent,
                     } => {
                         client
                             .send_notification::<SessionUpdate>(SessionUpdateParams {
                                 session_id,
                                 turn_id,
-                                update: Json::new(update),
+                                update: SubagentUpdate { update, parent },
                             })
                             .await
                     }
-                    Notice::Status(status) => {
-                        client.send_notification::<Status>(Json::new(status)).await
-                    }
+                    Notice::Status(status) => client.send_notification::<Status>(status).await,
                 }
             }
         });

@@ -8,7 +8,7 @@
 use lsp_types::notification::Notification;
 use lsp_types::request::Request;
 use lsp_types::{PositionEncodingKind, Url};
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ use agentls_core::editor_state::EditorState;
 use agentls_core::inspect::ContextReport;
 use agentls_core::session::TranscriptItem;
 use agentls_core::syntax::SymbolKind;
-use agentls_core::tool_info::{PlanEntry, ToolKind};
+use agentls_core::tool_info::ToolKind;
 
 // ---- agent/session/* (client → server) ----
 
@@ -476,226 +476,20 @@ pub struct SessionUpdateParams {
     pub session_id: String,
     pub turn_id: String,
     /// Built by the agent loop.
-    pub update: Json<SubagentUpdate>,
+    pub update: SubagentUpdate,
 }
 
-/// An update; for a subagent's session with the `task` call (and session) it belongs to.
-pub struct SubagentUpdate;
-
-/// The fields a subagent's session's updates add.
-#[derive(JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ParentCall {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_session_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_tool_call_id: Option<String>,
-}
-
-impl JsonSchema for SubagentUpdate {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "SubagentUpdate".into()
-    }
-
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let update = generator.subschema_for::<Update>();
-        let parent = ParentCall::json_schema(generator);
-        schemars::json_schema!({ "allOf": [update, parent] })
-    }
-}
-
-/// What happened in a turn, in order (`kind`).
-#[derive(Debug, JsonSchema)]
-#[serde(
-    tag = "kind",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-#[schemars(rename = "SessionUpdate")]
-pub enum Update {
-    /// Streamed answer text.
-    AgentMessageChunk {
-        text: String,
-    },
-    /// Reasoning, when the provider streams it.
-    AgentThoughtChunk {
-        text: String,
-    },
-    ToolCall {
-        tool_call_id: String,
-        name: String,
-        title: String,
-        tool_kind: ToolKind,
-        status: ToolStatus,
-        /// The arguments object.
-        input: serde_json::Map<String, Value>,
-        locations: Vec<ToolLocation>,
-    },
-    ToolCallUpdate {
-        tool_call_id: String,
-        status: ToolStatus,
-        /// Shell output chunks while `in_progress`; the recorded output when done.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        output: Option<String>,
-        /// An edit's change, on its `in_progress` update.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        diff: Option<FileDiff>,
-    },
-    Plan {
-        entries: Vec<PlanEntry>,
-    },
-    Queued,
-    Warning {
-        message: String,
-    },
-    Error {
-        message: String,
-        retryable: bool,
-        /// `contextLengthExceeded` when the conversation does not fit even after compacting;
-        /// `repeatedToolCall` when the model made the same call five times with the same result.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
-    },
-    Compaction {
-        phase: CompactionPhase,
-        tokens_before: usize,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        tokens_after: Option<usize>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        strategy: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        trigger: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        duration_ms: Option<u64>,
-        /// Why no model summary was used (a failed call, a provider too slow for
-        /// `compaction.maxSummaryMs`); null when one was.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fallback_reason: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// A hook ran.
-    Hook {
-        event: String,
-        command: String,
-        /// `ok`, `blocked`, `error`, `timeout`, `cancelled`, `notApproved`.
-        outcome: String,
-        duration_ms: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    /// A reminder reached the model.
-    Reminder {
-        key: String,
-        source: String,
-        text: String,
-    },
-    TurnEnd {
-        stop_reason: StopReason,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
-        /// The model calls the turn made (its steps).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        model_calls: Option<usize>,
-    },
-    /// What waits in the session changed (a prompt queued or started, a message steered,
-    /// taken or withdrawn): the whole list, steering messages first. Under the running
-    /// turn's id, or `""`.
-    Queue {
-        items: Vec<QueueItem>,
-    },
-    /// A steering message entered the running turn as a user message (at a step boundary).
-    Steered {
-        /// Its id (`agent/session/steer`'s result).
-        id: String,
-        text: String,
-        /// A UserPromptSubmit hook blocked it: it did not reach the model.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        blocked: Option<bool>,
-    },
-    /// The session's background commands changed (one started, ended or was stopped): the
-    /// whole list. Under the turn id `""` (a command outlives its turn).
-    Background {
-        commands: Vec<BackgroundCommand>,
-    },
-}
-
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Pending,
-    InProgress,
-    Completed,
-    Failed,
-}
-
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum CompactionPhase {
-    Started,
-    Completed,
-    Failed,
-}
-
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum StopReason {
-    EndTurn,
-    Cancelled,
-    MaxSteps,
-    Error,
-}
-
-/// The model's usage summed over a turn's calls.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
-
-/// A file a tool call names: absolute path, 1-based line.
-#[derive(Debug, JsonSchema)]
-pub struct ToolLocation {
-    pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-}
-
-/// A change as whole texts (`oldText` null for a new file).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FileDiff {
-    pub path: String,
-    pub old_text: Option<String>,
-    pub new_text: String,
-}
+pub use agentls_core::sandbox::SandboxState;
+pub use agentls_core::updates::{
+    AgentStatus, BackgroundCommand, CompactionPhase, FileDiff, ParentCall, QueueItem, StopReason,
+    SubagentUpdate, ToolLocation, ToolStatus, Update, Usage,
+};
 
 pub enum Status {}
 
 impl Notification for Status {
-    type Params = Json<AgentStatus>;
+    type Params = AgentStatus;
     const METHOD: &'static str = "agent/status";
-}
-
-/// The context window's fill of a session (built by the agent loop).
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentStatus {
-    pub session_id: String,
-    pub used_tokens: usize,
-    pub context_window: usize,
-    pub fill: f64,
-    pub estimated: bool,
-    /// `idle`, `running` or `compacting`.
-    pub state: String,
-    pub compactions: u32,
-    /// The session's mode (`agent/session/setMode`, else the `approval` setting): `ask`,
-    /// `auto-edit`, `full-auto` or `plan`. A change of it sends a status too.
-    pub mode: String,
-    /// The sandbox this session's commands run in: as `agent/sandbox/status` answers, but
-    /// read-only without network in plan mode.
-    pub sandbox: SandboxState,
 }
 
 pub enum SandboxStatus {}
@@ -704,24 +498,6 @@ impl ClientRequest for SandboxStatus {
     type Params = Option<Value>;
     type Result = SandboxState;
     const METHOD: &'static str = "agent/sandbox/status";
-}
-
-/// The command sandbox: what the settings ask for and what this machine gives (built by
-/// `sandbox::status`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SandboxState {
-    /// `workspace-write`, `read-only` or `off` (the `sandbox` setting).
-    pub mode: String,
-    /// This machine can confine a command (Linux with Landlock).
-    pub available: bool,
-    /// Commands may open IP sockets (true whenever no sandbox is enforced).
-    pub network: bool,
-    /// Commands run confined: the mode is not `off` and a sandbox is available.
-    pub enforced: bool,
-    /// Why the sandbox is missing or weaker than asked, for the status bar and health check.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
 }
 
 pub enum EditorDiagnostics {}
@@ -1090,17 +866,6 @@ pub struct SessionQueueResult {
     pub items: Vec<QueueItem>,
 }
 
-/// A message waiting in a session (built by `agent::sessions::steering`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct QueueItem {
-    pub id: String,
-    /// `steering`: joins the running turn at its next step; `queued`: a turn of its own
-    /// after the running one.
-    pub kind: String,
-    pub text: String,
-}
-
 pub enum SessionBackground {}
 
 impl ClientRequest for SessionBackground {
@@ -1114,22 +879,6 @@ impl ClientRequest for SessionBackground {
 pub struct SessionBackgroundResult {
     /// In the order they started; ended ones until the session's end forgets them.
     pub commands: Vec<BackgroundCommand>,
-}
-
-/// A background command (`shell` with `background: true`; built by `tools::background`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BackgroundCommand {
-    /// `bg1`, `bg2`, … (what the model's `shell_output` and `shell_kill` take).
-    pub id: String,
-    pub command: String,
-    pub cwd: String,
-    /// Milliseconds since the epoch.
-    pub started_at: u64,
-    /// `running` or `exited`.
-    pub state: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
 }
 
 pub enum SessionKillBackground {}

@@ -205,11 +205,16 @@ fn ts_type(schema: &Value) -> String {
         other => panic!("a schema form the generator does not know: {other}"),
     };
     if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        return reference
+        let name = reference
             .rsplit('/')
             .next()
             .unwrap_or(reference)
             .to_string();
+        // Properties beside the reference (an enum's newtype variant and its tag): both hold.
+        return match object.get("properties") {
+            Some(_) => format!("{name} & {}", shape(object)),
+            None => name,
+        };
     }
     if let Some(value) = object.get("const") {
         return literal(value);

@@ -20,7 +20,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +27,7 @@ use agentls_core::event::ChangedPath;
 use agentls_core::prompts::fill;
 use agentls_core::tool_info::{error, ToolError};
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+use agentls_core::updates::Update;
 
 use crate::host::{ClientTerminal, Host, Notice, TerminalExit, TerminalRun};
 use crate::locks::Locked;
@@ -713,6 +713,7 @@ fn announce(host: &dyn Host, session_id: &str, commands: Vec<BackgroundInfo>) {
     host.notify(Notice::Update {
         session_id: session_id.to_string(),
         turn_id: String::new(),
-        update: json!({"kind": "background", "commands": commands}),
+        update: Update::Background { commands },
+        parent: Default::default(),
     });
 }

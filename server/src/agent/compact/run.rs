@@ -12,7 +12,6 @@ use agentls_core::compaction::plan::Trigger;
 use agentls_core::compaction::plan::Window;
 use agentls_core::event::Event;
 use agentls_core::session::Session;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +23,7 @@ use agentls_core::compaction::plan::{
     self, Decision, NeedSummary, PlanInput, Planned, SummarySource,
 };
 use agentls_core::context::StaticContext;
+use agentls_core::updates::{CompactionPhase, Update};
 
 /// What a compaction starts from, read from the session under one lock.
 struct Snapshot {
@@ -68,7 +68,16 @@ impl Announcer<'_> {
         self.agent.update(
             &self.handle.id,
             self.turn_id,
-            json!({"kind": "compaction", "phase": "started", "tokensBefore": self.tokens_before, "trigger": trigger.name()}),
+            Update::Compaction {
+                phase: CompactionPhase::Started,
+                tokens_before: self.tokens_before,
+                tokens_after: None,
+                strategy: None,
+                trigger: Some(trigger.name().to_string()),
+                duration_ms: None,
+                fallback_reason: None,
+                message: None,
+            },
         );
         self.status(self.tokens_before).await;
         self.agent
@@ -80,7 +89,16 @@ impl Announcer<'_> {
         self.agent.update(
             &self.handle.id,
             self.turn_id,
-            json!({"kind": "compaction", "phase": "failed", "tokensBefore": self.tokens_before, "message": message}),
+            Update::Compaction {
+                phase: CompactionPhase::Failed,
+                tokens_before: self.tokens_before,
+                tokens_after: None,
+                strategy: None,
+                trigger: None,
+                duration_ms: None,
+                fallback_reason: None,
+                message: Some(message.clone()),
+            },
         );
         self.agent
             .host
@@ -97,16 +115,16 @@ impl Announcer<'_> {
         self.agent.update(
             &self.handle.id,
             self.turn_id,
-            json!({
-                "kind": "compaction",
-                "phase": "completed",
-                "tokensBefore": self.tokens_before,
-                "tokensAfter": metrics.tokens_after,
-                "strategy": metrics.strategy,
-                "trigger": metrics.trigger,
-                "durationMs": metrics.duration_ms,
-                "fallbackReason": metrics.fallback_reason,
-            }),
+            Update::Compaction {
+                phase: CompactionPhase::Completed,
+                tokens_before: self.tokens_before,
+                tokens_after: Some(metrics.tokens_after),
+                strategy: Some(metrics.strategy.clone()),
+                trigger: Some(metrics.trigger.clone()),
+                duration_ms: Some(metrics.duration_ms),
+                fallback_reason: metrics.fallback_reason.clone(),
+                message: None,
+            },
         );
         let (before, after) = (
             self.fill(self.tokens_before),
@@ -122,7 +140,7 @@ impl Announcer<'_> {
             self.agent.update(
                 &self.handle.id,
                 self.turn_id,
-                json!({"kind": "warning", "message": warning.message()}),
+                Update::warning(warning.message()),
             );
         }
         tracing::info!(

@@ -33,6 +33,7 @@ use crate::tools::registry::Registry;
 use agentls_core::event::Event;
 use agentls_core::hooks::{self, Finished, Hook, HookEvent, HookSource, Hooks, Verdict};
 use agentls_core::reminders::{self, Reminder};
+use agentls_core::updates::{HookRun, Update};
 
 /// The most of a hook's stdout or stderr that is kept.
 pub(in crate::agent) const MAX_OUTPUT_BYTES: usize = 256 * 1024;
@@ -206,7 +207,7 @@ impl Agent {
                     handle,
                     turn_id,
                     cancel,
-                    json!({"kind": "warning", "message": format!("hooks: {problem}")}),
+                    Update::warning(format!("hooks: {problem}")),
                 );
             }
         }
@@ -329,7 +330,11 @@ impl Agent {
                 handle,
                 turn_id,
                 cancel,
-                json!({"kind": "warning", "message": format!("{} hook `{}`: {warning}", event.name(), hook.command)}),
+                Update::warning(format!(
+                    "{} hook `{}`: {warning}",
+                    event.name(),
+                    hook.command
+                )),
             );
         }
         let reminders_on = self.host.config().reminders.hooks;
@@ -370,16 +375,13 @@ impl Agent {
                 tracing::warn!("{err}");
             }
         }
-        let mut update = json!({
-            "kind": "hook",
-            "event": hook.event.name(),
-            "command": hook.command,
-            "outcome": outcome,
-            "durationMs": duration_ms,
+        let update = Update::Hook(HookRun {
+            event: hook.event.name().to_string(),
+            command: hook.command.clone(),
+            outcome: outcome.to_string(),
+            duration_ms,
+            message,
         });
-        if let Some(message) = message {
-            update["message"] = json!(message);
-        }
         // After a cancel the turn's only updates are its calls' last ones and turnEnd.
         super::turn::say(self, handle, turn_id, cancel, update);
     }

@@ -13,6 +13,7 @@ use agentls_core::event::Event;
 use agentls_core::history::{InstructionRole, Item};
 use agentls_core::hooks::{HookEvent, Permission};
 use agentls_core::reminders;
+use agentls_core::updates::{ReminderShown, Update};
 
 /// The plan tool, named here: the core matches no tool name.
 const PLAN_TOOL: &str = "update_plan";
@@ -240,11 +241,10 @@ impl Turn {
                 let mut live = self.handle.live.lock().await;
                 live.record(&event, Durability::Buffered, Registry::builtin())?;
             }
-            self.update(json!({
-                "kind": "reminder",
-                "key": reminder.key,
-                "source": reminder.source,
-                "text": reminder.text,
+            self.update(Update::Reminder(ReminderShown {
+                key: reminder.key.clone(),
+                source: reminder.source.to_string(),
+                text: reminder.text.clone(),
             }));
         }
         Ok(())

@@ -21,7 +21,6 @@ use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
 use std::sync::{Arc, Mutex};
 
-use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +30,7 @@ use agentls_core::event::Event;
 use agentls_core::history::Item;
 use agentls_core::session::{self, Session};
 use agentls_core::tokens::Calibration;
+use agentls_core::updates::Update;
 
 pub(in crate::agent) struct Prompt {
     pub(in crate::agent) turn_id: String,
@@ -502,7 +502,7 @@ impl Agent {
             busy
         };
         if busy {
-            self.update(id, &turn_id, json!({"kind": "queued"}));
+            self.update(id, &turn_id, Update::Queued);
             self.announce_queue(&handle);
         }
         handle
@@ -536,11 +536,7 @@ impl Agent {
             )
         };
         for turn_id in &dropped {
-            self.update(
-                id,
-                turn_id,
-                json!({"kind": "turnEnd", "stopReason": "cancelled", "modelCalls": 0}),
-            );
+            self.update(id, turn_id, Update::cancelled_before_start());
         }
         if listed {
             self.announce_queue(&handle);

@@ -9,8 +9,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use crate::agent::sessions::{Job, Prompt, SessionHandle};
 use crate::agent::Agent;
 use crate::agent::AgentError;
@@ -18,6 +16,7 @@ use crate::protocol::lsp::QueueItem as QueuedMessage;
 use crate::protocol::lsp::SessionSteerResult as Steered;
 use crate::store::session_log;
 use agentls_core::editor_state::EditorState;
+use agentls_core::updates::Update;
 
 /// A message for the running turn, not taken yet.
 #[derive(Debug, Clone)]
@@ -104,11 +103,7 @@ impl Agent {
             return Ok(false);
         };
         if let Some(turn_id) = queued_turn {
-            self.update(
-                id,
-                &turn_id,
-                json!({"kind": "turnEnd", "stopReason": "cancelled", "modelCalls": 0}),
-            );
+            self.update(id, &turn_id, Update::cancelled_before_start());
         }
         self.announce_queue(&handle);
         Ok(true)
@@ -152,11 +147,7 @@ impl Agent {
     /// Tells the editor what waits now (a `queue` update, under the running turn's id).
     pub(in crate::agent) fn announce_queue(&self, handle: &SessionHandle) {
         let (running, items) = Agent::queue_of(handle);
-        self.update(
-            &handle.id,
-            &running,
-            json!({"kind": "queue", "items": items}),
-        );
+        self.update(&handle.id, &running, Update::Queue { items });
     }
 
     /// The running turn ends: not running any more, and the steering messages it did not

@@ -19,7 +19,6 @@ use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::host::Host;
@@ -29,26 +28,10 @@ use agentls_core::history::{Entry, Item};
 use agentls_core::inspect;
 use agentls_core::prompt_text;
 use agentls_core::tokens::Calibration;
+use agentls_core::updates::Update;
 
 /// How a turn ended: the `turnEnd` stop reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::agent) enum Stop {
-    EndTurn,
-    Cancelled,
-    MaxSteps,
-    Error,
-}
-
-impl Stop {
-    pub(in crate::agent) fn name(&self) -> &'static str {
-        match self {
-            Stop::EndTurn => "endTurn",
-            Stop::Cancelled => "cancelled",
-            Stop::MaxSteps => "maxSteps",
-            Stop::Error => "error",
-        }
-    }
-}
+pub(in crate::agent) use agentls_core::updates::StopReason as Stop;
 
 /// What a turn works with once it is open.
 struct Opened {
@@ -178,7 +161,7 @@ impl Turn {
 
     /// Tells the client; nothing after a cancel (its remaining updates are the final
     /// `toolCallUpdate` of calls it was told of, then `turnEnd`). Whether it was sent.
-    pub(in crate::agent) fn update(&self, update: Value) -> bool {
+    pub(in crate::agent) fn update(&self, update: Update) -> bool {
         say(
             &self.agent,
             &self.handle,
@@ -230,15 +213,15 @@ impl Turn {
                 retryable,
             })
             .await;
-        let mut update = json!({"kind": "error", "message": message, "retryable": retryable});
-        if let Some(code) = code {
-            update["code"] = json!(code);
-        }
-        self.update(update);
+        self.update(Update::Error {
+            message,
+            retryable,
+            code: code.map(str::to_string),
+        });
     }
 
     pub(in crate::agent) fn warn(&self, message: String) {
-        self.update(json!({"kind": "warning", "message": message}));
+        self.update(Update::warning(message));
     }
 
     pub(in crate::agent) async fn run(&mut self, mut prompt: Prompt) -> Stop {
@@ -523,11 +506,14 @@ impl Turn {
                 }
             }
         }
-        let mut end =
-            json!({"kind": "turnEnd", "stopReason": stop.name(), "modelCalls": self.steps});
-        if self.usage != (0, 0) {
-            end["usage"] = json!({"inputTokens": self.usage.0, "outputTokens": self.usage.1});
-        }
+        let end = Update::TurnEnd {
+            stop_reason: stop,
+            usage: (self.usage != (0, 0)).then_some(agentls_core::updates::Usage {
+                input_tokens: self.usage.0,
+                output_tokens: self.usage.1,
+            }),
+            model_calls: Some(self.steps),
+        };
         // Not running any more before the client hears so: a cancel after this is a no-op;
         // steering messages it did not take become prompts of their own.
         self.agent.end_running(&self.handle);
@@ -543,7 +529,7 @@ pub(in crate::agent) fn say(
     handle: &SessionHandle,
     turn_id: &str,
     cancel: &CancellationToken,
-    update: Value,
+    update: Update,
 ) -> bool {
     let _quiet = handle.updates.locked();
     if cancel.is_cancelled() {

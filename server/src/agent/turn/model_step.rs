@@ -14,9 +14,9 @@ use crate::agent::turn::Turn;
 use crate::locks::Locked;
 use agentls_core::event::Event;
 use agentls_core::history::Item;
+use agentls_core::updates::Update;
 use agentls_core::wire::ErrorKind;
 use agentls_core::wire::ProviderEvent;
-use serde_json::json;
 use tokio::sync::mpsc;
 
 impl Turn {
@@ -399,10 +399,10 @@ impl Turn {
         match event {
             ProviderEvent::Text(chunk) => {
                 text.push_str(&chunk);
-                self.update(json!({"kind": "agentMessageChunk", "text": chunk}));
+                self.update(Update::AgentMessageChunk { text: chunk });
             }
             ProviderEvent::Reasoning(chunk) => {
-                self.update(json!({"kind": "agentThoughtChunk", "text": chunk}));
+                self.update(Update::AgentThoughtChunk { text: chunk });
             }
             ProviderEvent::ToolCallStarted { .. } => {}
             ProviderEvent::ToolCall {
@@ -422,10 +422,10 @@ impl Turn {
                 delay,
                 reason,
             } => {
-                self.update(json!({
-                    "kind": "warning",
-                    "message": format!("{reason}; retrying in {:.1}s (attempt {attempt})", delay.as_secs_f64()),
-                }));
+                self.update(Update::warning(format!(
+                    "{reason}; retrying in {:.1}s (attempt {attempt})",
+                    delay.as_secs_f64()
+                )));
             }
             ProviderEvent::Skipped { line } => {
                 tracing::warn!("provider sent a line that is not an event: {line:?}");

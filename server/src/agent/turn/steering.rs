@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::agent::turn::{Opened, Stop, Turn};
 use agentls_core::history::Item;
 use agentls_core::hooks::HookEvent;
+use agentls_core::updates::Update;
 
 impl Turn {
     /// Whether a steering message waits for this turn.
@@ -46,7 +47,11 @@ impl Turn {
                 self.warn(format!(
                     "a UserPromptSubmit hook blocked the steered message: {reason}"
                 ));
-                self.update(json!({"kind": "steered", "id": steering.id, "text": steering.text, "blocked": true}));
+                self.update(Update::Steered {
+                    id: steering.id.clone(),
+                    text: steering.text.clone(),
+                    blocked: Some(true),
+                });
                 continue;
             }
             let text = self
@@ -68,7 +73,11 @@ impl Turn {
                 self.fail(message, false, None).await;
                 return Err(Stop::Error);
             }
-            self.update(json!({"kind": "steered", "id": steering.id, "text": steering.text}));
+            self.update(Update::Steered {
+                id: steering.id.clone(),
+                text: steering.text.clone(),
+                blocked: None,
+            });
         }
         Ok(())
     }

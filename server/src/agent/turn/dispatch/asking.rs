@@ -14,13 +14,14 @@ use agentls_core::approval::{self, Gate};
 use agentls_core::event::Event;
 use agentls_core::hooks::Permission;
 use agentls_core::tool_info::ToolKind;
+use agentls_core::updates::{FileDiff, ToolLocation};
 
 /// What a permission request shows beside the call: the planned change (its diff, and as
 /// {path, oldText, newText}) and why it is asked when the mode alone would not ask.
 #[derive(Debug, Default)]
 pub(in crate::agent) struct Shown {
     pub(in crate::agent) diff: Option<String>,
-    pub(in crate::agent) edit: Option<Value>,
+    pub(in crate::agent) edit: Option<FileDiff>,
     pub(in crate::agent) reason: Option<String>,
     /// Why the sandbox stopped the command: the request asks to run it again outside.
     pub(in crate::agent) outside_sandbox: Option<String>,
@@ -137,7 +138,7 @@ impl Turn {
             tool_call["diff"] = Value::String(diff);
         }
         if let Some(edit) = shown.edit {
-            tool_call["edit"] = edit;
+            tool_call["edit"] = json!(edit);
         }
         if let Some(reason) = shown.reason {
             tool_call["title"] = json!(format!(
@@ -154,12 +155,12 @@ impl Turn {
             tool_call["reason"] = json!(reason);
             tool_call["outsideSandbox"] = json!(true);
         }
-        tool_call["locations"] = locations(
+        tool_call["locations"] = json!(locations(
             &PathBoundary {
                 roots: self.host().roots(),
             },
             arguments,
-        );
+        ));
         // A subagent's call is asked in its parent's session, labelled with its name.
         let (session_id, turn_id) = self.handle.ask_route(&self.turn_id, &mut tool_call);
         PermissionRequest {
@@ -197,18 +198,18 @@ impl Turn {
 
 /// Where a call works, for the editor to jump to: its `path` argument resolved in the
 /// workspace (absolute), with its 1-based `offset` line when it has one (`read_file`).
-pub(super) fn locations(boundary: &PathBoundary, arguments: &Value) -> Value {
+pub(super) fn locations(boundary: &PathBoundary, arguments: &Value) -> Vec<ToolLocation> {
     let Some(path) = arguments["path"].as_str() else {
-        return json!([]);
+        return Vec::new();
     };
     match boundary.resolve(path) {
-        Ok(resolved) => {
-            let mut location = json!({"path": resolved});
-            if let Some(line) = arguments["offset"].as_u64().filter(|&l| l > 0) {
-                location["line"] = json!(line);
-            }
-            json!([location])
-        }
-        Err(_) => json!([]),
+        Ok(resolved) => vec![ToolLocation {
+            path: resolved.to_string_lossy().into_owned(),
+            line: arguments["offset"]
+                .as_u64()
+                .filter(|&l| l > 0)
+                .and_then(|l| u32::try_from(l).ok()),
+        }],
+        Err(_) => Vec::new(),
     }
 }

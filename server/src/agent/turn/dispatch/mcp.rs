@@ -13,6 +13,7 @@ use agentls_core::approval::Gate;
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
 use agentls_core::tool_info::ToolCatalog;
+use agentls_core::updates::Update;
 use serde_json::{json, Value};
 
 impl Turn {
@@ -111,9 +112,7 @@ impl Turn {
                 }
             }
         }
-        self.update(
-            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"}),
-        );
+        self.update(Update::call_running(&call.id, None, None));
         let cancel = self.cancel.clone();
         self.agent.mcp.call(&tool, arguments, &cancel).await
     }

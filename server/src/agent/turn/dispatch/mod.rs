@@ -26,7 +26,7 @@ const REPEAT_LIMIT: usize = 5;
 use agentls_core::tool_info::ToolCatalog;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
@@ -37,6 +37,7 @@ use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
+use agentls_core::updates::{ToolStatus, Update};
 
 impl Turn {
     /// Records the model's calls, then runs them in order; the calls a cancel leaves get
@@ -238,12 +239,12 @@ impl Turn {
             self.agent.update(
                 &self.handle.id,
                 &self.turn_id,
-                json!({
-                    "kind": "toolCallUpdate",
-                    "toolCallId": call_id,
-                    "status": if success { "completed" } else { "failed" },
-                    "output": output,
-                }),
+                Update::ToolCallUpdate {
+                    tool_call_id: call_id.to_string(),
+                    status: ToolStatus::ended(success),
+                    output: Some(output),
+                    diff: None,
+                },
             );
         }
     }
@@ -395,12 +396,7 @@ impl Turn {
                     .map_err(|m| (m, false))?;
             }
         }
-        let mut running =
-            json!({"kind": "toolCallUpdate", "toolCallId": call.id, "status": "in_progress"});
-        if let Some(edit) = &edit {
-            running["diff"] = edit.clone();
-        }
-        self.update(running);
+        self.update(Update::call_running(&call.id, None, edit));
         let mut outcome = tool.run(cx, ready).await;
         if outcome.sandbox_denied.is_some() {
             outcome = self
@@ -461,7 +457,7 @@ impl Turn {
                         entries: entries.clone(),
                     })
                     .await;
-                self.update(json!({"kind": "plan", "entries": entries}));
+                self.update(Update::Plan { entries });
             }
             // What a subagent changed counts as this session's change (the ledger keeps it).
             Some(Effect::SubagentChanged { agent, files }) => {
@@ -511,7 +507,7 @@ impl Turn {
                     &handle,
                     &turn_id,
                     &cancel,
-                    json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress", "output": chunk}),
+                    Update::call_running(&call_id, Some(chunk.into_owned()), None),
                 );
             }),
             subagents: self.subagent_runner(call),
@@ -526,16 +522,15 @@ impl Turn {
         let boundary = PathBoundary {
             roots: self.host().roots(),
         };
-        let told = self.update(json!({
-            "kind": "toolCall",
-            "toolCallId": call.id,
-            "name": call.name,
-            "title": self.title_of(&call.name, arguments),
-            "toolKind": kind,
-            "status": "pending",
-            "input": arguments,
-            "locations": asking::locations(&boundary, arguments),
-        }));
+        let told = self.update(Update::ToolCall {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            title: self.title_of(&call.name, arguments),
+            tool_kind: kind,
+            status: ToolStatus::Pending,
+            input: arguments.as_object().cloned(),
+            locations: asking::locations(&boundary, arguments),
+        });
         if told {
             self.announced.insert(call.id.clone());
         }

@@ -24,12 +24,13 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use agentls_core::context::StaticContext;
 use agentls_core::event::ParentLink;
 use agentls_core::subagents::{self, Subagent, TASK_TOOL};
 use agentls_core::tool_info::ToolKind;
+use agentls_core::updates::Update;
 
 /// What a turn may use beyond the session's defaults.
 #[derive(Default)]
@@ -193,7 +194,7 @@ impl Turn {
         let outcomes: Vec<Result<ToolOutcome, (String, bool)>> =
             futures::stream::iter(jobs.into_iter().map(|job| async move {
                 let (call_id, cx, ready) = job?;
-                this.update(json!({"kind": "toolCallUpdate", "toolCallId": call_id, "status": "in_progress"}));
+                this.update(Update::call_running(&call_id, None, None));
                 Ok(task.run(&cx, ready).await)
             }))
             .buffered(max)
@@ -319,7 +320,7 @@ async fn run_child(
     );
     let stop = turn.run_subagent(agent, prompt).await;
     let cancelled = turn.cancel.is_cancelled();
-    turn.finish(stop.clone()).await;
+    turn.finish(stop).await;
     let (answer, errors) = {
         let live = handle.live.lock().await;
         (last_answer(&live.session), live.session.errors.clone())

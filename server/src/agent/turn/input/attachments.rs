@@ -4,12 +4,11 @@
 use crate::agent::turn::Turn;
 use crate::tools::read_file;
 
-use serde_json::json;
-
 use crate::tools::boundary::PathBoundary;
 use agentls_core::attachments::{attachment_block, MentionedFile};
 use agentls_core::mcp::resources::resource_mention;
 use agentls_core::prompt_text;
+use agentls_core::updates::Update;
 
 impl Turn {
     /// Fetches `@path` mentions as untrusted data within the editor budget left.
@@ -69,10 +68,10 @@ impl Turn {
             .collect();
         let attached = attachment_block(&files, budget, tokenizer, prompts);
         for index in &attached.omitted {
-            self.update(json!({
-                "kind": "warning",
-                "message": format!("@{} was not attached: the editor-context budget is used up", files[*index].mention),
-            }));
+            self.update(Update::warning(format!(
+                "@{} was not attached: the editor-context budget is used up",
+                files[*index].mention
+            )));
         }
         attached.text
     }
@@ -98,10 +97,10 @@ impl Turn {
                     ),
                     None => String::new(),
                 };
-                self.update(json!({
-                    "kind": "warning",
-                    "message": format!("@{} is not a file in the workspace{also}; it was not attached", mention.path),
-                }));
+                self.update(Update::warning(format!(
+                    "@{} is not a file in the workspace{also}; it was not attached",
+                    mention.path
+                )));
                 return None;
             }
         };
@@ -119,15 +118,11 @@ impl Turn {
         let content = match read {
             Ok(Ok(content)) => content,
             Ok(Err(err)) => {
-                self.update(
-                    json!({"kind": "warning", "message": format!("@{}: {}", mention.path, err.0)}),
-                );
+                self.update(Update::warning(format!("@{}: {}", mention.path, err.0)));
                 return None;
             }
             Err(err) => {
-                self.update(
-                    json!({"kind": "warning", "message": format!("@{}: {err}", mention.path)}),
-                );
+                self.update(Update::warning(format!("@{}: {err}", mention.path)));
                 return None;
             }
         };

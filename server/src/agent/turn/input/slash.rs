@@ -4,10 +4,10 @@
 use crate::agent::compact;
 use crate::agent::turn::Stop;
 use crate::agent::turn::Turn;
-use serde_json::json;
 
 use agentls_core::commands;
 use agentls_core::prompt_text::SlashCommand;
+use agentls_core::updates::Update;
 
 impl Turn {
     pub(in crate::agent) async fn slash(&mut self, command: SlashCommand) -> Stop {
@@ -82,7 +82,7 @@ impl Turn {
                 )
             }
         };
-        self.update(json!({"kind": "agentMessageChunk", "text": reply}));
+        self.update(Update::AgentMessageChunk { text: reply });
         Stop::EndTurn
     }
 }
