@@ -6,7 +6,6 @@ use crate::agent::compact::CompactionOutcome;
 use crate::agent::compact::Prepared;
 use crate::agent::sessions::live::Live;
 use crate::agent::tokenizer_for;
-use crate::agent::turn::Turn;
 use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
@@ -556,31 +555,6 @@ impl Agent {
         // What the turn said before the cancel reaches the client before this answer.
         self.host.flush().await;
         Ok(cancelled)
-    }
-
-    pub(in crate::agent) async fn run_turn(
-        self: &Arc<Self>,
-        handle: &Arc<SessionHandle>,
-        prompt: Prompt,
-    ) {
-        let listed = handle.state().texts.remove(&prompt.turn_id).is_some();
-        let started = handle.start(&prompt.turn_id);
-        if listed {
-            // It left the queue the editor shows (to run, or dropped).
-            self.announce_queue(handle);
-        }
-        let Some(cancel) = started else {
-            return;
-        };
-        let mut turn = Turn::new(
-            self.clone(),
-            handle.clone(),
-            prompt.turn_id.clone(),
-            cancel,
-            Default::default(),
-        );
-        let stop = turn.run(prompt).await;
-        turn.finish(stop).await;
     }
 }
 
