@@ -153,6 +153,11 @@ fn find_cycle(sources: &[Source]) -> Option<Vec<String>> {
     for (from, to, _) in module_edges(sources) {
         graph.entry(from).or_default().insert(to);
     }
+    cycle_in(&graph)
+}
+
+/// A cycle in a graph of names, as the path that closes it, if there is one.
+fn cycle_in(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
         node: &str,
         graph: &BTreeMap<String, BTreeSet<String>>,
@@ -180,7 +185,217 @@ fn find_cycle(sources: &[Source]) -> Option<Vec<String>> {
     let mut done = BTreeSet::new();
     graph
         .keys()
-        .find_map(|node| visit(node, &graph, &mut Vec::new(), &mut done))
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+/// A file's module path from the crate root (`agent/turn/mod.rs` → `[agent, turn]`,
+/// `tools/shell.rs` → `[tools, shell]`, `lib.rs` → `[]`).
+fn module_path(path: &str) -> Vec<String> {
+    let path = path.strip_suffix(".rs").unwrap_or(path);
+    let mut segments: Vec<String> = path.split('/').map(String::from).collect();
+    if segments.last().is_some_and(|s| s == "mod") || matches!(path, "lib" | "main") {
+        segments.pop();
+    }
+    segments
+}
+
+/// The inline modules of a file (`mod linux { … }`), as (name, start, end) byte ranges: a
+/// `super::` inside one is relative to it. Like `function_lengths`, it relies on rustfmt: the
+/// closing brace is the first line at the `mod` line's indent.
+fn inline_modules(code: &str) -> Vec<(String, usize, usize)> {
+    let mut found = Vec::new();
+    let mut open: Vec<(String, String, usize)> = Vec::new();
+    let mut at = 0;
+    for line in code.split_inclusive('\n') {
+        let text = line.trim_end();
+        let indent = &text[..text.len() - text.trim_start().len()];
+        if open
+            .last()
+            .is_some_and(|(_, i, _)| text == format!("{i}}}"))
+        {
+            let (name, _, start) = open.pop().unwrap();
+            found.push((name, start, at + line.len()));
+        } else if let Some(name) = inline_mod_name(text.trim_start()) {
+            open.push((name.to_string(), indent.to_string(), at));
+        }
+        at += line.len();
+    }
+    found
+}
+
+/// `pub(crate) mod linux {` → `linux`.
+fn inline_mod_name(line: &str) -> Option<&str> {
+    let mut rest = line;
+    if rest.starts_with("pub(") {
+        rest = rest[rest.find(") ")? + 2..].trim_start();
+    }
+    rest = rest.strip_prefix("pub ").unwrap_or(rest);
+    rest.strip_prefix("mod ")?.strip_suffix(" {")
+}
+
+/// Every path a source names from `crate::`, `super::` or `self::`, resolved to a module path
+/// from the crate root, use groups expanded: `super::{a::X, b}` in `m::n` → `m::a::X`, `m::b`.
+/// `pub(in crate::x)` names no item.
+fn named_paths(source: &Source) -> Vec<Vec<String>> {
+    let file_module = module_path(&source.path);
+    let inline = inline_modules(&source.code);
+    let code = &source.code;
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code.as_bytes()[at..];
+        let starts = [&b"crate::"[..], b"super::", b"self::"]
+            .iter()
+            .any(|k| rest.starts_with(k));
+        let before = code[..at].chars().next_back();
+        if !starts
+            || before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            || code[..at].ends_with("in ")
+        {
+            at += 1;
+            while !code.is_char_boundary(at) {
+                at += 1;
+            }
+            continue;
+        }
+        let mut module = file_module.clone();
+        module.extend(
+            inline
+                .iter()
+                .filter(|(_, start, end)| (*start..*end).contains(&at))
+                .map(|(name, _, _)| name.clone()),
+        );
+        at += use_tree(&code[at..], module, &mut found);
+    }
+    found
+}
+
+/// Reads one path or use tree at the start of `code`, from `path`, into `out`; returns how
+/// many bytes it read.
+fn use_tree(code: &str, mut path: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    let skip_space = |at: usize| at + code[at..].len() - code[at..].trim_start().len();
+    let mut at = 0;
+    loop {
+        at = skip_space(at);
+        if code[at..].starts_with('{') {
+            at += 1;
+            loop {
+                at += use_tree(&code[at..], path.clone(), out);
+                at = skip_space(at);
+                if code[at..].starts_with(',') {
+                    at += 1;
+                } else {
+                    if code[at..].starts_with('}') {
+                        at += 1;
+                    }
+                    return at;
+                }
+            }
+        }
+        if code[at..].starts_with('}') {
+            return at;
+        }
+        let ident = code[at..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(code.len() - at);
+        match &code[at..at + ident] {
+            "" => {
+                // `*`, or the end of an expression's path.
+                at += usize::from(code[at..].starts_with('*'));
+                out.push(path);
+                return at;
+            }
+            "super" => {
+                path.pop();
+            }
+            "self" => {}
+            "crate" => path.clear(),
+            name => path.push(name.to_string()),
+        }
+        at += ident;
+        if code[at..].starts_with("::") {
+            at += 2;
+            continue;
+        }
+        out.push(path);
+        // `a as b`: the alias names nothing.
+        let after = skip_space(at);
+        if let Some(alias) = code[after..].strip_prefix("as ") {
+            let alias = alias.trim_start();
+            let end = alias
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(alias.len());
+            at = code.len() - alias.len() + end;
+        }
+        return at;
+    }
+}
+
+/// Every edge between two files (or subfolders) of one folder: a source under `a` names
+/// `crate::<folder>::b` or `super::b`. Keyed by folder, then (a, b), with the files that name it.
+type FolderEdges = BTreeMap<Vec<String>, BTreeMap<(String, String), BTreeSet<String>>>;
+
+fn folder_edges(sources: &[Source]) -> FolderEdges {
+    let modules: Vec<Vec<String>> = sources.iter().map(|s| module_path(&s.path)).collect();
+    // A folder's nodes: its files and subfolders, each the first segment below it.
+    let is_node = |folder: &[String], name: &str| {
+        modules
+            .iter()
+            .any(|m| m.len() > folder.len() && m.starts_with(folder) && m[folder.len()] == name)
+    };
+    let mut edges = FolderEdges::new();
+    for source in sources {
+        for path in named_paths(source) {
+            let module = module_path(&source.path);
+            let common = module.iter().zip(&path).take_while(|(a, b)| a == b).count();
+            let (Some(from), Some(to)) = (module.get(common), path.get(common)) else {
+                continue;
+            };
+            let folder = &module[..common];
+            if is_node(folder, from) && is_node(folder, to) {
+                edges
+                    .entry(folder.to_vec())
+                    .or_default()
+                    .entry((from.clone(), to.clone()))
+                    .or_default()
+                    .insert(source.path.clone());
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle among the files of each folder, with the files that make each edge.
+fn folder_cycles(sources: &[Source]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (folder, edges) in folder_edges(sources) {
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges.keys() {
+            graph.entry(from.clone()).or_default().insert(to.clone());
+        }
+        let folder = if folder.is_empty() {
+            "src".to_string()
+        } else {
+            folder.join("/")
+        };
+        // Each cycle found loses its closing edge, so that the next one is seen too.
+        while let Some(cycle) = cycle_in(&graph) {
+            let steps: Vec<String> = cycle
+                .windows(2)
+                .map(|pair| {
+                    let files = &edges[&(pair[0].clone(), pair[1].clone())];
+                    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                    format!("{} → {} ({})", pair[0], pair[1], files.join(", "))
+                })
+                .collect();
+            problems.push(format!("{folder}/: {}", steps.join("; ")));
+            let [.., last, first] = &cycle[..] else {
+                unreachable!("a cycle has an edge")
+            };
+            graph.get_mut(last).unwrap().remove(first);
+        }
+    }
+    problems
 }
 
 /// Production files whose dependencies hide behind `use super::*`.
@@ -309,6 +524,58 @@ fn the_cycle_check_finds_a_cycle() {
         ])
     );
     assert_eq!(find_cycle(&tree[..2]), None);
+}
+
+#[test]
+fn the_files_of_each_folder_form_no_cycle() {
+    let mut problems = folder_cycles(&server());
+    problems.extend(
+        folder_cycles(&core())
+            .into_iter()
+            .map(|p| format!("core: {p}")),
+    );
+    assert!(
+        problems.is_empty(),
+        "files of one folder import each other in a cycle (a → b: a file under a names \
+         crate::<folder>::b or super::b):\n{problems:#?}"
+    );
+}
+
+#[test]
+fn the_folder_cycle_check_finds_a_cycle_between_two_files() {
+    let tree = [
+        // A cycle through `crate::` paths, one of them in a use group.
+        source("agent/compact/mod.rs", "use crate::agent::sessions::Job;"),
+        source(
+            "agent/sessions/mod.rs",
+            "use crate::agent::{\n    compact::{Prepared, Outcome},\n    Agent,\n};",
+        ),
+        // A cycle through `super::`, from a file and from a subfolder's file.
+        source("tools/shell.rs", "fn f() { super::background::start(); }"),
+        source("tools/background/mod.rs", ""),
+        source(
+            "tools/background/reap.rs",
+            "use super::super::shell as sh;\nuse super::Sessions;",
+        ),
+        // One way only: no cycle.
+        source("tools/grep.rs", "use crate::tools::shell::Shell;"),
+        // `super::` in an inline module is relative to it; `pub(in …)` names nothing.
+        source(
+            "store/watch.rs",
+            "mod linux {\n    use super::max_dirs;\n}\npub(in crate::store::paths) fn f() {}",
+        ),
+        source("store/max_dirs.rs", "use super::watch::Watch;"),
+        source("store/paths.rs", "use super::watch;"),
+    ];
+    expect_test::expect![[r#"
+        [
+            "agent/: compact → sessions (agent/compact/mod.rs); sessions → compact (agent/sessions/mod.rs)",
+            "tools/: background → shell (tools/background/reap.rs); shell → background (tools/shell.rs)",
+        ]
+    "#]]
+    .assert_debug_eq(&folder_cycles(&tree));
+    assert_eq!(folder_cycles(&tree[1..]).len(), 1);
+    assert_eq!(folder_cycles(&tree[3..]), Vec::<String>::new());
 }
 
 #[test]

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use agentls::tools::shell::{run_shell, ChildSetup};
+use agentls::tools::shell::run_shell;
+use agentls::tools::shell_process::ChildSetup;
 use agentls_core::config::Config;
 use tokio_util::sync::CancellationToken;
 

@@ -175,7 +175,7 @@ fn mounts(policy: &SandboxPolicy) -> Vec<Mount> {
         .into_iter()
         .filter_map(|(path, read_only)| {
             // A symlink is mounted where it leads; a path that is not there is not mounted
-            // (one the command creates is removed after it: see `tools::shell`).
+            // (one the command creates is removed after it: see `tools::shell_process`).
             let target = std::fs::canonicalize(&path).ok()?;
             let flags = if read_only {
                 Some(locked_flags(&target)?)

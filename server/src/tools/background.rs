@@ -33,7 +33,9 @@ use crate::host::{ClientTerminal, Host, Notice, TerminalExit, TerminalRun};
 use crate::locks::Locked;
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::ToolContext;
-use crate::tools::shell::{self, ChildSetup, Ending, KeptOutput, Limits, SHELL_OUTPUT_BYTES};
+use crate::tools::shell_process::{
+    self, ChildSetup, Ending, KeptOutput, Limits, SHELL_OUTPUT_BYTES,
+};
 use crate::tools::snapshot;
 
 /// How long `shell` with `background: true` waits for a command's first output.
@@ -284,9 +286,9 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
             "{running} background commands of this session are running, the most allowed (shell.maxBackground = {max}): stop one with shell_kill, or run this one in the foreground"
         )));
     }
-    let root = shell::root_holding(cx, &cwd).to_path_buf();
+    let root = shell_process::root_holding(cx, &cwd).to_path_buf();
     let before = snapshot::before(&root).await;
-    let absent = shell::absent_protected(cx.sandbox.as_ref());
+    let absent = shell_process::absent_protected(cx.sandbox.as_ref());
     let run = TerminalRun {
         session_id: cx.session_id.clone(),
         tool_call_id: cx.call_id.clone(),
@@ -310,7 +312,7 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
             background
         }
         None => {
-            let mut child = shell::spawn(
+            let mut child = shell_process::spawn(
                 command,
                 &cwd,
                 ChildSetup {
@@ -319,7 +321,7 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
                 },
             )?;
             let group = GroupGuard::new(child.id());
-            let (chunks, readers) = shell::merged_output(&mut child);
+            let (chunks, readers) = shell_process::merged_output(&mut child);
             let background = register(cx, command, cwd, root, before, Runner::Local);
             background.state.locked().live = Some(cx.on_output.clone());
             tokio::spawn(watch(
@@ -483,7 +485,7 @@ fn status_line(exit: &TerminalExit) -> String {
 
 /// The ending, after a note of the protected paths a sandboxed command created (removed now).
 fn with_planted(ending: String, absent: &[PathBuf]) -> String {
-    let planted = shell::remove_planted(absent);
+    let planted = shell_process::remove_planted(absent);
     if planted.is_empty() {
         return ending;
     }
@@ -510,10 +512,11 @@ async fn watch(
         cancel: &background.stop,
     };
     let mut take = |chunk: &str| background.push(chunk);
-    let watched = shell::watch(wait.as_mut(), &mut chunks, &mut take, &mut group, &limits).await;
+    let watched =
+        shell_process::watch(wait.as_mut(), &mut chunks, &mut take, &mut group, &limits).await;
     let (ending, exit_code) = match watched {
         Ok(watched) => {
-            let status = shell::settle(wait, &mut chunks, &mut take, &watched).await;
+            let status = shell_process::settle(wait, &mut chunks, &mut take, &watched).await;
             for reader in readers {
                 reader.abort();
             }
@@ -534,7 +537,7 @@ async fn watch(
 /// The status line of an ended command and its exit code.
 fn ending_line(
     background: &Background,
-    watched: &shell::Watched,
+    watched: &shell_process::Watched,
     status: Option<std::process::ExitStatus>,
 ) -> (String, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;

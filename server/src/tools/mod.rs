@@ -25,6 +25,7 @@ mod schema_check;
 pub mod shell;
 pub mod shell_kill;
 pub mod shell_output;
+pub mod shell_process;
 pub mod snapshot;
 pub mod task;
 #[cfg(test)]

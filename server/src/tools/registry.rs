@@ -18,12 +18,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use agentls_core::subagents::Subagent;
 use agentls_core::tool_info::{shorten, LedgerRecord, PlanEntry, ToolCatalog, ToolKind};
 
 use crate::host::{FileChange, Host};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::input::{self, ArgumentProblem};
-use crate::tools::task::SubagentRunner;
 
 /// What a tool call may use while it runs.
 pub struct ToolContext {
@@ -59,6 +59,25 @@ pub struct ToolContext {
 pub struct OutputBudget {
     pub tokens: usize,
     pub tokenizer: agentls_core::tokens::TokenizerKind,
+}
+
+/// What a child turn brought back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildOutcome {
+    /// Its final message, or why it failed.
+    pub answer: Result<String, String>,
+    /// Files it changed (as shown to the model).
+    pub changed: Vec<String>,
+}
+
+/// Runs subagents for one `task` call (its id and the parent's turn are the runner's). Here,
+/// beside the [`ToolContext`] that carries it: `task` builds on the registry, not the other
+/// way round.
+#[async_trait::async_trait]
+pub trait SubagentRunner: Send + Sync {
+    /// The subagents this turn offers.
+    fn agents(&self) -> &[Subagent];
+    async fn run(&self, agent: &Subagent, prompt: &str) -> ChildOutcome;
 }
 
 /// The work a tool did before the approval, handed to its `run`.

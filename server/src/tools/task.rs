@@ -12,27 +12,10 @@ use agentls_core::subagents::{self, Subagent};
 use agentls_core::tool_info::{shorten, ToolKind};
 
 use crate::tools::input::ArgumentProblem;
-use crate::tools::registry::{Effect, Prepared, Tool, ToolContext, ToolOutcome};
+use crate::tools::registry::{Effect, Prepared, SubagentRunner, Tool, ToolContext, ToolOutcome};
 
 /// Why a `task` call cannot run where no subagent may start.
 const NO_SUBAGENTS: &str = "task is not available here: subagents cannot start subagents";
-
-/// What a child turn brought back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChildOutcome {
-    /// Its final message, or why it failed.
-    pub answer: Result<String, String>,
-    /// Files it changed (as shown to the model).
-    pub changed: Vec<String>,
-}
-
-/// Runs subagents for one `task` call (its id and the parent's turn are the runner's).
-#[async_trait::async_trait]
-pub trait SubagentRunner: Send + Sync {
-    /// The subagents this turn offers.
-    fn agents(&self) -> &[Subagent];
-    async fn run(&self, agent: &Subagent, prompt: &str) -> ChildOutcome;
-}
 
 pub struct Task;
 

@@ -29,20 +29,13 @@ mod summary;
 
 use crate::agent::sessions::live::Durability;
 use crate::tools::registry::Registry;
-use agentls_core::compaction::plan::{self, PreparedSummary};
+use agentls_core::compaction::plan;
 pub use agentls_core::compaction::plan::{Trigger, Window};
 use agentls_core::context::StaticContext;
 use agentls_core::history::History;
 
 /// What a compaction did: what `agent/session/compact` answers.
 pub use crate::protocol::lsp::SessionCompactResult as CompactionOutcome;
-
-#[derive(Default)]
-pub(in crate::agent) struct Prepared {
-    /// A background summary call is running.
-    pending: bool,
-    result: Option<PreparedSummary>,
-}
 
 impl Agent {
     /// The window of `session` (its own, the configured one, or the model's known one).

@@ -2,8 +2,7 @@
 //! when it asks for one, the `Compacted` boundary recorded, and what the client sees.
 
 use crate::agent::compact::CompactionOutcome;
-use crate::agent::compact::Prepared;
-use crate::agent::sessions::SessionHandle;
+use crate::agent::sessions::{Prepared, SessionHandle};
 use crate::agent::tokenizer_for;
 use crate::agent::Agent;
 use crate::agent::AgentError;

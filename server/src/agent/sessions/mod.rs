@@ -2,15 +2,12 @@
 //! by a crash is closed first), each with one worker task that runs its jobs (prompts,
 //! compactions, model switches) in arrival order, and a queue a cancel can see whole.
 
-use crate::agent::compact::CompactionOutcome;
-use crate::agent::compact::Prepared;
 use crate::agent::sessions::live::Live;
 use crate::agent::tokenizer_for;
-use crate::agent::turn::Turn;
 use crate::agent::Agent;
 use crate::agent::AgentError;
 use crate::locks::Locked;
-use crate::protocol::lsp::SessionSummary;
+use crate::protocol::lsp::{SessionCompactResult, SessionSummary};
 mod background;
 mod lifecycle;
 pub(in crate::agent) mod live;
@@ -25,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::session_log;
+use agentls_core::compaction::plan::PreparedSummary;
 use agentls_core::editor_state::EditorState;
 use agentls_core::event::Event;
 use agentls_core::history::Item;
@@ -46,7 +44,8 @@ pub(in crate::agent) enum Job {
     /// `agent/session/compact`, `/compact`.
     Compact {
         instructions: Option<String>,
-        reply: tokio::sync::oneshot::Sender<Result<CompactionOutcome, AgentError>>,
+        /// What `agent/session/compact` answers (`compact::CompactionOutcome`).
+        reply: tokio::sync::oneshot::Sender<Result<SessionCompactResult, AgentError>>,
     },
     /// `agent/session/setModel`, `/model`.
     SetModel {
@@ -69,6 +68,16 @@ pub(in crate::agent) struct QueueState {
     pub(in crate::agent) texts: std::collections::HashMap<String, String>,
     /// Messages for the running turn, taken at its next step boundary (`steering.rs`).
     pub(in crate::agent) steering: Vec<steering::Steering>,
+}
+
+/// A summary prepared in the background for the next compaction: `compact/prepare.rs`
+/// fills it, a compaction takes it. Here with the handle that holds it, so that sessions do
+/// not name `compact` (which names them).
+#[derive(Default)]
+pub(in crate::agent) struct Prepared {
+    /// A background summary call is running.
+    pub(in crate::agent) pending: bool,
+    pub(in crate::agent) result: Option<PreparedSummary>,
 }
 
 pub(in crate::agent) struct SessionHandle {
@@ -552,31 +561,6 @@ impl Agent {
         // What the turn said before the cancel reaches the client before this answer.
         self.host.flush().await;
         Ok(cancelled)
-    }
-
-    pub(in crate::agent) async fn run_turn(
-        self: &Arc<Self>,
-        handle: &Arc<SessionHandle>,
-        prompt: Prompt,
-    ) {
-        let listed = handle.state().texts.remove(&prompt.turn_id).is_some();
-        let started = handle.start(&prompt.turn_id);
-        if listed {
-            // It left the queue the editor shows (to run, or dropped).
-            self.announce_queue(handle);
-        }
-        let Some(cancel) = started else {
-            return;
-        };
-        let mut turn = Turn::new(
-            self.clone(),
-            handle.clone(),
-            prompt.turn_id.clone(),
-            cancel,
-            Default::default(),
-        );
-        let stop = turn.run(prompt).await;
-        turn.finish(stop).await;
     }
 }
 

@@ -120,6 +120,36 @@ pub(in crate::agent) struct Call {
     pub(in crate::agent) arguments: String,
 }
 
+impl Agent {
+    /// A prompt's job on the session's worker: its turn, unless a cancel dropped it. Here
+    /// rather than in `sessions`, as `compact_job` is in `compact`: the sessions' worker only
+    /// calls it, so sessions do not name the turn (which names them).
+    pub(in crate::agent) async fn run_turn(
+        self: &Arc<Self>,
+        handle: &Arc<SessionHandle>,
+        prompt: Prompt,
+    ) {
+        let listed = handle.state().texts.remove(&prompt.turn_id).is_some();
+        let started = handle.start(&prompt.turn_id);
+        if listed {
+            // It left the queue the editor shows (to run, or dropped).
+            self.announce_queue(handle);
+        }
+        let Some(cancel) = started else {
+            return;
+        };
+        let mut turn = Turn::new(
+            self.clone(),
+            handle.clone(),
+            prompt.turn_id.clone(),
+            cancel,
+            Default::default(),
+        );
+        let stop = turn.run(prompt).await;
+        turn.finish(stop).await;
+    }
+}
+
 impl Turn {
     /// A turn that has done nothing yet, within `scope`.
     pub(in crate::agent) fn new(

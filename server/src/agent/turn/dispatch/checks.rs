@@ -14,7 +14,8 @@ use agentls_core::tool_info::ToolKind;
 
 use crate::agent::turn::Turn;
 use crate::tools::registry::{Effect, ToolContext, ToolOutcome};
-use crate::tools::shell::{run_shell, ChildSetup};
+use crate::tools::shell::run_shell;
+use crate::tools::shell_process::ChildSetup;
 
 /// How long a check may run; past it the model is told it did not finish.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
