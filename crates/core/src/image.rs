@@ -322,6 +322,7 @@ fn webp_size(bytes: &[u8]) -> Option<(u32, u32)> {
 }
 
 /// A valid PNG of `width`×`height` (one black pixel row repeated; tests and fixtures).
+#[cfg(any(test, feature = "test-support"))]
 pub fn test_png(width: u32, height: u32) -> Vec<u8> {
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend_from_slice(&13u32.to_be_bytes());

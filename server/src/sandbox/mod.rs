@@ -16,7 +16,8 @@ use std::sync::OnceLock;
 use agentls_core::config::Config;
 use agentls_core::sandbox::{SandboxMode, SandboxPlaces, SandboxPolicy, SandboxSettings};
 
-/// Simulates a kernel without Landlock (tests, and a user who wants to see the fallback).
+/// Simulates a kernel without Landlock, for the tests: read by debug builds only (the ones
+/// the tests drive), so the shipped binary has no switch that takes its sandbox away.
 pub const UNAVAILABLE_ENV: &str = "AGENTLS_SANDBOX_UNAVAILABLE";
 
 /// What this machine offers, probed once per process.
@@ -38,7 +39,9 @@ pub fn availability() -> &'static Availability {
 
 #[cfg(target_os = "linux")]
 fn probe() -> Availability {
-    if std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+    let simulated = cfg!(debug_assertions)
+        && std::env::var_os(UNAVAILABLE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
+    if simulated {
         return Availability {
             missing: Some(format!(
                 "Landlock is not available ({UNAVAILABLE_ENV} is set)"

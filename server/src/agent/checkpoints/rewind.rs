@@ -27,6 +27,7 @@ use crate::store::session_log;
 use crate::tools::registry::Registry;
 
 /// Test hook: a pause between two files of a rewind, so a test can kill the server there.
+/// Read by debug builds only (the ones the tests drive): the shipped binary has no such knob.
 const PAUSE_ENV: &str = "AGENTLS_TEST_REWIND_PAUSE_MS";
 
 /// What a code rewind found: the plan, and the paths not stored.
@@ -131,6 +132,7 @@ impl Agent {
         files.sort_by_key(|f| (f.action != Action::Delete, f.path.clone()));
         let pause = std::env::var(PAUSE_ENV)
             .ok()
+            .filter(|_| cfg!(debug_assertions))
             .and_then(|v| v.parse::<u64>().ok());
         let store = self.checkpoint_store()?;
         result.not_stored = plan.not_stored;
