@@ -32,10 +32,20 @@ fn git_workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathB
 fn version_and_help() {
     let out = run(&["--version"]);
     assert!(out.status.success());
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        format!("agentls {}\n", env!("CARGO_PKG_VERSION"))
-    );
+    // The version, and the commit it was built from (this checkout's HEAD).
+    let version = String::from_utf8(out.stdout).unwrap();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let expected = match head {
+        Some(head) => format!("agentls {} ({head})\n", env!("CARGO_PKG_VERSION")),
+        None => format!("agentls {}\n", env!("CARGO_PKG_VERSION")),
+    };
+    assert_eq!(version, expected);
     let out = run(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();

@@ -5,7 +5,7 @@
 
 use agentls::cli::args::{Cli, Command};
 use agentls::cli::process::runtime;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn init_logging() {
@@ -25,7 +25,12 @@ fn main() -> ExitCode {
     }
     // A usage error (unknown flag, bad value) exits with 2 and a message; --help and
     // --version exit with 0.
-    let cli = Cli::parse();
+    // The version names the commit (build.rs); only this file reads it, so a new commit
+    // relinks the binary without rebuilding the library.
+    let matches = Cli::command()
+        .version(env!("AGENTLS_VERSION"))
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     match cli.command {
         None => serve_stdio(),
         Some(Command::Ask(args)) => {
