@@ -6,12 +6,13 @@ function M.check()
   local health = vim.health
   local agentls = require("agentls")
   health.start("agentls")
-  local cmd = agentls.config.cmd[1]
+  local server, found = agentls.server_cmd()
+  local cmd = server[1]
   if vim.fn.executable(cmd) == 1 then
     local version = vim.fn.system({ cmd, "--version" })
-    health.ok(string.format("binary %s: %s", vim.fn.exepath(cmd), vim.trim(version)))
+    health.ok(string.format("binary %s (%s): %s", vim.fn.exepath(cmd), found, vim.trim(version)))
   else
-    health.error(string.format("%s is not executable: install agentls (cargo install --path server) or set cmd in setup()", cmd))
+    health.error(agentls.how_to_build(cmd))
   end
   local clients = vim.lsp.get_clients({ name = "agentls" })
   if #clients > 0 then

@@ -6,7 +6,9 @@
 local M = {}
 
 local defaults = {
-  cmd = { "agentls" },
+  -- The server command; nil: the one built in this plugin's checkout, else `agentls` on
+  -- PATH (M.server_cmd).
+  cmd = nil,
   -- Sent as initializationOptions (see docs/protocol.md in the agentls repository).
   provider = nil,
   compaction = nil,
@@ -84,6 +86,42 @@ function M.running_client(bufnr)
   return nil
 end
 
+--- The checkout this plugin lives in (editors/nvim/lua/agentls/init.lua is inside it).
+function M.checkout()
+  local here = debug.getinfo(1, "S").source:gsub("^@", "")
+  return vim.fn.fnamemodify(here, ":p:h:h:h:h:h")
+end
+
+--- The server command and where it was found: `cmd` from setup(); else a server built in
+--- this plugin's checkout (target/release, target/fast-release, then target/debug), as
+--- rust-analyzer's extension carries its own; else `agentls` on PATH.
+function M.server_cmd()
+  if M.config.cmd then
+    return M.config.cmd, "setup({ cmd })"
+  end
+  local checkout = M.checkout()
+  for _, profile in ipairs({ "release", "fast-release", "debug" }) do
+    local bin = checkout .. "/target/" .. profile .. "/agentls"
+    if vim.fn.executable(bin) == 1 then
+      return { bin }, "built in this plugin's checkout"
+    end
+  end
+  return { "agentls" }, "PATH"
+end
+
+--- What :checkhealth says when `cmd` cannot be run: how to get a server.
+function M.how_to_build(cmd)
+  local checkout = M.checkout()
+  if vim.fn.filereadable(checkout .. "/server/Cargo.toml") == 1 then
+    return string.format(
+      "%s is not executable: build the server in this plugin's checkout (cd %s && cargo build --release -p agentls; the plugin then finds target/release/agentls), or install it (cargo install --path server), or set cmd in setup()",
+      cmd,
+      checkout
+    )
+  end
+  return string.format("%s is not executable: install agentls (cargo install --path server in its repository) or set cmd in setup()", cmd)
+end
+
 --- The agentls client of the current workspace, started (or reused) on demand.
 function M.client(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
@@ -96,7 +134,7 @@ function M.client(bufnr)
   local handlers = require("agentls.handlers")
   local config = {
     name = "agentls",
-    cmd = M.config.cmd,
+    cmd = (M.server_cmd()),
     root_dir = root,
     init_options = settings(),
     handlers = handlers.table(),
@@ -116,7 +154,7 @@ function M.client(bufnr)
     end,
   })
   if not id then
-    M.state.last_error = "could not start " .. table.concat(M.config.cmd, " ")
+    M.state.last_error = "could not start " .. table.concat((M.server_cmd()), " ")
     vim.notify("agentls: " .. M.state.last_error, vim.log.levels.ERROR)
     return nil
   end
