@@ -174,14 +174,46 @@ pub struct ConfigUpdate {
 /// new one is rejected.
 struct Key {
     path: &'static str,
+    doc: KeyDoc,
     set: fn(&mut Config, &Value) -> Result<(), String>,
     keep: fn(&mut Config, &Config),
+}
+
+/// A key's row of the Configuration table of docs/protocol.md (`settings_table`), as
+/// Markdown: the table is generated from these, so a setting is documented where it is
+/// declared.
+struct KeyDoc {
+    ty: &'static str,
+    default: &'static str,
+    meaning: &'static str,
+}
+
+/// The Configuration table of docs/protocol.md: one row per key, in `KEYS`' order.
+pub fn settings_table() -> String {
+    let mut table = String::from("| key | type | default | meaning |\n|---|---|---|---|\n");
+    for key in KEYS {
+        let KeyDoc {
+            ty,
+            default,
+            meaning,
+        } = &key.doc;
+        table.push_str(&format!(
+            "| `{}` | {ty} | {default} | {meaning} |\n",
+            key.path
+        ));
+    }
+    table
 }
 
 /// Every known key, by dotted path: one table so validation and defaults cannot drift.
 const KEYS: &[Key] = &[
     Key {
         path: "agentsMd.maxBytes",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"32768"#,
+            meaning: r#"cap on the AGENTS.md chain's content"#,
+        },
         set: |c, v| {
             c.agents_md_max_bytes = non_negative_integer(v)?;
             Ok(())
@@ -190,6 +222,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "syntax.maxDocumentBytes",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"8388608"#,
+            meaning: r#"documents above this get no syntax tree"#,
+        },
         set: |c, v| {
             c.syntax_max_document_bytes = non_negative_integer(v)?;
             Ok(())
@@ -198,6 +235,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "syntax.treeBudgetBytes",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"1048576"#,
+            meaning: r#"syntax trees are kept for the most recently used documents up to this much text; the others are parsed again when read or edited"#,
+        },
         set: |c, v| {
             c.syntax_tree_budget_bytes = non_negative_integer(v)?;
             Ok(())
@@ -206,6 +248,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "developerInstructions",
+        doc: KeyDoc {
+            ty: r#"string"#,
+            default: r#"none"#,
+            meaning: r#"trusted instructions placed after the system prompt"#,
+        },
         set: |c, v| {
             c.developer_instructions = Some(string(v)?).filter(|s| !s.trim().is_empty());
             Ok(())
@@ -214,6 +261,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "tokenizer",
+        doc: KeyDoc {
+            ty: r#"`"o200k_base"` \| `"cl100k_base"`"#,
+            default: r#"by model (`cl100k_base` for GPT-4/3.5, else `o200k_base`)"#,
+            meaning: r#"the tokenizer counts are made with"#,
+        },
         set: |c, v| {
             let name = string(v)?;
             c.tokenizer =
@@ -226,6 +278,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "toolOutputLimit",
+        doc: KeyDoc {
+            ty: r#"`{"tokens": n}` \| `{"bytes": n}`"#,
+            default: r#"`{"tokens": 10000}`"#,
+            meaning: r#"tool outputs are cut to this when recorded (head and tail kept)"#,
+        },
         set: |c, v| {
             c.tool_output_limit = serde_json::from_value(v.clone())
                 .map_err(|_| format!("must be {{\"tokens\": n}} or {{\"bytes\": n}}, got {v}"))?;
@@ -235,6 +292,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "editorContext.maxTokens",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"8000"#,
+            meaning: r#"budget of a turn's editor context block"#,
+        },
         set: |c, v| {
             c.editor_context_max_tokens = non_negative_integer(v)?;
             Ok(())
@@ -243,6 +305,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "context.repoMap.maxTokens",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0 (at most 32768)"#,
+            default: r#"0 (off)"#,
+            meaning: r#"budget of the repository map at the end of the system message (see Context): the workspace's most referenced definitions from the symbol index; 0 = no map"#,
+        },
         set: |c, v| {
             c.repo_map_max_tokens = non_negative_integer(v)?.min(crate::repo_map::MAX_TOKENS);
             Ok(())
@@ -251,6 +318,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "approval",
+        doc: KeyDoc {
+            ty: r#"`"ask"` \| `"auto-edit"` \| `"full-auto"` \| `"plan"`"#,
+            default: r#"`"ask"`"#,
+            meaning: r#"approval policy, the mode of a session that did not choose one with `setMode` (see Plan mode; the session's mode is shown to the model in the environment block)"#,
+        },
         set: |c, v| {
             c.approval = one_of(v, &APPROVAL_POLICIES)?;
             Ok(())
@@ -259,6 +331,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.kind",
+        doc: KeyDoc {
+            ty: r#"`"openai"` \| `"anthropic"`"#,
+            default: r#"`"openai"`"#,
+            meaning: r#"provider wire format"#,
+        },
         set: |c, v| {
             c.provider_kind = one_of(
                 v,
@@ -270,6 +347,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.model",
+        doc: KeyDoc {
+            ty: r#"string"#,
+            default: r#"none"#,
+            meaning: r#"model name; chooses the tokenizer and the known context window"#,
+        },
         set: |c, v| {
             c.model = Some(string(v)?).filter(|s| !s.is_empty());
             Ok(())
@@ -278,6 +360,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.contextWindow",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"known window of the model, else 128000"#,
+            meaning: r#"tokens the model accepts"#,
+        },
         set: |c, v| {
             c.context_window = Some(positive_integer(v)?);
             Ok(())
@@ -286,6 +373,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.maxOutputTokens",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"none (Anthropic: 8192)"#,
+            meaning: r#"output budget of a model call"#,
+        },
         set: |c, v| {
             c.max_output_tokens = Some(positive_integer(v)?);
             Ok(())
@@ -294,6 +386,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.baseUrl",
+        doc: KeyDoc {
+            ty: r#"http(s) URL"#,
+            default: r#"`https://api.openai.com/v1` / `https://api.anthropic.com`"#,
+            meaning: r#"the provider's endpoint; any OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio, OpenRouter)"#,
+        },
         set: |c, v| {
             let url = string(v)?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -306,6 +403,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.apiKeyEnv",
+        doc: KeyDoc {
+            ty: r#"string"#,
+            default: r#"`OPENAI_API_KEY` / `ANTHROPIC_API_KEY`"#,
+            meaning: r#"the environment variable holding the key (required by the default endpoints, optional for a custom `baseUrl`)"#,
+        },
         set: |c, v| {
             c.api_key_env = Some(string(v)?).filter(|s| !s.is_empty());
             Ok(())
@@ -314,6 +416,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.timeoutMs",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"120000"#,
+            meaning: r#"connect timeout, and the longest silence tolerated inside a stream"#,
+        },
         set: |c, v| {
             c.timeout_ms = positive_integer(v)? as u64;
             Ok(())
@@ -322,6 +429,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.maxRetries",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"4"#,
+            meaning: r#"retries of 429/5xx answers and failed connections"#,
+        },
         set: |c, v| {
             c.max_retries = u32::try_from(non_negative_integer(v)?)
                 .map_err(|_| format!("must be a small non-negative integer, got {v}"))?;
@@ -331,6 +443,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.temperature",
+        doc: KeyDoc {
+            ty: r#"number 0–2"#,
+            default: r#"none (the provider's)"#,
+            meaning: r#"sampling temperature sent with each request"#,
+        },
         set: |c, v| {
             c.temperature = Some(
                 v.as_f64()
@@ -343,6 +460,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "provider.images",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"from the known-models table (`gpt-4o`, `gpt-4.1`, `gpt-5`, `o1`/`o3`/`o4-mini`, `claude-*` take images; an unknown model does not)"#,
+            meaning: r#"whether the model takes images (see [Images](#images))"#,
+        },
         set: |c, v| {
             c.images = Some(
                 v.as_bool()
@@ -354,6 +476,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "lsp.applyEditTimeoutMs",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"30000"#,
+            meaning: r#"how long an edit waits for the editor's answer to `workspace/applyEdit`; past it the tool fails with a clear error (the edit may still be applied) and the request is withdrawn with `$/cancelRequest`"#,
+        },
         set: |c, v| {
             c.apply_edit_timeout_ms = positive_integer(v)? as u64;
             Ok(())
@@ -362,6 +489,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "tools.readBeforeWrite",
+        doc: KeyDoc {
+            ty: r#"boolean"#,
+            default: r#"true"#,
+            meaning: r#"a `write_file` over an existing, non-empty file the session has not read with `read_file` (or read in an older version: the user, a command or a formatter changed it since) is refused with a message to read it first; the session's own changes count as read. `edit_file` needs no read: its `old_text` must match the file"#,
+        },
         set: |c, v| {
             c.read_before_write = boolean(v)?;
             Ok(())
@@ -370,6 +502,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "checks.afterEdit",
+        doc: KeyDoc {
+            ty: r#"`"auto"` \| `"off"` \| command line"#,
+            default: r#"`"auto"`"#,
+            meaning: r#"after each `edit_file`/`write_file` that changed a file, this command runs in the workspace (in the command sandbox, 90 s at most) and its verdict is appended to the change's result: `[check after this change: `CMD` passed]`, or `failed (exit N)` with the last 60 lines of its output. `auto`: only where no editor reports diagnostics (the CLI, ACP, an LSP client without `editorDiagnostics`), and only a known check: `python3 -m pytest -x -q --tb=long -p no:cacheprovider` after a change to a `.py` file in a project with pytest-style tests (`test_*.py`, `*_test.py`, `tests/`) in its top two levels. It runs only where the session's approval rules would run that command without asking (`full-auto`, or an "always" answer for it)"#,
+        },
         set: |c, v| {
             c.after_edit = crate::checks::AfterEdit::parse(v)?;
             Ok(())
@@ -378,6 +515,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "maxSteps",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"50"#,
+            meaning: r#"model calls per turn"#,
+        },
         set: |c, v| {
             c.max_steps = positive_integer(v)?;
             Ok(())
@@ -386,6 +528,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "subagents.maxSteps",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"25"#,
+            meaning: r#"model calls of a subagent's turn (see Subagents)"#,
+        },
         set: |c, v| {
             c.subagent_max_steps = positive_integer(v)?;
             Ok(())
@@ -394,6 +541,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "subagents.maxConcurrent",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"3"#,
+            meaning: r#"`task` calls of one response that run at the same time"#,
+        },
         set: |c, v| {
             c.subagent_max_concurrent = positive_integer(v)?;
             Ok(())
@@ -402,6 +554,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "shell.maxBackground",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 1"#,
+            default: r#"4"#,
+            meaning: r#"background commands (`shell` with `background: true`) of one session running at once; another is refused with a clear error"#,
+        },
         set: |c, v| {
             c.shell_max_background = positive_integer(v)?;
             Ok(())
@@ -410,6 +567,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "stateDir",
+        doc: KeyDoc {
+            ty: r#"path"#,
+            default: r#"`$XDG_STATE_HOME/agentls` (else `~/.local/state/agentls`)"#,
+            meaning: r#"where session logs live, one directory per workspace"#,
+        },
         set: |c, v| {
             c.state_dir = Some(PathBuf::from(string(v)?));
             Ok(())
@@ -418,6 +580,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "approvalTimeoutMs",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"300000"#,
+            meaning: r#"an unanswered permission request counts as rejected after this"#,
+        },
         set: |c, v| {
             c.approval_timeout_ms = positive_integer(v)? as u64;
             Ok(())
@@ -426,6 +593,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "diagnostics.settleMs",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0 (at most 60000)"#,
+            default: r#"1500"#,
+            meaning: r#"how long the editor may wait for its language servers to report on a changed file before it answers `agent/editor/diagnostics` (sent in the request); the server waits that and 1 s more"#,
+        },
         set: |c, v| {
             c.diagnostics_settle_ms = non_negative_integer(v)?.min(60_000) as u64;
             Ok(())
@@ -436,11 +608,21 @@ const KEYS: &[Key] = &[
     // here): a known key, so that it is not reported as unknown.
     Key {
         path: "capabilities.editorDiagnostics",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"false"#,
+            meaning: r#"set by the editor plugin, not the user: the client answers `agent/editor/diagnostics` (read from `initializationOptions` only; see [Diagnostics after an edit](#diagnostics-after-an-edit))"#,
+        },
         set: |_, v| boolean(v).map(|_| ()),
         keep: |_, _| {},
     },
     Key {
         path: "compaction.auto",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"compact at the threshold and prepare ahead"#,
+        },
         set: |c, v| {
             c.compaction.auto = v
                 .as_bool()
@@ -451,6 +633,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.threshold",
+        doc: KeyDoc {
+            ty: r#"number in (0, 1]"#,
+            default: r#"0.85"#,
+            meaning: r#"fill of the usable window at which a model call waits for compaction"#,
+        },
         set: |c, v| {
             c.compaction.threshold = fraction(v)?;
             Ok(())
@@ -459,6 +646,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.prepareAt",
+        doc: KeyDoc {
+            ty: r#"number in (0, 1]"#,
+            default: r#"0.70"#,
+            meaning: r#"fill at which a summary is prepared in the background"#,
+        },
         set: |c, v| {
             c.compaction.prepare_at = fraction(v)?;
             Ok(())
@@ -467,6 +659,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.targetFill",
+        doc: KeyDoc {
+            ty: r#"number in (0, 1]"#,
+            default: r#"0.35"#,
+            meaning: r#"fill a compaction aims for"#,
+        },
         set: |c, v| {
             c.compaction.target_fill = fraction(v)?;
             Ok(())
@@ -475,6 +672,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.style",
+        doc: KeyDoc {
+            ty: r#"`handoff` \| `state_snapshot` \| `checkpoint`"#,
+            default: r#"`handoff`"#,
+            meaning: r#"the summary's format"#,
+        },
         set: |c, v| {
             let name = one_of(v, &["handoff", "state_snapshot", "checkpoint"])?;
             c.compaction.style = crate::compaction::Style::from_name(&name)
@@ -485,6 +687,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.promptFile",
+        doc: KeyDoc {
+            ty: r#"path"#,
+            default: r#"none"#,
+            meaning: r#"replaces the compaction prompt"#,
+        },
         set: |c, v| {
             c.compaction.prompt_file = Some(PathBuf::from(string(v)?));
             Ok(())
@@ -493,6 +700,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.keepToolRounds",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"3"#,
+            meaning: r#"tool rounds whose outputs are not trimmed"#,
+        },
         set: |c, v| {
             c.compaction.keep_tool_rounds = non_negative_integer(v)?;
             Ok(())
@@ -501,6 +713,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.userMessageBudget",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"20000"#,
+            meaning: r#"tokens of user messages kept verbatim"#,
+        },
         set: |c, v| {
             c.compaction.user_message_budget = non_negative_integer(v)?;
             Ok(())
@@ -509,6 +726,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.keepRecentRounds",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"2"#,
+            meaning: r#"last rounds kept verbatim"#,
+        },
         set: |c, v| {
             c.compaction.keep_recent_rounds = positive_integer(v)?;
             Ok(())
@@ -517,6 +739,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.maxSummaryMs",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"120000"#,
+            meaning: r#"an automatic compaction does not ask the model for a summary it would take longer than this to read (at the slowest prompt speed measured on the session's calls: a local model's minutes): the extractive summary (rule-based drop and the ledger) is used instead; `/compact` always asks"#,
+        },
         set: |c, v| {
             c.compaction.max_summary_ms = positive_integer(v)? as u64;
             Ok(())
@@ -525,6 +752,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "compaction.ledgerMaxTokens",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"4000"#,
+            meaning: r#"the ledger's budget (what never drops is kept over it)"#,
+        },
         set: |c, v| {
             c.compaction.ledger_max_tokens = positive_integer(v)?;
             Ok(())
@@ -533,6 +765,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "hooks",
+        doc: KeyDoc {
+            ty: r#"object: event → `[{ "matcher"?, "hooks": [{ "type": "command", "command", "timeout"? }] }]`"#,
+            default: r#"none"#,
+            meaning: r#"hook commands in Claude Code's shape (see Hooks); a value with a problem keeps the previous hooks and is reported"#,
+        },
         set: |c, v| {
             let (hooks, problems) = crate::hooks::parse(v, crate::hooks::HookSource::Settings);
             if !problems.is_empty() {
@@ -545,6 +782,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "mcpServers",
+        doc: KeyDoc {
+            ty: r#"object: name → `{ "command", "args"?, "env"?, "cwd"? }` or `{ "type": "http", "url", "headers"? }`, each with `enabled`?, `timeoutMs`?, `startupTimeoutMs`?, `tools`? `{allow?, deny?}`, `trust`? (`ask`, `readOnly`)"#,
+            default: r#"none"#,
+            meaning: r#"MCP servers in Claude Code's shape (see MCP servers); `${VAR}` expanded at start; a value with a problem keeps the previous servers and is reported"#,
+        },
         set: |c, v| {
             let (servers, problems) =
                 crate::mcp::config::parse(v, crate::mcp::config::ServerSource::Settings);
@@ -558,6 +800,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.agentsMd",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"remind the model when the AGENTS.md chain changed during the session"#,
+        },
         set: |c, v| {
             c.reminders.agents_md = boolean(v)?;
             Ok(())
@@ -566,6 +813,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.plan",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"remind the model when a plan step is `in_progress` and `reminders.planRounds` tool rounds went by without `update_plan`"#,
+        },
         set: |c, v| {
             c.reminders.plan = boolean(v)?;
             Ok(())
@@ -574,6 +826,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.riskyPatterns",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"one warning per risky-pattern rule per session when an edit adds `eval(`, `exec(`, `pickle.loads`, `child_process.exec`, `dangerouslySetInnerHTML`, `unsafe {`, `os.system(` or SQL built by string formatting"#,
+        },
         set: |c, v| {
             c.reminders.risky = boolean(v)?;
             Ok(())
@@ -582,6 +839,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.afterCompaction",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"after a compaction, list the files modified in the session and tell the model to read a file again before editing it"#,
+        },
         set: |c, v| {
             c.reminders.compaction = boolean(v)?;
             Ok(())
@@ -590,6 +852,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.hooks",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"hook `additionalContext` (and the plain stdout of SessionStart and UserPromptSubmit hooks) reaches the model as a reminder (the reasons of Stop and PostToolUse blocks always do)"#,
+        },
         set: |c, v| {
             c.reminders.hooks = boolean(v)?;
             Ok(())
@@ -598,6 +865,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.maxTokens",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"200"#,
+            meaning: r#"a longer reminder is cut in the middle, with the truncation marker"#,
+        },
         set: |c, v| {
             c.reminders.max_tokens = positive_integer(v)?;
             Ok(())
@@ -606,6 +878,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.unfinishedChange",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"false (`./run`'s local model: true)"#,
+            meaning: r#"a turn whose request asks for a change (one of implement, modify, fix, change, add, write, create, refactor, update, rename, remove, delete, edit, solve, as a word) and that ends having changed no file goes on once with a reminder (source `loop`) to make the change or say why not; for small models, which often read the file and answer with a sentence"#,
+        },
         set: |c, v| {
             c.reminders.unfinished_change = boolean(v)?;
             Ok(())
@@ -614,6 +891,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "reminders.planRounds",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"5"#,
+            meaning: r#"tool rounds before the plan reminder"#,
+        },
         set: |c, v| {
             c.reminders.plan_rounds = positive_integer(v)?;
             Ok(())
@@ -622,6 +904,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "prompts.dir",
+        doc: KeyDoc {
+            ty: r#"string (path)"#,
+            default: r#"`$XDG_CONFIG_HOME/agentls/prompts`"#,
+            meaning: r#"a file there named like one in `prompts/` replaces it"#,
+        },
         set: |c, v| {
             c.prompts_dir = Some(PathBuf::from(string(v)?));
             Ok(())
@@ -630,6 +917,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "sandbox",
+        doc: KeyDoc {
+            ty: r#"`"workspace-write"` \| `"read-only"` \| `"off"`"#,
+            default: r#"`"workspace-write"`"#,
+            meaning: r#"the sandbox `shell` commands run in (see [Command sandbox](#command-sandbox))"#,
+        },
         set: |c, v| {
             c.sandbox.mode = sandbox_mode(v)?;
             Ok(())
@@ -638,6 +930,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "sandbox.mode",
+        doc: KeyDoc {
+            ty: r#"`"workspace-write"` \| `"read-only"` \| `"off"`"#,
+            default: r#"`"workspace-write"`"#,
+            meaning: r#"the same as `sandbox`"#,
+        },
         set: |c, v| {
             c.sandbox.mode = sandbox_mode(v)?;
             Ok(())
@@ -646,6 +943,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "sandbox.network",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"false"#,
+            meaning: r#"sandboxed commands may open IP sockets"#,
+        },
         set: |c, v| {
             c.sandbox.network = boolean(v)?;
             Ok(())
@@ -654,6 +956,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "sandbox.required",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"false"#,
+            meaning: r#"refuse commands when no sandbox can be had (default: warn once and run them with approvals alone)"#,
+        },
         set: |c, v| {
             c.sandbox.required = boolean(v)?;
             Ok(())
@@ -662,6 +969,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "sandbox.writableRoots",
+        doc: KeyDoc {
+            ty: r#"list of absolute paths"#,
+            default: r#"none"#,
+            meaning: r#"more directories a sandboxed command may write in (a cache, `~/.cargo`)"#,
+        },
         set: |c, v| {
             c.sandbox.writable_roots = absolute_paths(v)?;
             Ok(())
@@ -670,6 +982,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "checkpoints.enabled",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"a checkpoint of the workspace's files before each user message's turn (see [Checkpoints](#checkpoints))"#,
+        },
         set: |c, v| {
             c.checkpoints.enabled = boolean(v)?;
             Ok(())
@@ -678,6 +995,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "checkpoints.maxFileBytes",
+        doc: KeyDoc {
+            ty: r#"positive integer"#,
+            default: r#"10485760"#,
+            meaning: r#"larger files are not stored in checkpoints (and are listed as not stored)"#,
+        },
         set: |c, v| {
             c.checkpoints.max_file_bytes = positive_integer(v)? as u64;
             Ok(())
@@ -686,6 +1008,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         path: "checkpoints.maxStoreBytes",
+        doc: KeyDoc {
+            ty: r#"positive integer"#,
+            default: r#"2147483648"#,
+            meaning: r#"past this, the oldest sessions' checkpoints are dropped"#,
+        },
         set: |c, v| {
             c.checkpoints.max_store_bytes = positive_integer(v)? as u64;
             Ok(())

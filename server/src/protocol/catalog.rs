@@ -181,6 +181,31 @@ mod tests {
         );
     }
 
+    /// The Configuration table is generated from the settings' declarations
+    /// (`agentls_core::config::settings_table`); `UPDATE_EXPECT=1` writes it into the docs.
+    #[test]
+    fn docs_configuration_table_is_generated_from_the_settings() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let start = doc
+            .find("| key | type | default | meaning |")
+            .expect("docs/protocol.md has a Configuration table");
+        let end = doc[start..]
+            .find("\n\n")
+            .map_or(doc.len(), |at| start + at + 1);
+        let generated = agentls_core::config::settings_table();
+        if doc[start..end] != generated && std::env::var_os("UPDATE_EXPECT").is_some() {
+            let updated = format!("{}{generated}{}", &doc[..start], &doc[end..]);
+            std::fs::write(&path, updated).unwrap();
+            return;
+        }
+        assert_eq!(
+            doc[start..end],
+            generated,
+            "docs/protocol.md's Configuration table against config.rs's KEYS (UPDATE_EXPECT=1 rewrites it)"
+        );
+    }
+
     /// A client → server type without a handler would answer "method not found".
     #[test]
     fn every_handled_method_is_registered_in_the_lsp_service() {
