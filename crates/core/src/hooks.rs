@@ -53,6 +53,52 @@ impl HookEvent {
     pub fn from_name(name: &str) -> Option<HookEvent> {
         HookEvent::ALL.into_iter().find(|e| e.name() == name)
     }
+
+    /// Its row of docs/protocol.md's hook events table (`events_table`), as Markdown: when it
+    /// runs, what its matcher matches, the stdin fields beyond the common ones.
+    fn doc(self) -> [&'static str; 3] {
+        match self {
+            HookEvent::SessionStart => [
+                "a session's first turn in this server (`source` `new` or `loaded`), and after each compaction (`compact`)",
+                "`source`",
+                "`source`",
+            ],
+            HookEvent::UserPromptSubmit => {
+                ["a prompt, before the model sees it", "—", "`prompt`"]
+            }
+            HookEvent::PreToolUse => [
+                "a parsed call of a known tool, before it is prepared, approved and run",
+                "tool name",
+                "`tool_name`, `tool_input`, `tool_use_id`",
+            ],
+            HookEvent::PostToolUse => [
+                "after the call ran or failed (not after a PreToolUse block)",
+                "tool name",
+                "`tool_name`, `tool_input`, `tool_use_id`, `tool_response` `{success, output, error?}`",
+            ],
+            HookEvent::PreCompact => [
+                "before a compaction",
+                "`trigger`",
+                "`trigger` (`manual` for `/compact` and `agent/session/compact`, else `auto`), `custom_instructions`",
+            ],
+            HookEvent::Stop => ["the model ended the turn", "—", "`stop_hook_active`"],
+        }
+    }
+}
+
+/// The hook events table of docs/protocol.md, one row per event of `HookEvent::ALL`.
+pub fn events_table() -> String {
+    let mut table = String::from(
+        "| event | when | matcher matches | stdin fields beyond the common ones |\n|---|---|---|---|\n",
+    );
+    for event in HookEvent::ALL {
+        let [when, matcher, stdin] = event.doc();
+        table.push_str(&format!(
+            "| `{}` | {when} | {matcher} | {stdin} |\n",
+            event.name()
+        ));
+    }
+    table
 }
 
 /// Where a hook was configured: workspace hooks run only once the user approved them.

@@ -185,24 +185,38 @@ mod tests {
     /// (`agentls_core::config::settings_table`); `UPDATE_EXPECT=1` writes it into the docs.
     #[test]
     fn docs_configuration_table_is_generated_from_the_settings() {
+        generated_table(
+            "| key | type | default | meaning |",
+            &agentls_core::config::settings_table(),
+        );
+    }
+
+    /// The hook events table, from `HookEvent::doc`.
+    #[test]
+    fn docs_hook_events_table_is_generated_from_the_events() {
+        generated_table("| event | when |", &agentls_core::hooks::events_table());
+    }
+
+    /// The table of docs/protocol.md that starts with `header` equals `generated`;
+    /// `UPDATE_EXPECT=1` writes it into the docs instead.
+    fn generated_table(header: &str, generated: &str) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/protocol.md");
         let doc = std::fs::read_to_string(&path).unwrap();
         let start = doc
-            .find("| key | type | default | meaning |")
-            .expect("docs/protocol.md has a Configuration table");
+            .find(header)
+            .unwrap_or_else(|| panic!("docs/protocol.md has no table {header}"));
         let end = doc[start..]
             .find("\n\n")
             .map_or(doc.len(), |at| start + at + 1);
-        let generated = agentls_core::config::settings_table();
-        if doc[start..end] != generated && std::env::var_os("UPDATE_EXPECT").is_some() {
+        if doc[start..end] != *generated && std::env::var_os("UPDATE_EXPECT").is_some() {
             let updated = format!("{}{generated}{}", &doc[..start], &doc[end..]);
             std::fs::write(&path, updated).unwrap();
             return;
         }
         assert_eq!(
-            doc[start..end],
+            &doc[start..end],
             generated,
-            "docs/protocol.md's Configuration table against config.rs's KEYS (UPDATE_EXPECT=1 rewrites it)"
+            "docs/protocol.md's table {header} against the code (UPDATE_EXPECT=1 rewrites it)"
         );
     }
 
