@@ -63,9 +63,7 @@ pub fn is_mode(id: &str) -> bool {
 
 /// Models offered in the model picker for a provider kind (the configured one first).
 pub fn known_models(provider_kind: &str, configured: &str) -> Vec<String> {
-    let listed = crate::provider_kind::ProviderKind::from_name(provider_kind)
-        .unwrap_or(crate::provider_kind::ProviderKind::OpenAi)
-        .models();
+    let listed = crate::provider_kind::Preset::named(provider_kind).map_or(&[][..], |p| p.models);
     let mut models = vec![configured.to_string()];
     models.extend(listed.iter().map(|m| m.to_string()));
     models.retain(|m| !m.is_empty());

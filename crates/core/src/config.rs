@@ -101,6 +101,12 @@ pub struct Config {
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
 
 impl Config {
+    /// The provider `provider.kind` names (validated against `PRESETS` when set).
+    pub fn preset(&self) -> &'static crate::provider_kind::Preset {
+        crate::provider_kind::Preset::named(&self.provider_kind)
+            .unwrap_or(&crate::provider_kind::PRESETS[0])
+    }
+
     /// The tokenizer counts are made with: configured, else the model's.
     pub fn tokenizer(&self) -> TokenizerKind {
         self.tokenizer.unwrap_or_else(|| {
@@ -332,15 +338,12 @@ const KEYS: &[Key] = &[
     Key {
         path: "provider.kind",
         doc: KeyDoc {
-            ty: r#"`"openai"` \| `"anthropic"`"#,
+            ty: r#"`"openai"` \| `"anthropic"` \| `"openrouter"` \| `"deepseek"` \| `"groq"` \| `"mistral"` \| `"ollama"`"#,
             default: r#"`"openai"`"#,
-            meaning: r#"provider wire format"#,
+            meaning: r#"the provider: its wire format (OpenAI's Chat Completions, or Anthropic's Messages for `anthropic`), default base URL, key variable and models (`PRESETS` in `crates/core/src/provider_kind.rs`); any other OpenAI-compatible server is `openai` with `provider.baseUrl`"#,
         },
         set: |c, v| {
-            c.provider_kind = one_of(
-                v,
-                &crate::provider_kind::ProviderKind::ALL.map(|kind| kind.name()),
-            )?;
+            c.provider_kind = one_of(v, &crate::provider_kind::Preset::names())?;
             Ok(())
         },
         keep: |c, p| c.provider_kind = p.provider_kind.clone(),
@@ -388,7 +391,7 @@ const KEYS: &[Key] = &[
         path: "provider.baseUrl",
         doc: KeyDoc {
             ty: r#"http(s) URL"#,
-            default: r#"`https://api.openai.com/v1` / `https://api.anthropic.com`"#,
+            default: r#"the provider's (`https://api.openai.com/v1`, `https://api.anthropic.com`, …)"#,
             meaning: r#"the provider's endpoint; any OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio, OpenRouter)"#,
         },
         set: |c, v| {
@@ -405,8 +408,8 @@ const KEYS: &[Key] = &[
         path: "provider.apiKeyEnv",
         doc: KeyDoc {
             ty: r#"string"#,
-            default: r#"`OPENAI_API_KEY` / `ANTHROPIC_API_KEY`"#,
-            meaning: r#"the environment variable holding the key (required by the default endpoints, optional for a custom `baseUrl`)"#,
+            default: r#"the provider's (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`, …)"#,
+            meaning: r#"the environment variable holding the key (required by the providers' own endpoints except `ollama`'s, optional for a custom `baseUrl`); every provider's key variable is hidden from commands"#,
         },
         set: |c, v| {
             c.api_key_env = Some(string(v)?).filter(|s| !s.is_empty());

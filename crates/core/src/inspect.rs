@@ -20,7 +20,7 @@ use crate::models;
 use crate::prompts::Prompts;
 use crate::skills::{self, Skill};
 use crate::tokens::Calibration;
-use crate::wire::{self, ProviderKind};
+use crate::wire;
 
 /// The document the user is in, with the editor state resolved to its bytes.
 pub struct ActiveDocument {
@@ -187,11 +187,7 @@ pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> Context
         auto_compact: inputs.config.compaction.auto,
         sections: request.sections.clone(),
         // Exactly what the configured provider would be sent.
-        messages: wire::messages(
-            ProviderKind::from_name(&inputs.config.provider_kind).unwrap_or(ProviderKind::OpenAi),
-            &request,
-            inputs.prompts,
-        ),
+        messages: wire::messages(inputs.config.preset().wire, &request, inputs.prompts),
         tokenizer: prepared.config.tokenizer.name(),
         calibration: inputs.calibration,
         editor_parts: prepared

@@ -1,14 +1,15 @@
-//! The providers' wire formats by name: the one list of kinds (`provider.kind`), and what
-//! each kind's HTTP exchange needs besides its request shape (which is `wire`'s): defaults,
-//! endpoint, headers. A leaf: the configuration checks names against it without reaching
-//! the wire.
+//! The providers: the wire formats (`ProviderKind`: what each HTTP exchange needs besides
+//! its request shape, which is `wire`'s: endpoint, headers) and the named providers over
+//! them (`PRESETS`, the values of `provider.kind`: a wire format with its base URL, key
+//! variable and models). A leaf: the configuration checks names against it without
+//! reaching the wire.
 
 /// The Messages API version the requests are written for (`anthropic-version`).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A provider's wire format. A new one is a variant here, a line in [`ProviderKind::ALL`],
-/// its request shape in a file of `wire/`, and the arms the compiler then asks for
-/// (its defaults, endpoint and headers here, its events in `stream`).
+/// its request shape in a file of `wire/`, the arms the compiler then asks for (endpoint
+/// and headers here, its events in `stream`), and a row of [`PRESETS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderKind {
     OpenAi,
@@ -16,10 +17,10 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// Every kind: the one list (`provider.kind`'s allowed values are their names).
+    /// Every wire format.
     pub const ALL: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Anthropic];
 
-    /// The kind's name in the configuration (`provider.kind`).
+    /// The wire format's name (its first preset's).
     pub fn name(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",
@@ -61,30 +62,6 @@ impl ProviderKind {
         }
     }
 
-    /// The models a model picker offers for the kind; the first is `agentls ask`'s default.
-    pub fn models(self) -> &'static [&'static str] {
-        match self {
-            ProviderKind::OpenAi => &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5"],
-            ProviderKind::Anthropic => {
-                &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
-            }
-        }
-    }
-
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "https://api.openai.com/v1",
-            ProviderKind::Anthropic => "https://api.anthropic.com",
-        }
-    }
-
-    pub fn default_api_key_env(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "OPENAI_API_KEY",
-            ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
-        }
-    }
-
     pub fn endpoint(self, base_url: &str) -> String {
         let base = base_url.trim_end_matches('/');
         match self {
@@ -93,6 +70,94 @@ impl ProviderKind {
             ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
             ProviderKind::Anthropic => format!("{base}/v1/messages"),
         }
+    }
+}
+
+/// A provider by name (`provider.kind`): a wire format and what it defaults to. An
+/// OpenAI-compatible service is one row here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    pub name: &'static str,
+    pub wire: ProviderKind,
+    /// Where requests go unless `provider.baseUrl` says otherwise.
+    pub base_url: &'static str,
+    /// The variable that holds the key unless `provider.apiKeyEnv` says otherwise.
+    pub api_key_env: &'static str,
+    /// The service refuses a request without a key (a local server takes one without).
+    pub key_required: bool,
+    /// What a model picker offers; the first is `agentls ask`'s default (none: the user
+    /// names the model).
+    pub models: &'static [&'static str],
+}
+
+/// Every provider `provider.kind` names, in the order `agentls ask` tries their keys.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "openai",
+        wire: ProviderKind::OpenAi,
+        base_url: "https://api.openai.com/v1",
+        api_key_env: "OPENAI_API_KEY",
+        key_required: true,
+        models: &["gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5"],
+    },
+    Preset {
+        name: "anthropic",
+        wire: ProviderKind::Anthropic,
+        base_url: "https://api.anthropic.com",
+        api_key_env: "ANTHROPIC_API_KEY",
+        key_required: true,
+        models: &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
+    },
+    Preset {
+        name: "openrouter",
+        wire: ProviderKind::OpenAi,
+        base_url: "https://openrouter.ai/api/v1",
+        api_key_env: "OPENROUTER_API_KEY",
+        key_required: true,
+        models: &["openai/gpt-4o-mini", "anthropic/claude-sonnet-4.5"],
+    },
+    Preset {
+        name: "deepseek",
+        wire: ProviderKind::OpenAi,
+        base_url: "https://api.deepseek.com/v1",
+        api_key_env: "DEEPSEEK_API_KEY",
+        key_required: true,
+        models: &["deepseek-chat", "deepseek-reasoner"],
+    },
+    Preset {
+        name: "groq",
+        wire: ProviderKind::OpenAi,
+        base_url: "https://api.groq.com/openai/v1",
+        api_key_env: "GROQ_API_KEY",
+        key_required: true,
+        models: &[],
+    },
+    Preset {
+        name: "mistral",
+        wire: ProviderKind::OpenAi,
+        base_url: "https://api.mistral.ai/v1",
+        api_key_env: "MISTRAL_API_KEY",
+        key_required: true,
+        models: &["mistral-large-latest", "codestral-latest"],
+    },
+    Preset {
+        name: "ollama",
+        wire: ProviderKind::OpenAi,
+        base_url: "http://127.0.0.1:11434/v1",
+        api_key_env: "OLLAMA_API_KEY",
+        key_required: false,
+        models: &[],
+    },
+];
+
+impl Preset {
+    pub fn named(name: &str) -> Option<&'static Preset> {
+        PRESETS.iter().find(|preset| preset.name == name)
+    }
+
+    /// The names `provider.kind` accepts.
+    pub fn names() -> Vec<&'static str> {
+        PRESETS.iter().map(|preset| preset.name).collect()
     }
 }
 
@@ -106,6 +171,18 @@ mod tests {
             assert_eq!(ProviderKind::from_name(kind.name()), Some(kind));
         }
         assert_eq!(ProviderKind::from_name("OpenAI"), None);
+    }
+
+    /// Each wire format is a preset of its own name, and names are unique.
+    #[test]
+    fn every_wire_format_has_its_preset_and_names_are_unique() {
+        for kind in ProviderKind::ALL {
+            assert_eq!(Preset::named(kind.name()).map(|p| p.wire), Some(kind));
+        }
+        let mut names = Preset::names();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), PRESETS.len());
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub fn run(rounds: usize) -> ImagesReport {
         base_url: "http://localhost/v1".into(),
         model: "gpt-4o".into(),
         api_key_env: "OPENAI_API_KEY".into(),
+        key_required: false,
         max_output_tokens: None,
         timeout: std::time::Duration::from_secs(1),
         max_retries: 0,

@@ -23,9 +23,9 @@ pub struct ImageInput {
 impl Agent {
     /// How the configured provider counts an image's tokens.
     pub(crate) fn image_formula(&self) -> TokenFormula {
-        match ProviderKind::from_name(&self.host.config().provider_kind) {
-            Some(ProviderKind::Anthropic) => TokenFormula::Anthropic,
-            _ => TokenFormula::OpenAi,
+        match self.host.config().preset().wire {
+            ProviderKind::Anthropic => TokenFormula::Anthropic,
+            ProviderKind::OpenAi => TokenFormula::OpenAi,
         }
     }
 

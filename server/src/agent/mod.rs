@@ -22,7 +22,7 @@ use crate::store::session_log::{self, SessionStore};
 use agentls_core::context::AssemblyCache;
 use agentls_core::session::Session;
 use agentls_core::updates::{AgentStatus, ParentCall, Update};
-use agentls_core::wire::{ProviderConfig, ProviderKind};
+use agentls_core::wire::ProviderConfig;
 
 mod checkpoints;
 mod compact;
@@ -191,9 +191,9 @@ impl Agent {
     /// Environment variables a shell command must not see: the provider keys.
     fn hidden_env(&self) -> Vec<String> {
         let config = self.host.config();
-        let mut names: Vec<String> = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
-            .into_iter()
-            .map(String::from)
+        let mut names: Vec<String> = agentls_core::provider_kind::PRESETS
+            .iter()
+            .map(|preset| preset.api_key_env.to_string())
             .collect();
         if let Some(name) = config.api_key_env {
             // Wiped from /proc/self/environ before the first child that could read it.
@@ -205,24 +205,26 @@ impl Agent {
 
     fn provider(&self, model: &str) -> Result<Arc<Provider>, AgentError> {
         let config = self.host.config();
-        let kind = ProviderKind::from_name(&config.provider_kind).unwrap_or(ProviderKind::OpenAi);
+        let preset = config.preset();
         if model.is_empty() {
             return Err(AgentError(
                 "no model configured: set provider.model (or pass a model to agent/session/new)"
                     .into(),
             ));
         }
+        let base_url = config
+            .base_url
+            .clone()
+            .unwrap_or_else(|| preset.base_url.to_string());
         let provider_config = ProviderConfig {
-            kind,
-            base_url: config
-                .base_url
-                .clone()
-                .unwrap_or_else(|| kind.default_base_url().to_string()),
+            kind: preset.wire,
+            key_required: preset.key_required && base_url.trim_end_matches('/') == preset.base_url,
+            base_url,
             model: model.to_string(),
             api_key_env: config
                 .api_key_env
                 .clone()
-                .unwrap_or_else(|| kind.default_api_key_env().to_string()),
+                .unwrap_or_else(|| preset.api_key_env.to_string()),
             max_output_tokens: config.max_output_tokens,
             timeout: Duration::from_millis(config.timeout_ms),
             max_retries: config.max_retries,

@@ -18,7 +18,7 @@ use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
-use agentls_core::provider_kind::ProviderKind;
+use agentls_core::provider_kind::PRESETS;
 use agentls_core::updates::{SubagentUpdate, ToolStatus, Update};
 
 #[derive(Debug, Default)]
@@ -60,13 +60,13 @@ pub fn config(options: &AskOptions) -> Result<Config, String> {
     }
     let has_key = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     if config.model.is_none() && config.base_url.is_none() {
-        // The first kind whose key is set, with its first model.
-        let keyed = ProviderKind::ALL
-            .into_iter()
-            .find(|kind| has_key(kind.default_api_key_env()));
-        if let Some(kind) = keyed {
-            config.provider_kind = kind.name().into();
-            config.model = kind.models().first().map(|model| model.to_string());
+        // The first provider whose key is set and that has a default model.
+        let keyed = PRESETS
+            .iter()
+            .find(|preset| !preset.models.is_empty() && has_key(preset.api_key_env));
+        if let Some(preset) = keyed {
+            config.provider_kind = preset.name.into();
+            config.model = preset.models.first().map(|model| model.to_string());
         } else {
             return Err("no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --config '{\"provider\": {\"kind\": \"openai\", \"baseUrl\": \"http://127.0.0.1:8080/v1\", \"model\": \"…\"}}'".into());
         }

@@ -197,6 +197,20 @@ mod tests {
         generated_table("| event | when |", &agentls_core::hooks::events_table());
     }
 
+    /// VS Code's `agentls.provider.kind` offers exactly the providers of `PRESETS`.
+    #[test]
+    fn the_vscode_provider_kinds_are_the_presets() {
+        let manifest: serde_json::Value =
+            serde_json::from_str(include_str!("../../../editors/vscode/package.json")).unwrap();
+        let offered = &manifest["contributes"]["configuration"]["properties"]
+            ["agentls.provider.kind"]["enum"];
+        assert_eq!(
+            offered,
+            &serde_json::json!(agentls_core::provider_kind::Preset::names()),
+            "editors/vscode/package.json against crates/core/src/provider_kind.rs's PRESETS"
+        );
+    }
+
     /// The table of docs/protocol.md that starts with `header` equals `generated`;
     /// `UPDATE_EXPECT=1` writes it into the docs instead.
     fn generated_table(header: &str, generated: &str) {

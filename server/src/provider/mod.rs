@@ -267,11 +267,9 @@ impl Provider {
         let variable = &self.config.api_key_env;
         secrets::capture_named(variable);
         let key = secrets::get(variable).filter(|k| !k.trim().is_empty());
-        let official =
-            self.config.base_url.trim_end_matches('/') == self.config.kind.default_base_url();
         match key {
             Some(key) => Ok(Some(key.trim().to_string())),
-            None if official => Err(ProviderError::new(
+            None if self.config.key_required => Err(ProviderError::new(
                 ErrorKind::Config,
                 format!(
                     "no API key: the environment variable {variable} is not set. Set it before \

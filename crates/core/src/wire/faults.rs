@@ -164,6 +164,7 @@ mod tests {
             base_url: "http://x/v1".into(),
             model: "m".into(),
             api_key_env: "KEY_VAR".into(),
+            key_required: false,
             max_output_tokens: None,
             timeout: Duration::from_secs(1),
             max_retries: 0,

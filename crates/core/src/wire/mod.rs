@@ -26,6 +26,9 @@ pub struct ProviderConfig {
     pub base_url: String,
     pub model: String,
     pub api_key_env: String,
+    /// A request without a key is refused before it is sent: the preset's own service at
+    /// its own URL requires one (a custom `provider.baseUrl` may not).
+    pub key_required: bool,
     pub max_output_tokens: Option<usize>,
     /// Connect timeout, and the longest silence tolerated inside a stream.
     pub timeout: Duration,

@@ -25,7 +25,16 @@ function M.check()
   local provider = agentls.config.provider or (agentls.config.settings or {}).provider
   if provider and provider.model then
     health.ok(string.format("provider %s, model %s%s", provider.kind or "openai", provider.model, provider.baseUrl and (" at " .. provider.baseUrl) or ""))
-    local key = provider.apiKeyEnv or ((provider.kind == "anthropic") and "ANTHROPIC_API_KEY" or "OPENAI_API_KEY")
+    -- The key variable of each provider.kind (crates/core/src/provider_kind.rs's PRESETS).
+    local keys = {
+      anthropic = "ANTHROPIC_API_KEY",
+      openrouter = "OPENROUTER_API_KEY",
+      deepseek = "DEEPSEEK_API_KEY",
+      groq = "GROQ_API_KEY",
+      mistral = "MISTRAL_API_KEY",
+      ollama = "OLLAMA_API_KEY",
+    }
+    local key = provider.apiKeyEnv or keys[provider.kind] or "OPENAI_API_KEY"
     if (vim.env[key] or "") ~= "" then
       health.ok(key .. " is set")
     elseif provider.baseUrl then
