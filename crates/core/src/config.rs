@@ -1306,6 +1306,24 @@ mod tests {
     }
 
     #[test]
+    fn provider_kind_names_a_preset_with_its_defaults() {
+        let (config, update) =
+            Config::from_settings(&Config::default(), &json!({"provider": {"kind": "groq"}}));
+        assert_eq!(update, ConfigUpdate::default());
+        let preset = config.preset();
+        assert_eq!(preset.wire, crate::provider_kind::ProviderKind::OpenAi);
+        assert_eq!(preset.base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(preset.api_key_env, "GROQ_API_KEY");
+        assert!(!Config::default().preset().models.is_empty());
+        // An unknown name is a problem and keeps the previous provider.
+        let (config, update) =
+            Config::from_settings(&config, &json!({"provider": {"kind": "acme"}}));
+        assert_eq!(update.problems[0].key, "provider.kind");
+        assert!(update.problems[0].message.contains("ollama"));
+        assert_eq!(config.preset().name, "groq");
+    }
+
+    #[test]
     fn context_keys_are_validated() {
         let (config, update) = Config::from_settings(
             &Config::default(),
