@@ -266,7 +266,7 @@ async fn run_session(
         ends: ends_tx,
     });
     let agent = Agent::new(host.clone());
-    let session = agent.new_session(None).await.map_err(|e| e.0)?;
+    let session = agent.new_session(None).await.map_err(|e| e.message)?;
     let mut needles = planted(s);
     let mut k = 0;
     let mut result = Ok(());
@@ -325,13 +325,13 @@ async fn compact_and_score(
     needles: &Needles,
     round: &mut Round,
 ) -> Result<(), String> {
-    let outcome = agent.compact(session, None).await.map_err(|e| e.0)?;
+    let outcome = agent.compact(session, None).await.map_err(|e| e.message)?;
     round.grew |= outcome.tokens_after >= outcome.tokens_before;
     *round
         .strategies
         .entry(outcome.strategy.clone())
         .or_default() += 1;
-    let (history, _, _) = agent.history_of(session).await.map_err(|e| e.0)?;
+    let (history, _, _) = agent.history_of(session).await.map_err(|e| e.message)?;
     let prompts = Prompts::builtin();
     let context: String = history
         .entries()
@@ -400,7 +400,10 @@ async fn one_turn(
     text: String,
     ends: &mut tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
 ) -> Result<String, String> {
-    let turn = agent.prompt(session, text, None).await.map_err(|e| e.0)?;
+    let turn = agent
+        .prompt(session, text, None)
+        .await
+        .map_err(|e| e.message)?;
     loop {
         match ends.recv().await {
             Some((turn_id, stop)) if turn_id == turn => return Ok(stop),

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::host::{AcpHost, ClientFs};
 use super::transport::{Connection, Incoming, Reply, RpcError};
-use crate::agent::{Agent, AgentError};
+use crate::agent::{Agent, AgentError, AgentErrorKind};
 use crate::protocol::acp::{
     Authenticate, Cancel, CloseSession, DeleteSession, ForkSession, ForkSessionParams, Initialize,
     InitializeParams, ListSessions, ListSessionsParams, LoadSession, LoadSessionParams, NewSession,
@@ -52,13 +52,12 @@ fn parse_notification<N: ClientNotification>(params: Value) -> Result<N::Params,
 }
 
 fn agent_error(err: AgentError) -> RpcError {
-    if err.0.starts_with("unknown session") {
-        RpcError::new(RpcError::NOT_FOUND, err.0)
-    } else if err.0.starts_with("no model configured") || err.0.starts_with("invalid params") {
-        RpcError::new(RpcError::INVALID_PARAMS, err.0)
-    } else {
-        RpcError::new(RpcError::INTERNAL, err.0)
-    }
+    let code = match err.kind {
+        AgentErrorKind::UnknownSession => RpcError::NOT_FOUND,
+        AgentErrorKind::InvalidParams => RpcError::INVALID_PARAMS,
+        AgentErrorKind::Failed => RpcError::INTERNAL,
+    };
+    RpcError::new(code, err.message)
 }
 
 impl State {
@@ -384,13 +383,7 @@ impl State {
             .agent
             .fork(&params.session_id, params.checkpoint_id.as_deref())
             .await
-            .map_err(|err| {
-                if err.0.starts_with("unknown checkpoint") {
-                    RpcError::new(RpcError::INVALID_PARAMS, err.0)
-                } else {
-                    agent_error(err)
-                }
-            })?;
+            .map_err(agent_error)?;
         let session = self.open(&params.cwd)?;
         if let Some(servers) = params.mcp_servers {
             session.agent.set_client_mcp(&Value::Array(servers));

@@ -69,7 +69,7 @@ impl Agent {
             (live.session.model.clone(), held)
         };
         if !self.takes_images(&model) {
-            return Err(AgentError(format!(
+            return Err(AgentError::invalid_params(format!(
                 "invalid params: the model {model} does not take images, so the image was not sent (set provider.images to true if it does)"
             )));
         }
@@ -98,14 +98,14 @@ impl Agent {
         };
         tokio::task::spawn_blocking(task)
             .await
-            .map_err(|e| AgentError(e.to_string()))?
+            .map_err(|e| AgentError::failed(e.to_string()))?
             .map_err(invalid)
     }
 }
 
 /// A refused image is the client's error (`invalid params`, -32602).
 fn invalid(message: String) -> AgentError {
-    AgentError(format!("invalid params: {message}"))
+    AgentError::invalid_params(format!("invalid params: {message}"))
 }
 
 /// A client's image: its data decoded, or its path read (within the workspace).

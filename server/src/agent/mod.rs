@@ -38,11 +38,50 @@ pub use compact::CompactionOutcome;
 use sessions::SessionHandle;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentError(pub String);
+pub struct AgentError {
+    pub kind: AgentErrorKind,
+    /// What the user is told, as it is.
+    pub message: String,
+}
+
+/// What a front door answers an agent error with (a JSON-RPC code: `lsp::session` and
+/// `acp::methods` map it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentErrorKind {
+    /// The id names no session of this server.
+    UnknownSession,
+    /// The request cannot be served as asked: a bad parameter, no model configured.
+    InvalidParams,
+    /// The request was fine and the work failed: the disk, a provider, a cancel.
+    Failed,
+}
+
+impl AgentError {
+    pub fn failed(message: impl Into<String>) -> AgentError {
+        AgentError {
+            kind: AgentErrorKind::Failed,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> AgentError {
+        AgentError {
+            kind: AgentErrorKind::InvalidParams,
+            message: message.into(),
+        }
+    }
+
+    pub fn unknown_session(id: &str) -> AgentError {
+        AgentError {
+            kind: AgentErrorKind::UnknownSession,
+            message: format!("unknown session {id:?}"),
+        }
+    }
+}
 
 impl std::fmt::Display for AgentError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -109,7 +148,7 @@ impl Agent {
             .first()
             .cloned()
             .or_else(|| std::env::current_dir().ok())
-            .ok_or_else(|| AgentError("no workspace root and no current directory".into()))?;
+            .ok_or_else(|| AgentError::failed("no workspace root and no current directory"))?;
         let state = session_log::state_dir(self.host.config().state_dir.as_deref());
         Ok(SessionStore::for_workspace(&state, &workspace))
     }
@@ -207,9 +246,8 @@ impl Agent {
         let config = self.host.config();
         let preset = config.preset();
         if model.is_empty() {
-            return Err(AgentError(
-                "no model configured: set provider.model (or pass a model to agent/session/new)"
-                    .into(),
+            return Err(AgentError::invalid_params(
+                "no model configured: set provider.model (or pass a model to agent/session/new)",
             ));
         }
         let base_url = config
@@ -238,7 +276,8 @@ impl Agent {
                 return Ok(provider.clone());
             }
         }
-        let provider = Arc::new(Provider::new(provider_config).map_err(|e| AgentError(e.message))?);
+        let provider =
+            Arc::new(Provider::new(provider_config).map_err(|e| AgentError::failed(e.message))?);
         *cached = Some((key, provider.clone()));
         Ok(provider)
     }

@@ -120,12 +120,12 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
     let agent = Agent::new(host.clone());
     let session = match options.session {
         Some(id) => id,
-        None => agent.new_session(None).await.map_err(|e| e.0)?,
+        None => agent.new_session(None).await.map_err(|e| e.message)?,
     };
     let turn = agent
         .prompt(&session, options.question, editor)
         .await
-        .map_err(|e| e.0)?;
+        .map_err(|e| e.message)?;
     let mut interrupted = false;
     let stop = loop {
         tokio::select! {

@@ -2,23 +2,13 @@
 //! translations to the agent (`crate::agent::checkpoints`).
 
 use super::session::agent_error;
-use super::{invalid_params, Backend};
-use crate::agent::AgentError;
+use super::Backend;
 use crate::protocol::lsp::{
     SessionCheckpointsResult, SessionForkParams, SessionForkResult, SessionRewindParams,
     SessionRewindResult,
 };
 use crate::protocol::shapes::SessionIdParams;
 use tower_lsp::jsonrpc;
-
-/// An unknown checkpoint is the caller's mistake, as an unknown session is.
-fn checkpoint_error(err: AgentError) -> jsonrpc::Error {
-    if err.0.starts_with("unknown checkpoint") {
-        invalid_params(err.0)
-    } else {
-        agent_error(err)
-    }
-}
 
 impl Backend {
     pub(super) async fn session_checkpoints(
@@ -46,7 +36,7 @@ impl Backend {
                 params.force,
             )
             .await
-            .map_err(checkpoint_error)
+            .map_err(agent_error)
     }
 
     pub(super) async fn session_fork(
@@ -57,7 +47,7 @@ impl Backend {
             .agent()
             .fork(&params.session_id, params.checkpoint_id.as_deref())
             .await
-            .map_err(checkpoint_error)?;
+            .map_err(agent_error)?;
         Ok(SessionForkResult {
             session_id,
             forked_from: params.session_id,

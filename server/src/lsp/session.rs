@@ -1,7 +1,7 @@
 //! The `agent/session/*` requests: thin translations to the agent (`crate::agent`) and back.
 
 use super::{internal_error, invalid_params, Backend};
-use crate::agent::AgentError;
+use crate::agent::{AgentError, AgentErrorKind};
 use crate::gather;
 use crate::host::Gathered;
 use crate::locks::Locked;
@@ -22,17 +22,15 @@ use serde_json::Value;
 use tower_lsp::jsonrpc;
 
 pub(super) fn agent_error(err: AgentError) -> jsonrpc::Error {
-    if err.0.starts_with("unknown session")
-        || err.0.starts_with("no model configured")
-        || err.0.starts_with("invalid params")
-    {
-        invalid_params(err.0)
-    } else {
-        jsonrpc::Error {
-            code: jsonrpc::ErrorCode::ServerError(-32803),
-            message: err.0.into(),
-            data: None,
+    match err.kind {
+        AgentErrorKind::UnknownSession | AgentErrorKind::InvalidParams => {
+            invalid_params(err.message)
         }
+        AgentErrorKind::Failed => jsonrpc::Error {
+            code: jsonrpc::ErrorCode::ServerError(-32803),
+            message: err.message.into(),
+            data: None,
+        },
     }
 }
 

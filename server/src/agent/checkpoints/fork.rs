@@ -23,14 +23,14 @@ impl Agent {
         if checkpoint_id.is_none() {
             let state = handle.state();
             if state.running.is_some() || !state.waiting.is_empty() {
-                return Err(AgentError(format!(
+                return Err(AgentError::failed(format!(
                     "a turn of session {id} is running: fork from one of its checkpoints, or once the turn ended"
                 )));
             }
         }
         let events = self.events_of(id)?;
         let prefix = core::prefix_before(&events, checkpoint_id).ok_or_else(|| {
-            AgentError(format!(
+            AgentError::invalid_params(format!(
                 "unknown checkpoint {:?} in session {id} (agent/session/checkpoints lists them)",
                 checkpoint_id.unwrap_or_default()
             ))
@@ -51,13 +51,13 @@ impl Agent {
         let mut log = self
             .store()?
             .open(new_id)
-            .map_err(|e| AgentError(format!("cannot create the fork's log: {e}")))?;
+            .map_err(|e| AgentError::failed(format!("cannot create the fork's log: {e}")))?;
         for event in events {
             log.append(event)
-                .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))?;
+                .map_err(|e| AgentError::failed(format!("cannot write the fork's log: {e}")))?;
         }
         log.sync()
-            .map_err(|e| AgentError(format!("cannot write the fork's log: {e}")))
+            .map_err(|e| AgentError::failed(format!("cannot write the fork's log: {e}")))
     }
 
     /// Keeps, for the fork, the trees of the checkpoints its log carries, so they outlive
@@ -85,7 +85,7 @@ impl Agent {
             }
         })
         .await
-        .map_err(|e| AgentError(e.to_string()))
+        .map_err(|e| AgentError::failed(e.to_string()))
     }
 }
 

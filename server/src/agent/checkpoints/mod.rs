@@ -36,7 +36,7 @@ impl Agent {
         Ok(self
             .store()?
             .read(id)
-            .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?
+            .map_err(|e| AgentError::failed(format!("cannot read session {id}: {e}")))?
             .events)
     }
 
@@ -112,8 +112,8 @@ impl Agent {
         let buffers = self.unsaved_buffers(&handle).await;
         tokio::task::spawn_blocking(move || entries(&store, &listed, limits, &buffers))
             .await
-            .map_err(|e| AgentError(e.to_string()))?
-            .map_err(AgentError)
+            .map_err(|e| AgentError::failed(e.to_string()))?
+            .map_err(AgentError::failed)
     }
 }
 
@@ -331,7 +331,7 @@ impl Turn {
     /// The workspace's files now, kept for this session under `name`. Holds the session
     /// while it runs, so a rewind and a checkpoint never interleave.
     async fn snapshot(&self, name: &str) -> Result<Snapshot, String> {
-        let store = self.agent.checkpoint_store().map_err(|e| e.0)?;
+        let store = self.agent.checkpoint_store().map_err(|e| e.message)?;
         let roots = self.host().roots();
         let limits = self.host().config().checkpoints;
         let session = self.handle.id.clone();
@@ -354,5 +354,5 @@ pub(in crate::agent) fn record_synced(
     event: &Event,
 ) -> Result<(), AgentError> {
     live.record(event, Durability::Synced, Registry::builtin())
-        .map_err(AgentError)
+        .map_err(AgentError::failed)
 }

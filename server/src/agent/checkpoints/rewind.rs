@@ -52,7 +52,7 @@ impl Agent {
         force: bool,
     ) -> Result<SessionRewindResult, AgentError> {
         let restore = Restore::parse(restore).ok_or_else(|| {
-            AgentError(format!(
+            AgentError::invalid_params(format!(
                 "invalid params: restore must be \"code\", \"conversation\" or \"both\", got {restore:?}"
             ))
         })?;
@@ -63,7 +63,7 @@ impl Agent {
         {
             let state = handle.state();
             if state.running.is_some() || !state.waiting.is_empty() {
-                return Err(AgentError(format!(
+                return Err(AgentError::failed(format!(
                     "a turn of session {id} is running: cancel it or wait for its end before rewinding"
                 )));
             }
@@ -71,7 +71,7 @@ impl Agent {
         let events = self.events_of(id)?;
         let listed = core::list(&events);
         let Some(at) = listed.iter().position(|c| c.id == checkpoint_id) else {
-            return Err(AgentError(format!(
+            return Err(AgentError::invalid_params(format!(
                 "unknown checkpoint {checkpoint_id:?} in session {id} (agent/session/checkpoints lists them)"
             )));
         };
@@ -90,8 +90,8 @@ impl Agent {
             let plan =
                 tokio::task::spawn_blocking(move || plan_code(&store, &since, limits, buffers))
                     .await
-                    .map_err(|e| AgentError(e.to_string()))?
-                    .map_err(AgentError)?;
+                    .map_err(|e| AgentError::failed(e.to_string()))?
+                    .map_err(AgentError::failed)?;
             self.restore_files(plan, force, &mut result).await?;
         }
         if dry_run {

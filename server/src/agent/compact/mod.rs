@@ -66,10 +66,10 @@ impl Agent {
                 instructions,
                 reply,
             })
-            .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
+            .map_err(|_| AgentError::failed(format!("session {id} is shutting down")))?;
         answer
             .await
-            .map_err(|_| AgentError(format!("session {id} stopped before compacting")))?
+            .map_err(|_| AgentError::failed(format!("session {id} stopped before compacting")))?
     }
 
     /// `agent/session/setModel`: queued like a prompt; true when it compacted first.
@@ -80,7 +80,9 @@ impl Agent {
         context_window: Option<usize>,
     ) -> Result<bool, AgentError> {
         if model.trim().is_empty() {
-            return Err(AgentError("invalid params: model must not be empty".into()));
+            return Err(AgentError::invalid_params(
+                "invalid params: model must not be empty",
+            ));
         }
         let handle = self.handle(id).await?;
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -91,10 +93,10 @@ impl Agent {
                 context_window,
                 reply,
             })
-            .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
+            .map_err(|_| AgentError::failed(format!("session {id} is shutting down")))?;
         answer
             .await
-            .map_err(|_| AgentError(format!("session {id} stopped before switching")))?
+            .map_err(|_| AgentError::failed(format!("session {id} stopped before switching")))?
     }
 
     pub(in crate::agent) async fn compact_job(
@@ -104,7 +106,7 @@ impl Agent {
     ) -> Result<CompactionOutcome, AgentError> {
         let job_id = format!("compact-{}", session_log::new_session_id());
         let Some(cancel) = handle.start(&job_id) else {
-            return Err(AgentError("the compaction was cancelled".into()));
+            return Err(AgentError::failed("the compaction was cancelled"));
         };
         let result = async {
             let static_context = self.static_context_now().await?;
@@ -138,7 +140,7 @@ impl Agent {
     ) -> Result<bool, AgentError> {
         let job_id = format!("model-{}", session_log::new_session_id());
         let Some(cancel) = handle.start(&job_id) else {
-            return Err(AgentError("the model switch was cancelled".into()));
+            return Err(AgentError::failed("the model switch was cancelled"));
         };
         let result = self
             .switch_model(handle, &job_id, model, context_window, &cancel)
@@ -194,7 +196,7 @@ impl Agent {
         let prompts = self.host.prompts();
         let mut live = handle.live.lock().await;
         live.record(&event, Durability::Synced, Registry::builtin())
-            .map_err(AgentError)?;
+            .map_err(AgentError::failed)?;
         let tokenizer = tokenizer_for(&config, &model);
         if tokenizer != live.session.history.tokenizer() {
             live.session.history.retokenize(tokenizer, &prompts);
@@ -206,7 +208,7 @@ impl Agent {
     pub(in crate::agent) async fn static_context_now(&self) -> Result<StaticContext, AgentError> {
         let config = self.host.config();
         let prompts = self.host.prompts();
-        let gathered = self.host.gather(None).await.map_err(AgentError)?;
+        let gathered = self.host.gather(None).await.map_err(AgentError::failed)?;
         let history = History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &history, Calibration::default());
         Ok(inspect::static_context(&inputs))

@@ -82,7 +82,7 @@ impl Agent {
         ) {
             return Err(format!("not prepared: {why}"));
         }
-        let provider = self.provider(&model).map_err(|e| e.0)?;
+        let provider = self.provider(&model).map_err(|e| e.message)?;
         let started = Instant::now();
         let summary = self
             .summarize(

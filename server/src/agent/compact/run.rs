@@ -102,7 +102,7 @@ impl Announcer<'_> {
         self.agent
             .host
             .progress(&self.progress, "", Some(progress_end));
-        AgentError(message)
+        AgentError::failed(message)
     }
 
     async fn completed(
@@ -296,7 +296,7 @@ impl Agent {
             (Some(prepared), _) => SummarySource::Prepared(prepared),
             (None, Some(why)) => SummarySource::Fresh(Err(why)),
             (None, None) => SummarySource::Fresh(match self.provider(model) {
-                Err(err) => Err(err.0),
+                Err(err) => Err(err.message),
                 Ok(provider) => {
                     self.summarize(
                         &provider,

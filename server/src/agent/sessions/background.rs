@@ -31,7 +31,7 @@ impl Agent {
         command_id: &str,
     ) -> Result<bool, AgentError> {
         self.handle(id).await?;
-        background::stop(id, command_id).map_err(AgentError)
+        background::stop(id, command_id).map_err(AgentError::failed)
     }
 
     /// `agent/session/cancel` with `stopBackground`: the running turn and the queue as a

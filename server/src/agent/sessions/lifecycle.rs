@@ -39,7 +39,7 @@ impl Agent {
         }
         store
             .delete(id)
-            .map_err(|e| AgentError(format!("cannot delete session {id}: {e}")))
+            .map_err(|e| AgentError::failed(format!("cannot delete session {id}: {e}")))
     }
 
     /// The session's title (its first message, shortened), once it has one.

@@ -183,7 +183,7 @@ impl Agent {
             .map(|r| r.to_string_lossy().into_owned())
             .unwrap_or_default();
         let log = store.open(&id).map_err(|e| {
-            AgentError(format!(
+            AgentError::failed(format!(
                 "cannot create the session log in {}: {e}",
                 store.dir().display()
             ))
@@ -199,7 +199,7 @@ impl Agent {
         let session = Session::new(&id, &model, &workspace, tokenizer_for(&config, &model));
         let mut live = Live { session, log };
         live.record(&started, Durability::Synced, Registry::builtin())
-            .map_err(AgentError)?;
+            .map_err(AgentError::failed)?;
         self.spawn_worker(id.clone(), live);
         Ok(id)
     }
@@ -221,11 +221,11 @@ impl Agent {
         }
         let store = self.store()?;
         if !store.exists(id) {
-            return Err(AgentError(format!("unknown session {id:?}")));
+            return Err(AgentError::unknown_session(id));
         }
         let contents = store
             .read(id)
-            .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?;
+            .map_err(|e| AgentError::failed(format!("cannot read session {id}: {e}")))?;
         for warning in &contents.warnings {
             tracing::warn!("session {id}: {warning}");
             // The user should know their session log was damaged, even if nothing was lost
@@ -255,7 +255,7 @@ impl Agent {
         }
         let log = store
             .open(id)
-            .map_err(|e| AgentError(format!("cannot open session {id}: {e}")))?;
+            .map_err(|e| AgentError::failed(format!("cannot open session {id}: {e}")))?;
         let mut live = Live { session, log };
         self.close_interrupted_turn(&mut live);
         Ok(self.spawn_worker(id.to_string(), live))
@@ -438,7 +438,7 @@ impl Agent {
         let custom =
             tokio::task::spawn_blocking(move || crate::store::commands::load_commands(&roots))
                 .await
-                .map_err(|e| AgentError(e.to_string()))?;
+                .map_err(|e| AgentError::failed(e.to_string()))?;
         let mut infos = agentls_core::commands::infos(&custom);
         for prompt in self.mcp.prompts() {
             // A custom command of the same name wins (as when it is typed).
@@ -475,7 +475,7 @@ impl Agent {
         let contents = self
             .store()?
             .read(id)
-            .map_err(|e| AgentError(format!("cannot read session {id}: {e}")))?;
+            .map_err(|e| AgentError::failed(format!("cannot read session {id}: {e}")))?;
         Ok(session::transcript(&contents.events, Registry::builtin()))
     }
 
@@ -522,7 +522,7 @@ impl Agent {
                 editor,
                 images,
             }))
-            .map_err(|_| AgentError(format!("session {id} is shutting down")))?;
+            .map_err(|_| AgentError::failed(format!("session {id} is shutting down")))?;
         Ok(turn_id)
     }
 

@@ -16,7 +16,7 @@ impl Agent {
     /// Sets the approval policy of session `id`; Err for an unknown session or policy.
     pub async fn set_mode(self: &Arc<Self>, id: &str, mode: &str) -> Result<(), AgentError> {
         if !agentls_core::acp::is_mode(mode) {
-            return Err(AgentError(format!(
+            return Err(AgentError::invalid_params(format!(
                 "invalid params: unknown mode {mode}: the modes are {}",
                 POLICIES.join(", ")
             )));

@@ -463,7 +463,7 @@ impl Turn {
         let provider = match self.agent.provider(&model) {
             Ok(provider) => provider,
             Err(err) => {
-                self.fail(err.0, false, None).await;
+                self.fail(err.message, false, None).await;
                 return Err(Stop::Error);
             }
         };

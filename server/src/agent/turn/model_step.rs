@@ -129,7 +129,7 @@ impl Turn {
                 .await;
             if let Err(err) = outcome {
                 // The call goes out anyway: the provider may still take it.
-                self.warn(format!("compaction failed: {}", err.0));
+                self.warn(format!("compaction failed: {}", err.message));
             }
             return true;
         }
@@ -337,7 +337,7 @@ impl Turn {
                     Err(compaction_error) => {
                         let message = format!(
                             "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
-                            err.message, compaction_error.0
+                            err.message, compaction_error.message
                         );
                         self.fail(message, false, Some("contextLengthExceeded"))
                             .await;

@@ -26,7 +26,7 @@ impl Turn {
                 let static_context = match self.agent.static_context_now().await {
                     Ok(context) => context,
                     Err(err) => {
-                        self.fail(err.0, false, None).await;
+                        self.fail(err.message, false, None).await;
                         return Stop::Error;
                     }
                 };
@@ -51,7 +51,7 @@ impl Turn {
                         "Compacted: {} → {} tokens of history ({}).",
                         outcome.tokens_before, outcome.tokens_after, outcome.strategy
                     ),
-                    Err(err) => format!("Compaction failed: {}", err.0),
+                    Err(err) => format!("Compaction failed: {}", err.message),
                 }
             }
             SlashCommand::Model(model) => {
@@ -64,12 +64,12 @@ impl Turn {
                         "This session now uses {model}; the conversation was compacted first to fit its window."
                     ),
                     Ok(false) => format!("This session now uses {model}."),
-                    Err(err) => err.0,
+                    Err(err) => err.message,
                 }
             }
             SlashCommand::New => match self.agent.new_session(None).await {
                 Ok(id) => format!("Started a new session: {id}"),
-                Err(err) => err.0,
+                Err(err) => err.message,
             },
             SlashCommand::Context => {
                 let live = self.handle.live.lock().await;
