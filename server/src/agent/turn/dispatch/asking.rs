@@ -57,6 +57,24 @@ impl Turn {
         }
     }
 
+    /// The gate's verdict acted on, for a built-in call and an MCP one alike: run, refuse
+    /// (Err: the output for the model says why), or ask the user.
+    pub(in crate::agent) async fn settle_gate(
+        &mut self,
+        call: &Call,
+        gate: Gate,
+        kind: ToolKind,
+        arguments: &Value,
+        command: Option<&str>,
+        shown: Shown,
+    ) -> Result<(), String> {
+        match gate {
+            Gate::Run => Ok(()),
+            Gate::Refuse(why) => Err(format!("not run: {why}")),
+            Gate::Ask => self.ask(call, kind, arguments, command, shown).await,
+        }
+    }
+
     /// Asks the user; Err(output for the model) when the answer is no.
     pub(in crate::agent) async fn ask(
         &mut self,

@@ -9,7 +9,7 @@ use crate::agent::turn::dispatch::asking::Shown;
 use crate::agent::turn::Call;
 use crate::agent::turn::Turn;
 use crate::tools::registry::Registry;
-use agentls_core::approval::Gate;
+use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
 use agentls_core::tool_info::ToolCatalog;
@@ -82,35 +82,24 @@ impl Turn {
         }
     }
 
-    /// Runs an MCP tool call once announced; `post` gets the arguments once PreToolUse let
-    /// the call go on.
+    /// Runs an MCP tool call after its PreToolUse hooks (`run_tool_inner`): gated, asked,
+    /// run. An MCP call has no `prepare`: nothing to show but its arguments.
     pub(in crate::agent) async fn run_mcp_tool(
         &mut self,
         call: &Call,
         tool: McpTool,
         arguments: Value,
-        post: &mut Option<Value>,
+        permission: Option<Permission>,
     ) -> (String, bool) {
-        let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
-            Ok(go) => go,
-            Err(reason) => return (reason, false),
-        };
-        *post = Some(arguments.clone());
         let plan = self.mode() == agentls_core::approval::PLAN;
         let gate = self
             .gate(&call.name, tool.approval_kind(plan), None, permission)
             .await;
-        match gate {
-            Gate::Run => {}
-            Gate::Refuse(why) => return (format!("not run: {why}"), false),
-            Gate::Ask => {
-                if let Err(message) = self
-                    .ask(call, tool.kind(), &arguments, None, Shown::default())
-                    .await
-                {
-                    return (message, false);
-                }
-            }
+        if let Err(message) = self
+            .settle_gate(call, gate, tool.kind(), &arguments, None, Shown::default())
+            .await
+        {
+            return (message, false);
         }
         self.update(Update::call_running(&call.id, None, None));
         let cancel = self.cancel.clone();

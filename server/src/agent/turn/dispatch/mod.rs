@@ -285,25 +285,35 @@ impl Turn {
                 return (refusal, false);
             }
         }
-        if let Some(tool) = mcp {
-            return self.run_mcp_tool(call, tool, arguments, post).await;
-        }
-        let tool = match self.offered_tool(call, tools) {
-            Ok(tool) => tool,
-            Err(message) => return (message, false),
+        // A built-in call that cannot run fails before its hooks.
+        let builtin = match mcp {
+            Some(_) => None,
+            None => {
+                let tool = match self.offered_tool(call, tools) {
+                    Ok(tool) => tool,
+                    Err(message) => return (message, false),
+                };
+                let cx = self.tool_context(call);
+                if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
+                    return (
+                        "there is no workspace folder: tools that touch files cannot run".into(),
+                        false,
+                    );
+                }
+                Some((tool, cx))
+            }
         };
-        let mut cx = self.tool_context(call);
-        if cx.boundary.roots.is_empty() && kind != ToolKind::Other {
-            return (
-                "there is no workspace folder: tools that touch files cannot run".into(),
-                false,
-            );
-        }
+        // One pipeline from here: PreToolUse, then the gate and the question, then the run.
         let (arguments, permission) = match self.pre_tool_hooks(call, &arguments).await {
             Ok(go) => go,
             Err(reason) => return (reason, false),
         };
         *post = Some(arguments.clone());
+        let (tool, mut cx) = match (mcp, builtin) {
+            (Some(tool), _) => return self.run_mcp_tool(call, tool, arguments, permission).await,
+            (None, Some(builtin)) => builtin,
+            (None, None) => unreachable!("a call is built-in when it is not MCP"),
+        };
         self.unconfine_if_allowed(&mut cx, tool.command(&arguments))
             .await;
         match self
@@ -381,21 +391,15 @@ impl Turn {
         if reason.is_some() && gate == Gate::Run {
             gate = Gate::Ask;
         }
-        match gate {
-            Gate::Run => {}
-            Gate::Refuse(why) => return Err((format!("not run: {why}"), false)),
-            Gate::Ask => {
-                let shown = asking::Shown {
-                    diff: diff.clone(),
-                    edit: edit.clone(),
-                    reason,
-                    outside_sandbox: None,
-                };
-                self.ask(call, kind, arguments, command, shown)
-                    .await
-                    .map_err(|m| (m, false))?;
-            }
-        }
+        let shown = asking::Shown {
+            diff: diff.clone(),
+            edit: edit.clone(),
+            reason,
+            outside_sandbox: None,
+        };
+        self.settle_gate(call, gate, kind, arguments, command, shown)
+            .await
+            .map_err(|m| (m, false))?;
         self.update(Update::call_running(&call.id, None, edit));
         let mut outcome = tool.run(cx, ready).await;
         if outcome.sandbox_denied.is_some() {
