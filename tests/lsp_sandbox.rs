@@ -383,3 +383,38 @@ async fn plan_mode_refuses_commands_where_no_sandbox_can_make_them_read_only() {
         "refused before anyone is asked"
     );
 }
+
+/// Issue 41's first hole: agentls runs git on the workspace around each command, outside
+/// the sandbox. A repository config that sets `core.fsmonitor` or a clean filter (one a
+/// command pointed `.git` at, or one the repository came with) must not run.
+#[tokio::test]
+async fn the_git_agentls_runs_around_a_command_runs_nothing_the_repository_configures() {
+    let setup = new_setup().await;
+    let outside = tempfile::tempdir().unwrap();
+    let marker = |what: &str| outside.path().join(format!("ran-{what}"));
+    let root = &setup.ws.root;
+    common::git(
+        root,
+        &[
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}; false", marker("fsmonitor").display()),
+        ],
+    );
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    let (output, _) = run_command(&server, &setup.fake, "echo changed > made.txt").await;
+    assert!(root.join("made.txt").exists(), "{output}");
+    assert!(!marker("fsmonitor").exists(), "git ran core.fsmonitor: {output}");
+    // A clean filter: git is not asked at all.
+    std::fs::write(root.join(".gitattributes"), "* filter=x\n").unwrap();
+    common::git(
+        root,
+        &[
+            "config",
+            "filter.x.clean",
+            &format!("touch {}; cat", marker("filter").display()),
+        ],
+    );
+    let (output, _) = run_command(&server, &setup.fake, "echo again > made.txt").await;
+    assert!(!marker("filter").exists(), "git ran a clean filter: {output}");
+}

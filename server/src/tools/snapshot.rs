@@ -4,6 +4,13 @@
 //!
 //! Read-only towards git: `GIT_OPTIONAL_LOCKS=0` keeps `git status` from taking the index
 //! lock (a user's concurrent `git commit` must never fail because the agent looked).
+//!
+//! Git runs here outside the sandbox, on a repository a command may just have changed, so
+//! it must run nothing the repository configures: the user's and the system's config are
+//! not read, `core.fsmonitor` and hooks are turned off on the command line (which wins over
+//! every config file), submodules are not entered, and a repository whose config names a
+//! program git could run on a work tree (a filter, a textconv, an external diff) is walked
+//! instead of asked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,6 +75,10 @@ pub async fn before(root: &Path) -> Option<Before> {
 pub async fn changes_since(before: Before, roots: &[PathBuf]) -> Vec<ChangedPath> {
     let (after, head_changes, base) = match &before.git_top {
         Some(top) => {
+            // The command may have given the repository such a config: nothing is run then.
+            if config_runs_a_program(&before.root).await {
+                return Vec::new();
+            }
             let Some(dirty) = git_dirty(&before.root, top).await else {
                 return Vec::new();
             };
@@ -136,13 +147,34 @@ fn stat(path: &Path) -> Option<FileStat> {
     })
 }
 
+/// Overrides that no config file can undo: what would run a program.
+const PINNED: [&str; 8] = [
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.pager=cat",
+];
+
 async fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let output = tokio::process::Command::new("git")
+    let mut command = tokio::process::Command::new("git");
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"GIT_") {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .args(PINNED)
         .arg("-C")
         .arg(dir)
         .args(args)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -152,7 +184,43 @@ async fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
     output.status.success().then_some(output.stdout)
 }
 
+/// Whether a config key names a program git may run on a work tree (`git status` hashes a
+/// changed file through its clean filter).
+fn runs_a_program(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    let sub = |section: &str, names: &[&str]| {
+        key.strip_prefix(section)
+            .is_some_and(|rest| names.iter().any(|name| rest.ends_with(&format!(".{name}"))))
+    };
+    sub("filter.", &["clean", "smudge", "process"])
+        || sub("diff.", &["textconv", "command"])
+        || key == "diff.external"
+}
+
+/// Whether the config git would read at `root` names a program it could run (logged).
+async fn config_runs_a_program(root: &Path) -> bool {
+    let Some(names) = git(root, &["config", "--list", "--name-only"]).await else {
+        return false;
+    };
+    let found = String::from_utf8_lossy(&names)
+        .lines()
+        .find(|key| runs_a_program(key))
+        .map(str::to_string);
+    if let Some(key) = &found {
+        tracing::warn!(
+            "{}: the repository's config sets {key}: git is not asked what changed there",
+            root.display()
+        );
+    }
+    found.is_some()
+}
+
+/// The top level of the repository `root` is in, when git may be asked about it: None
+/// outside a repository, or when its config names a program (then the tree is walked).
 async fn git_top(root: &Path) -> Option<PathBuf> {
+    if config_runs_a_program(root).await {
+        return None;
+    }
     let out = git(root, &["rev-parse", "--show-toplevel"]).await?;
     let top = String::from_utf8(out).ok()?;
     let top = PathBuf::from(top.trim_end_matches('\n'));
@@ -174,6 +242,7 @@ async fn git_dirty(root: &Path, top: &Path) -> Option<BTreeMap<String, DirtyPath
             "--porcelain=v1",
             "-z",
             "--untracked-files=all",
+            "--ignore-submodules=all",
             "--no-renames",
             "--",
             ".",
@@ -265,6 +334,69 @@ mod tests {
 
     fn shown(changes: &[ChangedPath]) -> Vec<(String, ChangeKind)> {
         changes.iter().map(|c| (c.path.clone(), c.change)).collect()
+    }
+
+    #[test]
+    fn config_keys_that_run_a_program_are_known() {
+        for key in [
+            "filter.lfs.clean",
+            "filter.x.smudge",
+            "filter.a.b.process",
+            "diff.pdf.textconv",
+            "diff.tool.command",
+            "diff.external",
+            "FILTER.X.CLEAN",
+        ] {
+            assert!(runs_a_program(key), "{key}");
+        }
+        for key in [
+            "core.fsmonitor",
+            "user.name",
+            "diff.renames",
+            "filter.x.required",
+        ] {
+            assert!(!runs_a_program(key), "{key}");
+        }
+    }
+
+    /// A repository whose config sets core.fsmonitor or a clean filter runs neither when the
+    /// snapshots are taken (outside the sandbox), and its changes are still found.
+    #[tokio::test]
+    async fn the_snapshots_run_nothing_the_repository_configures() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("ran-").display().to_string();
+        sh(
+            &root,
+            &format!(
+                "git init -q -b main && printf 'a\\n' > a.txt && git add . && git commit -qm one \
+                 && git config core.fsmonitor 'touch {marker}fsmonitor; false'"
+            ),
+        );
+        let taken = before(&root).await.unwrap();
+        std::fs::write(root.join("a.txt"), "b\n").unwrap();
+        let changes = changes_since(taken, std::slice::from_ref(&root)).await;
+        assert_eq!(
+            shown(&changes),
+            [("a.txt".to_string(), ChangeKind::Modified)]
+        );
+        assert!(!Path::new(&format!("{marker}fsmonitor")).exists());
+        // A clean filter: the tree is walked, git is not asked.
+        sh(
+            &root,
+            &format!(
+                "echo '* filter=x' > .gitattributes && git config filter.x.clean 'touch {marker}filter; cat'"
+            ),
+        );
+        let taken = before(&root).await.unwrap();
+        std::fs::write(root.join("a.txt"), "c\n").unwrap();
+        let changes = changes_since(taken, std::slice::from_ref(&root)).await;
+        assert_eq!(
+            shown(&changes),
+            [("a.txt".to_string(), ChangeKind::Modified)]
+        );
+        assert!(!Path::new(&format!("{marker}filter")).exists());
     }
 
     #[tokio::test]
