@@ -404,7 +404,10 @@ async fn the_git_agentls_runs_around_a_command_runs_nothing_the_repository_confi
     let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
     let (output, _) = run_command(&server, &setup.fake, "echo changed > made.txt").await;
     assert!(root.join("made.txt").exists(), "{output}");
-    assert!(!marker("fsmonitor").exists(), "git ran core.fsmonitor: {output}");
+    assert!(
+        !marker("fsmonitor").exists(),
+        "git ran core.fsmonitor: {output}"
+    );
     // A clean filter: git is not asked at all.
     std::fs::write(root.join(".gitattributes"), "* filter=x\n").unwrap();
     common::git(
@@ -416,5 +419,22 @@ async fn the_git_agentls_runs_around_a_command_runs_nothing_the_repository_confi
         ],
     );
     let (output, _) = run_command(&server, &setup.fake, "echo again > made.txt").await;
-    assert!(!marker("filter").exists(), "git ran a clean filter: {output}");
+    assert!(
+        !marker("filter").exists(),
+        "git ran a clean filter: {output}"
+    );
+}
+
+/// Issue 41's second hole: a command that kept agentls's controlling terminal could push
+/// keystrokes into it (`TIOCSTI`). Each command is a session of its own: no controlling
+/// terminal to push into.
+#[tokio::test]
+async fn a_command_runs_in_a_session_of_its_own() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    // Field 6 of /proc/PID/stat is the session id: the shell's own pid when it leads one.
+    let command = "sid=$(cut -d' ' -f6 /proc/$$/stat); \
+                   if [ \"$sid\" = \"$$\" ]; then echo own-session; else echo shared-session; fi";
+    let (output, _) = run_command(&server, &setup.fake, command).await;
+    assert!(output.contains("own-session"), "{output}");
 }

@@ -153,8 +153,21 @@ fn start_warden(groups: &[u32]) -> Option<ChildStdin> {
 /// it was listed, and outlive it. The warden is started here if needed, before the fork, so
 /// its own start is not inside that window either. `GroupGuard::new` tells it again (the
 /// warden keeps a set).
+///
+/// The group is a session of its own too (`setsid`, which also makes the group): the child
+/// has no controlling terminal, so it cannot push keystrokes into agentls's (`TIOCSTI`: an
+/// injected "y" to "run it outside the sandbox?", or a line the user's shell runs later).
 pub(crate) fn own_group(command: &mut tokio::process::Command) {
-    command.process_group(0).kill_on_drop(true);
+    command.kill_on_drop(true);
+    // SAFETY: setsid(2) is async-signal-safe; it runs in the child between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let Some(fd) = ready_warden() else {
         return;
     };
@@ -179,7 +192,7 @@ fn ready_warden() -> Option<std::os::fd::RawFd> {
     registry.warden.as_ref().map(|pipe| pipe.as_raw_fd())
 }
 
-/// Writes `+PID\n` for the calling process (a group leader: `process_group(0)`) to `fd`,
+/// Writes `+PID\n` for the calling process (a group leader: `own_group`) to `fd`,
 /// without allocating. A warden that is gone must not kill the child with SIGPIPE.
 fn tell_warden_from_child(fd: std::os::fd::RawFd) {
     let mut line = [0u8; 24];
@@ -210,7 +223,7 @@ fn tell_warden_from_child(fd: std::os::fd::RawFd) {
 }
 
 impl GroupGuard {
-    /// Takes charge of the group led by `pid` (a child started with `process_group(0)`).
+    /// Takes charge of the group led by `pid` (a child started by `own_group`).
     pub(crate) fn new(pid: Option<u32>) -> GroupGuard {
         if let Some(pid) = pid {
             let mut registry = registry();
