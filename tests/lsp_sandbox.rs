@@ -438,3 +438,37 @@ async fn a_command_runs_in_a_session_of_its_own() {
     let (output, _) = run_command(&server, &setup.fake, command).await;
     assert!(output.contains("own-session"), "{output}");
 }
+
+/// Issue 41's eighth hole: every chunk of a noisy command was forwarded to the editor, and
+/// the queue grew as fast as the command wrote (`yes`: gigabytes). What is streamed of one
+/// call stops at a budget, with a line that says so; the result still ends the call.
+#[tokio::test]
+async fn a_noisy_command_streams_a_bounded_part_of_its_output() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    let session = new_session(&server).await;
+    let arguments = json!({"command": "head -c 4000000 /dev/zero | tr '\\0' y; echo; echo end"});
+    setup
+        .fake
+        .push_call_then_text("call_1", "shell", &arguments.to_string(), "Done.");
+    let (updates, _) = run_turn(&server, &session, "run it").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let streamed: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["kind"] == "toolCallUpdate" && u["status"] == "in_progress")
+        .filter_map(|u| u["output"].as_str())
+        .collect();
+    let bytes: usize = streamed.iter().map(|chunk| chunk.len()).sum();
+    assert!(bytes <= 300 * 1024, "{bytes} bytes streamed");
+    assert!(
+        streamed
+            .last()
+            .is_some_and(|last| last.contains("the rest of the output is not streamed")),
+        "{bytes} bytes streamed"
+    );
+    let ended = updates
+        .iter()
+        .find(|u| u["kind"] == "toolCallUpdate" && u["status"] == "completed")
+        .expect("the call completed");
+    assert!(ended["output"].as_str().unwrap().contains("end"), "{ended}");
+}

@@ -188,6 +188,41 @@ fn tail_start(text: &str, tokens: usize, tokenizer: TokenizerKind) -> Option<usi
     }
 }
 
+/// How much of a running command's output is streamed to the editor: the first
+/// `STREAMED_BYTES` of it, then one line that says the rest waits for the call's result. A
+/// command that writes faster than the editor reads (`yes`) must not grow the queue of
+/// notifications without bound; the recorded output is cut on its own (`truncate_middle`).
+#[derive(Debug, Default)]
+pub struct StreamedOutput {
+    sent: usize,
+    stopped: bool,
+}
+
+pub const STREAMED_BYTES: usize = 256 * 1024;
+
+pub const STREAM_STOPPED: &str =
+    "\n[agentls: the rest of the output is not streamed; the call's result shows it when the command ends]\n";
+
+impl StreamedOutput {
+    /// What of `chunk` to stream (None: nothing more).
+    pub fn admit(&mut self, chunk: &str) -> Option<String> {
+        if self.stopped {
+            return None;
+        }
+        if self.sent + chunk.len() <= STREAMED_BYTES {
+            self.sent += chunk.len();
+            return Some(chunk.to_string());
+        }
+        self.stopped = true;
+        let mut end = STREAMED_BYTES - self.sent;
+        while !chunk.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.sent = STREAMED_BYTES;
+        Some(format!("{}{STREAM_STOPPED}", &chunk[..end]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +336,20 @@ mod tests {
         let second = truncate_middle(&wrapped, TruncationPolicy::Tokens(500), TOK).text;
         assert_eq!(second.matches("Total output lines").count(), 1, "{second}");
         assert!(second.contains("\nTotal output lines: 5000\n"));
+    }
+
+    #[test]
+    fn streamed_output_stops_once_at_its_budget_on_a_char_boundary() {
+        let mut stream = StreamedOutput::default();
+        let chunk = "é".repeat(STREAMED_BYTES / 4); // half the budget
+        assert_eq!(stream.admit(&chunk).unwrap().len(), chunk.len());
+        let last = stream.admit(&format!("x{chunk}")).unwrap();
+        assert!(
+            last.ends_with(STREAM_STOPPED),
+            "{}",
+            &last[last.len() - 40..]
+        );
+        assert_eq!(last.len() - STREAM_STOPPED.len(), STREAMED_BYTES / 2 - 1);
+        assert_eq!(stream.admit("more"), None);
     }
 }

@@ -493,6 +493,7 @@ impl Turn {
         let turn_id = self.turn_id.clone();
         let cancel = self.cancel.clone();
         let call_id = call.id.clone();
+        let streamed = std::sync::Mutex::new(agentls_core::truncate::StreamedOutput::default());
         ToolContext {
             session_id: self.handle.id.clone(),
             call_id: call.id.clone(),
@@ -504,14 +505,18 @@ impl Turn {
             hidden_env: self.agent.hidden_env(),
             on_output: Arc::new(move |chunk: &str| {
                 // Streamed to the editor only; redacted like the recorded output (a secret
-                // split across two chunks is not caught here, only in `finish_call`).
+                // split across two chunks is not caught here, only in `finish_call`). Up to
+                // a budget: the queue of notifications must not outgrow a noisy command.
                 let chunk = secrets::redact(chunk);
+                let Some(chunk) = streamed.locked().admit(&chunk) else {
+                    return;
+                };
                 say(
                     &agent,
                     &handle,
                     &turn_id,
                     &cancel,
-                    Update::call_running(&call_id, Some(chunk.into_owned()), None),
+                    Update::call_running(&call_id, Some(chunk), None),
                 );
             }),
             subagents: self.subagent_runner(call),
