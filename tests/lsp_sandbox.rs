@@ -472,3 +472,26 @@ async fn a_noisy_command_streams_a_bounded_part_of_its_output() {
         .expect("the call completed");
     assert!(ended["output"].as_str().unwrap().contains("end"), "{ended}");
 }
+
+/// Issue 41's seventh hole, and the second's other half: as root, a sandboxed command made
+/// a block device in the workspace and wrote through it outside; and root may push
+/// keystrokes (`TIOCSTI`) into any terminal it opens. Neither is possible in the sandbox.
+/// (As another user the kernel refuses both anyway.)
+#[tokio::test]
+async fn a_sandboxed_command_makes_no_device_and_pushes_no_keystrokes() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    let command = "mknod blk b 7 0 2>/dev/null && echo made-block || echo no-block; \
+                   mknod chr c 1 3 2>/dev/null && echo made-char || echo no-char; \
+                   python3 -c 'import fcntl, pty, termios\n\
+m, s = pty.openpty()\n\
+try:\n    fcntl.ioctl(s, termios.TIOCSTI, b\"x\"); print(\"pushed\")\n\
+except OSError as e: print(\"not pushed\", e.errno)'";
+    let (output, _) = run_command(&server, &setup.fake, command).await;
+    assert!(
+        output.contains("no-block") && output.contains("no-char"),
+        "{output}"
+    );
+    assert!(output.contains("not pushed"), "{output}");
+    assert!(!setup.ws.root.join("blk").exists(), "{output}");
+}

@@ -1,7 +1,9 @@
 //! The sandbox on Linux, applied to a child between fork and exec: a private mount namespace
 //! in which the protected paths are bind-mounted read-only (and each root's `.git` pinned,
 //! so it cannot be moved away and rebuilt), then Landlock (writes only beneath the writable
-//! directories), then a seccomp filter that refuses IP sockets when the network is off.
+//! directories, and no device node made there), then seccomp filters: one that refuses
+//! `TIOCSTI` (pushing keystrokes into a terminal, which root may do to any tty it opens),
+//! and one that refuses IP sockets when the network is off.
 //!
 //! Everything that allocates or reads the disk happens in [`Confinement::prepare`], in the
 //! parent; [`Confinement::apply`] runs in the forked child and only makes system calls.
@@ -65,6 +67,7 @@ pub struct Confinement {
     namespace: Namespace,
     mounts: Vec<Mount>,
     ruleset: Option<RulesetCreated>,
+    no_keystrokes: BpfProgram,
     filter: Option<BpfProgram>,
 }
 
@@ -91,6 +94,7 @@ impl Confinement {
             namespace,
             mounts,
             ruleset: Some(ruleset(&policy.writable).map_err(io::Error::other)?),
+            no_keystrokes: no_tiocsti().map_err(io::Error::other)?,
             filter: if policy.network {
                 None
             } else {
@@ -120,6 +124,7 @@ impl Confinement {
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             return Err(io::Error::last_os_error());
         }
+        seccompiler::apply_filter(&self.no_keystrokes).map_err(|_| io::Error::last_os_error())?;
         if let Some(filter) = &self.filter {
             seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
         }
@@ -278,11 +283,38 @@ fn check(result: libc::c_int) -> io::Result<()> {
 /// Landlock: writes are handled, and allowed only beneath `writable` and on the devices.
 fn ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, landlock::RulesetError> {
     let write = AccessFs::from_write(HANDLED_ABI);
+    // Handled, and granted nowhere: a device node made in the workspace (as root) would
+    // reach the disk or memory behind every other rule.
+    let allowed = write & !(AccessFs::MakeBlock | AccessFs::MakeChar);
     Ruleset::default()
         .handle_access(write)?
         .create()?
-        .add_rules(path_beneath_rules(writable, write))?
-        .add_rules(path_beneath_rules(WRITABLE_DEVICES, write))
+        .add_rules(path_beneath_rules(writable, allowed))?
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, allowed))
+}
+
+/// seccomp: `ioctl(fd, TIOCSTI, …)` fails with EPERM. Without a controlling terminal a
+/// command may still open one (`/dev/pts/N`), and root may push keystrokes into any.
+fn no_tiocsti() -> Result<BpfProgram, seccompiler::Error> {
+    let tiocsti = SeccompCondition::new(
+        1,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::TIOCSTI as u64,
+    )?;
+    let rules = [(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti])?])]
+        .into_iter()
+        .collect();
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| seccompiler::Error::EmptyFilter)?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    Ok(filter.try_into()?)
 }
 
 /// seccomp: `socket` for any family but AF_UNIX, and io_uring (which opens sockets without
