@@ -296,12 +296,8 @@ fn ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, landlock::RulesetErro
 /// seccomp: `ioctl(fd, TIOCSTI, …)` fails with EPERM. Without a controlling terminal a
 /// command may still open one (`/dev/pts/N`), and root may push keystrokes into any.
 fn no_tiocsti() -> Result<BpfProgram, seccompiler::Error> {
-    let tiocsti = SeccompCondition::new(
-        1,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        libc::TIOCSTI as u64,
-    )?;
+    let tiocsti =
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::TIOCSTI)?;
     let rules = [(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti])?])]
         .into_iter()
         .collect();
