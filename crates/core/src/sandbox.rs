@@ -80,6 +80,9 @@ pub struct SandboxPlaces {
     pub home: Option<PathBuf>,
     /// agentls's own settings and state directories.
     pub own_dirs: Vec<PathBuf>,
+    /// The hooks directories git's config names (`core.hooksPath`, e.g. husky's `.husky/`):
+    /// protected like `.git/hooks`.
+    pub hook_dirs: Vec<PathBuf>,
 }
 
 /// The policy a command runs under: `None` when the mode is `off`. In `read-only` only the
@@ -105,6 +108,15 @@ pub fn policy(settings: &SandboxSettings, places: &SandboxPlaces) -> Option<Sand
             // A read-only workspace that lies in the temp directory stays read-only.
             protected.push(root.clone());
         }
+    }
+    if settings.mode == SandboxMode::WorkspaceWrite {
+        protected.extend(
+            places
+                .hook_dirs
+                .iter()
+                .filter(|dir| inside_writable(dir))
+                .cloned(),
+        );
     }
     for dir in &places.own_dirs {
         if inside_writable(dir) {
@@ -214,6 +226,7 @@ mod tests {
             temp_dir: PathBuf::from("/tmp"),
             home: Some(PathBuf::from("/home/u")),
             own_dirs: vec![PathBuf::from("/home/u/.config/agentls")],
+            hook_dirs: Vec::new(),
         }
     }
 
@@ -283,6 +296,7 @@ mod tests {
             temp_dir: PathBuf::from("/tmp"),
             home: Some(PathBuf::from("/tmp/t/home")),
             own_dirs: vec![PathBuf::from("/tmp/t/state/agentls")],
+            hook_dirs: Vec::new(),
         };
         let policy = policy(&SandboxSettings::default(), &places).unwrap();
         assert!(policy.protected.contains(&PathBuf::from("/tmp/t/home")));

@@ -116,6 +116,58 @@ pub fn warn_once_if_missing(settings: &SandboxSettings, show: impl FnOnce(String
     }
 }
 
+/// A git command that runs nothing a repository configures, for the git agentls runs
+/// outside the sandbox on a workspace a command may have changed: no user or system config,
+/// no inherited `GIT_*`, and `core.fsmonitor`, hooks and the pager off on the command line
+/// (which wins over every config file).
+pub fn pinned_git() -> std::process::Command {
+    let mut command = std::process::Command::new("git");
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"GIT_") {
+            command.env_remove(name);
+        }
+    }
+    command
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.untrackedCache=false",
+            "-c",
+            "core.pager=cat",
+        ])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+/// The hooks directory `root`'s git config names (`core.hooksPath`, relative to the root
+/// or absolute), resolved; None when it names none.
+pub fn git_hooks_dir(root: &std::path::Path) -> Option<PathBuf> {
+    let out = pinned_git()
+        .arg("-C")
+        .arg(root)
+        .args(["config", "--local", "--get", "core.hooksPath"])
+        .output()
+        .ok()?;
+    let value = String::from_utf8(out.stdout).ok()?;
+    let value = value.trim();
+    if !out.status.success() || value.is_empty() {
+        return None;
+    }
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+        None => root.join(value),
+    };
+    Some(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
 /// The places of a policy for `roots`: the temp directory, `$HOME`, and agentls's settings
 /// and state directories, canonical where they exist (Landlock sees real paths).
 pub fn places(roots: Vec<PathBuf>, config: &Config) -> SandboxPlaces {
@@ -128,8 +180,13 @@ pub fn places(roots: Vec<PathBuf>, config: &Config) -> SandboxPlaces {
     {
         own_dirs.push(settings);
     }
+    let roots: Vec<PathBuf> = roots.into_iter().map(real).collect();
     SandboxPlaces {
-        roots: roots.into_iter().map(real).collect(),
+        hook_dirs: roots
+            .iter()
+            .filter_map(|root| git_hooks_dir(root))
+            .collect(),
+        roots,
         temp_dir: real(std::env::temp_dir()),
         home: std::env::var_os("HOME")
             .filter(|home| !home.is_empty())

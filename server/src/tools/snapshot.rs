@@ -147,36 +147,11 @@ fn stat(path: &Path) -> Option<FileStat> {
     })
 }
 
-/// Overrides that no config file can undo: what would run a program.
-const PINNED: [&str; 8] = [
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.untrackedCache=false",
-    "-c",
-    "core.pager=cat",
-];
-
 async fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let mut command = tokio::process::Command::new("git");
-    for (name, _) in std::env::vars_os() {
-        if name.as_encoded_bytes().starts_with(b"GIT_") {
-            command.env_remove(name);
-        }
-    }
-    let output = command
-        .args(PINNED)
+    let output = tokio::process::Command::from(crate::sandbox::pinned_git())
         .arg("-C")
         .arg(dir)
         .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .output()
         .await

@@ -181,6 +181,13 @@ impl Agent {
         self.host.roots().iter().find_map(|root| {
             let root = root.canonicalize().unwrap_or_else(|_| root.clone());
             let relative = path.strip_prefix(&root).ok()?;
+            // The hooks directory git's config names runs at the user's next commit.
+            if crate::sandbox::git_hooks_dir(&root).is_some_and(|dir| path.starts_with(dir)) {
+                return Some(format!(
+                    "it changes git's hooks ({}: core.hooksPath)",
+                    relative.display()
+                ));
+            }
             let relative = relative.to_string_lossy().replace('\\', "/");
             let scripts: Vec<String> = hooks
                 .hooks
