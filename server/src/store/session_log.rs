@@ -237,13 +237,17 @@ impl SessionStore {
         Ok(existed)
     }
 
-    /// Appends a section to the session's progress log (markdown, human-readable).
+    /// Appends a section to the session's progress log (markdown, human-readable), beside its
+    /// log: a session deleted while its turn ran (ACP `session/delete`) gets no new one.
     pub fn append_progress(&self, id: &str, section: &str) -> std::io::Result<()> {
         if !valid_session_id(id) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("invalid session id {id:?}"),
             ));
+        }
+        if !self.log_path(id).exists() {
+            return Ok(());
         }
         self.create_dir()?;
         let mut file = open_private(
@@ -400,6 +404,20 @@ mod tests {
         assert_eq!(mode(store.dir().parent().unwrap()), 0o700);
         assert_eq!(mode(&store.log_path("s-2")), 0o600);
         assert_eq!(mode(&store.progress_path("s-2")), 0o600);
+    }
+
+    /// Issue 41's fourteenth hole: a turn that ended after its session was deleted wrote
+    /// `<id>.progress.md` again.
+    #[test]
+    fn a_deleted_sessions_progress_log_is_not_written_again() {
+        let state = tempfile::tempdir().unwrap();
+        let store = SessionStore::for_workspace(state.path(), Path::new("/w/p"));
+        drop(store.open("s-1").unwrap());
+        store.append_progress("s-1", "## turn 1\n").unwrap();
+        assert!(store.progress_path("s-1").exists());
+        assert!(store.delete("s-1").unwrap());
+        store.append_progress("s-1", "## turn 2\n").unwrap();
+        assert!(!store.progress_path("s-1").exists());
     }
 
     #[test]
