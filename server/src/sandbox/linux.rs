@@ -298,19 +298,10 @@ fn ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, landlock::RulesetErro
 fn no_tiocsti() -> Result<BpfProgram, seccompiler::Error> {
     let tiocsti =
         SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::TIOCSTI)?;
-    let rules = [(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti])?])]
-        .into_iter()
-        .collect();
-    let arch = std::env::consts::ARCH
-        .try_into()
-        .map_err(|_| seccompiler::Error::EmptyFilter)?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )?;
-    Ok(filter.try_into()?)
+    refusing(
+        vec![(libc::SYS_ioctl, vec![SeccompRule::new(vec![tiocsti])?])],
+        libc::EPERM,
+    )
 }
 
 /// seccomp: `socket` for any family but AF_UNIX, and io_uring (which opens sockets without
@@ -323,19 +314,28 @@ fn no_ip_sockets() -> Result<BpfProgram, seccompiler::Error> {
         SeccompCmpOp::Ne,
         libc::AF_UNIX as u64,
     )?;
-    let rules = [
-        (libc::SYS_socket, vec![SeccompRule::new(vec![not_unix])?]),
-        (libc::SYS_io_uring_setup, Vec::new()),
-    ]
-    .into_iter()
-    .collect();
+    refusing(
+        vec![
+            (libc::SYS_socket, vec![SeccompRule::new(vec![not_unix])?]),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ],
+        libc::EAFNOSUPPORT,
+    )
+}
+
+/// A filter for this architecture under which the calls `rules` match fail with `errno`
+/// and every other call is allowed.
+fn refusing(
+    rules: Vec<(i64, Vec<SeccompRule>)>,
+    errno: i32,
+) -> Result<BpfProgram, seccompiler::Error> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|_| seccompiler::Error::EmptyFilter)?;
     let filter = SeccompFilter::new(
-        rules,
+        rules.into_iter().collect(),
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EAFNOSUPPORT as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )?;
     Ok(filter.try_into()?)
