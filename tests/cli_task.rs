@@ -272,6 +272,33 @@ async fn an_edit_whose_indentation_drifted_is_applied_and_said() {
     );
 }
 
+/// The benchmark's bottle-song: the model guessed a stub's text for old_text five times
+/// and was stopped by the loop guard. A small file is shown whole in the not-found error,
+/// with write_file named for replacing it.
+#[tokio::test]
+async fn an_edit_of_a_small_file_that_does_not_match_shows_the_file() {
+    let stub = "def recite(start, take=1):\n    pass\n";
+    let task = Task::new(&[("bottle_song.py", stub)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "edit_file",
+        json!({"path": "bottle_song.py", "old_text": "def recite(start, take):\n    return []", "new_text": "x"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["I will write it."], None));
+    let (code, _, stderr) = task.ask(&fake, "Implement recite", json!({}), None).await;
+    assert_eq!(code, 0, "{stderr}");
+    let output = tool_output(&fake.requests(), "c1");
+    assert!(
+        output.contains("old_text was not found")
+            && output.contains(&format!(
+                "--- bottle_song.py ---\n{stub}--- end of bottle_song.py ---"
+            ))
+            && output.contains("call write_file with the whole new content"),
+        "{output}"
+    );
+}
+
 /// A write cut by the output limit: its arguments are not JSON. The model is told the call
 /// was cut and what to do; the request after it carries `{}` for those arguments (a server
 /// that parses them, like llama.cpp's, refuses the request otherwise), so the turn goes on

@@ -364,18 +364,43 @@ fn not_found(shown: &str, current: &str, old_text: &str, new_text: &str) -> Tool
             .collect();
         if !lines.is_empty() {
             message.push_str(&format!(
-                " Its first line `{}` occurs at {}, but the following lines differ: read the file there and copy old_text exactly.",
+                " Its first line `{}` occurs at {}, but the following lines differ:",
                 cut_line(first_line, MAX_GREP_LINE_CHARS),
                 describe_lines(&lines)
             ));
+            message.push_str(
+                &small_file_shown(shown, current).unwrap_or_else(|| {
+                    " read the file there and copy old_text exactly.".to_string()
+                }),
+            );
             return error(message);
         }
     }
-    message.push_str(
-        " Read the file again with read_file and copy the text to replace exactly, whitespace included.",
-    );
+    message.push_str(&small_file_shown(shown, current).unwrap_or_else(|| {
+        " Read the file again with read_file and copy the text to replace exactly, whitespace included.".to_string()
+    }));
     error(message)
 }
+
+/// A small file (an exercise's stub) whole, for the not-found error: a small model that
+/// guessed its text guesses again after "read it again" and repeats the edit until stopped.
+fn small_file_shown(shown: &str, current: &str) -> Option<String> {
+    if current.len() > SHOWN_WHOLE_BYTES || current.lines().count() > SHOWN_WHOLE_LINES {
+        return None;
+    }
+    let end = if current.ends_with('\n') || current.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    Some(format!(
+        " The whole file is:\n--- {shown} ---\n{current}{end}--- end of {shown} ---\nCopy old_text exactly from it, or call write_file with the whole new content of {shown} to replace all of it."
+    ))
+}
+
+/// A file this small is shown whole when an edit's old_text is not found in it.
+const SHOWN_WHOLE_LINES: usize = 40;
+const SHOWN_WHOLE_BYTES: usize = 4096;
 
 /// The lines where `needle` occurs in `haystack` (normalized texts with the same lines).
 fn match_lines(haystack: &str, needle: &str) -> Vec<usize> {
