@@ -117,24 +117,15 @@ pub fn available_commands(commands: &[crate::commands::CommandInfo]) -> Vec<Valu
         .collect()
 }
 
-/// The ACP kind of an agentls tool kind (`read`, `search`, `edit`, `execute`, `other`).
+/// The ACP kind of an agentls tool kind named as on the wire (`read`, `search`, `edit`,
+/// `execute`, `other`; anything else is `other`).
 pub fn tool_kind(kind: &str) -> &'static str {
-    match kind {
-        "read" => "read",
-        "search" => "search",
-        "edit" => "edit",
-        "execute" => "execute",
-        _ => "other",
-    }
+    ToolKind::deserialize(&json!(kind)).map_or("other", acp_tool_kind)
 }
 
+/// The ACP status of a tool status named as on the wire (anything else is `pending`).
 fn tool_status(status: &str) -> &'static str {
-    match status {
-        "in_progress" => "in_progress",
-        "completed" => "completed",
-        "failed" => "failed",
-        _ => "pending",
-    }
+    ToolStatus::deserialize(&json!(status)).map_or("pending", acp_tool_status)
 }
 
 fn acp_tool_status(status: ToolStatus) -> &'static str {
@@ -704,15 +695,11 @@ pub fn replay(items: &[TranscriptItem]) -> Vec<Value> {
                 output,
                 ..
             } => {
-                let kind = serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
                 let mut call = json!({
                     "sessionUpdate": "tool_call",
                     "toolCallId": tool_call_id,
                     "title": title,
-                    "kind": tool_kind(&kind),
+                    "kind": acp_tool_kind(*kind),
                     "status": tool_status(status),
                     "rawInput": input,
                 });
