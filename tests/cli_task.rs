@@ -285,9 +285,20 @@ async fn an_edit_of_a_small_file_that_does_not_match_shows_the_file() {
         "edit_file",
         json!({"path": "bottle_song.py", "old_text": "def recite(start, take):\n    return []", "new_text": "x"}),
     ));
-    fake.push(FakeProvider::openai_text(&["I will write it."], None));
+    // Shown whole, the file counts as read: write_file over it is not refused.
+    fake.push(call(
+        "c2",
+        "write_file",
+        json!({"path": "bottle_song.py", "content": "def recite(start, take=1):\n    return []\n"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["I wrote it."], None));
     let (code, _, stderr) = task.ask(&fake, "Implement recite", json!({}), None).await;
     assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        task.read("bottle_song.py"),
+        "def recite(start, take=1):\n    return []\n",
+        "{stderr}"
+    );
     let output = tool_output(&fake.requests(), "c1");
     assert!(
         output.contains("old_text was not found")

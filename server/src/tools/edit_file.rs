@@ -12,6 +12,7 @@ use agentls_core::prompts::fill;
 use agentls_core::tool_info::{error, shorten, LedgerRecord, ToolError, ToolKind};
 
 use crate::host::FileChange;
+use crate::locks::Locked;
 use crate::tools::boundary::PathBoundary;
 use crate::tools::diff::unified_diff;
 use crate::tools::file_change;
@@ -385,7 +386,7 @@ fn not_found(shown: &str, current: &str, old_text: &str, new_text: &str) -> Tool
 /// A small file (an exercise's stub) whole, for the not-found error: a small model that
 /// guessed its text guesses again after "read it again" and repeats the edit until stopped.
 fn small_file_shown(shown: &str, current: &str) -> Option<String> {
-    if current.len() > SHOWN_WHOLE_BYTES || current.lines().count() > SHOWN_WHOLE_LINES {
+    if !shown_whole(current) {
         return None;
     }
     let end = if current.ends_with('\n') || current.is_empty() {
@@ -396,6 +397,11 @@ fn small_file_shown(shown: &str, current: &str) -> Option<String> {
     Some(format!(
         " The whole file is:\n--- {shown} ---\n{current}{end}--- end of {shown} ---\nCopy old_text exactly from it, or call write_file with the whole new content of {shown} to replace all of it."
     ))
+}
+
+/// Whether a not-found error shows `current` whole (and so counts as its read).
+fn shown_whole(current: &str) -> bool {
+    current.len() <= SHOWN_WHOLE_BYTES && current.lines().count() <= SHOWN_WHOLE_LINES
 }
 
 /// A file this small is shown whole when an edit's old_text is not found in it.
@@ -464,8 +470,19 @@ impl Tool for EditFile {
             old_text,
             new_text,
         } = input;
-        let planned =
-            plan_edit(&cx.boundary, path, &current, old_text, new_text).map_err(|e| e.0)?;
+        let planned = match plan_edit(&cx.boundary, path, &current, old_text, new_text) {
+            Ok(planned) => planned,
+            Err(err) => {
+                // An error that showed the whole file counts as its read, as a refused write's
+                // first page does: the model may then replace it with write_file.
+                if shown_whole(&current) {
+                    if let (Some(reads), Ok(resolved)) = (&cx.reads, cx.boundary.resolve(path)) {
+                        reads.locked().saw(&resolved, &current);
+                    }
+                }
+                return Err(err.0);
+            }
+        };
         let mut summary = fill(
             &cx.host.prompts().tool_outputs.file_edited,
             &[
