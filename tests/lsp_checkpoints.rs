@@ -226,6 +226,27 @@ fn script_work_turn(fake: &FakeProvider) {
     fake.push(FakeProvider::openai_text(&["WORKDONE"], None));
 }
 
+/// The debug build's rewind gate: the rewind waits there before it writes each file.
+const GATE_ENV: &str = "AGENTLS_TEST_REWIND_GATE";
+
+/// Waits until the rewind is at the gate; the path it is about to write.
+async fn gate_reached(gate: &Path) -> String {
+    loop {
+        if let Ok(path) = fs::read_to_string(gate.join("reached")) {
+            return path;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// Lets the rewind past the gate, and waits until it has gone.
+async fn gate_open(gate: &Path) {
+    fs::write(gate.join("go"), "").unwrap();
+    while gate.join("go").exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 async fn request(server: &Server, method: &str, params: Value) -> Value {
     server
         .client
@@ -665,7 +686,8 @@ async fn a_fork_has_the_history_before_its_checkpoint_and_both_survive_a_restart
 async fn a_kill_during_a_rewind_leaves_each_file_old_or_new_and_a_session_that_loads() {
     let ws = workspace(false);
     let fake = FakeProvider::start().await;
-    let env = vec![("AGENTLS_TEST_REWIND_PAUSE_MS", "400".to_string())];
+    let gate = tempfile::tempdir().unwrap();
+    let env = vec![(GATE_ENV, gate.path().display().to_string())];
     let mut server = start(&ws, &fake, env).await;
     let session = new_session(&server).await;
     let listed = two_turns(&server, &fake, &session).await;
@@ -677,16 +699,24 @@ async fn a_kill_during_a_rewind_leaves_each_file_old_or_new_and_a_session_that_l
     {
         let pending = server.client.request("agent/session/rewind", params);
         tokio::pin!(pending);
-        // Killed once the created files are gone (the deletes come first), while the
-        // restores wait between files.
-        let gone = async {
-            while ws.root.join("gen/out2.txt").exists() {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // Killed at the second of the files that were there before (the deletes come
+        // first): the first of them is written, the others are not.
+        let at_second = async {
+            let mut seen = 0;
+            loop {
+                let path = gate_reached(gate.path()).await;
+                if before_names.contains(&path.as_str()) {
+                    seen += 1;
+                    if seen == 2 {
+                        return;
+                    }
+                }
+                gate_open(gate.path()).await;
             }
         };
         tokio::select! {
             answer = &mut pending => panic!("the rewind ended before the kill: {answer:?}"),
-            () = gone => {}
+            () = at_second => {}
         }
     }
     kill9(&mut server).await;
@@ -893,4 +923,135 @@ async fn files_over_max_file_bytes_are_not_stored_said_so_and_never_touched_by_a
         fs::read_to_string(ws.root.join("big.log")).unwrap(),
         format!("{big}more")
     );
+}
+
+/// Issue 41, hole 3: a directory swapped for a link between the rewind's plan and its write
+/// (a process the model left running can do it) does not redirect the write outside.
+#[tokio::test]
+async fn a_directory_swapped_for_a_link_during_a_rewind_is_not_written_through() {
+    let ws = workspace(false);
+    fs::create_dir_all(ws.root.join("sub")).unwrap();
+    fs::write(ws.root.join("sub/file.txt"), "OLD\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("file.txt"), "OUTSIDE\n").unwrap();
+    let fake = FakeProvider::start().await;
+    let gate = tempfile::tempdir().unwrap();
+    let env = vec![(GATE_ENV, gate.path().display().to_string())];
+    let server = start(&ws, &fake, env).await;
+    let session = new_session(&server).await;
+    let command = json!({"command": "printf 'NEW\\n' > sub/file.txt"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "shell", &[command.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["DONE"], None));
+    run_turn(&server, &session, "CHANGE IT").await;
+    assert_eq!(
+        fs::read_to_string(ws.root.join("sub/file.txt")).unwrap(),
+        "NEW\n"
+    );
+    let listed = checkpoints(&server, &session).await;
+    let checkpoint = listed[0]["id"].as_str().unwrap().to_string();
+
+    let params = json!({"sessionId": session, "checkpointId": checkpoint, "restore": "code"});
+    let pending = server.client.request("agent/session/rewind", params);
+    tokio::pin!(pending);
+    let swapped = async {
+        assert_eq!(gate_reached(gate.path()).await, "sub/file.txt");
+        fs::rename(ws.root.join("sub"), ws.root.join("sub.real")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.root.join("sub")).unwrap();
+        gate_open(gate.path()).await;
+    };
+    tokio::select! {
+        answer = &mut pending => panic!("the rewind ended before the gate: {answer:?}"),
+        () = swapped => {}
+    }
+    let done = pending.await.unwrap();
+    assert_eq!(
+        fs::read_to_string(outside.path().join("file.txt")).unwrap(),
+        "OUTSIDE\n",
+        "the rewind wrote through the link: {done}"
+    );
+    let names: Vec<String> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["file.txt"], "{done}");
+    let failed = done["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{done}");
+    assert_eq!(failed[0]["path"], "sub/file.txt");
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("symlink"),
+        "{done}"
+    );
+}
+
+/// Issue 41, hole 12: a file whose name is not UTF-8 is restored under its own name, not
+/// a new one with U+FFFD in it.
+#[tokio::test]
+async fn a_file_whose_name_is_not_utf8_is_restored_under_its_own_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let ws = workspace(false);
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    fs::write(ws.root.join(name), "OLD\n").unwrap();
+    let fake = FakeProvider::start().await;
+    let server = start(&ws, &fake, vec![]).await;
+    let session = new_session(&server).await;
+    let command =
+        json!({"command": "for f in caf*.txt; do printf 'NEW\\n' > \"$f\"; done"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "shell", &[command.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["DONE"], None));
+    run_turn(&server, &session, "CHANGE IT").await;
+    assert_eq!(fs::read_to_string(ws.root.join(name)).unwrap(), "NEW\n");
+    let listed = checkpoints(&server, &session).await;
+    let checkpoint = listed[0]["id"].as_str().unwrap();
+    let done = rewind(&server, &session, checkpoint, "code", json!({})).await;
+    assert_eq!(done["failed"], json!([]), "{done}");
+    assert_eq!(strings(&done["restore"]), ["caf\u{fffd}.txt"], "{done}");
+    assert_eq!(fs::read_to_string(ws.root.join(name)).unwrap(), "OLD\n");
+    assert!(
+        !ws.root.join("caf\u{fffd}.txt").exists(),
+        "a new file was made with U+FFFD in its name"
+    );
+}
+
+/// Issue 41, hole 13: a file a turn created past `checkpoints.maxFileBytes` is not stored,
+/// so a rewind leaves it: it says so in `notStored`.
+#[tokio::test]
+async fn a_created_file_past_max_file_bytes_is_listed_as_not_stored_by_a_rewind() {
+    let ws = workspace(false);
+    let fake = FakeProvider::start().await;
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "checkpoints": {"maxFileBytes": 500}}),
+    );
+    let server = server(&ws, options, Some(editor())).await;
+    let session = new_session(&server).await;
+    let command = json!({
+        "command": "head -c 2000 /dev/zero | tr '\\0' x > huge.log && printf 'changed' > notes.txt"
+    })
+    .to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "shell", &[command.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["DONE"], None));
+    run_turn(&server, &session, "MAKE IT").await;
+    assert_eq!(fs::metadata(ws.root.join("huge.log")).unwrap().len(), 2000);
+    let listed = checkpoints(&server, &session).await;
+    let done = rewind(
+        &server,
+        &session,
+        listed[0]["id"].as_str().unwrap(),
+        "code",
+        json!({}),
+    )
+    .await;
+    assert_eq!(strings(&done["restore"]), ["notes.txt"], "{done}");
+    assert_eq!(strings(&done["notStored"]), ["huge.log"], "{done}");
+    assert!(ws.root.join("huge.log").exists());
 }

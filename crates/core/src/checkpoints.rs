@@ -203,7 +203,10 @@ pub struct Blob {
 /// One path of `git diff-tree -r -z --raw`: its old and new states (None: absent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawChange {
+    /// The path as shown (a name that is not UTF-8 shows U+FFFD in place of its bytes).
     pub path: String,
+    /// The path's bytes as git gave them: what is written and removed.
+    pub path_bytes: Vec<u8>,
     pub old: Option<Blob>,
     pub new: Option<Blob>,
 }
@@ -238,6 +241,7 @@ pub fn parse_raw_diff(bytes: &[u8]) -> Vec<RawChange> {
         };
         changes.push(RawChange {
             path: String::from_utf8_lossy(path).into_owned(),
+            path_bytes: path.to_vec(),
             old: blob(old_mode, old_oid),
             new: blob(new_mode, new_oid),
         });
@@ -333,7 +337,9 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedFile {
     pub root: String,
+    /// As shown; `path_bytes` is the name on the disk (they differ where it is not UTF-8).
     pub path: String,
+    pub path_bytes: Vec<u8>,
     pub action: Action,
     /// The state to bring back (None for a delete).
     pub target: Option<Blob>,
@@ -366,6 +372,7 @@ pub fn plan_root(
             PlannedFile {
                 root: root.to_string(),
                 path: change.path.clone(),
+                path_bytes: change.path_bytes.clone(),
                 action,
                 target: change.old.clone(),
                 now: change.new.clone(),
@@ -390,6 +397,7 @@ mod tests {
     fn change(path: &str, old: Option<Blob>, new: Option<Blob>) -> RawChange {
         RawChange {
             path: path.into(),
+            path_bytes: path.as_bytes().to_vec(),
             old,
             new,
         }

@@ -737,50 +737,6 @@ fn storable(path: &Path, max_file_bytes: u64) -> Storable {
     Storable::Yes(meta.len())
 }
 
-/// Writes `bytes` at `path` as a whole: a temporary file beside it, its mode set, synced,
-/// then renamed over the path, so a kill leaves the old file or the new one, never a torn
-/// one. `mode` is git's (`0o100755` executable, `0o120000` a symlink to `bytes`).
-pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
-    let dir = path.parent().ok_or("no parent directory")?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let name = path.file_name().ok_or("no file name")?.to_string_lossy();
-    let temp = dir.join(format!(".{name}.agentls-rewind-{}", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    if mode == 0o120000 {
-        let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes);
-        std::os::unix::fs::symlink(target, &temp).map_err(|e| e.to_string())?;
-    } else {
-        let written = (|| -> std::io::Result<()> {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)?;
-            file.write_all(bytes)?;
-            let old = std::fs::symlink_metadata(path)
-                .ok()
-                .filter(|m| m.is_file())
-                .map(|m| m.permissions().mode() & 0o7777)
-                .unwrap_or(0o644);
-            // Git keeps only the executable bit: x where r is, as git checks files out.
-            let permissions = if mode & 0o111 != 0 {
-                old | (old & 0o444) >> 2 | 0o100
-            } else {
-                old & !0o111
-            };
-            file.set_permissions(std::fs::Permissions::from_mode(permissions))?;
-            file.sync_all()
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(format!("cannot write {}: {e}", temp.display()));
-        }
-    }
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        format!("cannot replace {}: {e}", path.display())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

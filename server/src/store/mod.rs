@@ -3,9 +3,11 @@
 //! files, skills, the environment block's facts (shell, date), and the secrets of the process
 //! environment (`secrets`), the user settings file (`settings`), and where the user's own
 //! configuration lives (`user_config`), and the one way a configuration or instruction file
-//! is opened (`untrusted_file`: a regular file inside its root, capped).
+//! is opened (`untrusted_file`: a regular file inside its root, capped), and the one way a
+//! rewind writes beneath a root (`beneath`: through directory descriptors, never a link).
 
 pub mod agents_md;
+pub mod beneath;
 pub mod checkpoint_watch;
 pub mod checkpoints;
 pub mod commands;

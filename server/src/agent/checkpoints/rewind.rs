@@ -8,6 +8,8 @@
 //! it is unless `force`. Conversation: an `Event::Rewind` in the log (append-only), and the
 //! session replayed from it, so a reload gives the same history.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,13 +24,17 @@ use crate::agent::{tokenizer_for, Agent, AgentError};
 use crate::host::FileChange;
 use crate::locks::Locked;
 use crate::protocol::lsp::{RewindFailure, SessionRewindResult};
-use crate::store::checkpoints::{write_atomically, CheckpointStore, Snapshot};
+use crate::store::beneath;
+use crate::store::checkpoints::{CheckpointStore, Snapshot};
 use crate::store::session_log;
 use crate::tools::registry::Registry;
 
-/// Test hook: a pause between two files of a rewind, so a test can kill the server there.
-/// Read by debug builds only (the ones the tests drive): the shipped binary has no such knob.
-const PAUSE_ENV: &str = "AGENTLS_TEST_REWIND_PAUSE_MS";
+/// Test hook: the path of a directory where a rewind waits before it writes each file, so a
+/// test can act at exactly that point (swap a directory for a link, kill the server). The
+/// rewind writes `reached` (the file's path) there and goes on once `go` exists, which it
+/// removes. Read by debug builds only (the ones the tests drive): the shipped binary has no
+/// such knob.
+const GATE_ENV: &str = "AGENTLS_TEST_REWIND_GATE";
 
 /// What a code rewind found: the plan, and the paths not stored.
 struct CodePlan {
@@ -130,10 +136,9 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let mut files = plan.files;
         files.sort_by_key(|f| (f.action != Action::Delete, f.path.clone()));
-        let pause = std::env::var(PAUSE_ENV)
-            .ok()
+        let gate = std::env::var_os(GATE_ENV)
             .filter(|_| cfg!(debug_assertions))
-            .and_then(|v| v.parse::<u64>().ok());
+            .map(PathBuf::from);
         let store = self.checkpoint_store()?;
         result.not_stored = plan.not_stored;
         for file in files {
@@ -162,8 +167,8 @@ impl Agent {
             if result.dry_run {
                 continue;
             }
-            if let Some(ms) = pause {
-                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            if let Some(gate) = &gate {
+                wait_at_gate(gate, &file.path).await;
             }
             let tree = plan
                 .trees
@@ -178,7 +183,8 @@ impl Agent {
         Ok(())
     }
 
-    /// One file back to its state at the checkpoint.
+    /// One file back to its state at the checkpoint, written beneath its root through
+    /// directory descriptors (no directory swapped for a link since the plan can redirect it).
     async fn restore_file(
         &self,
         store: &CheckpointStore,
@@ -187,20 +193,14 @@ impl Agent {
         tree: &str,
         buffer: Option<(String, i32)>,
     ) -> Result<(), String> {
-        inside_without_symlinks(Path::new(&file.root), &file.path)?;
+        beneath::split(&file.path_bytes)?;
+        let root = PathBuf::from(&file.root);
+        let relative = file.path_bytes.clone();
         let Some(target) = &file.target else {
-            let (store, path, root, tree, relative) = (
-                store.clone(),
-                path.to_path_buf(),
-                PathBuf::from(&file.root),
-                tree.to_string(),
-                file.path.clone(),
-            );
-            return tokio::task::spawn_blocking(move || {
-                remove(&store, &root, &tree, &relative, &path)
-            })
-            .await
-            .map_err(|e| e.to_string())?;
+            let (store, tree) = (store.clone(), tree.to_string());
+            return tokio::task::spawn_blocking(move || remove(&store, &root, &tree, &relative))
+                .await
+                .map_err(|e| e.to_string())?;
         };
         let bytes = {
             let (store, oid) = (store.clone(), target.oid.clone());
@@ -222,11 +222,25 @@ impl Agent {
                 tracing::warn!("rewind: the editor did not take {}: {err}", path.display());
             }
         }
-        let (path, mode) = (path.to_path_buf(), target.mode);
-        tokio::task::spawn_blocking(move || write_atomically(&path, &bytes, mode))
-            .await
-            .map_err(|e| e.to_string())?
+        let mode = target.mode;
+        tokio::task::spawn_blocking(move || {
+            beneath::write_atomically(&root, &relative, &bytes, mode)
+        })
+        .await
+        .map_err(|e| e.to_string())?
     }
+}
+
+/// The test gate (`GATE_ENV`): says where the rewind is, then waits for `go`. `reached`
+/// goes before `go` does, so a test that saw `go` taken knows the next `reached` is new.
+async fn wait_at_gate(gate: &Path, path: &str) {
+    let _ = std::fs::write(gate.join("reached.tmp"), path);
+    let _ = std::fs::rename(gate.join("reached.tmp"), gate.join("reached"));
+    while !gate.join("go").exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let _ = std::fs::remove_file(gate.join("reached"));
+    let _ = std::fs::remove_file(gate.join("go"));
 }
 
 /// The plan of a rewind to `since[0]` (`since`: it and the checkpoints after it). Blocking.
@@ -277,7 +291,9 @@ fn plan_code(
     files.extend(unsaved_edits(store, checkpoint, &buffers, &files));
     Ok(CodePlan {
         files,
-        not_stored: checkpoint.unstored.clone(),
+        // Everything not stored since the checkpoint, not only at it: a file a turn created
+        // past `maxFileBytes` is left by the rewind, and said so.
+        not_stored,
         first_root: checkpoint
             .trees
             .first()
@@ -320,6 +336,7 @@ fn unsaved_edits(
             if store.hash(text).is_ok_and(|oid| oid != target.oid) {
                 more.push(PlannedFile {
                     root: root.root.clone(),
+                    path_bytes: relative.as_bytes().to_vec(),
                     path: relative,
                     action: Action::Restore,
                     target: Some(target),
@@ -332,49 +349,28 @@ fn unsaved_edits(
     more
 }
 
-/// Refuses a path whose directories (below the root) include a symlink: writing there
-/// could land outside the workspace.
-fn inside_without_symlinks(root: &Path, relative: &str) -> Result<(), String> {
-    let mut at = root.to_path_buf();
-    let parts: Vec<&str> = relative.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
-        if part.is_empty() || *part == "." || *part == ".." {
-            return Err(format!("refused path {relative:?}"));
-        }
-        at.push(part);
-        if let Ok(meta) = std::fs::symlink_metadata(&at) {
-            if meta.file_type().is_symlink() {
-                return Err(format!(
-                    "{} is a symlink now: not written through",
-                    at.display()
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Removes a file the turns created, then its directories left empty that the checkpoint
-/// did not have.
-fn remove(
-    store: &CheckpointStore,
-    root: &Path,
-    tree: &str,
-    relative: &str,
-    path: &Path,
-) -> Result<(), String> {
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
-    }
-    let mut dir = Path::new(relative).parent();
-    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-        let shown = d.to_string_lossy();
-        if store.has_dir(tree, &shown) || std::fs::remove_dir(root.join(d)).is_err() {
+/// did not have; all through directory descriptors below the root.
+fn remove(store: &CheckpointStore, root: &Path, tree: &str, relative: &[u8]) -> Result<(), String> {
+    let (dir_part, name) = beneath::split(relative)?;
+    let Some(dir) = beneath::Dir::open(root, dir_part, false)? else {
+        return Ok(());
+    };
+    dir.remove_file(OsStr::from_bytes(name))?;
+    drop(dir);
+    let mut dir_part = dir_part;
+    while !dir_part.is_empty() {
+        let (parent, name) = beneath::split(dir_part)?;
+        // A directory the checkpoint had stays (a name that is not UTF-8 is not looked up:
+        // it stays too).
+        let kept = std::str::from_utf8(dir_part).map_or(true, |d| store.has_dir(tree, d));
+        let Some(parent_dir) = beneath::Dir::open(root, parent, false)? else {
+            break;
+        };
+        if kept || !parent_dir.remove_empty_dir(OsStr::from_bytes(name)) {
             break;
         }
-        dir = d.parent();
+        dir_part = parent;
     }
     Ok(())
 }
