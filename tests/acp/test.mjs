@@ -912,6 +912,23 @@ test("session/delete removes the session's log; an unknown id succeeds", async (
   await c.connection.deleteSession({ sessionId });
 });
 
+test("session/delete during a running turn leaves nothing of the session behind, its progress log included", async () => {
+  const ws = workspace({});
+  const c = await start({ replies: [{ steps: [chunk("Hel"), { hold: true }] }] }, ws);
+  const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
+  const filesOf = () => fs.readdirSync(path.join(ws, ".state"), { recursive: true })
+    .map((p) => String(p).split(path.sep).join("/"))
+    .filter((p) => p.split("/").pop().startsWith(sessionId));
+  const answer = c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "Talk." }] });
+  await c.update(kind("agent_message_chunk"));
+  assert.ok(filesOf().length > 0, "the running session has its log");
+  await c.connection.deleteSession({ sessionId });
+  assert.equal((await answer).stopReason, "cancelled");
+  // The cancelled turn's end came after the delete: it must not write the session again.
+  await c.connection.listSessions({ cwd: ws });
+  assert.deepEqual(filesOf(), [], "files of the deleted session");
+});
+
 test("$/cancel_request of a pending prompt ends it cancelled; agentls withdraws its permission request after a cancel", async () => {
   const ws = workspace({});
   const c = await start(
