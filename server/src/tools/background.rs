@@ -34,7 +34,7 @@ use crate::locks::Locked;
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::ToolContext;
 use crate::tools::shell_process::{
-    self, ChildSetup, Ending, KeptOutput, Limits, SHELL_OUTPUT_BYTES,
+    self, ChildSetup, Ending, KeptOutput, Limits, ProtectedBefore, SHELL_OUTPUT_BYTES,
 };
 use crate::tools::snapshot;
 
@@ -288,7 +288,7 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
     }
     let root = shell_process::root_holding(cx, &cwd).to_path_buf();
     let before = snapshot::before(&root).await;
-    let absent = shell_process::absent_protected(cx.sandbox.as_ref());
+    let absent = shell_process::protected_before(cx.sandbox.as_ref());
     let run = TerminalRun {
         session_id: cx.session_id.clone(),
         tool_call_id: cx.call_id.clone(),
@@ -420,7 +420,7 @@ async fn first_output(background: &Background) {
 /// Follows a command in a client terminal until it ends or is stopped: a stop kills it
 /// (`terminal/kill`), then its last output is read and the terminal released; how it
 /// ended is noted.
-async fn follow(background: Arc<Background>, absent: Vec<PathBuf>) {
+async fn follow(background: Arc<Background>, absent: Vec<ProtectedBefore>) {
     let Runner::Terminal(terminal) = &background.runner else {
         return;
     };
@@ -483,17 +483,14 @@ fn status_line(exit: &TerminalExit) -> String {
     }
 }
 
-/// The ending, after a note of the protected paths a sandboxed command created (removed now).
-fn with_planted(ending: String, absent: &[PathBuf]) -> String {
-    let planted = shell_process::remove_planted(absent);
+/// The ending, after a note of the protected paths a sandboxed command created or replaced
+/// (undone now).
+fn with_planted(ending: String, absent: &[ProtectedBefore]) -> String {
+    let planted = shell_process::put_back_protected(absent);
     if planted.is_empty() {
         return ending;
     }
-    let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
-    format!(
-        "[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]\n{ending}",
-        names.join(", ")
-    )
+    format!("{}\n{ending}", planted.note())
 }
 
 /// Reads the command until it ends or is stopped, then notes how it ended.
@@ -503,7 +500,7 @@ async fn watch(
     mut group: GroupGuard,
     mut chunks: tokio::sync::mpsc::Receiver<String>,
     readers: Vec<tokio::task::JoinHandle<()>>,
-    absent: Vec<PathBuf>,
+    absent: Vec<ProtectedBefore>,
 ) {
     let wait = child.wait();
     tokio::pin!(wait);

@@ -19,8 +19,8 @@ use crate::host::{TerminalOutcome, TerminalRun};
 use crate::process_groups::GroupGuard;
 use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 use crate::tools::shell_process::{
-    absent_protected, merged_output, remove_planted, root_holding, settle, spawn, watch,
-    ChildSetup, Ending, KeptOutput, Limits, Watched, SHELL_OUTPUT_BYTES,
+    merged_output, protected_before, put_back_protected, root_holding, settle, spawn, watch,
+    ChildSetup, Ending, KeptOutput, Limits, PutBack, Watched, SHELL_OUTPUT_BYTES,
 };
 use crate::tools::snapshot;
 use agentls_core::sandbox::SandboxPolicy;
@@ -225,9 +225,9 @@ impl Tool for Shell {
         // The workspace root the command runs in, snapshotted around it: what it changes on
         // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
         let before = snapshot::before(root_holding(cx, &cwd)).await;
-        let absent = absent_protected(cx.sandbox.as_ref());
+        let protected = protected_before(cx.sandbox.as_ref());
         let ran = execute(cx, &input.command, cwd, timeout).await;
-        let planted = remove_planted(&absent);
+        let planted = put_back_protected(&protected);
         // Also after a failure, a timeout or a cancel: the files may have changed before.
         let changed = match before {
             Some(before) => snapshot::changes_since(before, &cx.boundary.roots).await,
@@ -294,20 +294,14 @@ async fn execute(
     .await
 }
 
-/// Marks an outcome the sandbox explains: a protected path the command created (removed,
-/// and the call failed), else a failure whose output shows a denied write or socket.
-fn mark_denial(outcome: &mut ToolOutcome, policy: &SandboxPolicy, planted: &[PathBuf]) {
+/// Marks an outcome the sandbox explains: a protected path the command created or replaced
+/// (undone, and the call failed), else a failure whose output shows a denied write or socket.
+fn mark_denial(outcome: &mut ToolOutcome, policy: &SandboxPolicy, planted: &PutBack) {
     if !planted.is_empty() {
-        let names: Vec<String> = planted.iter().map(|p| p.display().to_string()).collect();
-        outcome.output.push_str(&format!(
-            "\n[the sandbox removed {}: a sandboxed command may not create git's hooks or config, .agents/ or .mcp.json]",
-            names.join(", ")
-        ));
+        outcome.output.push('\n');
+        outcome.output.push_str(&planted.note());
         outcome.success = false;
-        outcome.sandbox_denied = Some(format!(
-            "the command created {}, which a sandboxed command may not create",
-            names.join(", ")
-        ));
+        outcome.sandbox_denied = Some(planted.denial());
         return;
     }
     if outcome.success {

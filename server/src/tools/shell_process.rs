@@ -334,40 +334,136 @@ pub(crate) fn root_holding<'a>(cx: &'a ToolContext, dir: &Path) -> &'a Path {
         .unwrap_or(&cx.boundary.roots[0])
 }
 
-/// The protected paths that are not there before a sandboxed command: the mount namespace
-/// cannot make a missing path read-only, so one the command creates is removed after it.
-pub(crate) fn absent_protected(sandbox: Option<&SandboxPolicy>) -> Vec<PathBuf> {
-    sandbox.map_or_else(Vec::new, |policy| {
-        policy
-            .protected
-            .iter()
-            .filter(|path| std::fs::symlink_metadata(path).is_err())
-            .cloned()
-            .collect()
-    })
+/// A protected path as it was before a sandboxed command, where the mount namespace cannot
+/// hold it: one that is not there cannot be made read-only (one the command creates is
+/// removed after it), and a symlink's mount holds where it leads, not the link (a link the
+/// command replaces, e.g. `.git/hooks` pointing at a shared hooks directory, is put back).
+#[derive(Debug, Clone)]
+pub(crate) enum ProtectedBefore {
+    Absent(PathBuf),
+    Link { path: PathBuf, target: PathBuf },
 }
 
-/// Removes what the command created at the `absent` protected paths; the paths removed.
-pub(crate) fn remove_planted(absent: &[PathBuf]) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    for path in absent {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
+/// The protected paths the command could create or replace, as they are before it.
+pub(crate) fn protected_before(sandbox: Option<&SandboxPolicy>) -> Vec<ProtectedBefore> {
+    let Some(policy) = sandbox else {
+        return Vec::new();
+    };
+    policy
+        .protected
+        .iter()
+        .filter_map(|path| match std::fs::symlink_metadata(path) {
+            Err(_) => Some(ProtectedBefore::Absent(path.clone())),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(path).ok()?;
+                Some(ProtectedBefore::Link {
+                    path: path.clone(),
+                    target,
+                })
+            }
+            Ok(_) => None,
+        })
+        .collect()
+}
+
+/// What the sandbox undid after a command: the paths it created (removed) and the links it
+/// replaced (put back).
+#[derive(Debug, Default)]
+pub(crate) struct PutBack {
+    pub removed: Vec<PathBuf>,
+    pub relinked: Vec<PathBuf>,
+}
+
+impl PutBack {
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.relinked.is_empty()
+    }
+
+    /// The note for the model and the user, e.g. `[the sandbox removed .git/hooks/x: …]`.
+    pub fn note(&self) -> String {
+        let names = |paths: &[PathBuf]| -> String {
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            names.join(", ")
         };
-        let gone = if meta.is_dir() {
-            std::fs::remove_dir_all(path)
-        } else {
-            std::fs::remove_file(path)
-        };
-        match gone {
-            Ok(()) => removed.push(path.clone()),
-            Err(err) => tracing::warn!(
-                "a sandboxed command created {}, which cannot be removed: {err}",
-                path.display()
-            ),
+        let mut done = Vec::new();
+        if !self.removed.is_empty() {
+            done.push(format!("removed {}", names(&self.removed)));
+        }
+        if !self.relinked.is_empty() {
+            done.push(format!("put back the link {}", names(&self.relinked)));
+        }
+        format!(
+            "[the sandbox {}: a sandboxed command may not create or replace git's hooks or config, .agents/ or .mcp.json]",
+            done.join(" and ")
+        )
+    }
+
+    /// Why the call failed, for `sandbox_denied`.
+    pub fn denial(&self) -> String {
+        let all: Vec<String> = self
+            .removed
+            .iter()
+            .chain(&self.relinked)
+            .map(|p| p.display().to_string())
+            .collect();
+        format!(
+            "the command created or replaced {}, which a sandboxed command may not",
+            all.join(", ")
+        )
+    }
+}
+
+/// Undoes what the command did to the protected paths of `before`.
+pub(crate) fn put_back_protected(before: &[ProtectedBefore]) -> PutBack {
+    let mut done = PutBack::default();
+    for state in before {
+        match state {
+            ProtectedBefore::Absent(path) => {
+                if std::fs::symlink_metadata(path).is_err() {
+                    continue;
+                }
+                match remove_any(path) {
+                    Ok(()) => done.removed.push(path.clone()),
+                    Err(err) => tracing::warn!(
+                        "a sandboxed command created {}, which cannot be removed: {err}",
+                        path.display()
+                    ),
+                }
+            }
+            ProtectedBefore::Link { path, target } => {
+                if std::fs::read_link(path).is_ok_and(|now| now == *target) {
+                    continue;
+                }
+                let relinked = remove_any(path)
+                    .or_else(|e| {
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })
+                    .and_then(|()| std::os::unix::fs::symlink(target, path));
+                match relinked {
+                    Ok(()) => done.relinked.push(path.clone()),
+                    Err(err) => tracing::warn!(
+                        "a sandboxed command replaced the link {}, which cannot be put back: {err}",
+                        path.display()
+                    ),
+                }
+            }
         }
     }
-    removed
+    done
+}
+
+/// Removes a file, link or directory tree (a link is removed, never followed).
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    }
 }
 
 #[cfg(test)]
