@@ -714,3 +714,66 @@ async fn a_cancel_kills_a_running_hook_and_ends_the_turn() {
     );
     server.stop().await;
 }
+
+/// Issue 41, hole 5: the user's own hook that runs a workspace script (`sh scripts/fmt.sh`)
+/// ran the script a full-auto command had just rewritten, unconfined and unasked. A script
+/// that changed since the hook last ran is asked, whoever changed it.
+#[tokio::test]
+async fn a_users_hook_whose_workspace_script_changed_since_it_ran_is_asked_first() {
+    let (ws, fake) = workspace_and_fake().await;
+    let marker = ws.root.parent().unwrap().join("fmt-ran");
+    fs::create_dir_all(ws.root.join("scripts")).unwrap();
+    fs::write(
+        ws.root.join("scripts/fmt.sh"),
+        format!("echo v1 >> {}\n", marker.display()),
+    )
+    .unwrap();
+    let hooks = hooks_setting("PostToolUse", Some("shell"), "sh scripts/fmt.sh", None);
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto", "hooks": hooks}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let echo = json!({"command": "echo hi"}).to_string();
+    fake.push_call_then_text("c1", "shell", &echo, "ok");
+    let (updates, _) = run_turn(&server, &session, "one").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(
+        permission_requests(&seen).is_empty(),
+        "the user's hook runs unasked"
+    );
+    assert_eq!(fs::read_to_string(&marker).unwrap(), "v1\n");
+
+    let rewrite = json!({
+        "command": format!("echo 'echo v2 >> {}' > scripts/fmt.sh", marker.display())
+    })
+    .to_string();
+    fake.push_call_then_text("c2", "shell", &rewrite, "ok");
+    let (updates, _) = run_turn(&server, &session, "two").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    let asked = permission_requests(&seen);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it last ran"),
+        "{asked:?}"
+    );
+    assert_eq!(
+        asked[0]["toolCall"]["input"]["scripts"],
+        json!(["scripts/fmt.sh"])
+    );
+    assert_eq!(
+        fs::read_to_string(&marker).unwrap(),
+        "v1\n",
+        "the rewritten script ran"
+    );
+    let hooks = hook_updates(&updates, "PostToolUse");
+    assert_eq!(hooks[0]["outcome"], "notApproved", "{hooks:?}");
+    server.stop().await;
+}

@@ -113,6 +113,17 @@ pub enum HookSource {
 }
 
 impl HookSource {
+    /// Where hooks of this source are written, as the user knows it.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            HookSource::Settings => "the hooks setting",
+            HookSource::User => "~/.config/agentls/hooks.json",
+            HookSource::Workspace => ".agents/hooks.json",
+        }
+    }
+}
+
+impl HookSource {
     pub fn name(self) -> &'static str {
         match self {
             HookSource::Settings => "settings",

@@ -1,6 +1,8 @@
 //! Which workspace hooks and MCP entries the user approved: asked once per workspace root
 //! and per entry's content (for a hook, with the content of the workspace scripts its
-//! command names), remembered on disk next to the workspace's session logs.
+//! command names), remembered on disk next to the workspace's session logs. The user's own
+//! hooks run unasked, but the workspace scripts they run are workspace files a command can
+//! rewrite: the first run takes them as they are, and a change since is asked.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -11,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::sessions::SessionHandle;
 use crate::agent::Agent;
 use crate::host::{PermissionOption, PermissionRequest};
-use agentls_core::hooks::Hook;
+use agentls_core::hooks::{Hook, HookSource};
 use agentls_core::reminders;
 
 /// The SHA-256 of a script's content (hex), read as configuration files are
@@ -43,6 +45,10 @@ struct Approvals {
     allowed: BTreeSet<String>,
     #[serde(default)]
     refused: BTreeSet<String>,
+    /// The user's hooks (per root) that have run with workspace scripts: past their first
+    /// run, scripts that changed are asked.
+    #[serde(default)]
+    user_hooks_run: BTreeSet<String>,
 }
 
 impl Agent {
@@ -59,17 +65,36 @@ impl Agent {
     }
 
     fn remember(&self, fingerprint: &str, allowed: bool) {
+        self.change_approvals(|approvals| {
+            if allowed {
+                approvals.refused.remove(fingerprint);
+                approvals.allowed.insert(fingerprint.to_string());
+            } else {
+                approvals.allowed.remove(fingerprint);
+                approvals.refused.insert(fingerprint.to_string());
+            }
+        });
+    }
+
+    /// Whether the user's hook `key` runs for the first time with workspace scripts (then
+    /// it is marked as run, with `fingerprint` allowed).
+    fn first_run_of_user_hook(&self, key: &str, fingerprint: &str) -> bool {
+        if self.read_approvals().user_hooks_run.contains(key) {
+            return false;
+        }
+        self.change_approvals(|approvals| {
+            approvals.user_hooks_run.insert(key.to_string());
+            approvals.allowed.insert(fingerprint.to_string());
+        });
+        true
+    }
+
+    fn change_approvals(&self, change: impl FnOnce(&mut Approvals)) {
         let Some(path) = self.approvals_file() else {
             return;
         };
         let mut approvals = self.read_approvals();
-        if allowed {
-            approvals.refused.remove(fingerprint);
-            approvals.allowed.insert(fingerprint.to_string());
-        } else {
-            approvals.allowed.remove(fingerprint);
-            approvals.refused.insert(fingerprint.to_string());
-        }
+        change(&mut approvals);
         let text = serde_json::to_string_pretty(&approvals).unwrap_or_default();
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -94,10 +119,12 @@ impl Agent {
         }
     }
 
-    /// Whether a workspace hook may run: remembered, or asked now (kind `execute`, its
-    /// command and the scripts it runs shown). The approval covers the root the hook is in
-    /// and what its scripts hold: the same hook in another folder, or after its script
-    /// changed, is asked again.
+    /// Whether a hook may run. A workspace hook: remembered, or asked now (kind `execute`,
+    /// its command and the scripts it runs shown); the approval covers the root the hook is
+    /// in and what its scripts hold: the same hook in another folder, or after its script
+    /// changed, is asked again. The user's own hook: always, unless it runs workspace
+    /// scripts that changed since its first run here (whoever changed them) and the user
+    /// has not allowed what they hold now.
     pub(super) async fn approved(
         &self,
         handle: &SessionHandle,
@@ -113,23 +140,50 @@ impl Agent {
                 (script, digest)
             })
             .collect();
+        let workspace = hook.source == HookSource::Workspace;
+        if !workspace && scripts.is_empty() {
+            return true;
+        }
         let fingerprint = json!({
             "root": root,
             "hook": hook.fingerprint(),
             "scripts": scripts,
         })
         .to_string();
+        if !workspace {
+            let key = json!({"root": root, "hook": hook.fingerprint()}).to_string();
+            if self.workspace_entry_known(&fingerprint).is_none()
+                && self.first_run_of_user_hook(&key, &fingerprint)
+            {
+                return true;
+            }
+        }
         let matcher = hook.matcher.clone().unwrap_or_default();
+        let (title, file) = if workspace {
+            (
+                format!("Workspace hook ({}): {}", hook.event.name(), hook.command),
+                ".agents/hooks.json",
+            )
+        } else {
+            (
+                format!(
+                    "Your hook ({}): {} (a workspace script it runs changed since it last ran)",
+                    hook.event.name(),
+                    hook.command
+                ),
+                hook.source.file_name(),
+            )
+        };
         let tool_call = json!({
             "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
             "name": "hook",
-            "title": format!("Workspace hook ({}): {}", hook.event.name(), hook.command),
+            "title": title,
             "kind": "execute",
             "input": {
                 "command": hook.command,
                 "event": hook.event.name(),
                 "matcher": matcher,
-                "file": ".agents/hooks.json",
+                "file": file,
                 "scripts": scripts.iter().map(|(path, _)| path).collect::<Vec<_>>(),
             },
         });

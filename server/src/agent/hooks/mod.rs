@@ -276,7 +276,8 @@ impl Agent {
         hooks::combine(&verdicts)
     }
 
-    /// The hooks that may run: a workspace hook only once the user approved it (one not
+    /// The hooks that may run: a workspace hook only once the user approved it, the user's
+    /// own once the workspace scripts it runs are the ones it ran with or approved (one not
     /// approved is reported as such and skipped).
     async fn approved_hooks(
         &self,
@@ -287,16 +288,19 @@ impl Agent {
     ) -> Vec<Hook> {
         let mut runnable = Vec::new();
         for hook in matching {
-            if hook.source == HookSource::Workspace
-                && !self.approved(handle, turn_id, &hook, cancel).await
-            {
+            if !self.approved(handle, turn_id, &hook, cancel).await {
                 self.report(
                     handle,
                     turn_id,
                     &hook,
                     "notApproved",
                     Duration::ZERO,
-                    Some("the workspace hook was not approved: not run".into()),
+                    Some(if hook.source == HookSource::Workspace {
+                        "the workspace hook was not approved: not run".into()
+                    } else {
+                        "a workspace script of the hook changed and was not approved: not run"
+                            .into()
+                    }),
                     cancel,
                 )
                 .await;
