@@ -242,6 +242,59 @@ async fn an_approved_workspace_entry_that_adds_trust_read_only_is_asked_again() 
     server.stop().await;
 }
 
+/// Issue 41, hole 6: the approval of a workspace server covered its `.mcp.json` entry, not
+/// the workspace script it runs; under `auto-edit` the model rewrote the script unasked and
+/// the next start ran the new code. The approval covers the script's content too.
+#[tokio::test]
+async fn an_approved_workspace_servers_script_rewritten_since_is_asked_again() {
+    let (ws, fake) = workspace_and_fake().await;
+    std::fs::create_dir_all(ws.root.join("tools")).unwrap();
+    std::fs::copy(fixture(), ws.root.join("tools/srv.py")).unwrap();
+    let entry = json!({"command": "python3", "args": ["tools/srv.py"]});
+    write_mcp_json(&ws, json!({ "srv": entry }));
+    fake.push(FakeProvider::openai_text(&["Hello."], None));
+    fake.push(FakeProvider::openai_text(&["Hello again."], None));
+    let (server, seen) = key_server(
+        &ws,
+        &fake,
+        json!({"approval": "auto-edit"}),
+        &["allowAlways", "rejectOnce"],
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Hi").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let asked = server_approvals(&seen);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        asked[0]["input"]["scripts"],
+        json!(["tools/srv.py"]),
+        "{asked:?}"
+    );
+    assert_eq!(settled(&server, "srv").await["state"], "ready");
+
+    // The script changes (whoever wrote it): the entry is the same, what it runs is not.
+    let mut script = std::fs::read_to_string(ws.root.join("tools/srv.py")).unwrap();
+    script.push_str("\n# planted\n");
+    std::fs::write(ws.root.join("tools/srv.py"), script).unwrap();
+    let (updates, _) = run_turn(&server, &session, "Hi again").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let asked = server_approvals(&seen);
+    assert_eq!(
+        asked.len(),
+        2,
+        "the changed script is asked again: {asked:?}"
+    );
+    let status = common::mcp::status(&server).await;
+    let running = status["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "srv" && s["state"] == "ready");
+    assert!(!running, "the refused server still runs: {status}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_result_past_the_message_limit_fails_the_call_at_once_with_a_clear_message() {
     let (ws, fake) = workspace_and_fake().await;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::Agent;
 use crate::mcp::manager::Launch;
 use crate::store::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
-use agentls_core::mcp::config::{overlay, parse, ServerConfig, ServerSource};
+use agentls_core::mcp::config::{overlay, parse, ServerConfig, ServerSource, Transport};
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
 
@@ -18,11 +18,35 @@ pub(in crate::agent) const WORKSPACE_FILE: &str = ".mcp.json";
 
 impl Agent {
     /// What a workspace server's approval is remembered by (beside the workspace hooks'):
-    /// the workspace root and the whole entry, so the same `.mcp.json` in another folder is
+    /// the workspace root, the whole entry and what the workspace scripts it runs hold, so
+    /// the same `.mcp.json` in another folder, or its server's script rewritten since, is
     /// asked about again.
     pub(in crate::agent) fn mcp_approval_key(&self, config: &ServerConfig) -> String {
         let root = self.host.roots().first().cloned().unwrap_or_default();
-        format!("mcp:{}\n{}", root.display(), config.fingerprint())
+        let key = format!("mcp:{}\n{}", root.display(), config.fingerprint());
+        let scripts = self.mcp_scripts(config);
+        if scripts.is_empty() {
+            return key;
+        }
+        format!("{key}\n{}", serde_json::json!(scripts))
+    }
+
+    /// The workspace scripts a stdio server's command line names, with their digests.
+    pub(in crate::agent) fn mcp_scripts(&self, config: &ServerConfig) -> Vec<(String, String)> {
+        let Some(root) = self.host.roots().first().cloned() else {
+            return Vec::new();
+        };
+        let Transport::Stdio { command, args, .. } = &config.transport else {
+            return Vec::new();
+        };
+        let words = std::iter::once(command.clone()).chain(args.iter().cloned());
+        super::hooks::workspace_files(&root, words)
+            .into_iter()
+            .map(|script| {
+                let digest = super::hooks::approvals::digest_of(&root, &root.join(&script));
+                (script, digest)
+            })
+            .collect()
     }
 
     /// The servers of the workspace's `.mcp.json` (none when it is absent; a bad entry is

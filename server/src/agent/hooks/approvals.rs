@@ -20,7 +20,7 @@ use agentls_core::reminders;
 /// (`store::untrusted_file`: a regular file inside `root`, at most 16 MiB): a script that is
 /// missing, special, outside or larger has a digest that says so, and any change to it
 /// changes the approval's fingerprint.
-fn digest_of(root: &std::path::Path, path: &std::path::Path) -> String {
+pub(in crate::agent) fn digest_of(root: &std::path::Path, path: &std::path::Path) -> String {
     use crate::store::untrusted_file::{open_checked, read_capped};
     use sha2::{Digest, Sha256};
     const MAX_SCRIPT_BYTES: u64 = 16 << 20;

@@ -31,7 +31,12 @@ impl Turn {
                     continue;
                 }
                 // The whole entry: what runs, with what, and what it may skip asking.
-                let (input, details) = config.approval_input(WORKSPACE_FILE);
+                let (mut input, details) = config.approval_input(WORKSPACE_FILE);
+                let scripts = self.agent.mcp_scripts(config);
+                if !scripts.is_empty() {
+                    input["scripts"] =
+                        json!(scripts.iter().map(|(path, _)| path).collect::<Vec<_>>());
+                }
                 let tool_call = json!({
                     "toolCallId": format!("mcp-server-{}", agentls_core::reminders::version_of(&key)),
                     "name": "mcpServer",
