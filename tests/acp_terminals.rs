@@ -241,7 +241,7 @@ fn terminal_answer(terminals: &Terminals, terminal: &str, method: &str) -> Optio
 async fn a_background_command_runs_in_the_clients_terminal_and_is_read_killed_and_released() {
     let (ws, fake) = workspace_and_fake().await;
     let go = ws.root.join("go");
-    let command = "echo $$ > bg.pid; echo started; while [ ! -f go ]; do sleep 0.05; done; echo later; sleep 1000";
+    let command = "read -r pid _ < /proc/self/stat; echo $pid > bg.pid; echo started; while [ ! -f go ]; do sleep 0.05; done; echo later; sleep 1000";
     fake.push(call(
         "call_bg",
         "shell",
@@ -257,7 +257,7 @@ async fn a_background_command_runs_in_the_clients_terminal_and_is_read_killed_an
     fake.push(call(
         "call_bg2",
         "shell",
-        json!({"command": "echo $$ > bg2.pid; echo up; sleep 1000", "background": true}),
+        json!({"command": "read -r pid _ < /proc/self/stat; echo $pid > bg2.pid; echo up; sleep 1000", "background": true}),
     ));
     fake.push(FakeProvider::openai_text(&["Left it running."], None));
 

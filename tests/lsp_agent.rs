@@ -597,7 +597,7 @@ async fn a_server_killed_mid_turn_reloads_with_everything_committed() {
     // The command's shell writes its pid, then becomes the sleep: after agentls's SIGKILL
     // it must not outlive it (its warden kills it; a regression hangs this test for an hour).
     let pid_file = ws.root.parent().unwrap().join("command.pid");
-    let sleep = json!({"command": format!("echo $$ > {}; exec sleep 3600", pid_file.display())})
+    let sleep = json!({"command": format!("read -r pid _ < /proc/self/stat; echo $pid > {}; exec sleep 3600", pid_file.display())})
         .to_string();
     fake.push_call_then_text("call_long", "shell", &sleep, "Recovered.");
     let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));

@@ -26,11 +26,12 @@ async fn wait_for_file(path: &Path) -> String {
     }
 }
 
-/// A background command that writes its shell's pid to `pid`, prints `started`, then (after
+/// A background command that writes its shell's pid (as agentls sees it: `$$` is its pid in
+/// its own PID namespace) to `pid`, prints `started`, then (after
 /// `later_after` seconds) writes `later.txt` and prints `later`, then sleeps for 1000 s.
 fn sleeper(pid: &Path, later_after: &str) -> String {
     format!(
-        "echo $$ > {}; echo started; sleep {later_after}; echo made > later.txt; echo later; sleep 1000",
+        "read -r pid _ < /proc/self/stat; echo $pid > {}; echo started; sleep {later_after}; echo made > later.txt; echo later; sleep 1000",
         pid.display()
     )
 }
@@ -212,6 +213,34 @@ async fn a_kill_9_of_agentls_leaves_no_background_command_behind() {
     kill9(&mut server).await;
     // A regression leaves `sleep 1000` running: this test then hangs instead of passing.
     wait_gone(pid.trim()).await;
+}
+
+/// Issue 41's tenth hole: what a background command detaches (`setsid`) is out of its
+/// process group, and outlived a kill -9 of agentls. It ends with the command's PID
+/// namespace when the warden kills the command.
+#[tokio::test]
+async fn a_kill_9_of_agentls_leaves_nothing_a_background_command_detached() {
+    let (ws, fake) = workspace_and_fake().await;
+    let pid_file = ws.root.join("bg.pid");
+    let detached_file = ws.root.join("detached.pid");
+    let detach = format!(
+        "setsid sh -c 'read -r pid _ < /proc/self/stat; echo $pid > {}; exec sleep 1000' >/dev/null 2>&1 </dev/null &",
+        detached_file.display()
+    );
+    fake.push(call(
+        "call_bg",
+        "shell",
+        json!({"command": format!("{detach} {}", sleeper(&pid_file, "1000")), "background": true}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Started."], None));
+    let (mut server, session) = session_server(&ws, &fake, json!({"approval": "full-auto"})).await;
+    run_turn(&server, &session, "Start it.").await;
+    let pid = wait_for_file(&pid_file).await;
+    let detached = wait_for_file(&detached_file).await;
+    kill9(&mut server).await;
+    wait_gone(pid.trim()).await;
+    // A regression leaves the detached `sleep 1000` running: this test then hangs.
+    wait_gone(detached.trim()).await;
 }
 
 #[tokio::test]

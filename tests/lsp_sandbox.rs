@@ -432,9 +432,11 @@ async fn the_git_agentls_runs_around_a_command_runs_nothing_the_repository_confi
 async fn a_command_runs_in_a_session_of_its_own() {
     let setup = new_setup().await;
     let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
-    // Field 6 of /proc/PID/stat is the session id: the shell's own pid when it leads one.
-    let command = "sid=$(cut -d' ' -f6 /proc/$$/stat); \
-                   if [ \"$sid\" = \"$$\" ]; then echo own-session; else echo shared-session; fi";
+    // Field 6 of /proc/PID/stat is the session id: the shell's own pid when it leads one
+    // (read by the shell itself: `$$` is its pid in its own PID namespace, /proc shows
+    // agentls's).
+    let command = "read -r pid _ _ _ _ sid _ < /proc/self/stat; \
+                   if [ \"$sid\" = \"$pid\" ]; then echo own-session; else echo shared-session; fi";
     let (output, _) = run_command(&server, &setup.fake, command).await;
     assert!(output.contains("own-session"), "{output}");
 }
@@ -552,4 +554,35 @@ async fn a_git_hooks_link_replaced_by_a_command_is_put_back() {
         "{output}"
     );
     assert!(output.contains("put back the link"), "{output}");
+}
+
+/// Whether a process whose command line holds `marker` is alive (a zombie has none).
+fn running_with(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(marker)
+        })
+    })
+}
+
+/// Issue 41's tenth hole: a process a command detached (`setsid`, `&` with its output
+/// closed) outlived the call, and agentls. Each sandboxed command is the first process of a
+/// PID namespace of its own: what it leaves running ends with it.
+#[tokio::test]
+async fn a_process_a_command_detaches_ends_with_the_command() {
+    let setup = new_setup().await;
+    let (server, _) = sandbox_server(&setup, json!({}), &[], Vec::new()).await;
+    // A duration no other test sleeps, to find the process by.
+    let marker = format!("1000.{}", std::process::id());
+    let command = format!(
+        "setsid sleep {marker} >/dev/null 2>&1 </dev/null & nohup sleep {marker} >/dev/null 2>&1 & echo detached"
+    );
+    let (output, _) = run_command(&server, &setup.fake, &command).await;
+    assert!(output.contains("detached"), "{output}");
+    assert!(
+        !running_with(&format!("sleep {marker}")),
+        "a detached process outlived its command: {output}"
+    );
 }

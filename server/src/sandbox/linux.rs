@@ -1,6 +1,8 @@
 //! The sandbox on Linux, applied to a child between fork and exec: a private mount namespace
 //! in which the protected paths are bind-mounted read-only (and each root's `.git` pinned,
-//! so it cannot be moved away and rebuilt), then Landlock (writes only beneath the writable
+//! so it cannot be moved away and rebuilt), and a PID namespace whose first process is the
+//! command (nothing it starts, `setsid` or `&` with its output closed, outlives it: the
+//! kernel ends a PID namespace's processes with its first), then Landlock (writes only beneath the writable
 //! directories, and no device node made there), then seccomp filters: one that refuses
 //! `TIOCSTI` (pushing keystrokes into a terminal, which root may do to any tty it opens),
 //! and one that refuses IP sockets when the network is off.
@@ -49,13 +51,14 @@ struct Mount {
     read_only: Option<libc::c_ulong>,
 }
 
-/// How the child gets its own mount table.
+/// How the child gets its own mount table and PID namespace.
 #[derive(Debug)]
 enum Namespace {
     None,
-    /// As root: a mount namespace.
+    /// As root: a mount and a PID namespace.
     Mount,
-    /// Otherwise: a user namespace mapping only this user, and a mount namespace in it.
+    /// Otherwise: a user namespace mapping only this user, and the mount and PID namespaces
+    /// in it.
     User {
         uid_map: CString,
         gid_map: CString,
@@ -79,7 +82,7 @@ impl Confinement {
         } else {
             Vec::new()
         };
-        let namespace = if mounts.is_empty() {
+        let namespace = if !mount_namespace {
             Namespace::None
         } else if unsafe { libc::geteuid() } == 0 {
             Namespace::Mount
@@ -128,14 +131,17 @@ impl Confinement {
         if let Some(filter) = &self.filter {
             seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
         }
+        if !matches!(self.namespace, Namespace::None) {
+            stand_in_for_the_namespace();
+        }
         Ok(())
     }
 
     fn enter_namespace(&self) -> io::Result<()> {
         let flags = match &self.namespace {
             Namespace::None => return Ok(()),
-            Namespace::Mount => libc::CLONE_NEWNS,
-            Namespace::User { .. } => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+            Namespace::Mount => libc::CLONE_NEWNS | libc::CLONE_NEWPID,
+            Namespace::User { .. } => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
         };
         check(unsafe { libc::unshare(flags) })?;
         if let Namespace::User { uid_map, gid_map } = &self.namespace {
@@ -357,6 +363,132 @@ pub fn landlock_abi() -> Option<i32> {
 
 /// Whether a child can have a mount namespace (as root, or through a user namespace):
 /// tried once with `/bin/true`.
+/// Closes every descriptor but `keep` (-1: none): a process that never execs must not hold
+/// the command's pipes, or the descriptor std reports a failed exec on (the spawn would
+/// wait for the whole command).
+unsafe fn close_all_but(keep: libc::c_int) {
+    for fd in 0..3 {
+        if fd != keep {
+            libc::close(fd);
+        }
+    }
+    let closed = if keep >= 3 {
+        libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32) == 0
+            && libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) == 0
+    } else {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) == 0
+    };
+    if !closed {
+        for fd in 3..4096 {
+            if fd != keep {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Waits for `pid`, retrying on EINTR; its wait status, or None.
+unsafe fn wait_for(pid: libc::pid_t) -> Option<libc::c_int> {
+    let mut status = 0;
+    loop {
+        let waited = libc::waitpid(pid, &mut status, 0);
+        if waited == pid {
+            return Some(status);
+        }
+        if waited < 0 && *libc::__errno_location() != libc::EINTR {
+            return None;
+        }
+    }
+}
+
+/// Ends the calling process the way `status` says a process ended: its exit code, or its
+/// signal.
+unsafe fn end_like(status: libc::c_int) -> ! {
+    if libc::WIFEXITED(status) {
+        libc::_exit(libc::WEXITSTATUS(status));
+    }
+    let signal = libc::WTERMSIG(status);
+    libc::signal(signal, libc::SIG_DFL);
+    libc::kill(libc::getpid(), signal);
+    libc::_exit(128 + signal)
+}
+
+/// After `unshare(CLONE_NEWPID)` the caller's next child is the namespace's first process
+/// (PID 1): it stays as the namespace's init, reaping whatever is orphaned inside, and forks
+/// the process that goes on to exec the command (so the command keeps ordinary signal
+/// handling, which a PID 1 does not). When the command ends, the init ends, and the kernel
+/// ends everything left in the namespace. The caller stays outside as their stand-in — the
+/// process agentls started and waits for, in the command's process group, so a kill of the
+/// group reaches the init too — and ends the way the command ended (the init passes the
+/// command's wait status up a pipe: an init cannot end itself with a signal). Runs in the
+/// forked child: system calls only.
+fn stand_in_for_the_namespace() {
+    // SAFETY: pipe2, fork, prctl, close, close_range, waitpid, read, write, signal, kill
+    // and _exit are async-signal-safe; the buffers are on the stack.
+    unsafe {
+        let mut status_pipe = [-1 as libc::c_int; 2];
+        if libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            libc::_exit(126);
+        }
+        let init = libc::fork();
+        if init < 0 {
+            libc::_exit(126);
+        }
+        if init == 0 {
+            // The namespace's init: it dies with its stand-in, whatever kills that.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            let command = libc::fork();
+            if command < 0 {
+                libc::_exit(126);
+            }
+            if command == 0 {
+                libc::close(status_pipe[0]);
+                libc::close(status_pipe[1]);
+                // A session of its own, as every command is (no terminal to push keys
+                // into); the group's kill still reaches it through the init.
+                libc::setsid();
+                return;
+            }
+            close_all_but(status_pipe[1]);
+            let mut ended: Option<libc::c_int> = None;
+            while ended.is_none() {
+                let mut status = 0;
+                let waited = libc::waitpid(-1, &mut status, 0);
+                if waited == command {
+                    ended = Some(status);
+                } else if waited < 0 && *libc::__errno_location() != libc::EINTR {
+                    break;
+                }
+            }
+            let status = ended.unwrap_or(126 << 8);
+            let bytes = status.to_ne_bytes();
+            libc::write(status_pipe[1], bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(0);
+        }
+        close_all_but(status_pipe[0]);
+        let mut bytes = [0u8; 4];
+        let mut read = 0;
+        while read < bytes.len() {
+            let n = libc::read(
+                status_pipe[0],
+                bytes[read..].as_mut_ptr().cast(),
+                bytes.len() - read,
+            );
+            if n > 0 {
+                read += n as usize;
+            } else if n == 0 || *libc::__errno_location() != libc::EINTR {
+                break;
+            }
+        }
+        let init_status = wait_for(init);
+        if read == bytes.len() {
+            end_like(libc::c_int::from_ne_bytes(bytes));
+        }
+        // The init was killed before the command ended: so was the command.
+        end_like(init_status.unwrap_or(libc::SIGKILL))
+    }
+}
+
 pub fn mount_namespace_works() -> bool {
     use std::os::unix::process::CommandExt;
     let root = unsafe { libc::geteuid() } == 0;
@@ -364,9 +496,9 @@ pub fn mount_namespace_works() -> bool {
     unsafe {
         probe.pre_exec(move || {
             let flags = if root {
-                libc::CLONE_NEWNS
+                libc::CLONE_NEWNS | libc::CLONE_NEWPID
             } else {
-                libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+                libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID
             };
             check(libc::unshare(flags))
         });
