@@ -112,6 +112,9 @@ pub enum Bench {
     Compaction(CompactionArgs),
     /// RSS idle and with open buffers and a long session
     Memory(MemoryArgs),
+    /// agentls's peak RSS while a sandboxed shell call floods its output (`yes`), beside a
+    /// quiet one
+    Flood(FloodArgs),
     /// initialize latency and index time on a generated workspace
     Startup(StartupArgs),
     /// Tokens an `explore` subagent run over this repository keeps out of the parent's
@@ -345,6 +348,13 @@ impl From<CompactionArgs> for CompactionBenchOptions {
             summary_ms: args.summary_ms,
         }
     }
+}
+
+#[derive(Args, Debug)]
+pub struct FloodArgs {
+    /// How long the command runs, in seconds
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub seconds: u32,
 }
 
 #[derive(Args, Debug)]

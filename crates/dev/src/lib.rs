@@ -9,6 +9,7 @@ pub mod bench_compaction;
 pub mod bench_context;
 pub mod bench_images;
 pub mod bench_index;
+pub mod bench_flood;
 pub mod bench_memory;
 pub mod bench_prefix;
 pub mod bench_sandbox;

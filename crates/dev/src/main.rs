@@ -5,7 +5,7 @@ use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
     bench, bench_checkpoint, bench_compaction, bench_context, bench_images, bench_index,
-    bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
+    bench_flood, bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
     eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
@@ -80,6 +80,7 @@ fn run_bench(which: Bench) -> ExitCode {
         }
         Bench::Startup(args) => report(block_on(bench::startup(args.files)), bench::print_startup),
         Bench::Subagent => report(block_on(bench_subagent::run()), bench_subagent::print),
+        Bench::Flood(args) => report(block_on(bench_flood::run(args.seconds)), bench_flood::print),
         Bench::Sandbox(args) => {
             let options = args.into();
             report(block_on(bench_sandbox::run(&options)), |report| {
