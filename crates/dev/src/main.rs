@@ -4,9 +4,9 @@
 use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
-    bench, bench_checkpoint, bench_compaction, bench_context, bench_images, bench_index,
-    bench_flood, bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo, eval_compaction,
-    eval_definitions, fake_provider, null_server,
+    bench, bench_checkpoint, bench_compaction, bench_context, bench_flood, bench_images,
+    bench_index, bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo,
+    eval_compaction, eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;

@@ -138,16 +138,26 @@ impl Confinement {
     }
 
     fn enter_namespace(&self) -> io::Result<()> {
+        // A mount table of its own only when something is mounted: copying it is most of
+        // what the namespaces cost a command.
+        let mount = if self.mounts.is_empty() {
+            0
+        } else {
+            libc::CLONE_NEWNS
+        };
         let flags = match &self.namespace {
             Namespace::None => return Ok(()),
-            Namespace::Mount => libc::CLONE_NEWNS | libc::CLONE_NEWPID,
-            Namespace::User { .. } => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID,
+            Namespace::Mount => mount | libc::CLONE_NEWPID,
+            Namespace::User { .. } => libc::CLONE_NEWUSER | mount | libc::CLONE_NEWPID,
         };
         check(unsafe { libc::unshare(flags) })?;
         if let Namespace::User { uid_map, gid_map } = &self.namespace {
             write_proc(c"/proc/self/setgroups", c"deny")?;
             write_proc(c"/proc/self/uid_map", uid_map)?;
             write_proc(c"/proc/self/gid_map", gid_map)?;
+        }
+        if mount == 0 {
+            return Ok(());
         }
         // Nothing mounted here may reach the parent's mount table.
         check(unsafe {
