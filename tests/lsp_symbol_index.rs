@@ -179,6 +179,74 @@ async fn an_open_buffer_is_indexed_from_its_text_when_the_index_is_read() {
     server.stop().await;
 }
 
+/// Issue 41's ninth hole: the index looked each definition's node up from the root, so a
+/// file of nested modules cost the square of its depth (a 195 KB one 55 s of CPU), and every
+/// query that brought the open buffers up to date waited for it after each keystroke. With
+/// 200,000 nested modules (1.6 MB) open and just edited, a context for another file and two
+/// `find_symbol`s answer, and the innermost function is found at its line. (The old server
+/// does not answer within hours: this test hangs there.)
+#[tokio::test]
+async fn a_deeply_nested_open_file_is_indexed_whole_and_other_queries_answer() {
+    let (ws, fake) = workspace_and_fake().await;
+    project(&ws);
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    symbols_ready(&server).await;
+    let depth = 200_000;
+    let text = format!(
+        "{}pub fn deepest_of_all() {{}}\n{}",
+        "mod m {\n".repeat(depth),
+        "}\n".repeat(depth)
+    );
+    // Written after the build: it is indexed from the editor's buffer.
+    let deep = uri(&write(&ws.root, "src/deep.rs", &text));
+    server.open(&deep, "rust", 1, &text).await;
+    let end = 2 * depth as u32 + 1;
+    server
+        .edit(&deep, 2, [end, 0, end, 0], "// the end\n")
+        .await;
+
+    let lib = uri(&ws.root.join("src/lib.rs"));
+    let editor = json!({"uri": lib, "position": {"line": 4, "character": 14}});
+    let report = server
+        .client
+        .request(
+            "agent/session/context",
+            json!({"sessionId": session, "editor": editor}),
+        )
+        .await
+        .expect("context");
+    let parts = report["editorParts"].as_array().unwrap();
+    let definitions = parts
+        .iter()
+        .find(|p| p["name"] == "definitions")
+        .unwrap_or_else(|| panic!("no definitions part: {parts:?}"));
+    assert!(definitions["tokens"].as_u64().unwrap() > 0, "{definitions}");
+
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "load_settings"}),
+    )
+    .await;
+    assert!(output.contains("src/settings.rs:6 function"), "{output}");
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "deepest_of_all"}),
+    )
+    .await;
+    assert!(
+        output.contains(&format!("src/deep.rs:{} function", depth + 1)),
+        "{output}"
+    );
+    assert!(output.contains("pub fn deepest_of_all() {}"), "{output}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_file_changed_on_disk_is_reindexed_on_did_change_watched_files() {
     let (ws, fake) = workspace_and_fake().await;

@@ -495,9 +495,19 @@ fn rust_impl_name(source: &[u8], impl_item: Node, self_type: Node) -> String {
     let Some(trait_node) = impl_item.child_by_field_name("trait") else {
         return format!("impl {self_type}");
     };
-    // A negative impl's `!` is an anonymous token just before the trait.
-    let negation = match trait_node.prev_sibling() {
-        Some(token) if token.kind() == "!" => "!",
+    // A negative impl's `!` is an anonymous token just before the trait. Looked for among
+    // the impl's own children: `prev_sibling` searches down from the root, which costs the
+    // tree's depth for each impl.
+    let mut cursor = impl_item.walk();
+    let mut before_trait = None;
+    for child in impl_item.children(&mut cursor) {
+        if child.id() == trait_node.id() {
+            break;
+        }
+        before_trait = Some(child.kind());
+    }
+    let negation = match before_trait {
+        Some("!") => "!",
         _ => "",
     };
     let trait_name = collapsed_text(source, trait_node);
