@@ -6,6 +6,10 @@
 //! - a frame tower-lsp decodes (valid UTF-8 throughout, a JSON-RPC message with an `i64`,
 //!   string or null id) becomes its `Request` or `Response`; a text-sync notification
 //!   (`Incoming::Sync`) keeps its params as raw JSON, decoded straight into their type;
+//! - a frame above 1 MiB with more JSON values than `protocol::limits::MAX_MESSAGE_VALUES`
+//!   is refused before it is decoded into `Value`s (which take 20–50 times the bytes of
+//!   small values): InvalidRequest to a request, an error to the waiter of an answer, a
+//!   note for the rest;
 //! - a request it cannot decode becomes a request to `agentls/internal/invalidRequest`,
 //!   which answers InvalidRequest to the client's id, or to id null when the id is not one
 //!   tower-lsp can hold (`1.5`, `1e3`, `9223372036854775808`, `true`, `[]`, …);
@@ -17,6 +21,7 @@
 //! Content-Length a few bytes too long is noticed when the body is one JSON value followed
 //! by the start of the next header: the value is the message, the rest is put back.
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -27,6 +32,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tower_lsp::jsonrpc::{Id, Request, Response};
 
+use crate::protocol::limits::count_or_refuse;
 pub use crate::protocol::limits::{max_frame_bytes, MAX_FRAME_ENV};
 
 pub const INVALID_REQUEST_METHOD: &str = "agentls/internal/invalidRequest";
@@ -422,6 +428,42 @@ fn sync_notification(text: &str) -> Option<Incoming<'_>> {
     })
 }
 
+/// What stands in for a message refused by `count_or_refuse`: an InvalidRequest answer to a
+/// request's id, an error for our own waiter of an answer, else a note to log.
+fn refused(text: &str, why: &str) -> Incoming<'static> {
+    #[derive(Deserialize)]
+    struct Outline<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        method: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+    }
+    tracing::warn!("{why}");
+    let Ok(outline) = serde_json::from_str::<Outline>(text) else {
+        return Incoming::Request(malformed(why));
+    };
+    let id = outline
+        .id
+        .and_then(|id| serde_json::from_str::<Id>(id.get()).ok());
+    match (id, outline.method, outline.error) {
+        (Some(id), None, Some(_)) => {
+            let error = tower_lsp::jsonrpc::Error {
+                code: tower_lsp::jsonrpc::ErrorCode::InvalidRequest,
+                message: why.to_string().into(),
+                data: None,
+            };
+            Incoming::Response(Response::from_error(id, error))
+        }
+        (id, Some(_), _) if outline.id.is_some() => Incoming::Request(
+            Request::build(INVALID_REQUEST_METHOD)
+                .id(id.unwrap_or(Id::Null))
+                .params(json!({ "error": why }))
+                .finish(),
+        ),
+        _ => Incoming::Request(malformed(why)),
+    }
+}
+
 /// The notification that stands in for what could not be decoded nor answered.
 pub fn malformed(why: &str) -> Request {
     Request::build(MALFORMED_MESSAGE_METHOD)
@@ -445,6 +487,9 @@ pub fn decode(body: &[u8]) -> Incoming<'_> {
         Err(err) => {
             let why = format!("invalid UTF-8 at byte {}", err.valid_up_to());
             let lossy = String::from_utf8_lossy(body);
+            if let Err(too_many) = count_or_refuse(lossy.as_bytes()) {
+                return refused(&lossy, &format!("{too_many} ({why})"));
+            }
             return Incoming::Request(match serde_json::from_str::<Value>(&lossy) {
                 Ok(value) => replacement(&value, &why),
                 Err(_) => {
@@ -456,6 +501,9 @@ pub fn decode(body: &[u8]) -> Incoming<'_> {
     };
     if let Some(sync) = sync_notification(text) {
         return sync;
+    }
+    if let Err(why) = count_or_refuse(body) {
+        return refused(text, &why);
     }
     match serde_json::from_str::<Message>(text) {
         Ok(Message::Request(request)) => return Incoming::Request(request),
@@ -508,6 +556,7 @@ fn replacement(value: &Value, why: &str) -> Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::limits::{COUNTED_ABOVE_BYTES, MAX_MESSAGE_VALUES};
 
     /// What the service would be handed for `input`, as JSON.
     async fn through(input: &'static [u8]) -> Vec<Value> {
@@ -652,6 +701,48 @@ mod tests {
             decode(br#"{"jsonrpc":"2.0","id":3,"result":null}"#),
             Incoming::Response(_)
         ));
+    }
+
+    /// A large message of many small values is refused before it is decoded: a request
+    /// gets InvalidRequest, an error answer becomes an error for its waiter, a notification
+    /// a note; a large message of few values passes.
+    #[test]
+    fn many_values_are_refused_before_they_are_decoded() {
+        let many = format!("[{}0]", "0,".repeat(3 * MAX_MESSAGE_VALUES));
+        assert!(many.len() > COUNTED_ABOVE_BYTES);
+        let request = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"m","params":{many}}}"#);
+        match decode(request.as_bytes()) {
+            Incoming::Request(r) => {
+                assert_eq!(r.method(), INVALID_REQUEST_METHOD);
+                assert_eq!(r.id(), Some(&Id::Number(7)));
+                let why = r.params().unwrap()["error"].as_str().unwrap();
+                assert!(why.contains("JSON values"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let error = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"error":{{"code":1,"message":"x","data":{many}}}}}"#
+        );
+        match decode(error.as_bytes()) {
+            Incoming::Response(r) => {
+                assert_eq!(r.id(), &Id::Number(8));
+                assert!(r.error().unwrap().message.contains("JSON values"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let note = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{many}}}"#);
+        match decode(note.as_bytes()) {
+            Incoming::Request(r) => assert_eq!(r.method(), MALFORMED_MESSAGE_METHOD),
+            other => panic!("{other:?}"),
+        }
+        let few = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"m","params":["{}"]}}"#,
+            "x".repeat(2 * COUNTED_ABOVE_BYTES)
+        );
+        match decode(few.as_bytes()) {
+            Incoming::Request(r) => assert_eq!(r.method(), "m"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]
