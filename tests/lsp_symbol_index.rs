@@ -294,6 +294,61 @@ async fn a_file_changed_on_disk_is_reindexed_on_did_change_watched_files() {
     server.stop().await;
 }
 
+/// Issue 41's eleventh hole, its second half: a `didChangeWatchedFiles` of a million changes
+/// (64 MB, under the frame limit) was decoded into `Value`s, then typed, whole (1.1 GB). Past `MAX_WATCHED_CHANGES` the list is counted, not held: many files changed, so
+/// the workspace is indexed again by modification time, which finds the file created and
+/// the one deleted among them, and the server's memory stays near the frame's size.
+#[tokio::test]
+async fn a_million_watched_file_changes_reindex_the_workspace_in_bounded_memory() {
+    let (ws, fake) = workspace_and_fake().await;
+    project(&ws);
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    let before = symbols_ready(&server).await;
+    assert_eq!(before["files"], 3);
+
+    let created = write(&ws.root, "src/extra.rs", "pub fn after_the_flood() {}\n");
+    let deleted = ws.root.join("tools/report.py");
+    fs::remove_file(&deleted).unwrap();
+    let mut body = String::from(
+        r#"{"jsonrpc":"2.0","method":"workspace/didChangeWatchedFiles","params":{"changes":["#,
+    );
+    for i in 0..1_000_000 {
+        body.push_str(&format!(
+            r#"{{"uri":"file:///nonexistent/agentls-flood/f{i}.rs","type":2}},"#
+        ));
+    }
+    body.push_str(&format!(
+        r#"{{"uri":"{}","type":1}},{{"uri":"{}","type":3}}]}}}}"#,
+        uri(&created),
+        uri(&deleted)
+    ));
+    server.client.send_raw(body.as_bytes()).await.unwrap();
+    drop(body);
+    // The update runs in the background: wait for it to show.
+    loop {
+        let status = symbols_status(&server).await;
+        if status["parsesTotal"].as_u64() > before["parsesTotal"].as_u64() && status["files"] == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "after_the_flood"}),
+    )
+    .await;
+    assert!(output.contains("src/extra.rs:1 function"), "{output}");
+    let output = find_symbol_output(&ws, &fake, &server, &session, json!({"name": "Report"})).await;
+    assert!(output.contains("No definition of `Report`"), "{output}");
+    let peak = server.peak_rss_mib();
+    eprintln!("peak RSS of agentls after 1,000,000 watched-file changes: {peak} MiB");
+    assert!(peak < 512, "{peak} MiB");
+    server.stop().await;
+}
+
 fn persisted_files(state: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for dir in fs::read_dir(state).unwrap().flatten() {
