@@ -213,3 +213,52 @@ async fn an_editor_that_never_answers_is_waited_for_settle_ms_and_a_margin_only(
     assert!(!output.contains(HEADING), "{output}");
     server.stop().await;
 }
+
+/// Issue 41's eleventh hole: an answer of 1,000,000 diagnostics (124 MB, under the frame
+/// limit) was decoded into `Value`s whole, twice over, and took the server to 5.4 GB. It
+/// is read entry by entry now: the first `MAX_ANSWER_DIAGNOSTICS` errors and warnings are
+/// kept, the rest skipped as they are read, and the server's memory stays near the frame's
+/// size. The error at the top of the list still reaches the output, errors first.
+#[tokio::test]
+async fn an_answer_of_a_million_diagnostics_is_read_bounded() {
+    use agentls::protocol::limits::MAX_ANSWER_DIAGNOSTICS;
+    use agentls_core::editor_diagnostics::MAX_ITEMS;
+    let (ws, fake) = workspace_and_fake().await;
+    let shell = json!({"command": "printf 'fn x() {}\\n' > src/new.rs"}).to_string();
+    fake.push_call_then_text("call_s", "shell", &shell, "Done.");
+    let (responder, _) = editor_answering(|params| {
+        let uri = params["uris"][0].as_str().unwrap();
+        let far = lsp_diagnostic(40, 2, "far").to_string();
+        let mut answer = format!(
+            r#"{{"items": [{{"uri": "{uri}", "version": 4, "diagnostics": [{}"#,
+            lsp_diagnostic(1, 1, "the error that matters")
+        );
+        for _ in 1..1_000_000 {
+            answer.push(',');
+            answer.push_str(&far);
+        }
+        answer.push_str("]}]}");
+        Answer::RawResult(answer.into())
+    });
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"capabilities": {"editorDiagnostics": true}, "diagnostics": {"settleMs": 600000}}),
+    );
+    let server = server(&ws, options, Some(responder)).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Add a file").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let peak = server.peak_rss_mib();
+    eprintln!("peak RSS of agentls after an answer of 1,000,000 diagnostics: {peak} MiB");
+
+    let output = tool_output_in(&fake.requests()[1].body, "call_s");
+    assert!(
+        output.contains("src/new.rs:2:5 error the error that matters [rustc]"),
+        "{output}"
+    );
+    let rest = MAX_ANSWER_DIAGNOSTICS - MAX_ITEMS;
+    assert!(output.contains(&format!("… and {rest} more")), "{output}");
+    assert!(peak < 1024, "{peak} MiB");
+    server.stop().await;
+}

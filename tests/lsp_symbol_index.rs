@@ -179,6 +179,74 @@ async fn an_open_buffer_is_indexed_from_its_text_when_the_index_is_read() {
     server.stop().await;
 }
 
+/// Issue 41's ninth hole: the index looked each definition's node up from the root, so a
+/// file of nested modules cost the square of its depth (a 195 KB one 55 s of CPU), and every
+/// query that brought the open buffers up to date waited for it after each keystroke. With
+/// 200,000 nested modules (1.6 MB) open and just edited, a context for another file and two
+/// `find_symbol`s answer, and the innermost function is found at its line. (The old server
+/// does not answer within hours: this test hangs there.)
+#[tokio::test]
+async fn a_deeply_nested_open_file_is_indexed_whole_and_other_queries_answer() {
+    let (ws, fake) = workspace_and_fake().await;
+    project(&ws);
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    symbols_ready(&server).await;
+    let depth = 200_000;
+    let text = format!(
+        "{}pub fn deepest_of_all() {{}}\n{}",
+        "mod m {\n".repeat(depth),
+        "}\n".repeat(depth)
+    );
+    // Written after the build: it is indexed from the editor's buffer.
+    let deep = uri(&write(&ws.root, "src/deep.rs", &text));
+    server.open(&deep, "rust", 1, &text).await;
+    let end = 2 * depth as u32 + 1;
+    server
+        .edit(&deep, 2, [end, 0, end, 0], "// the end\n")
+        .await;
+
+    let lib = uri(&ws.root.join("src/lib.rs"));
+    let editor = json!({"uri": lib, "position": {"line": 4, "character": 14}});
+    let report = server
+        .client
+        .request(
+            "agent/session/context",
+            json!({"sessionId": session, "editor": editor}),
+        )
+        .await
+        .expect("context");
+    let parts = report["editorParts"].as_array().unwrap();
+    let definitions = parts
+        .iter()
+        .find(|p| p["name"] == "definitions")
+        .unwrap_or_else(|| panic!("no definitions part: {parts:?}"));
+    assert!(definitions["tokens"].as_u64().unwrap() > 0, "{definitions}");
+
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "load_settings"}),
+    )
+    .await;
+    assert!(output.contains("src/settings.rs:6 function"), "{output}");
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "deepest_of_all"}),
+    )
+    .await;
+    assert!(
+        output.contains(&format!("src/deep.rs:{} function", depth + 1)),
+        "{output}"
+    );
+    assert!(output.contains("pub fn deepest_of_all() {}"), "{output}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_file_changed_on_disk_is_reindexed_on_did_change_watched_files() {
     let (ws, fake) = workspace_and_fake().await;
@@ -223,6 +291,61 @@ async fn a_file_changed_on_disk_is_reindexed_on_did_change_watched_files() {
     let output =
         find_symbol_output(&ws, &fake, &server, &session, json!({"name": "brand_new"})).await;
     assert!(output.contains("src/extra.rs:3 function"), "{output}");
+    server.stop().await;
+}
+
+/// Issue 41's eleventh hole, its second half: a `didChangeWatchedFiles` of a million changes
+/// (64 MB, under the frame limit) was decoded into `Value`s, then typed, whole (1.1 GB). Past `MAX_WATCHED_CHANGES` the list is counted, not held: many files changed, so
+/// the workspace is indexed again by modification time, which finds the file created and
+/// the one deleted among them, and the server's memory stays near the frame's size.
+#[tokio::test]
+async fn a_million_watched_file_changes_reindex_the_workspace_in_bounded_memory() {
+    let (ws, fake) = workspace_and_fake().await;
+    project(&ws);
+    let (server, session) = session_server(&ws, &fake, json!({})).await;
+    let before = symbols_ready(&server).await;
+    assert_eq!(before["files"], 3);
+
+    let created = write(&ws.root, "src/extra.rs", "pub fn after_the_flood() {}\n");
+    let deleted = ws.root.join("tools/report.py");
+    fs::remove_file(&deleted).unwrap();
+    let mut body = String::from(
+        r#"{"jsonrpc":"2.0","method":"workspace/didChangeWatchedFiles","params":{"changes":["#,
+    );
+    for i in 0..1_000_000 {
+        body.push_str(&format!(
+            r#"{{"uri":"file:///nonexistent/agentls-flood/f{i}.rs","type":2}},"#
+        ));
+    }
+    body.push_str(&format!(
+        r#"{{"uri":"{}","type":1}},{{"uri":"{}","type":3}}]}}}}"#,
+        uri(&created),
+        uri(&deleted)
+    ));
+    server.client.send_raw(body.as_bytes()).await.unwrap();
+    drop(body);
+    // The update runs in the background: wait for it to show.
+    loop {
+        let status = symbols_status(&server).await;
+        if status["parsesTotal"].as_u64() > before["parsesTotal"].as_u64() && status["files"] == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let output = find_symbol_output(
+        &ws,
+        &fake,
+        &server,
+        &session,
+        json!({"name": "after_the_flood"}),
+    )
+    .await;
+    assert!(output.contains("src/extra.rs:1 function"), "{output}");
+    let output = find_symbol_output(&ws, &fake, &server, &session, json!({"name": "Report"})).await;
+    assert!(output.contains("No definition of `Report`"), "{output}");
+    let peak = server.peak_rss_mib();
+    eprintln!("peak RSS of agentls after 1,000,000 watched-file changes: {peak} MiB");
+    assert!(peak < 512, "{peak} MiB");
     server.stop().await;
 }
 

@@ -161,6 +161,19 @@ impl Server {
         }
     }
 
+    /// The server's peak resident memory so far (VmHWM), in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        let pid = self.client.child_id().expect("agentls runs");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|value| value.split_whitespace().next())
+            .and_then(|value| value.parse().ok())
+            .expect("VmHWM");
+        kib / 1024
+    }
+
     pub async fn stop(self) {
         let status = self.client.shutdown().await.expect("wait for agentls");
         assert!(status.success(), "agentls exited with {status}");

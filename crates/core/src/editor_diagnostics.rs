@@ -41,6 +41,11 @@ impl Diagnostic {
         })
     }
 
+    /// Whether a report can show it: an error or a warning (information and hints never are).
+    pub fn is_reported(&self) -> bool {
+        self.rank().is_some()
+    }
+
     /// Errors rank 0, warnings 1 (a diagnostic without a severity counts as a warning);
     /// None for information and hints, which are left out.
     fn rank(&self) -> Option<u8> {

@@ -93,7 +93,12 @@ impl Family {
 // Outline
 // ---------------------------------------------------------------------------------------
 
-/// Nested outline of the document in source order.
+/// How deep the outline nests: the members of a symbol this deep are listed after it, beside
+/// it, instead of inside it. Code nests a few levels; a file of thousands of nested modules
+/// must still give a tree that can be dropped, cloned and serialized by recursion.
+pub const MAX_OUTLINE_DEPTH: usize = 64;
+
+/// Nested outline of the document in source order (at most [`MAX_OUTLINE_DEPTH`] deep).
 pub fn outline(language: Language, source: &[u8], tree: &Tree) -> Vec<Symbol> {
     let Some(family) = Family::of(language) else {
         return Vec::new();
@@ -115,7 +120,7 @@ pub fn outline(language: Language, source: &[u8], tree: &Tree) -> Vec<Symbol> {
             let (symbols, lendable_from) = done.finish();
             match stack.last_mut() {
                 Some(below) => below.receive(symbols, lendable_from),
-                None => return symbols,
+                None => return capped(symbols),
             }
             continue;
         };
@@ -167,6 +172,40 @@ pub fn outline(language: Language, source: &[u8], tree: &Tree) -> Vec<Symbol> {
     Vec::new()
 }
 
+/// The outline cut to [`MAX_OUTLINE_DEPTH`]: at that depth each symbol is followed by its
+/// members, and theirs, in source order, beside it. Without recursion: the tree may be as
+/// deep as the file nests, and is not dropped until its deep levels are taken out.
+fn capped(mut symbols: Vec<Symbol>) -> Vec<Symbol> {
+    let mut levels: Vec<(&mut Vec<Symbol>, usize)> = vec![(&mut symbols, 0)];
+    while let Some((level, depth)) = levels.pop() {
+        if depth < MAX_OUTLINE_DEPTH {
+            levels.extend(level.iter_mut().map(|s| (&mut s.children, depth + 1)));
+            continue;
+        }
+        if level.iter().all(|s| s.children.is_empty()) {
+            continue;
+        }
+        let nested = std::mem::take(level);
+        for mut symbol in nested {
+            let mut below = vec![std::mem::take(&mut symbol.children).into_iter()];
+            level.push(symbol);
+            while let Some(members) = below.last_mut() {
+                match members.next() {
+                    Some(mut member) => {
+                        let inner = std::mem::take(&mut member.children);
+                        level.push(member);
+                        below.push(inner.into_iter());
+                    }
+                    None => {
+                        below.pop();
+                    }
+                }
+            }
+        }
+    }
+    symbols
+}
+
 /// The innermost outline symbol whose range contains `byte` (inclusive of the end byte, so a
 /// cursor just after the closing brace still counts). None when outside every symbol or for
 /// plain text.
@@ -190,10 +229,12 @@ pub fn enclosing_in_outline(
     let mut path = Vec::new();
     let mut innermost: Option<&Symbol> = None;
     // Prefer a symbol that strictly contains the byte, so when one definition ends exactly
-    // where the next begins, the cursor belongs to the one it is in front of.
+    // where the next begins, the cursor belongs to the one it is in front of; the last one
+    // that does, so that of the symbols listed beside their members below the outline's
+    // depth, the innermost is taken.
     while let Some(index) = level
         .iter()
-        .position(|s| s.range.start <= byte && byte < s.range.end)
+        .rposition(|s| s.range.start <= byte && byte < s.range.end)
         .or_else(|| {
             level
                 .iter()
@@ -454,9 +495,19 @@ fn rust_impl_name(source: &[u8], impl_item: Node, self_type: Node) -> String {
     let Some(trait_node) = impl_item.child_by_field_name("trait") else {
         return format!("impl {self_type}");
     };
-    // A negative impl's `!` is an anonymous token just before the trait.
-    let negation = match trait_node.prev_sibling() {
-        Some(token) if token.kind() == "!" => "!",
+    // A negative impl's `!` is an anonymous token just before the trait. Looked for among
+    // the impl's own children: `prev_sibling` searches down from the root, which costs the
+    // tree's depth for each impl.
+    let mut cursor = impl_item.walk();
+    let mut before_trait = None;
+    for child in impl_item.children(&mut cursor) {
+        if child.id() == trait_node.id() {
+            break;
+        }
+        before_trait = Some(child.kind());
+    }
+    let negation = match before_trait {
+        Some("!") => "!",
         _ => "",
     };
     let trait_name = collapsed_text(source, trait_node);

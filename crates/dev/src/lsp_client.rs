@@ -47,6 +47,8 @@ type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<(Result<Value, RpcError>, 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Result(Value),
+    /// The result as JSON text, sent as it is: an answer too large to build as a `Value`.
+    RawResult(Arc<str>),
     Error(i64, String),
     /// Never answer (to test the server's timeouts).
     Silence,
@@ -330,7 +332,7 @@ async fn read_loop(
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
                 if let Some(id) = &id {
                     if let Some(answer) = answer(&responder, id, &method, &params) {
-                        let _ = write_frame(&stdin, answer.to_string().as_bytes()).await;
+                        let _ = write_frame(&stdin, answer.as_bytes()).await;
                     }
                 }
                 let _ = messages.send(ServerMessage {
@@ -356,14 +358,20 @@ async fn read_loop(
 }
 
 /// The client's answer to the server's request `id`, as `responder` chooses (none: silence).
-fn answer(responder: &Responder, id: &Value, method: &str, params: &Value) -> Option<Value> {
-    match responder(method, params) {
-        Answer::Result(result) => Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
-        Answer::Error(code, text) => {
-            Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}))
+fn answer(responder: &Responder, id: &Value, method: &str, params: &Value) -> Option<String> {
+    let answer = match responder(method, params) {
+        Answer::Result(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Answer::RawResult(result) => {
+            return Some(format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+            ))
         }
-        Answer::Silence => None,
-    }
+        Answer::Error(code, text) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}})
+        }
+        Answer::Silence => return None,
+    };
+    Some(answer.to_string())
 }
 
 /// A response's result, or its error.

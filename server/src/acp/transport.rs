@@ -245,7 +245,8 @@ where
                 crate::protocol::limits::MAX_FRAME_ENV
             )),
             Ok(Line::Text) if line.trim_ascii().is_empty() => continue,
-            Ok(Line::Text) => serde_json::from_slice::<Value>(&line).map_err(|e| e.to_string()),
+            Ok(Line::Text) => crate::protocol::limits::count_or_refuse(&line)
+                .and_then(|()| serde_json::from_slice::<Value>(&line).map_err(|e| e.to_string())),
             Err(err) => {
                 tracing::warn!("acp: unreadable input: {err}");
                 break;

@@ -32,6 +32,20 @@ const WITHDRAWN_WHEN_ABANDONED: [&str; 2] =
 /// The ids the writer saw go out, by digest (only the requests above, until answered).
 static SENT: Mutex<Option<HashMap<u64, jsonrpc::Id>>> = Mutex::new(None);
 
+/// Requests whose answers are read entry by entry, bounded (`bounded.rs`).
+const READ_BOUNDED: [&str; 1] = ["agent/editor/diagnostics"];
+
+/// The method of each request of `READ_BOUNDED` gone out and not answered yet, by id.
+static AWAITED: Mutex<Option<HashMap<jsonrpc::Id, &'static str>>> = Mutex::new(None);
+
+/// The method of the request an answer with `id` answers, when it is one of `READ_BOUNDED`.
+pub(super) fn answered(id: &jsonrpc::Id) -> Option<&'static str> {
+    AWAITED
+        .locked()
+        .as_mut()
+        .and_then(|awaited| awaited.remove(id))
+}
+
 fn digest(method: &str, params: &serde_json::Value) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     method.hash(&mut hasher);
@@ -44,6 +58,12 @@ pub(super) fn note_sent(request: &jsonrpc::Request) {
     let (Some(id), method) = (request.id(), request.method()) else {
         return;
     };
+    if let Some(bounded) = READ_BOUNDED.into_iter().find(|m| *m == method) {
+        AWAITED
+            .locked()
+            .get_or_insert_with(HashMap::new)
+            .insert(id.clone(), bounded);
+    }
     if !WITHDRAWN_WHEN_ABANDONED.contains(&method) {
         return;
     }

@@ -2,6 +2,7 @@
 //! calls on the core (documents, syntax, AGENTS.md, workspace index, config) and results
 //! back into LSP. It owns no logic the core could own.
 
+mod bounded;
 mod checkpoints;
 mod client_request;
 mod debug;
@@ -122,6 +123,7 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SessionKillBackground>(Backend::session_kill_background)
         .on::<malformed::InvalidRequest>(Backend::invalid_request)
         .on_notification::<malformed::MalformedMessage>(Backend::malformed_message)
+        .on_notification::<bounded::ManyFilesChanged>(Backend::many_files_changed)
 }
 
 /// Registration of a handler by the type of its method: params parsed as `R::Params`

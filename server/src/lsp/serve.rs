@@ -208,13 +208,15 @@ where
         }
         Frame::Body(body) => match transport::decode(body) {
             Incoming::Request(request) => Step::Call(request),
-            Incoming::Response(response) => match client_responses.send(response).await {
-                Ok(()) => Step::Handled,
-                Err(err) => {
-                    tracing::error!("cannot hand a response to tower-lsp: {err}");
-                    Step::Stop
-                }
-            },
+            Incoming::Response(response) => answered(response, client_responses).await,
+            Incoming::Answer { id, result } => {
+                let method = super::client_request::answered(&id);
+                let response = super::bounded::answer(id, method, result);
+                answered(response, client_responses).await
+            }
+            Incoming::Bounded { method, params } => {
+                Step::Call(super::bounded::notification(method, params))
+            }
             Incoming::Sync { method, params } => {
                 if let Err(err) = future::poll_fn(|cx| service.poll_ready(cx)).await {
                     tracing::info!("{err}");
@@ -227,6 +229,20 @@ where
                 Step::Call(Request::build(method).params(params).finish())
             }
         },
+    }
+}
+
+/// Hands the client's answer to tower-lsp's waiter.
+async fn answered(
+    response: Response,
+    client_responses: &mut (impl Sink<Response, Error = impl std::fmt::Display> + Unpin),
+) -> Step {
+    match client_responses.send(response).await {
+        Ok(()) => Step::Handled,
+        Err(err) => {
+            tracing::error!("cannot hand a response to tower-lsp: {err}");
+            Step::Stop
+        }
     }
 }
 

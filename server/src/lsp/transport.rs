@@ -5,7 +5,13 @@
 //! exactly as that codec would decode it, and what it could not decode gets a stand-in:
 //! - a frame tower-lsp decodes (valid UTF-8 throughout, a JSON-RPC message with an `i64`,
 //!   string or null id) becomes its `Request` or `Response`; a text-sync notification
-//!   (`Incoming::Sync`) keeps its params as raw JSON, decoded straight into their type;
+//!   (`Incoming::Sync`) keeps its params as raw JSON, decoded straight into their type, and
+//!   `didChangeWatchedFiles` (`Incoming::Bounded`) and an answer with a result
+//!   (`Incoming::Answer`) keep theirs, read entry by entry by `bounded.rs`;
+//! - a frame above 1 MiB with more JSON values than `protocol::limits::MAX_MESSAGE_VALUES`
+//!   is refused before it is decoded into `Value`s (which take 20–50 times the bytes of
+//!   small values): InvalidRequest to a request, an error to the waiter of an answer, a
+//!   note for the rest;
 //! - a request it cannot decode becomes a request to `agentls/internal/invalidRequest`,
 //!   which answers InvalidRequest to the client's id, or to id null when the id is not one
 //!   tower-lsp can hold (`1.5`, `1e3`, `9223372036854775808`, `true`, `[]`, …);
@@ -17,6 +23,7 @@
 //! Content-Length a few bytes too long is noticed when the body is one JSON value followed
 //! by the start of the next header: the value is the message, the rest is put back.
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -27,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 use tower_lsp::jsonrpc::{Id, Request, Response};
 
+use crate::protocol::limits::count_or_refuse;
 pub use crate::protocol::limits::{max_frame_bytes, MAX_FRAME_ENV};
 
 pub const INVALID_REQUEST_METHOD: &str = "agentls/internal/invalidRequest";
@@ -382,6 +390,16 @@ pub enum Incoming<'a> {
         method: &'static str,
         params: &'a RawValue,
     },
+    /// A notification whose list the client may make as long as it likes (one of
+    /// `BOUNDED_METHODS`), its params left raw to be read entry by entry (`bounded.rs`).
+    Bounded {
+        method: &'static str,
+        params: &'a RawValue,
+    },
+    /// An answer to a request of ours with a result, left raw to be read as the request
+    /// needs (`bounded.rs`). Exactly the answers that would decode as a successful
+    /// `Response` with this id and this result.
+    Answer { id: Id, result: &'a RawValue },
 }
 
 /// The text-sync notifications, which `decode` leaves raw (see `Incoming::Sync`).
@@ -409,17 +427,82 @@ fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error>
     serde::de::IgnoredAny::deserialize(value).map(|_| true)
 }
 
-/// A text-sync notification's method and raw params, if `text` is one.
-fn sync_notification(text: &str) -> Option<Incoming<'_>> {
+/// The notifications whose params are read entry by entry (see `Incoming::Bounded`).
+pub const BOUNDED_METHODS: [&str; 1] = ["workspace/didChangeWatchedFiles"];
+
+/// A text-sync or bounded notification's method and raw params, if `text` is one.
+fn raw_notification(text: &str) -> Option<Incoming<'_>> {
     let envelope = serde_json::from_str::<Envelope>(text).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.id {
         return None;
     }
-    let method = SYNC_METHODS.into_iter().find(|m| *m == envelope.method)?;
-    Some(Incoming::Sync {
-        method,
-        params: envelope.params,
+    let params = envelope.params;
+    if let Some(method) = SYNC_METHODS.into_iter().find(|m| *m == envelope.method) {
+        return Some(Incoming::Sync { method, params });
+    }
+    let method = BOUNDED_METHODS
+        .into_iter()
+        .find(|m| *m == envelope.method)?;
+    Some(Incoming::Bounded { method, params })
+}
+
+/// The frame of an answer with a result, as tower-lsp's `Response` reads it (other fields,
+/// `error` or `method` among them, are not looked at: the result wins).
+#[derive(Deserialize)]
+struct AnswerEnvelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    id: Id,
+    #[serde(borrow)]
+    result: &'a RawValue,
+}
+
+/// The id and raw result of `text`, if it is an answer with a result.
+fn answer(text: &str) -> Option<Incoming<'_>> {
+    let envelope = serde_json::from_str::<AnswerEnvelope>(text).ok()?;
+    if envelope.jsonrpc != "2.0" {
+        return None;
+    }
+    Some(Incoming::Answer {
+        id: envelope.id,
+        result: envelope.result,
     })
+}
+
+/// What stands in for a message refused by `count_or_refuse`: an InvalidRequest answer to a
+/// request's id, an error for our own waiter of an answer, else a note to log.
+fn refused(text: &str, why: &str) -> Incoming<'static> {
+    #[derive(Deserialize)]
+    struct Outline<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        method: Option<IgnoredAny>,
+        error: Option<IgnoredAny>,
+    }
+    tracing::warn!("{why}");
+    let Ok(outline) = serde_json::from_str::<Outline>(text) else {
+        return Incoming::Request(malformed(why));
+    };
+    let id = outline
+        .id
+        .and_then(|id| serde_json::from_str::<Id>(id.get()).ok());
+    match (id, outline.method, outline.error) {
+        (Some(id), None, Some(_)) => {
+            let error = tower_lsp::jsonrpc::Error {
+                code: tower_lsp::jsonrpc::ErrorCode::InvalidRequest,
+                message: why.to_string().into(),
+                data: None,
+            };
+            Incoming::Response(Response::from_error(id, error))
+        }
+        (id, Some(_), _) if outline.id.is_some() => Incoming::Request(
+            Request::build(INVALID_REQUEST_METHOD)
+                .id(id.unwrap_or(Id::Null))
+                .params(json!({ "error": why }))
+                .finish(),
+        ),
+        _ => Incoming::Request(malformed(why)),
+    }
 }
 
 /// The notification that stands in for what could not be decoded nor answered.
@@ -445,6 +528,9 @@ pub fn decode(body: &[u8]) -> Incoming<'_> {
         Err(err) => {
             let why = format!("invalid UTF-8 at byte {}", err.valid_up_to());
             let lossy = String::from_utf8_lossy(body);
+            if let Err(too_many) = count_or_refuse(lossy.as_bytes()) {
+                return refused(&lossy, &format!("{too_many} ({why})"));
+            }
             return Incoming::Request(match serde_json::from_str::<Value>(&lossy) {
                 Ok(value) => replacement(&value, &why),
                 Err(_) => {
@@ -454,8 +540,11 @@ pub fn decode(body: &[u8]) -> Incoming<'_> {
             });
         }
     };
-    if let Some(sync) = sync_notification(text) {
-        return sync;
+    if let Some(raw) = raw_notification(text).or_else(|| answer(text)) {
+        return raw;
+    }
+    if let Err(why) = count_or_refuse(body) {
+        return refused(text, &why);
     }
     match serde_json::from_str::<Message>(text) {
         Ok(Message::Request(request)) => return Incoming::Request(request),
@@ -508,6 +597,7 @@ fn replacement(value: &Value, why: &str) -> Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::limits::{COUNTED_ABOVE_BYTES, MAX_MESSAGE_VALUES};
 
     /// What the service would be handed for `input`, as JSON.
     async fn through(input: &'static [u8]) -> Vec<Value> {
@@ -518,11 +608,17 @@ mod tests {
                 Frame::Body(body) => match decode(&body) {
                     Incoming::Request(request) => serde_json::to_value(request),
                     Incoming::Response(response) => serde_json::to_value(response),
-                    Incoming::Sync { method, params } => Ok(json!({
-                        "jsonrpc": "2.0",
-                        "method": method,
-                        "params": serde_json::from_str::<Value>(params.get()).unwrap(),
-                    })),
+                    Incoming::Sync { method, params } | Incoming::Bounded { method, params } => {
+                        Ok(json!({
+                            "jsonrpc": "2.0",
+                            "method": method,
+                            "params": serde_json::from_str::<Value>(params.get()).unwrap(),
+                        }))
+                    }
+                    Incoming::Answer { id, result } => serde_json::to_value(Response::from_ok(
+                        id,
+                        serde_json::from_str(result.get()).unwrap(),
+                    )),
                 },
                 Frame::Skipped(why) => serde_json::to_value(malformed(&why)),
                 Frame::End => return out,
@@ -650,8 +746,98 @@ mod tests {
         }
         assert!(matches!(
             decode(br#"{"jsonrpc":"2.0","id":3,"result":null}"#),
-            Incoming::Response(_)
+            Incoming::Answer { .. }
         ));
+        let watched = r#"{"jsonrpc":"2.0","method":"workspace/didChangeWatchedFiles","params":{"changes":[]}}"#;
+        assert!(matches!(
+            decode(watched.as_bytes()),
+            Incoming::Bounded {
+                method: "workspace/didChangeWatchedFiles",
+                ..
+            }
+        ));
+        let with_id = watched.replace(r#""jsonrpc""#, r#""id":4,"jsonrpc""#);
+        assert!(matches!(decode(with_id.as_bytes()), Incoming::Request(_)));
+    }
+
+    /// An answer left raw is exactly one tower-lsp's codec reads as a successful response,
+    /// with the same id and result; every other answer is left to that codec.
+    #[test]
+    fn answers_are_left_raw_exactly_when_tower_lsp_reads_a_result() {
+        let answers = [
+            r#"{"jsonrpc":"2.0","id":3,"result":{"items":[1,2]}}"#,
+            r#"{"id":"s-1","result":null,"jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":[]}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":1,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#,
+            r#"{"jsonrpc":"1.0","id":3,"result":1}"#,
+            r#"{"id":3,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":1,"result":2}"#,
+            r#"{"jsonrpc":"2.0","id":3,"id":4,"result":1}"#,
+            r#"{"jsonrpc":"2.0","result":1}"#,
+        ];
+        for body in answers {
+            let codec = serde_json::from_str::<Message>(body).ok();
+            match (decode(body.as_bytes()), codec) {
+                (Incoming::Answer { id, result }, Some(Message::Response(response))) => {
+                    let result: Value = serde_json::from_str(result.get()).unwrap();
+                    assert_eq!(response.id(), &id, "{body}");
+                    assert_eq!(response.result(), Some(&result), "{body}");
+                }
+                (Incoming::Answer { .. }, _) => panic!("not an answer to tower-lsp: {body}"),
+                (Incoming::Response(ours), Some(Message::Response(theirs))) => {
+                    assert!(ours == theirs, "{body}");
+                }
+                (Incoming::Request(_), Some(Message::Response(response))) => {
+                    panic!("tower-lsp reads {response:?} from {body}")
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A large message of many small values is refused before it is decoded: a request
+    /// gets InvalidRequest, an error answer becomes an error for its waiter, a notification
+    /// a note; a large message of few values passes.
+    #[test]
+    fn many_values_are_refused_before_they_are_decoded() {
+        let many = format!("[{}0]", "0,".repeat(3 * MAX_MESSAGE_VALUES));
+        assert!(many.len() > COUNTED_ABOVE_BYTES);
+        let request = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"m","params":{many}}}"#);
+        match decode(request.as_bytes()) {
+            Incoming::Request(r) => {
+                assert_eq!(r.method(), INVALID_REQUEST_METHOD);
+                assert_eq!(r.id(), Some(&Id::Number(7)));
+                let why = r.params().unwrap()["error"].as_str().unwrap();
+                assert!(why.contains("JSON values"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let error = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"error":{{"code":1,"message":"x","data":{many}}}}}"#
+        );
+        match decode(error.as_bytes()) {
+            Incoming::Response(r) => {
+                assert_eq!(r.id(), &Id::Number(8));
+                assert!(r.error().unwrap().message.contains("JSON values"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let note = format!(r#"{{"jsonrpc":"2.0","method":"m","params":{many}}}"#);
+        match decode(note.as_bytes()) {
+            Incoming::Request(r) => assert_eq!(r.method(), MALFORMED_MESSAGE_METHOD),
+            other => panic!("{other:?}"),
+        }
+        let few = format!(
+            r#"{{"jsonrpc":"2.0","id":9,"method":"m","params":["{}"]}}"#,
+            "x".repeat(2 * COUNTED_ABOVE_BYTES)
+        );
+        match decode(few.as_bytes()) {
+            Incoming::Request(r) => assert_eq!(r.method(), "m"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -190,6 +190,18 @@ impl Backend {
         symbols
     }
 
+    /// More files changed than are read one by one (`bounded::ManyFilesChanged`): every
+    /// AGENTS.md is read again when next needed, and the workspace is indexed again, the
+    /// symbol index re-reading the files whose modification time or size changed.
+    pub(super) async fn many_files_changed(&self, params: super::bounded::ManyFilesChangedParams) {
+        tracing::info!(
+            "{} files changed on disk: indexing the workspace again",
+            params.changes
+        );
+        self.state.agents_disk.invalidate_all();
+        self.reindex(self.state.index.roots()).await;
+    }
+
     /// Files changed on disk: their entries in the symbol index are read again (in the
     /// background), then the index is saved.
     pub(super) fn symbols_changed_on_disk(&self, paths: Vec<PathBuf>) {

@@ -24,6 +24,13 @@ impl DiskFiles {
         }
     }
 
+    /// Forgets every file read (many files changed at once).
+    pub fn invalidate_all(&self) {
+        if let Some(cache) = self.cache.locked().as_mut() {
+            cache.clear();
+        }
+    }
+
     pub fn invalidate(&self, path: &Path) {
         let mut cache = self.cache.locked();
         if let Some(cache) = cache.as_mut() {

@@ -1,10 +1,14 @@
 //! Tags of one file from its syntax tree: the definitions (from the outline, with their
 //! header, doc comment and small bodies' fields), the names it refers to and its imports.
 //!
-//! One cursor walk over the tree for the references; the outline's walk for definitions.
-//! Every text kept is bounded, so a file of huge lines costs bounded memory.
+//! One cursor walk over the tree for the references, one for the nodes of the definitions
+//! the outline found; no lookup starts again from the root, so a file costs time linear in
+//! its size however deeply it nests (issue 41: a lookup per definition from the root made a
+//! file of nested modules quadratic). Every text kept is bounded, so a file of huge lines
+//! costs bounded memory.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
 use tree_sitter::{Node, Tree};
 
@@ -39,12 +43,11 @@ pub fn extract_tags(language: Language, source: &[u8], tree: &Tree) -> FileTags 
         .filter_map(|(i, b)| (*b == b'\n').then_some(i))
         .collect();
     let mut name_starts = HashSet::new();
+    let mut symbols: Vec<(&Symbol, Option<&str>)> = Vec::new();
     let mut stack: Vec<(&Symbol, Option<&str>)> = outline.iter().rev().map(|s| (s, None)).collect();
     while let Some((symbol, container)) = stack.pop() {
         name_starts.insert(symbol.selection_range.start);
-        tags.definitions.push(definition(
-            family, source, tree, &newlines, symbol, container,
-        ));
+        symbols.push((symbol, container));
         stack.extend(
             symbol
                 .children
@@ -52,6 +55,17 @@ pub fn extract_tags(language: Language, source: &[u8], tree: &Tree) -> FileTags 
                 .rev()
                 .map(|child| (child, Some(symbol.name.as_str()))),
         );
+    }
+    let names: Vec<Range<usize>> = symbols
+        .iter()
+        .map(|(symbol, _)| symbol.selection_range.clone())
+        .collect();
+    let nodes = definition_nodes(tree, &names);
+    for ((symbol, container), nodes) in symbols.into_iter().zip(nodes) {
+        let nodes = nodes.or_else(|| nodes_from_root(tree, &symbol.selection_range));
+        tags.definitions.push(definition(
+            family, source, &newlines, symbol, container, nodes,
+        ));
     }
     tags.definitions
         .sort_by_key(|d| (d.start_line, d.name_line));
@@ -86,26 +100,19 @@ impl Family {
 fn definition(
     family: Family,
     source: &[u8],
-    tree: &Tree,
     newlines: &[usize],
     symbol: &Symbol,
     container: Option<&str>,
+    nodes: Option<DefinitionNodes>,
 ) -> Definition {
-    let sel = &symbol.selection_range;
-    let name_node = tree
-        .root_node()
-        .descendant_for_byte_range(sel.start, sel.end);
-    // The definition's own node: the name's parent (an impl's is the type's parent; a Go
-    // constant's is its const_spec).
-    let node = name_node.and_then(|n| n.parent());
     let start_line = line_of(newlines, symbol.range.start);
     let end_line = line_of(newlines, symbol.range.end.saturating_sub(1)).max(start_line);
-    let name_line = name_node.map_or(start_line, |n| n.start_position().row as u32);
-    let (signature, doc, fields) = match node {
-        Some(node) => (
-            signature(family, source, symbol, node),
-            doc(family, source, node),
-            fields(family, source, symbol.kind, node),
+    let name_line = nodes.map_or(start_line, |n| n.name.start_position().row as u32);
+    let (signature, doc, fields) = match nodes {
+        Some(nodes) => (
+            signature(family, source, symbol, nodes.node),
+            doc(family, source, &nodes),
+            fields(family, source, symbol.kind, nodes.node),
         ),
         None => (String::new(), String::new(), Vec::new()),
     };
@@ -119,6 +126,164 @@ fn definition(
         signature,
         doc,
         fields,
+    })
+}
+
+/// The nodes a definition's parts are read from.
+#[derive(Debug, Clone, Copy)]
+struct DefinitionNodes<'t> {
+    name: Node<'t>,
+    /// The definition's own node: the name's parent (an impl's is the type's parent; a Go
+    /// constant's is its const_spec).
+    node: Node<'t>,
+    /// The definition with the wrappers that hold only it (`export`, a decorated
+    /// definition, a declaration keyword): its doc comment sits before that.
+    outer: Node<'t>,
+    /// The first of the comments, attributes and decorators just before `outer`.
+    doc_start: Option<Node<'t>>,
+}
+
+/// The comments, attributes and decorators seen so far among a node's children, when the
+/// latest children are such and touch each other (a blank line ends a doc).
+#[derive(Default)]
+struct DocRun<'t> {
+    first: Option<Node<'t>>,
+    last_end_row: usize,
+}
+
+impl<'t> DocRun<'t> {
+    fn follow(&mut self, sibling: Node<'t>) {
+        if !is_doc_kind(sibling.kind()) {
+            self.first = None;
+            return;
+        }
+        let touches = self.last_end_row + 1 >= sibling.start_position().row;
+        if self.first.is_none() || !touches {
+            self.first = Some(sibling);
+        }
+        self.last_end_row = sibling.end_position().row;
+    }
+
+    /// The run's first node, when the run touches `next`.
+    fn before(&self, next: Node<'t>) -> Option<Node<'t>> {
+        self.first
+            .filter(|_| self.last_end_row + 1 >= next.start_position().row)
+    }
+}
+
+fn is_doc_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "line_comment" | "block_comment" | "comment" | "attribute_item" | "decorator"
+    )
+}
+
+/// A node on the walk's path from the root, with the doc run of its children so far.
+struct Level<'t> {
+    node: Node<'t>,
+    run: DocRun<'t>,
+}
+
+/// The nodes of each name (by its byte range), in one walk of the tree: the deepest node
+/// spanning exactly the range is the name, as `descendant_for_byte_range` would find it,
+/// and its parent, wrappers and preceding siblings are read off the walk's path instead of
+/// being searched for from the root. None for a range no node spans exactly.
+fn definition_nodes<'t>(
+    tree: &'t Tree,
+    names: &[Range<usize>],
+) -> Vec<Option<DefinitionNodes<'t>>> {
+    let mut found = vec![None; names.len()];
+    let mut wanted: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (i, range) in names.iter().enumerate() {
+        wanted.entry((range.start, range.end)).or_default().push(i);
+    }
+    if wanted.is_empty() {
+        return found;
+    }
+    let mut cursor = tree.walk();
+    // The ancestors of the cursor's node, innermost last.
+    let mut levels: Vec<Level<'t>> = Vec::new();
+    loop {
+        let node = cursor.node();
+        if let Some(slots) = wanted.get(&(node.start_byte(), node.end_byte())) {
+            if let Some(nodes) = nodes_on_path(node, &levels) {
+                for slot in slots {
+                    found[*slot] = Some(nodes);
+                }
+            }
+        }
+        if cursor.goto_first_child() {
+            levels.push(Level {
+                node,
+                run: DocRun::default(),
+            });
+            continue;
+        }
+        loop {
+            if let Some(parent) = levels.last_mut() {
+                parent.run.follow(cursor.node());
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return found;
+            }
+            levels.pop();
+        }
+    }
+}
+
+/// A name's nodes from the path of its ancestors (the innermost last).
+fn nodes_on_path<'t>(name: Node<'t>, levels: &[Level<'t>]) -> Option<DefinitionNodes<'t>> {
+    let mut at = levels.len().checked_sub(1)?;
+    let node = levels[at].node;
+    while at > 0 && is_wrapper(levels[at - 1].node.kind()) {
+        at -= 1;
+    }
+    let outer = levels[at].node;
+    let doc_start = at
+        .checked_sub(1)
+        .and_then(|parent| levels[parent].run.before(outer));
+    Some(DefinitionNodes {
+        name,
+        node,
+        outer,
+        doc_start,
+    })
+}
+
+/// A name's nodes found from the root, for a name the walk did not meet (a range no node
+/// spans exactly): costs the tree's depth, where the walk costs nothing more.
+fn nodes_from_root<'t>(tree: &'t Tree, name: &Range<usize>) -> Option<DefinitionNodes<'t>> {
+    let name = tree
+        .root_node()
+        .descendant_for_byte_range(name.start, name.end)?;
+    let node = name.parent()?;
+    let mut outer = node;
+    while let Some(parent) = outer.parent() {
+        if !is_wrapper(parent.kind()) {
+            break;
+        }
+        outer = parent;
+    }
+    let mut doc_start = None;
+    let mut line = outer.start_position().row;
+    let mut sibling = outer.prev_sibling();
+    while let Some(prev) = sibling {
+        // Only what touches the definition: a blank line ends its doc.
+        if !is_doc_kind(prev.kind()) || prev.end_position().row + 1 < line {
+            break;
+        }
+        line = prev.start_position().row;
+        doc_start = Some(prev);
+        sibling = prev.prev_sibling();
+    }
+    Some(DefinitionNodes {
+        name,
+        node,
+        outer,
+        doc_start,
     })
 }
 
@@ -216,34 +381,14 @@ fn is_wrapper(kind: &str) -> bool {
 
 /// The comments, attributes and decorators just before the definition (and Python's
 /// docstring), as written, bounded.
-fn doc(family: Family, source: &[u8], node: Node) -> String {
-    let mut outer = node;
-    while let Some(parent) = outer.parent() {
-        if !is_wrapper(parent.kind()) {
-            break;
-        }
-        outer = parent;
-    }
-    let mut first = None;
-    let mut line = outer.start_position().row;
-    let mut sibling = outer.prev_sibling();
-    while let Some(prev) = sibling {
-        let is_doc = matches!(
-            prev.kind(),
-            "line_comment" | "block_comment" | "comment" | "attribute_item" | "decorator"
-        );
-        // Only what touches the definition: a blank line ends its doc.
-        if !is_doc || prev.end_position().row + 1 < line {
-            break;
-        }
-        line = prev.start_position().row;
-        first = Some(prev.start_byte());
-        sibling = prev.prev_sibling();
-    }
+fn doc(family: Family, source: &[u8], nodes: &DefinitionNodes) -> String {
+    let (node, outer) = (nodes.node, nodes.outer);
     // Decorators inside the wrapper come before the definition.
     let own_start = node.start_byte();
-    let mut text = match first {
-        Some(start) => String::from_utf8_lossy(&source[start..outer.start_byte()]).into_owned(),
+    let mut text = match nodes.doc_start {
+        Some(first) => {
+            String::from_utf8_lossy(&source[first.start_byte()..outer.start_byte()]).into_owned()
+        }
         None => String::new(),
     };
     if outer.kind() == "decorated_definition" && outer.start_byte() < own_start {
@@ -346,6 +491,9 @@ fn fields(family: Family, source: &[u8], kind: SymbolKind, node: Node) -> Vec<St
 struct Ancestor<'t> {
     kind: &'t str,
     field: Option<&'t str>,
+    /// This node or one above it is a Python type or base class list: kept here so that
+    /// no leaf looks through all its ancestors (a deep file would be quadratic).
+    in_type: bool,
 }
 
 /// One walk of the whole tree: every name used where a reader would look it up (a call, a
@@ -385,7 +533,14 @@ fn references_and_imports<'t>(
                 import_depth = Some(ancestors.len());
                 tags.imports.push(import(source, node));
             }
-            ancestors.push(Ancestor { kind, field });
+            let in_type = kind == "type"
+                || field == Some("superclasses")
+                || ancestors.last().is_some_and(|a| a.in_type);
+            ancestors.push(Ancestor {
+                kind,
+                field,
+                in_type,
+            });
             if cursor.goto_first_child() {
                 continue;
             }
@@ -515,9 +670,7 @@ fn is_reference(
                     || (parent_kind == "attribute" && field == Some("attribute") && called_member)
                     || parent_kind == "type"
                     || parent_kind == "decorator"
-                    || ancestors
-                        .iter()
-                        .any(|a| a.kind == "type" || a.field == Some("superclasses"))
+                    || parent.is_some_and(|p| p.in_type)
             }
             _ => false,
         },

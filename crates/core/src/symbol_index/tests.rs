@@ -516,3 +516,55 @@ fn a_name_whose_hash_collides_is_still_its_own_name() {
     assert_eq!(index.name(second), "second");
     assert_eq!(index.name_id("third"), None);
 }
+
+#[test]
+fn a_deeply_nested_file_keeps_every_definition_with_its_parts() {
+    // Issue 41: each definition was looked up from the root, so 20,000 nested modules cost
+    // 20,000 walks of 20,000 levels. One walk now; every module and the innermost function
+    // are there, with their lines, container, signature and doc.
+    let depth = 20_000;
+    let source = format!(
+        "{}/// The bottom.\nfn innermost() {{}}\n{}",
+        "mod m {\n".repeat(depth),
+        "}\n".repeat(depth)
+    );
+    let t = tags(Language::Rust, &source);
+    assert_eq!(t.definitions.len(), depth + 1);
+    let last = t.definitions.last().unwrap();
+    assert_eq!(last.name(), "innermost");
+    assert_eq!(last.signature(), "fn innermost()");
+    assert_eq!(last.doc(), "/// The bottom.");
+    assert_eq!(last.container(), Some("m"));
+    assert_eq!(
+        (last.start_line, last.name_line),
+        (depth as u32 + 1, depth as u32 + 1)
+    );
+    let module = &t.definitions[depth - 1];
+    assert_eq!((module.name(), module.signature()), ("m", "mod m"));
+    assert_eq!(module.start_line, depth as u32 - 1);
+
+    let mut index = SymbolIndex::new();
+    let stamp = FileStamp {
+        mtime_ns: 0,
+        size: 1,
+    };
+    index.insert("deep.rs", stamp, t.clone());
+    index.insert("deep_too.rs", stamp, t);
+    let found = index.definitions(&Query {
+        name: "innermost",
+        kind: None,
+        path_prefix: None,
+    });
+    assert_eq!(found.len(), 2);
+    assert!(index.remove("deep.rs"));
+    assert_eq!(
+        index
+            .definitions(&Query {
+                name: "m",
+                kind: None,
+                path_prefix: None,
+            })
+            .len(),
+        depth
+    );
+}

@@ -909,7 +909,8 @@ fn deep_nesting_does_not_overflow_the_stack() {
     );
     let tree = parse(Language::Rust, &source);
     let found = enclosing(Language::Rust, &source, offset(&source, "x }")).expect("in leaf");
-    assert_eq!(found.path.len(), depth + 1);
+    // The outline nests MAX_OUTLINE_DEPTH deep; the modules below follow each other there.
+    assert_eq!(found.path.len(), MAX_OUTLINE_DEPTH + 1);
     assert_eq!(found.path.last().map(String::as_str), Some("leaf"));
     assert_eq!(
         referenced_identifiers(Language::Rust, source.as_bytes(), &tree, 0..source.len()),
@@ -928,4 +929,43 @@ fn deep_nesting_does_not_overflow_the_stack() {
             },
         ]
     );
+}
+
+#[test]
+fn a_deeply_nested_outline_is_capped_and_keeps_every_symbol_in_order() {
+    // 5,000 nested modules, a function in the innermost: deeper than MAX_OUTLINE_DEPTH, the
+    // members follow their module at the deepest level, still in source order.
+    let depth = 5_000;
+    let source = format!(
+        "{}fn innermost() {{}}\n{}",
+        "mod m {\n".repeat(depth),
+        "}\n".repeat(depth)
+    );
+    let symbols = outline(
+        Language::Rust,
+        source.as_bytes(),
+        &parse(Language::Rust, &source),
+    );
+    let mut level = &symbols;
+    let mut nesting = 0;
+    while let [first, ..] = level.as_slice() {
+        if first.children.is_empty() {
+            break;
+        }
+        level = &first.children;
+        nesting += 1;
+    }
+    assert_eq!(nesting, MAX_OUTLINE_DEPTH);
+    assert_eq!(level.len(), depth - MAX_OUTLINE_DEPTH + 1);
+    assert!(level[..level.len() - 1].iter().all(|s| s.name == "m"));
+    let last = level.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), last.kind),
+        ("innermost", SymbolKind::Function)
+    );
+    assert!(level
+        .windows(2)
+        .all(|w| w[0].range.start < w[1].range.start));
+    // Below the cap, a module still holds its members.
+    assert_eq!(symbols[0].children.len(), 1);
 }
