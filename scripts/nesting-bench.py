@@ -11,7 +11,7 @@ keystroke at the end of the big file, and `agent/session/context` for the other 
 timed: what a request waits for the open buffer to be indexed again. Then the server's
 VmHWM. Only the standard library is used.
 """
-import json, os, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, tempfile, time
 
 binary, kind = sys.argv[1], sys.argv[2]
 size = int(sys.argv[3]) if len(sys.argv) > 3 else 195_000
@@ -101,3 +101,5 @@ print("  " + hwm)
 request("shutdown", None)
 notify("exit", None)
 proc.wait()
+shutil.rmtree(root)
+shutil.rmtree(state)
