@@ -57,7 +57,10 @@ fn later_requests(fake: &FakeProvider) -> String {
 #[tokio::test]
 async fn the_key_is_not_readable_through_proc_ppid_environ() {
     let (ws, fake) = workspace_and_fake().await;
-    let command = json!({"command": "cat /proc/$PPID/environ"}).to_string();
+    // The parent as /proc names it (`$PPID` is its pid in the command's PID namespace).
+    let command =
+        json!({"command": "read -r _ _ _ ppid _ < /proc/self/stat; cat /proc/$ppid/environ"})
+            .to_string();
     fake.push_call_then_text("call_env", "shell", &command, "done");
     let server = key_server(&ws, &fake).await;
     let session = new_session(&server).await;
@@ -111,7 +114,10 @@ async fn a_key_under_another_name_is_wiped_before_hooks_and_commands_run() {
     let (ws, fake) = workspace_and_fake().await;
     let out = ws.root.join("hook-environ.txt");
     let hook = format!("tr '\\0' '\\n' < /proc/$PPID/environ > {}", out.display());
-    let command = json!({"command": "tr '\\0' '\\n' < /proc/$PPID/environ"}).to_string();
+    let command = json!({
+        "command": "read -r _ _ _ ppid _ < /proc/self/stat; tr '\\0' '\\n' < /proc/$ppid/environ"
+    })
+    .to_string();
     fake.push_call_then_text("call_env", "shell", &command, "done");
     let server = start(Options {
         root: Some(&ws.root),

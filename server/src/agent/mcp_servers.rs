@@ -40,10 +40,10 @@ impl Agent {
             return Vec::new();
         };
         let words = std::iter::once(command.clone()).chain(args.iter().cloned());
-        super::hooks::workspace_files(&root, words)
+        super::workspace_scripts::workspace_files(&root, words)
             .into_iter()
             .map(|script| {
-                let digest = super::hooks::approvals::digest_of(&root, &root.join(&script));
+                let digest = super::workspace_scripts::digest_of(&root, &root.join(&script));
                 (script, digest)
             })
             .collect()

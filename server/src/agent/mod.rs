@@ -33,6 +33,7 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 mod turn;
+mod workspace_scripts;
 
 pub use compact::CompactionOutcome;
 use sessions::SessionHandle;

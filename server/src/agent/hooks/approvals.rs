@@ -16,28 +16,6 @@ use crate::host::{PermissionOption, PermissionRequest};
 use agentls_core::hooks::{Hook, HookSource};
 use agentls_core::reminders;
 
-/// The SHA-256 of a script's content (hex), read as configuration files are
-/// (`store::untrusted_file`: a regular file inside `root`, at most 16 MiB): a script that is
-/// missing, special, outside or larger has a digest that says so, and any change to it
-/// changes the approval's fingerprint.
-pub(in crate::agent) fn digest_of(root: &std::path::Path, path: &std::path::Path) -> String {
-    use crate::store::untrusted_file::{open_checked, read_capped};
-    use sha2::{Digest, Sha256};
-    const MAX_SCRIPT_BYTES: u64 = 16 << 20;
-    let bytes = match open_checked(path, Some(root)) {
-        Ok(Some(file)) => read_capped(file, MAX_SCRIPT_BYTES),
-        Ok(None) => Err("missing".to_string()),
-        Err(why) => Err(why),
-    };
-    match bytes {
-        Ok(bytes) => Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-        Err(why) => why,
-    }
-}
-
 /// Workspace hooks the user answered for good, on disk (`hook-approvals.json`).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Approvals {
@@ -136,7 +114,7 @@ impl Agent {
         let scripts: Vec<(String, String)> = super::scripts_of(&root, &hook.command)
             .into_iter()
             .map(|script| {
-                let digest = digest_of(&root, &root.join(&script));
+                let digest = crate::agent::workspace_scripts::digest_of(&root, &root.join(&script));
                 (script, digest)
             })
             .collect();

@@ -10,7 +10,7 @@
 //! Also the pending reminders of a session (from hooks, edits, compactions): queued here
 //! and recorded by the turn at its next model call (`Turn::flush_reminders`).
 
-pub(in crate::agent) mod approvals;
+mod approvals;
 mod process;
 
 use crate::locks::Locked;
@@ -136,27 +136,7 @@ fn read_file(path: &Path, root: &Path, source: HookSource) -> (Vec<Hook>, Vec<St
 /// The workspace files a hook's command names (`hooks::named_files` that are regular files
 /// inside `root`, where hooks run), as `/`-separated paths relative to it.
 pub(in crate::agent) fn scripts_of(root: &Path, command: &str) -> Vec<String> {
-    workspace_files(root, hooks::named_files(command))
-}
-
-/// The `words` that name regular files inside `root` (relative to it, or absolute), as
-/// `/`-separated paths relative to it: the workspace scripts a hook or an MCP server runs.
-pub(in crate::agent) fn workspace_files(
-    root: &Path,
-    words: impl IntoIterator<Item = String>,
-) -> Vec<String> {
-    let Ok(root) = root.canonicalize() else {
-        return Vec::new();
-    };
-    words
-        .into_iter()
-        .filter_map(|word| {
-            let path = root.join(&word).canonicalize().ok()?;
-            let relative = path.strip_prefix(&root).ok()?;
-            path.is_file()
-                .then(|| relative.to_string_lossy().replace('\\', "/"))
-        })
-        .collect()
+    crate::agent::workspace_scripts::workspace_files(root, hooks::named_files(command))
 }
 
 impl Agent {
