@@ -36,6 +36,7 @@ pub mod mcp;
 pub mod models;
 pub mod near_paths;
 pub mod paths;
+pub mod permission_rules;
 pub mod position;
 pub mod prompt_text;
 pub mod prompts;
