@@ -69,6 +69,8 @@ enum Namespace {
 pub struct Confinement {
     namespace: Namespace,
     mounts: Vec<Mount>,
+    /// The command gets a PID namespace of its own.
+    pid: bool,
     ruleset: Option<RulesetCreated>,
     no_keystrokes: BpfProgram,
     filter: Option<BpfProgram>,
@@ -82,7 +84,8 @@ impl Confinement {
         } else {
             Vec::new()
         };
-        let namespace = if !mount_namespace {
+        let pid = mount_namespace && pid_namespace_works();
+        let namespace = if !mount_namespace || (mounts.is_empty() && !pid) {
             Namespace::None
         } else if unsafe { libc::geteuid() } == 0 {
             Namespace::Mount
@@ -96,6 +99,7 @@ impl Confinement {
         Ok(Confinement {
             namespace,
             mounts,
+            pid,
             ruleset: Some(ruleset(&policy.writable).map_err(io::Error::other)?),
             no_keystrokes: no_tiocsti().map_err(io::Error::other)?,
             filter: if policy.network {
@@ -131,7 +135,7 @@ impl Confinement {
         if let Some(filter) = &self.filter {
             seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
         }
-        if !matches!(self.namespace, Namespace::None) {
+        if self.pid {
             stand_in_for_the_namespace();
         }
         Ok(())
@@ -145,10 +149,11 @@ impl Confinement {
         } else {
             libc::CLONE_NEWNS
         };
+        let pid = if self.pid { libc::CLONE_NEWPID } else { 0 };
         let flags = match &self.namespace {
             Namespace::None => return Ok(()),
-            Namespace::Mount => mount | libc::CLONE_NEWPID,
-            Namespace::User { .. } => libc::CLONE_NEWUSER | mount | libc::CLONE_NEWPID,
+            Namespace::Mount => mount | pid,
+            Namespace::User { .. } => libc::CLONE_NEWUSER | mount | pid,
         };
         check(unsafe { libc::unshare(flags) })?;
         if let Namespace::User { uid_map, gid_map } = &self.namespace {
@@ -500,15 +505,28 @@ fn stand_in_for_the_namespace() {
 }
 
 pub fn mount_namespace_works() -> bool {
+    unshare_works(libc::CLONE_NEWNS)
+}
+
+/// Whether a command can have a PID namespace of its own (probed once, beside the mount
+/// namespace: a machine may allow one and not the other).
+fn pid_namespace_works() -> bool {
+    static PROBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PROBED.get_or_init(|| unshare_works(libc::CLONE_NEWPID))
+}
+
+/// Whether a child can `unshare` these namespaces (in a user namespace of its own unless
+/// root).
+fn unshare_works(namespaces: libc::c_int) -> bool {
     use std::os::unix::process::CommandExt;
     let root = unsafe { libc::geteuid() } == 0;
     let mut probe = std::process::Command::new("/bin/true");
     unsafe {
         probe.pre_exec(move || {
             let flags = if root {
-                libc::CLONE_NEWNS | libc::CLONE_NEWPID
+                namespaces
             } else {
-                libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID
+                libc::CLONE_NEWUSER | namespaces
             };
             check(libc::unshare(flags))
         });
