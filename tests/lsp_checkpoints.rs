@@ -226,6 +226,22 @@ fn script_work_turn(fake: &FakeProvider) {
     fake.push(FakeProvider::openai_text(&["WORKDONE"], None));
 }
 
+/// One turn of `session` whose model runs `command` once in `shell`, then answers.
+async fn one_shell_turn(
+    server: &Server,
+    fake: &FakeProvider,
+    session: &str,
+    command: &str,
+    prompt: &str,
+) {
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "shell", &[command])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["DONE"], None));
+    run_turn(server, session, prompt).await;
+}
+
 /// The debug build's rewind gate: the rewind waits there before it writes each file.
 const GATE_ENV: &str = "AGENTLS_TEST_REWIND_GATE";
 
@@ -897,12 +913,7 @@ async fn files_over_max_file_bytes_are_not_stored_said_so_and_never_touched_by_a
     let session = new_session(&server).await;
     let command =
         json!({"command": "printf 'more' >> big.log && printf 'changed' > notes.txt"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("c1", "shell", &[command.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["DONE"], None));
-    run_turn(&server, &session, "GROW IT").await;
+    one_shell_turn(&server, &fake, &session, &command, "GROW IT").await;
     let listed = checkpoints(&server, &session).await;
     assert_eq!(listed[0]["notStored"], json!(["big.log"]));
     let done = rewind(
@@ -940,12 +951,7 @@ async fn a_directory_swapped_for_a_link_during_a_rewind_is_not_written_through()
     let server = start(&ws, &fake, env).await;
     let session = new_session(&server).await;
     let command = json!({"command": "printf 'NEW\\n' > sub/file.txt"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("c1", "shell", &[command.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["DONE"], None));
-    run_turn(&server, &session, "CHANGE IT").await;
+    one_shell_turn(&server, &fake, &session, &command, "CHANGE IT").await;
     assert_eq!(
         fs::read_to_string(ws.root.join("sub/file.txt")).unwrap(),
         "NEW\n"
@@ -999,12 +1005,7 @@ async fn a_file_whose_name_is_not_utf8_is_restored_under_its_own_name() {
     let session = new_session(&server).await;
     let command =
         json!({"command": "for f in caf*.txt; do printf 'NEW\\n' > \"$f\"; done"}).to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("c1", "shell", &[command.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["DONE"], None));
-    run_turn(&server, &session, "CHANGE IT").await;
+    one_shell_turn(&server, &fake, &session, &command, "CHANGE IT").await;
     assert_eq!(fs::read_to_string(ws.root.join(name)).unwrap(), "NEW\n");
     let listed = checkpoints(&server, &session).await;
     let checkpoint = listed[0]["id"].as_str().unwrap();
@@ -1035,12 +1036,7 @@ async fn a_created_file_past_max_file_bytes_is_listed_as_not_stored_by_a_rewind(
         "command": "head -c 2000 /dev/zero | tr '\\0' x > huge.log && printf 'changed' > notes.txt"
     })
     .to_string();
-    fake.push(FakeProvider::openai_tool_calls(
-        &[("c1", "shell", &[command.as_str()])],
-        None,
-    ));
-    fake.push(FakeProvider::openai_text(&["DONE"], None));
-    run_turn(&server, &session, "MAKE IT").await;
+    one_shell_turn(&server, &fake, &session, &command, "MAKE IT").await;
     assert_eq!(fs::metadata(ws.root.join("huge.log")).unwrap().len(), 2000);
     let listed = checkpoints(&server, &session).await;
     let done = rewind(
