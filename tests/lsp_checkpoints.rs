@@ -962,16 +962,16 @@ async fn a_directory_swapped_for_a_link_during_a_rewind_is_not_written_through()
     let params = json!({"sessionId": session, "checkpointId": checkpoint, "restore": "code"});
     let pending = server.client.request("agent/session/rewind", params);
     tokio::pin!(pending);
-    let swapped = async {
-        assert_eq!(gate_reached(gate.path()).await, "sub/file.txt");
-        fs::rename(ws.root.join("sub"), ws.root.join("sub.real")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws.root.join("sub")).unwrap();
-        gate_open(gate.path()).await;
-    };
-    tokio::select! {
+    // Only the wait for the gate races the answer: once the gate opens the rewind may
+    // answer before `gate_open` sees it has gone.
+    let at_gate = tokio::select! {
         answer = &mut pending => panic!("the rewind ended before the gate: {answer:?}"),
-        () = swapped => {}
-    }
+        path = gate_reached(gate.path()) => path,
+    };
+    assert_eq!(at_gate, "sub/file.txt");
+    fs::rename(ws.root.join("sub"), ws.root.join("sub.real")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.root.join("sub")).unwrap();
+    fs::write(gate.path().join("go"), "").unwrap();
     let done = pending.await.unwrap();
     assert_eq!(
         fs::read_to_string(outside.path().join("file.txt")).unwrap(),
