@@ -10,6 +10,7 @@ use crate::agents_md;
 use crate::compaction::CompactionConfig;
 use crate::document;
 use crate::editor_context;
+use crate::permission_rules::{self, RuleAction};
 use crate::tokens::TokenizerKind;
 use crate::truncate::{self, TruncationPolicy};
 use serde_json::{Map, Value};
@@ -96,6 +97,8 @@ pub struct Config {
     /// `checks.afterEdit`: what runs after each change the model makes, its failure appended
     /// to the change's result.
     pub after_edit: crate::checks::AfterEdit,
+    /// `permissions.{allow, ask, deny}`: the user's standing rules (`permission_rules`).
+    pub permissions: crate::permission_rules::PermissionLists,
 }
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
@@ -159,6 +162,7 @@ impl Default for Config {
             checkpoints: crate::checkpoints::CheckpointSettings::default(),
             read_before_write: true,
             after_edit: crate::checks::AfterEdit::default(),
+            permissions: crate::permission_rules::PermissionLists::default(),
         }
     }
 }
@@ -1021,6 +1025,45 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.checkpoints.max_store_bytes = p.checkpoints.max_store_bytes,
+    },
+    Key {
+        path: "permissions.allow",
+        doc: KeyDoc {
+            ty: r#"list of rules"#,
+            default: r#"none"#,
+            meaning: r#"calls that run without asking, in Claude Code's syntax: `shell(cargo test:*)`, `edit_file(src/**)`, `mcp__docs` (see [Permission rules](#permission-rules)); never read from a workspace"#,
+        },
+        set: |c, v| {
+            c.permissions.allow = permission_rules::rule_list(v, RuleAction::Allow)?;
+            Ok(())
+        },
+        keep: |c, p| c.permissions.allow = p.permissions.allow.clone(),
+    },
+    Key {
+        path: "permissions.ask",
+        doc: KeyDoc {
+            ty: r#"list of rules"#,
+            default: r#"none"#,
+            meaning: r#"calls that ask in every mode, `full-auto` and remembered answers included"#,
+        },
+        set: |c, v| {
+            c.permissions.ask = permission_rules::rule_list(v, RuleAction::Ask)?;
+            Ok(())
+        },
+        keep: |c, p| c.permissions.ask = p.permissions.ask.clone(),
+    },
+    Key {
+        path: "permissions.deny",
+        doc: KeyDoc {
+            ty: r#"list of rules"#,
+            default: r#"none"#,
+            meaning: r#"calls that never run, whatever the mode, a remembered answer or a hook says: `shell(git push:*)`, `read_file(~/.ssh/**)`"#,
+        },
+        set: |c, v| {
+            c.permissions.deny = permission_rules::rule_list(v, RuleAction::Deny)?;
+            Ok(())
+        },
+        keep: |c, p| c.permissions.deny = p.permissions.deny.clone(),
     },
 ];
 

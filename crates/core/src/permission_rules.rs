@@ -8,10 +8,13 @@
 //! but never allow (a repository cannot grant itself permission). Pure: the caller resolves
 //! the call's path and says where the workspace and the home directory are.
 //!
-//! Issue 39's core. Not wired into the tool gate yet: the settings keys, the gate, the
-//! "always" answer written as a rule and `agent/status` listing the rules are still to come.
+//! Where they apply: `approval::gate` (the one gate of built-in and MCP calls) takes the rule
+//! `decide` found; the server reads the user's lists from the settings and the workspace's
+//! from `.agents/settings.json` at each call.
 
 use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use crate::approval::simple_commands;
 
@@ -22,6 +25,17 @@ pub enum RuleAction {
     Deny,
 }
 
+impl RuleAction {
+    /// The settings key's last word: `allow`, `ask`, `deny`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleAction::Allow => "allow",
+            RuleAction::Ask => "ask",
+            RuleAction::Deny => "deny",
+        }
+    }
+}
+
 /// Where a rule was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleSource {
@@ -29,6 +43,103 @@ pub enum RuleSource {
     User,
     /// The workspace's settings: deny and ask only.
     Workspace,
+}
+
+impl RuleSource {
+    /// As `agent/permissions` and refusals name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleSource::User => "user",
+            RuleSource::Workspace => "workspace",
+        }
+    }
+}
+
+/// The workspace's own settings file, relative to its root: only its `permissions` are read,
+/// and of those only deny and ask.
+pub const WORKSPACE_SETTINGS: &str = ".agents/settings.json";
+
+/// `permissions.{allow, ask, deny}` as one source wrote them (each rule checked when set).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PermissionLists {
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+impl PermissionLists {
+    /// The rules these lists make under `source`, and the problems (`from_settings`).
+    pub fn rules(&self, source: RuleSource) -> (Vec<Rule>, Vec<String>) {
+        from_settings(&self.allow, &self.ask, &self.deny, source)
+    }
+}
+
+/// A settings value for one of `permissions.{allow, ask, deny}`: a list of rules that all
+/// parse (Err names each one that does not).
+pub fn rule_list(value: &Value, action: RuleAction) -> Result<Vec<String>, String> {
+    let Some(items) = value.as_array() else {
+        return Err(format!(
+            "must be a list of rules such as \"shell(git log:*)\", got {value}"
+        ));
+    };
+    let mut texts = Vec::new();
+    let mut problems = Vec::new();
+    for item in items {
+        match item.as_str() {
+            Some(text) => match parse_rule(text, action, RuleSource::User) {
+                Ok(_) => texts.push(text.to_string()),
+                Err(problem) => problems.push(problem),
+            },
+            None => problems.push(format!("{item} is not a string")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(texts)
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The rules of a workspace settings file's JSON (`WORKSPACE_SETTINGS`): its
+/// `permissions.deny` and `permissions.ask`; an allow rule, a key other than `permissions`
+/// and a rule that does not parse are problems, the rest still holds.
+pub fn from_workspace_settings(value: &Value) -> (Vec<Rule>, Vec<String>) {
+    let Some(object) = value.as_object() else {
+        return (Vec::new(), vec!["is not a JSON object".into()]);
+    };
+    let mut problems: Vec<String> = object
+        .keys()
+        .filter(|key| *key != "permissions")
+        .map(|key| format!("{key:?} ignored: only \"permissions\" is read from a workspace"))
+        .collect();
+    let permissions = &object.get("permissions").cloned().unwrap_or(Value::Null);
+    let list = |name: &str, problems: &mut Vec<String>| -> Vec<String> {
+        match &permissions[name] {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|item| {
+                    let text = item.as_str().map(str::to_string);
+                    if text.is_none() {
+                        problems.push(format!("permissions.{name}: {item} is not a string"));
+                    }
+                    text
+                })
+                .collect(),
+            other => {
+                problems.push(format!("permissions.{name} must be a list, got {other}"));
+                Vec::new()
+            }
+        }
+    };
+    let lists = PermissionLists {
+        allow: list("allow", &mut problems),
+        ask: list("ask", &mut problems),
+        deny: list("deny", &mut problems),
+    };
+    let (rules, more) = lists.rules(RuleSource::Workspace);
+    problems.extend(more);
+    (rules, problems)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -502,5 +613,40 @@ mod tests {
             problems.iter().any(|p| p.contains("takes no pattern")),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_settings_list_is_checked_whole_and_a_workspace_file_gives_deny_and_ask_only() {
+        use serde_json::json;
+        assert_eq!(
+            rule_list(&json!(["shell(git log:*)", "read_file"]), RuleAction::Allow),
+            Ok(vec![
+                "shell(git log:*)".to_string(),
+                "read_file".to_string()
+            ])
+        );
+        let bad = rule_list(&json!(["shell(git", 3]), RuleAction::Deny).unwrap_err();
+        assert!(bad.contains("no closing parenthesis") && bad.contains("3 is not a string"));
+        assert!(rule_list(&json!("shell"), RuleAction::Ask).is_err());
+
+        let file = json!({
+            "permissions": {"allow": ["shell"], "deny": ["shell(git push:*)"], "ask": "x"},
+            "approval": "full-auto"
+        });
+        let (rules, problems) = from_workspace_settings(&file);
+        let kept: Vec<(RuleAction, RuleSource, &str)> = rules
+            .iter()
+            .map(|r| (r.action, r.source, r.text.as_str()))
+            .collect();
+        assert_eq!(
+            kept,
+            [(RuleAction::Deny, RuleSource::Workspace, "shell(git push:*)")]
+        );
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("\"approval\" ignored")));
+        assert!(problems
+            .iter()
+            .any(|p| p.contains("permissions.ask must be a list")));
+        assert!(problems.iter().any(|p| p.contains("never allow")));
     }
 }

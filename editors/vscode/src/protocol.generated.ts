@@ -378,6 +378,22 @@ export interface PermissionResponse {
   outcome: PermissionOutcome;
 }
 
+export interface PermissionRule {
+  /** `allow`, `ask` or `deny`. */
+  action: string;
+  /** As written: `shell(git log:*)`. */
+  rule: string;
+  /** `user` (the settings) or `workspace` (`.agents/settings.json`). */
+  source: string;
+}
+
+/** `agent/permissions`'s result: the standing permission rules in force, deny first. */
+export interface PermissionRules {
+  /** Rules that were ignored and why (a workspace's allow rule, one that does not parse). */
+  problems: string[];
+  rules: PermissionRule[];
+}
+
 /** The call a permission request is about. */
 export interface PermissionToolCall {
   /**
@@ -790,6 +806,7 @@ export const Methods = {
   sessionFork: 'agent/session/fork',
   mcpStatus: 'agent/mcp/status',
   sandboxStatus: 'agent/sandbox/status',
+  permissions: 'agent/permissions',
   mcpResources: 'agent/mcp/resources',
   sessionSteer: 'agent/session/steer',
   sessionUnqueue: 'agent/session/unqueue',
@@ -823,6 +840,7 @@ export interface ClientRequests {
   'agent/session/fork': { params: SessionForkParams; result: SessionForkResult };
   'agent/mcp/status': { params: unknown; result: McpStatus };
   'agent/sandbox/status': { params: unknown; result: SandboxState };
+  'agent/permissions': { params: unknown; result: PermissionRules };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };
   'agent/session/steer': { params: SessionSteerParams; result: SessionSteerResult };
   'agent/session/unqueue': { params: SessionUnqueueParams; result: SessionUnqueueResult };

@@ -74,6 +74,14 @@ impl Backend {
         Ok(crate::sandbox::status(&self.state.config().sandbox))
     }
 
+    /// `agent/permissions {}`: the standing permission rules in force and the ignored ones.
+    pub(super) async fn permissions(
+        &self,
+        _params: Option<Value>,
+    ) -> jsonrpc::Result<crate::protocol::lsp::PermissionRules> {
+        Ok(self.agent().permissions())
+    }
+
     /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.
     pub(super) async fn mcp_resources(
         &self,

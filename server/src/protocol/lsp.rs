@@ -435,6 +435,32 @@ pub struct McpServerStatus {
     pub message: Option<String>,
 }
 
+pub enum Permissions {}
+
+impl ClientRequest for Permissions {
+    type Params = Option<Value>;
+    type Result = PermissionRules;
+    const METHOD: &'static str = "agent/permissions";
+}
+
+/// `agent/permissions`'s result: the standing permission rules in force, deny first.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PermissionRules {
+    pub rules: Vec<PermissionRule>,
+    /// Rules that were ignored and why (a workspace's allow rule, one that does not parse).
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PermissionRule {
+    /// `allow`, `ask` or `deny`.
+    pub action: String,
+    /// As written: `shell(git log:*)`.
+    pub rule: String,
+    /// `user` (the settings) or `workspace` (`.agents/settings.json`).
+    pub source: String,
+}
+
 pub enum McpResources {}
 
 impl ClientRequest for McpResources {
@@ -926,6 +952,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SessionFork>(),
         handled::<McpStatus>(),
         handled::<SandboxStatus>(),
+        handled::<Permissions>(),
         handled::<McpResources>(),
         handled::<SessionSteer>(),
         handled::<SessionUnqueue>(),

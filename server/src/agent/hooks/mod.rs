@@ -187,6 +187,12 @@ impl Agent {
         })
     }
 
+    /// Whether `problem` is new: a problem with the configuration (hooks, permission rules)
+    /// is said once per server, not at every call.
+    pub(in crate::agent) fn warn_once(&self, problem: &str) -> bool {
+        self.hooks.with(|s| s.warned.insert(problem.to_string()))
+    }
+
     /// Every configured hook (`read_hooks`); problems are reported once.
     fn configured_hooks(
         &self,
@@ -196,7 +202,7 @@ impl Agent {
     ) -> Hooks {
         let (all, problems) = self.read_hooks();
         for problem in problems {
-            if self.hooks.with(|s| s.warned.insert(problem.clone())) {
+            if self.warn_once(&problem) {
                 tracing::warn!("hooks: {problem}");
                 super::turn::say(
                     self,

@@ -3,6 +3,8 @@
 //! host shows (a subagent's asked in its parent's session, labelled), and the answer
 //! recorded (in the parent's session too, for a subagent's).
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{json, Value};
 
 use crate::agent::sessions::live::Durability;
@@ -14,7 +16,7 @@ use agentls_core::approval::{self, Gate};
 use agentls_core::event::Event;
 use agentls_core::hooks::Permission;
 use agentls_core::tool_info::ToolKind;
-use agentls_core::updates::{FileDiff, ToolLocation};
+use agentls_core::updates::{FileDiff, ToolLocation, Update};
 
 /// What a permission request shows beside the call: the planned change (its diff, and as
 /// {path, oldText, newText}) and why it is asked when the mode alone would not ask.
@@ -28,23 +30,36 @@ pub(in crate::agent) struct Shown {
 }
 
 impl Turn {
-    /// Whether a call runs, asks or is refused: a PreToolUse hook's `permissionDecision`
-    /// first (deny never gets here), else the approval rules under the session's policy (a
-    /// subagent runs under its parent's, with its parent's remembered answers). The one gate
-    /// of built-in and MCP calls.
+    /// Whether a call runs, asks or is refused: a deny rule first (`permissions.deny`, the
+    /// workspace's too), then a PreToolUse hook's `permissionDecision` (its deny never gets
+    /// here), else the approval rules under the session's policy with the standing rules (a
+    /// subagent runs under its parent's, with its parent's remembered answers). `path` is
+    /// the absolute path a file tool names. The one gate of built-in and MCP calls.
     pub(in crate::agent) async fn gate(
         &self,
         tool: &str,
         kind: ToolKind,
         command: Option<&str>,
+        path: Option<&Path>,
         permission: Option<Permission>,
     ) -> Gate {
+        let (rule, problems) = self.agent.rule_for(tool, command, path);
+        for problem in problems {
+            let problem = format!("permissions: {problem}");
+            if self.agent.warn_once(&problem) {
+                tracing::warn!("{problem}");
+                self.update(Update::warning(problem));
+            }
+        }
+        if let Some(refusal) = approval::denied_by(rule.as_ref()) {
+            return refusal;
+        }
         match permission {
             Some(Permission::Allow) => Gate::Run,
             Some(Permission::Ask) => Gate::Ask,
             _ => {
                 let approvals = self.session_approvals().await;
-                approval::gate(&self.mode(), tool, kind, command, &approvals)
+                approval::gate(&self.mode(), tool, kind, command, &approvals, rule.as_ref())
             }
         }
     }
@@ -211,6 +226,15 @@ impl Turn {
             }
         }
         let _ = self.record(answer(&self.turn_id)).await;
+    }
+}
+
+/// The absolute path a file tool's call names, as permission rules match it: its `path`
+/// resolved in the workspace, or the first root for a search or listing without one.
+pub(super) fn rule_path(boundary: &PathBoundary, arguments: &Value) -> Option<PathBuf> {
+    match arguments["path"].as_str() {
+        Some(path) => boundary.resolve(path).ok(),
+        None => boundary.roots.first().cloned(),
     }
 }
 

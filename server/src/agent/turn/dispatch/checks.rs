@@ -54,7 +54,7 @@ impl Turn {
             }
         };
         if self
-            .gate("shell", ToolKind::Execute, Some(&command), None)
+            .gate("shell", ToolKind::Execute, Some(&command), None, None)
             .await
             != Gate::Run
         {

@@ -98,7 +98,7 @@ impl Turn {
     ) -> (String, bool) {
         let plan = self.mode() == agentls_core::approval::PLAN;
         let gate = self
-            .gate(&call.name, tool.approval_kind(plan), None, permission)
+            .gate(&call.name, tool.approval_kind(plan), None, None, permission)
             .await;
         if let Err(message) = self
             .settle_gate(call, gate, tool.kind(), &arguments, None, Shown::default())

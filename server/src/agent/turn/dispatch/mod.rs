@@ -373,7 +373,10 @@ impl Turn {
         }
         let ready = tool.prepare(cx, arguments).await.map_err(|m| (m, false))?;
         let command = tool.command(arguments);
-        let mut gate = self.gate(&call.name, kind, command, permission).await;
+        let path = asking::rule_path(&cx.boundary, arguments);
+        let mut gate = self
+            .gate(&call.name, kind, command, path.as_deref(), permission)
+            .await;
         let diff = ready.prepared.diff().map(str::to_string);
         let planned = match &ready.prepared {
             Prepared::Change { change, .. } => Some(diagnostics::planned_lines(change)),
