@@ -1,7 +1,7 @@
 //! Which tool calls need the user's approval, and what the session remembers of earlier
 //! answers. Pure.
 
-use crate::permission_rules::{Rule, RuleAction};
+use crate::permission_rules::{simple_commands, Rule, RuleAction};
 use crate::session::Approvals;
 use crate::tool_info::ToolKind;
 
@@ -156,25 +156,6 @@ pub fn protected_write(relative: &str, hook_scripts: &[String]) -> Option<String
         return Some(format!("{relative} is run by a configured hook"));
     }
     None
-}
-
-/// The simple commands of a command line, split at `;`, `&`, `|` and newlines (so at `&&`
-/// and `||` too), and whether the line is plain: no command substitution, backquote,
-/// redirection, subshell or variable expansion, whose effect a prefix cannot describe.
-pub fn simple_commands(command: &str) -> (Vec<String>, bool) {
-    let plain = !command.contains("$(")
-        && !command.contains('`')
-        && !command.contains('>')
-        && !command.contains('<')
-        && !command.contains('(')
-        && !command.contains('$');
-    let parts = command
-        .split([';', '&', '|', '\n'])
-        .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(String::from)
-        .collect();
-    (parts, plain)
 }
 
 /// The part of a shell command an "always" answer covers: the program, and its subcommand

@@ -16,8 +16,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::approval::simple_commands;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RuleAction {
     Allow,
@@ -331,6 +329,25 @@ fn matches(rule: &Rule, call: &Call, places: &Places) -> bool {
                     .is_some_and(|path| path_matches(glob, path, places))
         }
     }
+}
+
+/// The simple commands of a command line, split at `;`, `&`, `|` and newlines (so at `&&`
+/// and `||` too), and whether the line is plain: no command substitution, backquote,
+/// redirection, subshell or variable expansion, whose effect a prefix cannot describe.
+pub fn simple_commands(command: &str) -> (Vec<String>, bool) {
+    let plain = !command.contains("$(")
+        && !command.contains('`')
+        && !command.contains('>')
+        && !command.contains('<')
+        && !command.contains('(')
+        && !command.contains('$');
+    let parts = command
+        .split([';', '&', '|', '\n'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(String::from)
+        .collect();
+    (parts, plain)
 }
 
 /// An allow rule covers a line only when every simple command matches and the line is
