@@ -51,6 +51,18 @@ impl Task {
         settings: serde_json::Value,
         session: Option<&str>,
     ) -> (i32, String, String) {
+        self.ask_with(fake, question, settings, session, &[]).await
+    }
+
+    /// `ask` with more arguments (`--file PATH`: the editor's active file).
+    async fn ask_with(
+        &self,
+        fake: &FakeProvider,
+        question: &str,
+        settings: serde_json::Value,
+        session: Option<&str>,
+        more: &[&str],
+    ) -> (i32, String, String) {
         let mut config = json!({
             "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "m"},
             "stateDir": self.state,
@@ -70,6 +82,7 @@ impl Task {
         if let Some(session) = session {
             args.extend(["--session".to_string(), session.to_string()]);
         }
+        args.extend(more.iter().map(|arg| arg.to_string()));
         let out = tokio::process::Command::new(common::binary())
             .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
             .env("AGENTLS_LOG", "error")
@@ -196,6 +209,67 @@ async fn a_write_over_a_file_not_read_is_refused_until_it_is_read() {
     let (code, _, stderr) = task.ask(&fake, "Solve bob.py", off, None).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(task.read("bob.py"), blind);
+}
+
+/// The exercise's stub open in the editor, small: the editor block shows it whole (its
+/// names, its docstring, its constants), which counts as the read, so the model's first
+/// write goes through. A long file is shown by its outline, and the rule holds.
+#[tokio::test]
+async fn a_small_file_open_in_the_editor_is_shown_whole_and_counts_as_read() {
+    let long: String = (0..250).map(|i| format!("X{i} = {i}\n")).collect();
+    let task = Task::new(&[("bob.py", STUB), ("long.py", &long)]);
+    let fake = FakeProvider::start().await;
+    let solved = "def response(hey_bob):\n    return 'Whatever.'\n";
+    fake.push(call(
+        "c1",
+        "write_file",
+        json!({"path": "bob.py", "content": solved}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let more = ["--file", "bob.py"];
+    let (code, _, stderr) = task
+        .ask_with(&fake, "Solve bob.py", json!({}), None, &more)
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    let first = requests[0].body["messages"].to_string();
+    assert!(
+        first.contains(
+            "<file lines=\\\"1-2\\\">\\nL1: def response(hey_bob):\\nL2:     pass\\n</file>"
+        ),
+        "{first}"
+    );
+    assert!(tool_output(&requests, "c1").contains("Replaced the content of bob.py"));
+    assert_eq!(task.read("bob.py"), solved);
+
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c2",
+        "write_file",
+        json!({"path": "long.py", "content": "X = 1\n"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let more = ["--file", "long.py"];
+    let (code, _, stderr) = task
+        .ask_with(&fake, "Shorten long.py", json!({}), None, &more)
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(tool_output(&fake.requests(), "c2").contains("had not read it"));
+    assert_eq!(task.read("long.py"), long);
+
+    // Turned off, the small file is not shown whole, nor counted as read.
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c3",
+        "write_file",
+        json!({"path": "bob.py", "content": STUB}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let off = json!({"editorContext": {"wholeFileMaxTokens": 0}});
+    let more = ["--file", "bob.py"];
+    let (code, _, stderr) = task.ask_with(&fake, "Undo bob.py", off, None, &more).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(tool_output(&fake.requests(), "c3").contains("had not read it"));
 }
 
 /// `./run`'s question as the small model answered it: grep for the path, "No matches",

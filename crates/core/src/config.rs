@@ -33,6 +33,8 @@ pub struct Config {
     pub tool_output_limit: TruncationPolicy,
     /// `editorContext.maxTokens`: budget of a turn's editor context block.
     pub editor_context_max_tokens: usize,
+    /// `editorContext.wholeFileMaxTokens`: a smaller active file is shown whole (0: never).
+    pub editor_whole_file_max_tokens: usize,
     /// `context.repoMap.maxTokens`: budget of the repository map in the system message
     /// (0: no map).
     pub repo_map_max_tokens: usize,
@@ -131,6 +133,7 @@ impl Default for Config {
             tokenizer: None,
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
+            editor_whole_file_max_tokens: editor_context::WHOLE_FILE_MAX_TOKENS,
             repo_map_max_tokens: 0,
             approval: "ask".to_string(),
             provider_kind: crate::provider_kind::ProviderKind::OpenAi
@@ -312,6 +315,19 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.editor_context_max_tokens = p.editor_context_max_tokens,
+    },
+    Key {
+        path: "editorContext.wholeFileMaxTokens",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"2000"#,
+            meaning: r#"an active file of at most 200 lines and this many tokens (and half the block's budget) is shown whole in place of its enclosing symbol and outline, and counts as read; 0: never"#,
+        },
+        set: |c, v| {
+            c.editor_whole_file_max_tokens = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.editor_whole_file_max_tokens = p.editor_whole_file_max_tokens,
     },
     Key {
         path: "context.repoMap.maxTokens",

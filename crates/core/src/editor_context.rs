@@ -3,7 +3,11 @@
 //! and definitions of the identifiers in play taken from the other open buffers).
 //!
 //! The block is filled by priority within a token budget: header (always, even over
-//! budget) > selection > enclosing symbol > diagnostics > outline > definitions. A part that
+//! budget) > selection > enclosing symbol > diagnostics > outline > definitions. A small
+//! active file (`WHOLE_FILE_MAX_LINES`, `whole_file_tokens`, at most half the budget)
+//! is shown whole instead of its enclosing symbol and outline, which it holds:
+//! a model that sees the whole file keeps what it does not mean to change, and the turn
+//! counts it as read (`EditorContext::shows_whole_file`). A part that
 //! fits what remains goes in whole; one that does not is cut to fit, and one that cannot
 //! usefully be cut is replaced by a one-line marker. Nothing is ever cut silently: every cut
 //! or omission leaves a marker in the text saying what was left out and how big it was, so
@@ -90,7 +94,8 @@ pub struct EditorContext {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PartReport {
-    /// "header" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" | "outline",
+    /// "header" | "file" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" |
+    /// "outline",
     /// in the order they are placed
     pub name: &'static str,
     /// Tokens this part adds to the text: what was included (after any cut), or the
@@ -114,6 +119,21 @@ pub struct PartReport {
 }
 
 pub const DEFAULT_EDITOR_BUDGET: usize = 8_000;
+
+/// A file of at most this many lines is shown whole when it also fits
+/// `editorContext.wholeFileMaxTokens` and half the block's budget.
+pub const WHOLE_FILE_MAX_LINES: usize = 200;
+/// `editorContext.wholeFileMaxTokens`'s default.
+pub const WHOLE_FILE_MAX_TOKENS: usize = 2_000;
+
+impl EditorContext {
+    /// Whether the block shows the active file whole, uncut: the model has read it.
+    pub fn shows_whole_file(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|part| part.name == "file" && !part.omitted && part.cut_tokens == 0)
+    }
+}
 
 /// Below this many tokens a cut part would be little more than its tags and marker.
 const MIN_PART_TOKENS: usize = 32;
@@ -241,8 +261,9 @@ impl OutlineCache {
     }
 }
 
-/// Renders the editor context block of `active` within `budget` tokens (see the module
-/// documentation for the priority order and the markers).
+/// Renders the editor context block of `active` within `budget` tokens, the file whole
+/// when it takes at most `whole_file_tokens` (0: never); see the module documentation for
+/// the priority order and the markers.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     active: &ActiveFile,
@@ -250,6 +271,7 @@ pub fn build(
     workspace: Option<&WorkspaceDefinitions>,
     boundary: &str,
     budget: usize,
+    whole_file_tokens: usize,
     tokenizer: TokenizerKind,
     cache: &mut CountCache,
     outlines: &mut OutlineCache,
@@ -288,6 +310,8 @@ pub fn build(
         has_definition_sources,
         outlines,
     );
+    let room = budget.saturating_sub(header_tokens) / 2;
+    let whole_file = whole_file_part(rope, whole_file_tokens.min(room), tokenizer, cache);
     let parts = parts(
         active,
         cursor,
@@ -295,6 +319,7 @@ pub fn build(
         syntax.as_ref(),
         Sources { others, workspace },
         outlines,
+        whole_file,
     );
     fill(header, header_tokens, parts, budget, tokenizer, cache)
 }
@@ -316,7 +341,8 @@ pub fn identifiers_in_play(active: &ActiveFile, outlines: &mut OutlineCache) -> 
 }
 
 /// The parts the active file has, in priority order: the selection, the enclosing symbol
-/// (unless the selection covers it), the diagnostics, the outline, the definitions.
+/// (unless the selection covers it), the diagnostics, the outline, the definitions; or,
+/// for a file shown whole, the selection, the file, the diagnostics, the definitions.
 fn parts(
     active: &ActiveFile,
     cursor: usize,
@@ -324,13 +350,20 @@ fn parts(
     syntax: Option<&ActiveSyntax>,
     sources: Sources,
     outlines: &mut OutlineCache,
+    whole_file: Option<Part>,
 ) -> Vec<Part> {
     let rope = &active.snapshot.rope;
     let mut parts = Vec::new();
+    let whole = whole_file.is_some();
+    // What the user pointed at stays first, even in a file shown whole.
     if let Some(selection) = selection {
         parts.push(selection_part(rope, selection));
     }
-    if let Some(symbol) = syntax.and_then(|syntax| syntax.enclosing.as_ref()) {
+    parts.extend(whole_file);
+    if let Some(symbol) = syntax
+        .and_then(|syntax| syntax.enclosing.as_ref())
+        .filter(|_| !whole)
+    {
         let covered = selection.is_some_and(|selection| {
             selection.start <= symbol.range.start && symbol.range.end <= selection.end
         });
@@ -358,7 +391,7 @@ fn parts(
                 floor: DEFINITIONS_FLOOR_TOKENS,
             });
         }
-        if !syntax.outline_lines.is_empty() {
+        if !syntax.outline_lines.is_empty() && !whole {
             let cursor_line = position::byte_to_line(rope, cursor);
             parts.push(Part {
                 name: "outline",
@@ -424,8 +457,9 @@ fn fill(
     {
         reserved -= hold;
         reserved_markers -= marker_tokens;
-        // The selection is what the user pointed at: it yields to the markers only.
-        let held = if part.name == "selection" {
+        // The selection is what the user pointed at, and a whole file is shown whole or
+        // not at all: they yield to the markers only.
+        let held = if part.name == "selection" || part.name == "file" {
             reserved_markers
         } else {
             reserved
@@ -868,6 +902,39 @@ fn render_header(
     }
     header.push_str("/>\n");
     header
+}
+
+/// The whole file as numbered lines, when it has at most `WHOLE_FILE_MAX_LINES` lines and
+/// `max_tokens` tokens (and is not empty).
+fn whole_file_part(
+    rope: &Rope,
+    max_tokens: usize,
+    tokenizer: TokenizerKind,
+    cache: &mut CountCache,
+) -> Option<Part> {
+    if rope.len_bytes() == 0 || max_tokens == 0 {
+        return None;
+    }
+    // A final line break does not start another line.
+    let lines = rope.len_lines() - usize::from(rope.line(rope.len_lines() - 1).len_chars() == 0);
+    if lines > WHOLE_FILE_MAX_LINES {
+        return None;
+    }
+    let block = CodeBlock {
+        open: format!("<file lines=\"1-{lines}\">\n"),
+        code: numbered_lines(rope, 0..lines),
+        close: "</file>\n",
+    };
+    let text = format!("{}{}{}", block.open, block.code, block.close);
+    if cache.count(tokenizer, &text) > max_tokens {
+        return None;
+    }
+    Some(Part {
+        name: "file",
+        body: Body::Code(block),
+        cap: usize::MAX,
+        floor: 0,
+    })
 }
 
 fn selection_part(rope: &Rope, selection: &Range<usize>) -> Part {

@@ -115,6 +115,7 @@ pub fn turn_block(inputs: &Inputs, cache: &mut AssemblyCache) -> TurnBlock {
             inputs.workspace,
             &inputs.prompts.data_boundary,
             inputs.config.editor_context_max_tokens,
+            inputs.config.editor_whole_file_max_tokens,
             tokenizer,
             &mut cache.counts,
             &mut cache.outlines,

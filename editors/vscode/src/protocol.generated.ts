@@ -342,7 +342,8 @@ export interface PartReport {
    */
   maxTokens: number;
   /**
-   * "header" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" | "outline",
+   * "header" | "file" | "selection" | "enclosingSymbol" | "diagnostics" | "definitions" |
+   * "outline",
    * in the order they are placed
    */
   name: string;

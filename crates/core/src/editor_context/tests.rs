@@ -44,6 +44,21 @@ fn run(active: &ActiveFile, others: &[OpenBuffer], budget: usize) -> EditorConte
         None,
         BOUNDARY,
         budget,
+        0,
+        TOK,
+        &mut CountCache::default(),
+        &mut OutlineCache::default(),
+    )
+}
+
+fn run_whole(active: &ActiveFile, budget: usize) -> EditorContext {
+    build(
+        active,
+        &[],
+        None,
+        BOUNDARY,
+        budget,
+        WHOLE_FILE_MAX_TOKENS,
         TOK,
         &mut CountCache::default(),
         &mut OutlineCache::default(),
@@ -792,6 +807,7 @@ fn tokens_stay_within_every_budget_and_add_up_by_part() {
             None,
             BOUNDARY,
             budget,
+            0,
             TOK,
             &mut cache,
             &mut outlines,
@@ -958,6 +974,7 @@ fn a_definition_from_the_index_reaches_the_block_with_its_doc_and_fields() {
         Some(&workspace),
         BOUNDARY,
         DEFAULT_EDITOR_BUDGET,
+        0,
         TOK,
         &mut CountCache::default(),
         &mut OutlineCache::default(),
@@ -1020,4 +1037,59 @@ fn a_long_outline_keeps_the_cursor_and_top_level_items_before_test_modules() {
     assert!(text.contains("module tests "), "{text}");
     assert!(!text.contains("function case_399 "), "{text}");
     assert!(text.contains("more lines ("), "{text}");
+}
+
+#[test]
+fn a_small_file_is_shown_whole_in_place_of_its_enclosing_symbol_and_outline() {
+    let text = "\"\"\"Stub.\"\"\"\n\nEQUAL = 1\n\n\ndef sublist(a, b):\n    pass\n";
+    let document = snapshot(text, Language::Python);
+    let mut file = active("sublist.py", &document, at(text, "pass"));
+    file.selection = Some(at(text, "def")..at(text, "pass"));
+    file.diagnostics = vec![diagnostic(
+        Severity::Error,
+        at(text, "pass")..at(text, "pass") + 4,
+        "expected a value",
+    )];
+    let context = run_whole(&file, DEFAULT_EDITOR_BUDGET);
+    assert_eq!(
+        names(&context),
+        ["header", "selection", "file", "diagnostics"]
+    );
+    assert!(context.shows_whole_file());
+    let shown = block(&context.text, "<file lines=\"1-7\">\n", "</file>");
+    assert_eq!(
+        shown,
+        "<file lines=\"1-7\">\nL1: \"\"\"Stub.\"\"\"\nL2: \nL3: EQUAL = 1\nL4: \nL5: \nL6: def sublist(a, b):\nL7:     pass\n</file>"
+    );
+    assert!(
+        context.text.contains("selection=\"6:1-7:5\""),
+        "{}",
+        context.text
+    );
+    assert!(context.text.contains("expected a value"));
+}
+
+#[test]
+fn a_file_too_long_or_too_big_for_the_budget_keeps_the_usual_parts() {
+    let long: String = (0..=WHOLE_FILE_MAX_LINES)
+        .map(|i| format!("def f{i}():\n    pass\n"))
+        .collect::<String>();
+    let document = snapshot(&long, Language::Python);
+    let file = active("long.py", &document, at(&long, "f3"));
+    let context = run_whole(&file, DEFAULT_EDITOR_BUDGET);
+    assert!(!context.shows_whole_file());
+    assert!(
+        names(&context).contains(&"outline"),
+        "{:?}",
+        names(&context)
+    );
+
+    let short = "def f():\n    return 1\n".repeat(30);
+    let document = snapshot(&short, Language::Python);
+    let file = active("short.py", &document, 0);
+    assert!(run_whole(&file, DEFAULT_EDITOR_BUDGET).shows_whole_file());
+    // Over half of what the header leaves of a small budget, it is not shown whole.
+    let context = run_whole(&file, 400);
+    assert!(!context.shows_whole_file(), "{}", context.text);
+    assert!(context.tokens <= 400);
 }

@@ -335,6 +335,15 @@ impl Turn {
                 inspect::static_context(&inputs),
             )
         };
+        if block
+            .editor
+            .as_ref()
+            .is_some_and(|editor| editor.shows_whole_file())
+        {
+            if let Some(active) = &gathered.active {
+                self.note_read_whole(active);
+            }
+        }
         let static_context = self.offer_tools(static_context, &prompts).await;
         // @mentions: attached as data, within what the editor block left of its budget.
         let mentioned = (self.scope.mentions_from.clone()).unwrap_or_else(|| prompt.text.clone());
@@ -349,6 +358,18 @@ impl Turn {
         self.record_prompt(prompt, block.text, &config, &model)
             .await?;
         self.opened(config, prompts, model, static_context).await
+    }
+
+    /// The editor block showed the active file whole: the model has read it, in the version
+    /// the block showed (a write over it is not refused for want of a read).
+    fn note_read_whole(&self, active: &agentls_core::inspect::ActiveDocument) {
+        let boundary = crate::tools::boundary::PathBoundary {
+            roots: self.host().roots(),
+        };
+        if let Ok(path) = boundary.resolve(&active.display_path) {
+            let text = active.snapshot.rope.to_string();
+            self.handle.reads.locked().saw(&path, &text);
+        }
     }
 
     /// Records the turn's start and the user's message, with its context block and images,
