@@ -169,6 +169,9 @@ def agentls_config(args):
         "approval": "full-auto",
         # What ./run gives the small local model (issue 37's harness).
         "reminders": {"unfinishedChange": True},
+        # Each exercise stands alone: a fact kept in one (the run shares one home) must not
+        # help or mislead the next.
+        "memory": {"enabled": False},
     }
     if args.config:
         text = args.config

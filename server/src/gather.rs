@@ -39,6 +39,8 @@ pub struct Gathered {
     /// The repository map, rendered (`context.repoMap.maxTokens`); empty when off, for a
     /// host without an index, or when nothing fits.
     pub repo_map: String,
+    /// The memory block (`store::memory`), rendered; empty when off or when none is kept.
+    pub memory: String,
 }
 
 impl Gathered {
@@ -60,6 +62,7 @@ impl Gathered {
             others: &self.others,
             workspace: self.workspace.as_ref(),
             repo_map: &self.repo_map,
+            memory: &self.memory,
             history,
             calibration,
         }
@@ -147,6 +150,7 @@ pub async fn gather(
         }
         _ => String::new(),
     };
+    let memory = memory_block(config, prompts, roots.first()).await;
     let skill_roots = roots.clone();
     let skills = tokio::task::spawn_blocking(move || crate::store::skills::discover(&skill_roots))
         .await
@@ -166,7 +170,30 @@ pub async fn gather(
         others,
         workspace,
         repo_map,
+        memory,
     })
+}
+
+/// The memory block of the system message (`memory.*`): both scopes' files read, the
+/// newest entries within `memory.maxTokens`.
+async fn memory_block(config: &Config, prompts: &Prompts, root: Option<&PathBuf>) -> String {
+    if !config.memory_enabled || config.memory_max_tokens == 0 {
+        return String::new();
+    }
+    let files = crate::store::memory::MemoryFiles::new(
+        root.map(PathBuf::as_path),
+        config.state_dir.as_deref(),
+    );
+    let scopes = tokio::task::spawn_blocking(move || files.entries())
+        .await
+        .unwrap_or_default();
+    agentls_core::memory::render(
+        &prompts.memory,
+        &scopes,
+        config.memory_max_tokens,
+        config.tokenizer(),
+        &mut agentls_core::tokens::CountCache::default(),
+    )
 }
 
 /// The repository map the index's handle keeps, for these settings (the core ranks and

@@ -65,6 +65,17 @@ fn main() -> ExitCode {
             agentls::sandbox::run_confined(args.policy.as_deref(), &args.command).clamp(0, 255)
                 as u8,
         ),
+        Some(Command::Memory(args)) => match agentls::cli::memory::run(
+            &args.action(),
+            args.workspace.as_deref(),
+            args.config.as_deref(),
+        ) {
+            Ok(output) => {
+                println!("{output}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => fail(&err),
+        },
         Some(Command::Context(args)) => match agentls::cli::context::run(&args.into()) {
             Ok(output) => {
                 // `agentls context … | head` closes the pipe early: not an error to panic on.

@@ -33,6 +33,10 @@ pub struct Config {
     pub tool_output_limit: TruncationPolicy,
     /// `editorContext.maxTokens`: budget of a turn's editor context block.
     pub editor_context_max_tokens: usize,
+    /// `memory.enabled`: the `save_memory` tool and the memory block of new requests.
+    pub memory_enabled: bool,
+    /// `memory.maxTokens`: the memory block's budget (the newest entries are kept).
+    pub memory_max_tokens: usize,
     /// `editorContext.wholeFileMaxTokens`: a smaller active file is shown whole (0: never).
     pub editor_whole_file_max_tokens: usize,
     /// `context.repoMap.maxTokens`: budget of the repository map in the system message
@@ -134,6 +138,8 @@ impl Default for Config {
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
             editor_whole_file_max_tokens: editor_context::WHOLE_FILE_MAX_TOKENS,
+            memory_enabled: true,
+            memory_max_tokens: 2_000,
             repo_map_max_tokens: 0,
             approval: "ask".to_string(),
             provider_kind: crate::provider_kind::ProviderKind::OpenAi
@@ -328,6 +334,32 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.editor_whole_file_max_tokens = p.editor_whole_file_max_tokens,
+    },
+    Key {
+        path: "memory.enabled",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true"#,
+            meaning: r#"memory across sessions: the `save_memory` tool, and the kept facts in each request's system message (see [Memory](#memory))"#,
+        },
+        set: |c, v| {
+            c.memory_enabled = boolean(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.memory_enabled = p.memory_enabled,
+    },
+    Key {
+        path: "memory.maxTokens",
+        doc: KeyDoc {
+            ty: r#"integer ≥ 0"#,
+            default: r#"2000"#,
+            meaning: r#"budget of the memory block; past it the oldest entries are left out (and said to be)"#,
+        },
+        set: |c, v| {
+            c.memory_max_tokens = non_negative_integer(v)?;
+            Ok(())
+        },
+        keep: |c, p| c.memory_max_tokens = p.memory_max_tokens,
     },
     Key {
         path: "context.repoMap.maxTokens",

@@ -38,6 +38,8 @@ pub struct StaticContext {
     pub agents_md: Option<AgentsMdInstructions>,
     /// The rendered skills index; empty when the workspace has no skills.
     pub skills_index: String,
+    /// The memory block (`memory::render`), heading included; empty when there is none.
+    pub memory: String,
     /// The repository map (`repo_map`), heading included; empty when off or when nothing
     /// fits. Last: it is the block most likely to change (when the workspace changes
     /// much), and what precedes it stays cached when it does.
@@ -130,7 +132,7 @@ pub struct Section {
 
 /// Section names in request order. Every request reports all of them (0 when absent), so
 /// that a breakdown view keeps its rows.
-pub const SECTIONS: [(&str, Trust); 12] = [
+pub const SECTIONS: [(&str, Trust); 13] = [
     ("tools", Trust::Trusted),
     // The MCP servers' tools (`mcp__…`), apart: what the user's servers cost each request.
     ("mcpTools", Trust::Trusted),
@@ -138,6 +140,8 @@ pub const SECTIONS: [(&str, Trust); 12] = [
     ("developerInstructions", Trust::Trusted),
     ("agentsMd", Trust::Trusted),
     ("skills", Trust::Trusted),
+    // Facts kept from earlier sessions: the model's own notes among them, labelled.
+    ("memory", Trust::Untrusted),
     // Signatures from the workspace's files: data, whatever they say.
     ("repoMap", Trust::Untrusted),
     ("conversation", Trust::Trusted),
@@ -193,6 +197,9 @@ pub fn system_text(static_context: &StaticContext) -> String {
     }
     if !static_context.skills_index.is_empty() {
         blocks.push(Cow::Borrowed(static_context.skills_index.as_str()));
+    }
+    if !static_context.memory.is_empty() {
+        blocks.push(Cow::Borrowed(static_context.memory.as_str()));
     }
     if !static_context.repo_map.is_empty() {
         blocks.push(Cow::Borrowed(static_context.repo_map.as_str()));
@@ -294,6 +301,11 @@ impl SectionCounts {
         if !static_context.skills_index.is_empty() {
             let n = cache.count(tokenizer, &static_context.skills_index);
             *self.at("skills") = n;
+            blocks += n;
+        }
+        if !static_context.memory.is_empty() {
+            let n = cache.count(tokenizer, &static_context.memory);
+            *self.at("memory") = n;
             blocks += n;
         }
         if !static_context.repo_map.is_empty() {
@@ -399,6 +411,7 @@ mod tests {
             }),
             skills_index:
                 "## Skills\n- release: cut a release (file: .agents/skills/release/SKILL.md)".into(),
+            memory: String::new(),
             repo_map: "## Repository map\n\nsrc/geometry.rs\n  pub struct Point".into(),
         }
     }

@@ -47,6 +47,8 @@ pub struct Inputs<'a> {
     pub workspace: Option<&'a editor_context::WorkspaceDefinitions>,
     /// The repository map the host keeps (`repo_map`), rendered; empty: none.
     pub repo_map: &'a str,
+    /// The memory block (`memory::render`); empty: none.
+    pub memory: &'a str,
     pub history: &'a History,
     pub calibration: Calibration,
 }
@@ -86,6 +88,7 @@ pub fn static_context(inputs: &Inputs) -> StaticContext {
         developer_instructions: inputs.config.developer_instructions.clone(),
         agents_md,
         skills_index: skills::render(inputs.skills, &inputs.prompts.skills),
+        memory: inputs.memory.to_string(),
         repo_map: inputs.repo_map.to_string(),
     }
 }

@@ -33,6 +33,7 @@ pub mod inspect;
 pub mod language;
 pub mod ledger;
 pub mod mcp;
+pub mod memory;
 pub mod models;
 pub mod near_paths;
 pub mod paths;

@@ -21,6 +21,8 @@ pub struct Prompts {
     pub skills: String,
     /// Heads the repository map (`context.repoMap.maxTokens`).
     pub repo_map: String,
+    /// Heads the memory block (`memory`): who wrote the entries, and when to keep one.
+    pub memory: String,
     /// Heads a compaction summary in the history.
     pub summary_prefix: String,
     pub tools: Vec<ToolSpec>,
@@ -62,6 +64,10 @@ pub struct Prompts {
 pub struct ToolOutputTexts {
     /// `update_plan`'s answer.
     pub plan_updated: String,
+    /// `save_memory` kept the fact: `{scope}`, `{fact}`.
+    pub memory_saved: String,
+    /// `save_memory` found the fact kept already: `{scope}`, `{fact}`.
+    pub memory_kept_already: String,
     /// `grep` found nothing: `{pattern}`.
     pub no_matches: String,
     /// Ends a `grep` output cut at its cap: `{shown}`, `{total}`.
@@ -155,6 +161,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("skills.md", include_str!("../../../prompts/skills.md")),
     ("repo_map.md", include_str!("../../../prompts/repo_map.md")),
+    ("memory.md", include_str!("../../../prompts/memory.md")),
     (
         "summary_prefix.md",
         include_str!("../../../prompts/summary_prefix.md"),
@@ -282,6 +289,7 @@ impl Prompts {
         let data_boundary = text("data_boundary.md");
         let skills = text("skills.md");
         let repo_map = text("repo_map.md");
+        let memory = text("memory.md");
         let summary_prefix = text("summary_prefix.md");
         let tools_json = text("tools.json");
         let compact_handoff = text("compact_handoff.md");
@@ -329,6 +337,7 @@ impl Prompts {
                 data_boundary,
                 skills,
                 repo_map,
+                memory,
                 summary_prefix,
                 tools,
                 compact_handoff,
@@ -408,6 +417,7 @@ mod tests {
                 "shell_output",
                 "shell_kill",
                 "update_plan",
+                "save_memory",
                 "task"
             ]
         );

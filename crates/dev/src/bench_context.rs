@@ -166,6 +166,7 @@ pub fn context(options: &ContextOptions) -> ContextBenchReport {
             others: &buffers,
             workspace: None,
             repo_map: "",
+            memory: "",
             history,
             calibration: Calibration::default(),
         };

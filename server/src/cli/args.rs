@@ -47,6 +47,67 @@ pub enum Command {
     /// Run a command in the command sandbox (what `shell` calls run in): writes only in the
     /// current directory and the temp directory, no network
     Sandbox(SandboxArgs),
+    /// The facts kept across sessions: list them (the default), add one, remove one
+    Memory(MemoryArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MemoryArgs {
+    #[command(subcommand)]
+    pub action: Option<MemoryCommand>,
+    /// The workspace whose memory this is (default: the current directory)
+    #[arg(long, value_name = "DIR", global = true)]
+    pub workspace: Option<PathBuf>,
+    /// Settings as JSON, or @FILE holding JSON (`stateDir` places the workspace's memory)
+    #[arg(long, value_name = "JSON|@FILE", global = true)]
+    pub config: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MemoryCommand {
+    /// Both memories' entries, numbered, with who wrote each
+    List,
+    /// Keep a fact, as yours
+    Add {
+        #[arg(value_parser = not_blank)]
+        fact: String,
+        #[arg(long, value_enum, default_value_t = ScopeArg::Workspace)]
+        scope: ScopeArg,
+    },
+    /// Remove entry N (as `list` numbers them) of one memory
+    Remove {
+        number: usize,
+        #[arg(long, value_enum)]
+        scope: ScopeArg,
+    },
+}
+
+/// `user` (every workspace) or `workspace` (this one).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ScopeArg {
+    User,
+    Workspace,
+}
+
+impl MemoryArgs {
+    pub fn action(&self) -> crate::cli::memory::MemoryAction {
+        use crate::cli::memory::MemoryAction;
+        let scope = |arg: ScopeArg| match arg {
+            ScopeArg::User => agentls_core::memory::Scope::User,
+            ScopeArg::Workspace => agentls_core::memory::Scope::Workspace,
+        };
+        match &self.action {
+            None | Some(MemoryCommand::List) => MemoryAction::List,
+            Some(MemoryCommand::Add { fact, scope: s }) => MemoryAction::Add {
+                fact: fact.clone(),
+                scope: scope(*s),
+            },
+            Some(MemoryCommand::Remove { number, scope: s }) => MemoryAction::Remove {
+                number: *number,
+                scope: scope(*s),
+            },
+        }
+    }
 }
 
 #[derive(Args, Debug)]

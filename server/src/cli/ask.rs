@@ -36,28 +36,7 @@ pub struct AskOptions {
 /// settings file (`~/.config/agentls/settings.json`), else a provider found from the
 /// environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`).
 pub fn config(options: &AskOptions) -> Result<Config, String> {
-    let settings: Value = match &options.config {
-        Some(text) => {
-            let text = match text.strip_prefix('@') {
-                Some(path) => {
-                    std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?
-                }
-                None => text.clone(),
-            };
-            serde_json::from_str(&text).map_err(|e| format!("--config is not JSON: {e}"))?
-        }
-        None => Value::Null,
-    };
-    // The user settings file under the flag's (the flag wins key by key).
-    let file = crate::store::settings::read()?;
-    let settings = agentls_core::config::merge_settings(&file, &settings);
-    let (mut config, update) = Config::from_settings(&Config::default(), &settings);
-    if let Some(problem) = update.problems.first() {
-        return Err(format!(
-            "configuration key `{}` {}",
-            problem.key, problem.message
-        ));
-    }
+    let mut config = settings_config(options.config.as_deref())?;
     let has_key = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     if config.model.is_none() && config.base_url.is_none() {
         // The first provider whose key is set and that has a default model.
@@ -70,6 +49,33 @@ pub fn config(options: &AskOptions) -> Result<Config, String> {
         } else {
             return Err("no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --config '{\"provider\": {\"kind\": \"openai\", \"baseUrl\": \"http://127.0.0.1:8080/v1\", \"model\": \"…\"}}'".into());
         }
+    }
+    Ok(config)
+}
+
+/// The settings of a command-line run: `--config` (JSON, or `@file` holding JSON) over the
+/// user settings file (the flag wins key by key); a bad key is an error. No provider needed.
+pub fn settings_config(flag: Option<&str>) -> Result<Config, String> {
+    let settings: Value = match flag {
+        Some(text) => {
+            let text = match text.strip_prefix('@') {
+                Some(path) => {
+                    std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?
+                }
+                None => text.to_string(),
+            };
+            serde_json::from_str(&text).map_err(|e| format!("--config is not JSON: {e}"))?
+        }
+        None => Value::Null,
+    };
+    let file = crate::store::settings::read()?;
+    let settings = agentls_core::config::merge_settings(&file, &settings);
+    let (config, update) = Config::from_settings(&Config::default(), &settings);
+    if let Some(problem) = update.problems.first() {
+        return Err(format!(
+            "configuration key `{}` {}",
+            problem.key, problem.message
+        ));
     }
     Ok(config)
 }

@@ -14,6 +14,7 @@ pub mod commands;
 pub mod environment;
 pub mod file_index;
 pub mod files;
+pub mod memory;
 pub mod prompts;
 pub mod secrets;
 pub mod session_log;

@@ -20,6 +20,7 @@ pub mod input;
 pub mod list_dir;
 pub mod read_file;
 pub mod registry;
+pub mod save_memory;
 #[cfg(test)]
 mod schema_check;
 pub mod shell;
@@ -49,6 +50,7 @@ pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
         Box::new(shell_output::ShellOutput),
         Box::new(shell_kill::ShellKill),
         Box::new(update_plan::UpdatePlan),
+        Box::new(save_memory::SaveMemory),
         Box::new(task::Task),
     ]
 }

@@ -192,6 +192,11 @@ pub trait Tool: Send + Sync + 'static {
     fn command<'a>(&self, _arguments: &'a Value) -> Option<&'a str> {
         None
     }
+    /// Why a call is asked about in every mode, whatever the mode or an earlier answer
+    /// allows (`save_memory` to the user's memory); None for most.
+    fn always_asks(&self, _arguments: &Value) -> Option<String> {
+        None
+    }
     /// What the model reads when its arguments are not an `Input`.
     fn refusal(&self, _cx: &ToolContext, _arguments: &Value, problem: ArgumentProblem) -> String {
         problem.sentence(Self::NAME)
@@ -212,6 +217,7 @@ pub trait AnyTool: Send + Sync + 'static {
     fn title(&self, arguments: &Value) -> String;
     fn ledger_record(&self) -> LedgerRecord;
     fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str>;
+    fn always_asks(&self, arguments: &Value) -> Option<String>;
     /// The JSON Schema derived from the tool's input type.
     fn input_schema(&self) -> Value;
     /// The arguments parsed (once: `run` takes them from the `Ready`) and the call
@@ -248,6 +254,10 @@ impl<T: Tool> AnyTool for T {
 
     fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str> {
         Tool::command(self, arguments)
+    }
+
+    fn always_asks(&self, arguments: &Value) -> Option<String> {
+        Tool::always_asks(self, arguments)
     }
 
     fn input_schema(&self) -> Value {

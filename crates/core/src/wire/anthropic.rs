@@ -222,6 +222,7 @@ mod tests {
             developer_instructions: None,
             agents_md: None,
             skills_index: String::new(),
+            memory: String::new(),
             repo_map: String::new(),
         };
         let config = AssemblyConfig {

@@ -391,6 +391,7 @@ impl Turn {
             ),
             Prepared::Nothing => (None, None),
         };
+        let reason = reason.or_else(|| tool.always_asks(arguments));
         if reason.is_some() && gate == Gate::Run {
             gate = Gate::Ask;
         }

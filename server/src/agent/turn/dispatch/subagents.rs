@@ -93,6 +93,9 @@ impl SubagentRunner for Runner {
     }
 }
 
+/// Offered only while `memory.enabled` holds.
+const SAVE_MEMORY: &str = "save_memory";
+
 impl Turn {
     /// The tools this turn offers the model: the turn's scope and the session's mode
     /// applied (`Turn::offers`), and `task` described with the subagents (read now, so an
@@ -116,7 +119,10 @@ impl Turn {
             self.scope.subagents = Arc::new(loaded.0);
         }
         let roster = subagents::roster(&self.scope.subagents);
-        static_context.tools.retain(|tool| self.offers(&tool.name));
+        let memory = self.host().config().memory_enabled;
+        static_context
+            .tools
+            .retain(|tool| self.offers(&tool.name) && (memory || tool.name != SAVE_MEMORY));
         for tool in &mut static_context.tools {
             if tool.name == TASK_TOOL {
                 tool.description =
