@@ -78,6 +78,39 @@ fn hook_updates<'a>(updates: &'a [Value], event: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// A hook that keeps what it reads: its command, and the file its inputs go to (one JSON
+/// line each). `then` is the rest of its script, with the input in `$input`.
+fn recorder(ws: &Workspace, name: &str, then: &str) -> (String, PathBuf) {
+    let log = ws.root.parent().unwrap().join(format!("{name}.jsonl"));
+    let command = script(
+        ws,
+        &format!("{name}.sh"),
+        &format!(
+            "input=$(cat)\nprintf '%s\\n' \"$input\" >> {}\n{then}",
+            log.display()
+        ),
+    );
+    (command, log)
+}
+
+/// The inputs a `recorder` got, in order; none when it never ran.
+fn inputs(log: &Path) -> Vec<Value> {
+    fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The hooks setting of several events, each (event, matcher, command).
+fn hooks_of(events: &[(&str, Option<&str>, &str)]) -> Value {
+    let mut all = json!({});
+    for (event, matcher, command) in events {
+        all[*event] = hooks_setting(event, *matcher, command, None)[*event].clone();
+    }
+    all
+}
+
 /// The request's messages as text, one string.
 fn body_text(request: &RecordedRequest) -> String {
     request.body["messages"].to_string()
@@ -554,15 +587,32 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     );
     fake.push(FakeProvider::openai_text(&["Going on."], None));
     fake.push(FakeProvider::openai_text(&["Back again."], None));
+    let (post, posts) = recorder(
+        &ws,
+        "post-compact",
+        &format!("printf '%s' \"$input\" | {record}"),
+    );
     let mut settings = hooks_setting("SessionStart", None, &record, None);
     settings["PreCompact"] =
         hooks_setting("PreCompact", Some("manual"), &record, None)["PreCompact"].clone();
+    settings["PostCompact"] =
+        hooks_setting("PostCompact", Some("manual"), &post, None)["PostCompact"].clone();
     let extra = json!({"approval": "full-auto", "hooks": settings});
     let server = hooked_server(&ws, &fake, extra.clone(), Some(responder(&[]).0)).await;
     let session = new_session(&server).await;
     let _ = run_turn(&server, &session, "Read big.rs and add new.rs").await;
     let outcome = session_request(&server, "agent/session/compact", &session).await;
     assert_eq!(outcome["strategy"], "summary", "{outcome}");
+    let posts = inputs(&posts);
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["trigger"], "manual");
+    assert!(
+        posts[0]["compact_summary"]
+            .as_str()
+            .unwrap()
+            .contains("[Done] wrote src/new.rs"),
+        "{posts:?}"
+    );
     let (updates, _) = run_turn(&server, &session, "Go on").await;
     let reminder = updates
         .iter()
@@ -584,13 +634,13 @@ async fn compaction_runs_pre_compact_and_session_start_and_reminds_of_the_change
     let _ = run_turn(&server, &session, "Again").await;
     assert_eq!(
         fs::read_to_string(&log).unwrap(),
-        "SessionStart new\nPreCompact manual\nSessionStart compact\nSessionStart loaded\n"
+        "SessionStart new\nPreCompact manual\nPostCompact manual\nSessionStart compact\nSessionStart loaded\n"
     );
     server.stop().await;
 }
 
 #[tokio::test]
-async fn updated_input_replaces_the_arguments_and_post_tool_use_sees_failed_calls_too() {
+async fn updated_input_replaces_the_arguments_and_a_failed_call_fires_post_tool_use_failure() {
     let (ws, fake) = workspace_and_fake().await;
     let redirect = script(
         &ws,
@@ -619,9 +669,17 @@ fi"#,
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Read one."], None));
-    let mut hooks = hooks_setting("PreToolUse", Some("read_file"), &redirect, None);
-    hooks["PostToolUse"] =
-        hooks_setting("PostToolUse", Some("read_file"), &post, None)["PostToolUse"].clone();
+    // Claude Code's PostToolUseFailure: exit 2 shows stderr to the model.
+    let (failure, failures) = recorder(
+        &ws,
+        "failure",
+        "echo 'src/missing.rs is generated: run make first' >&2\nexit 2",
+    );
+    let hooks = hooks_of(&[
+        ("PreToolUse", Some("read_file"), &redirect),
+        ("PostToolUse", Some("read_file"), &post),
+        ("PostToolUseFailure", Some("read_file"), &failure),
+    ]);
     let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
     let session = new_session(&server).await;
     let (updates, _) = run_turn(&server, &session, "Read them").await;
@@ -632,10 +690,425 @@ fi"#,
         done[0]["output"].as_str().unwrap().contains("41"),
         "the rewritten path was read"
     );
-    assert_eq!(tool_updates(&updates, "failed")[0]["toolCallId"], "c2");
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed[0]["toolCallId"], "c2");
+    // PostToolUse for the call that succeeded only; the failed one fires
+    // PostToolUseFailure instead, with the error the model got.
+    assert_eq!(fs::read_to_string(&log).unwrap(), "src/lib.rs true false\n");
+    let failures = inputs(&failures);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let input = &failures[0];
+    assert_eq!(input["hook_event_name"], "PostToolUseFailure");
+    assert_eq!(input["session_id"], session);
+    assert_eq!(input["tool_name"], "read_file");
+    assert_eq!(input["tool_input"], json!({"path": "src/missing.rs"}));
+    assert_eq!(input["tool_use_id"], "c2");
+    assert_eq!(input["error"], failed[0]["output"]);
+    assert!(input["duration_ms"].is_u64(), "{input}");
+    assert!(input.get("tool_response").is_none(), "{input}");
+    let hooks = hook_updates(&updates, "PostToolUseFailure");
+    assert_eq!(hooks.len(), 1, "{updates:?}");
+    assert!(body_text(&fake.requests()[1]).contains("src/missing.rs is generated: run make first"));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_that_never_ran_fires_no_post_tool_hook() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (post, posts) = recorder(&ws, "post", "");
+    let (failure, failures) = recorder(&ws, "failure", "");
+    let guard = script(&ws, "guard.sh", "echo 'not here' >&2\nexit 2");
+    let blocked = json!({"command": "rm -rf src"}).to_string();
+    let rejected = json!({"command": "touch x"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[
+            ("c_blocked", "shell", &[blocked.as_str()]),
+            ("c_rejected", "shell", &[rejected.as_str()]),
+        ],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Nothing ran."], None));
+    let hooks = hooks_of(&[
+        (
+            "PreToolUse",
+            Some("shell"),
+            &format!(
+                "jq -e '.tool_input.command | startswith(\"rm\")' >/dev/null || exit 0; {guard}"
+            ),
+        ),
+        ("PostToolUse", None, &post),
+        ("PostToolUseFailure", None, &failure),
+    ]);
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "ask", "hooks": hooks}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Try both").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert_eq!(tool_updates(&updates, "failed").len(), 2, "{updates:?}");
+    assert_eq!(permission_requests(&seen).len(), 1, "the second was asked");
+    // A block and a rejection are not failures of a call that ran (Claude Code: they fire
+    // neither PostToolUse nor PostToolUseFailure).
+    assert!(inputs(&posts).is_empty());
+    assert!(inputs(&failures).is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_permission_request_hook_allows_a_call_unasked_and_no_permission_prompt_is_notified() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (allow, asked) = recorder(
+        &ws,
+        "permission",
+        r#"jq -n '{hookSpecificOutput: {hookEventName: "PermissionRequest", decision: {behavior: "allow"}}}'"#,
+    );
+    let (notify, notified) = recorder(&ws, "notify", "");
+    let echo = json!({"command": "echo hooked-allow"}).to_string();
+    fake.push_call_then_text("c1", "shell", &echo, "Echoed.");
+    // Asked, the client would refuse: the command runs only because the hook allowed it.
+    let (responder, seen) = responder(&["rejectOnce"]);
+    let hooks = hooks_of(&[
+        ("PermissionRequest", Some("shell"), &allow),
+        ("Notification", None, &notify),
+    ]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "ask", "hooks": hooks}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Echo it").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(permission_requests(&seen).is_empty(), "not asked");
+    let done = tool_updates(&updates, "completed");
+    assert!(
+        done[0]["output"].as_str().unwrap().contains("hooked-allow"),
+        "{updates:?}"
+    );
+    let asked = inputs(&asked);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["hook_event_name"], "PermissionRequest");
+    assert_eq!(asked[0]["session_id"], session);
+    assert_eq!(asked[0]["tool_name"], "shell");
     assert_eq!(
-        fs::read_to_string(&log).unwrap(),
-        "src/lib.rs true false\nsrc/missing.rs false true\n"
+        asked[0]["tool_input"],
+        json!({"command": "echo hooked-allow"})
+    );
+    assert!(asked[0].get("tool_use_id").is_none(), "{}", asked[0]);
+    // Claude Code does not notify of a prompt a hook answered; the turn's end is notified.
+    let notified = inputs(&notified);
+    let types: Vec<&Value> = notified.iter().map(|n| &n["notification_type"]).collect();
+    assert_eq!(types, ["idle_prompt"], "{notified:?}");
+    assert_eq!(notified[0]["hook_event_name"], "Notification");
+    assert!(notified[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("waiting for your input"));
+    assert!(notified[0]["title"].is_string());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_permission_request_hooks_deny_refuses_the_call_with_its_message() {
+    let (ws, fake) = workspace_and_fake().await;
+    let deny = script(
+        &ws,
+        "deny.sh",
+        r#"jq -n '{hookSpecificOutput: {hookEventName: "PermissionRequest", decision: {behavior: "deny", message: "no shell on Fridays"}}}'"#,
+    );
+    let touch = json!({"command": "touch denied-marker"}).to_string();
+    fake.push_call_then_text("c1", "shell", &touch, "Refused.");
+    let (responder, seen) = responder(&["allowOnce"]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "ask", "hooks": hooks_setting("PermissionRequest", None, &deny, None)}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Touch it").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    assert!(permission_requests(&seen).is_empty(), "not asked");
+    assert!(!ws.root.join("denied-marker").exists(), "not run");
+    let failed = tool_updates(&updates, "failed");
+    assert_eq!(failed.len(), 1, "{updates:?}");
+    assert_eq!(
+        failed[0]["output"],
+        "denied by a PermissionRequest hook: no shell on Fridays"
+    );
+    assert!(body_text(&fake.requests()[1]).contains("no shell on Fridays"));
+    assert_eq!(
+        hook_updates(&updates, "PermissionRequest")[0]["outcome"],
+        "blocked"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_permission_request_hook_without_a_decision_leaves_the_question_and_it_is_notified() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (silent, asked) = recorder(&ws, "permission", "exit 2");
+    let (notify, notified) = recorder(&ws, "notify", "");
+    let echo = json!({"command": "echo asked-anyway"}).to_string();
+    fake.push_call_then_text("c1", "shell", &echo, "Echoed.");
+    let (responder, seen) = responder(&["allowOnce"]);
+    let hooks = hooks_of(&[
+        ("PermissionRequest", None, &silent),
+        ("Notification", Some("permission_prompt"), &notify),
+    ]);
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"approval": "ask", "hooks": hooks}),
+        Some(responder),
+    )
+    .await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Echo it").await;
+    assert_eq!(stop_reason(&updates), "endTurn");
+    // Exit 2 is not a decision (Claude Code ignores it here): the user was asked.
+    assert_eq!(inputs(&asked).len(), 1);
+    assert_eq!(permission_requests(&seen).len(), 1);
+    assert_eq!(tool_updates(&updates, "completed").len(), 1, "{updates:?}");
+    // The matcher keeps the permission prompt only: not the turn's end.
+    let notified = inputs(&notified);
+    assert_eq!(notified.len(), 1, "{notified:?}");
+    assert_eq!(notified[0]["notification_type"], "permission_prompt");
+    assert_eq!(notified[0]["session_id"], session);
+    assert!(
+        notified[0]["message"].as_str().unwrap().contains("shell"),
+        "{notified:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_provider_error_fires_stop_failure_instead_of_stop() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (failure, failures) = recorder(&ws, "stop-failure", "exit 2");
+    let (stop, stops) = recorder(&ws, "stop", "");
+    fake.push(agentls_dev::fake_provider::Reply::Http {
+        status: 401,
+        headers: vec![],
+        body: json!({"error": {"message": "Incorrect API key provided"}}).to_string(),
+    });
+    let hooks = hooks_of(&[
+        ("StopFailure", Some("authentication_failed"), &failure),
+        ("Stop", None, &stop),
+    ]);
+    let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "hi").await;
+    assert_eq!(stop_reason(&updates), "error");
+    let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
+    let failures = inputs(&failures);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let input = &failures[0];
+    assert_eq!(input["hook_event_name"], "StopFailure");
+    assert_eq!(input["error"], "authentication_failed");
+    assert!(
+        input["error_details"]
+            .as_str()
+            .unwrap()
+            .contains("Incorrect API key"),
+        "{input}"
+    );
+    assert_eq!(input["last_assistant_message"], error["message"]);
+    assert!(inputs(&stops).is_empty(), "no Stop after an error");
+    // Its exit code is ignored: no block.
+    assert_eq!(hook_updates(&updates, "StopFailure")[0]["outcome"], "ok");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn instructions_loaded_fires_for_each_agents_md_file_as_it_joins_the_chain() {
+    let (ws, fake) = workspace_and_fake().await;
+    fs::write(ws.root.join("AGENTS.md"), "Use tabs.\n").unwrap();
+    fs::write(ws.root.join("src/AGENTS.md"), "Library code: no panics.\n").unwrap();
+    let (loaded, log) = recorder(&ws, "instructions", "");
+    for _ in 0..3 {
+        fake.push(FakeProvider::openai_text(&["ok"], None));
+    }
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("InstructionsLoaded", None, &loaded, None)}),
+        None,
+    )
+    .await;
+    let session = new_session(&server).await;
+    let _ = run_turn(&server, &session, "one").await;
+    let at_lib = |text: &str| {
+        json!({"sessionId": session, "text": text, "editor": {
+            "uri": common::uri(&ws.root.join("src/lib.rs")),
+            "position": {"line": 0, "character": 0},
+        }})
+    };
+    for text in ["two", "three"] {
+        let turn = server
+            .client
+            .request("agent/session/prompt", at_lib(text))
+            .await
+            .unwrap();
+        let (updates, _) = updates_until_end(&server, turn["turnId"].as_str().unwrap()).await;
+        assert_eq!(stop_reason(&updates), "endTurn");
+    }
+    let loads = inputs(&log);
+    let seen: Vec<(&str, &str)> = loads
+        .iter()
+        .map(|l| {
+            (
+                l["file_path"].as_str().unwrap(),
+                l["load_reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let root_file = ws.root.join("AGENTS.md").display().to_string();
+    let nested = ws.root.join("src/AGENTS.md").display().to_string();
+    // The root file at the first turn; the nested one when the active file brought it in,
+    // once.
+    assert_eq!(
+        seen,
+        [
+            (root_file.as_str(), "session_start"),
+            (nested.as_str(), "nested_traversal")
+        ],
+        "{loads:?}"
+    );
+    assert!(loads.iter().all(|l| l["memory_type"] == "Project"
+        && l["hook_event_name"] == "InstructionsLoaded"
+        && l["session_id"] == session.as_str()));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn session_end_fires_at_shutdown_for_the_sessions_that_started() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (end, log) = recorder(&ws, "session-end", "");
+    fake.push(FakeProvider::openai_text(&["ok"], None));
+    let server = hooked_server(
+        &ws,
+        &fake,
+        json!({"hooks": hooks_setting("SessionEnd", None, &end, None)}),
+        None,
+    )
+    .await;
+    let used = new_session(&server).await;
+    let _idle = new_session(&server).await;
+    let _ = run_turn(&server, &used, "hi").await;
+    assert!(inputs(&log).is_empty(), "not before the end");
+    server.stop().await;
+    let ends = inputs(&log);
+    // The session that never had a turn never started: it does not end.
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["hook_event_name"], "SessionEnd");
+    assert_eq!(ends[0]["session_id"], used);
+    assert_eq!(ends[0]["reason"], "other");
+    assert!(ends[0]["transcript_path"]
+        .as_str()
+        .unwrap()
+        .ends_with(".jsonl"));
+}
+
+#[tokio::test]
+async fn subagent_start_and_stop_fire_for_a_task_and_a_subagent_stop_block_makes_it_go_on() {
+    let (ws, fake) = workspace_and_fake().await;
+    let agents = ws.root.join(".agents/agents");
+    fs::create_dir_all(&agents).unwrap();
+    fs::write(
+        agents.join("checker.md"),
+        "---\nname: checker\ndescription: Checks things\ntools: read_file\n---\nYou are the CHECKERAGENT.\n",
+    )
+    .unwrap();
+    let (start, starts) = recorder(
+        &ws,
+        "subagent-start",
+        r#"jq -n '{hookSpecificOutput: {hookEventName: "SubagentStart", additionalContext: "CHECKER-RULE: cite line numbers"}}'"#,
+    );
+    // Blocks once, as a Stop hook would: the subagent goes on with the reason.
+    let (stop, stops) = recorder(
+        &ws,
+        "subagent-stop",
+        r#"if [ "$(tail -n 1 "$0.log" 2>/dev/null)" != blocked ]; then echo blocked >> "$0.log"; echo 'also check the tests' >&2; exit 2; fi"#,
+    );
+    let (parent_stop, parent_stops) = recorder(&ws, "stop", "");
+    let task = json!({"agent": "checker", "prompt": "Check answer()"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("call_task", "task", &[task.as_str()])],
+        None,
+    ));
+    fake.push_for(
+        "CHECKERAGENT",
+        FakeProvider::openai_text(&["First look done."], None),
+    );
+    fake.push_for(
+        "CHECKERAGENT",
+        FakeProvider::openai_text(&["Tests checked too."], None),
+    );
+    fake.push(FakeProvider::openai_text(&["The checker is done."], None));
+    let hooks = hooks_of(&[
+        ("SubagentStart", Some("checker"), &start),
+        ("SubagentStop", Some("checker"), &stop),
+        ("Stop", None, &parent_stop),
+    ]);
+    let server = hooked_server(&ws, &fake, json!({"hooks": hooks}), None).await;
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, "Check it with the checker").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let done = tool_updates(&updates, "completed");
+    assert_eq!(done[0]["output"], "Tests checked too.", "{updates:?}");
+
+    let starts = inputs(&starts);
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert_eq!(starts[0]["hook_event_name"], "SubagentStart");
+    assert_eq!(starts[0]["agent_type"], "checker");
+    // The subagent is part of the user's session: its own session is `agent_id`.
+    assert_eq!(starts[0]["session_id"], session);
+    let agent_id = starts[0]["agent_id"].as_str().unwrap().to_string();
+    assert_ne!(agent_id, session);
+    let stops = inputs(&stops);
+    assert_eq!(stops.len(), 2, "blocked once, then let go: {stops:?}");
+    assert_eq!(stops[0]["hook_event_name"], "SubagentStop");
+    assert_eq!(stops[0]["agent_id"], agent_id.as_str());
+    assert_eq!(stops[0]["agent_type"], "checker");
+    assert_eq!(stops[0]["stop_hook_active"], false);
+    assert_eq!(stops[1]["stop_hook_active"], true);
+    assert_eq!(stops[0]["last_assistant_message"], "First look done.");
+    assert_eq!(stops[1]["last_assistant_message"], "Tests checked too.");
+    assert_ne!(
+        stops[0]["agent_transcript_path"],
+        stops[0]["transcript_path"]
+    );
+    assert!(stops[0]["agent_transcript_path"]
+        .as_str()
+        .unwrap()
+        .contains(&agent_id));
+    // The subagent's requests: the start hook's context in the first, the stop hook's
+    // reason in the second; the parent never sees either.
+    let requests = fake.requests();
+    let child: Vec<String> = requests
+        .iter()
+        .map(body_text)
+        .filter(|b| b.contains("CHECKERAGENT"))
+        .collect();
+    assert_eq!(child.len(), 2);
+    assert!(child[0].contains("CHECKER-RULE: cite line numbers"));
+    assert!(child[1].contains("also check the tests"));
+    assert!(!body_text(requests.last().unwrap()).contains("CHECKER-RULE"));
+    // Stop is the parent's: once, at its own end, not at the subagent's.
+    let parent_stops = inputs(&parent_stops);
+    assert_eq!(parent_stops.len(), 1, "{parent_stops:?}");
+    assert_eq!(
+        parent_stops[0]["last_assistant_message"],
+        "The checker is done."
     );
     server.stop().await;
 }

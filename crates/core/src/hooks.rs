@@ -21,22 +21,49 @@ pub enum HookEvent {
     UserPromptSubmit,
     /// A tool call, after it was prepared and before it is approved and run.
     PreToolUse,
-    /// A tool call that ran (or failed).
+    /// A tool call that ran and succeeded.
     PostToolUse,
+    /// A tool call that ran and failed (instead of PostToolUse).
+    PostToolUseFailure,
+    /// A call is about to be asked about: the hook may answer for the user.
+    PermissionRequest,
+    /// agentls needs the user (`notification_type`: `permission_prompt`, `idle_prompt`).
+    Notification,
+    /// A `task` subagent starts.
+    SubagentStart,
+    /// A `task` subagent's model ended its turn (instead of Stop).
+    SubagentStop,
     /// Before a compaction (`trigger`: `auto`, `manual`).
     PreCompact,
+    /// After a compaction.
+    PostCompact,
     /// The turn is about to end.
     Stop,
+    /// The turn ended on a provider error (instead of Stop).
+    StopFailure,
+    /// A session's hooks end: it was closed or deleted, or the server shut down.
+    SessionEnd,
+    /// An AGENTS.md file joined a session's instructions.
+    InstructionsLoaded,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 6] = [
+    pub const ALL: [HookEvent; 15] = [
         HookEvent::SessionStart,
+        HookEvent::InstructionsLoaded,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
+        HookEvent::PermissionRequest,
         HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::Notification,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
         HookEvent::PreCompact,
+        HookEvent::PostCompact,
         HookEvent::Stop,
+        HookEvent::StopFailure,
+        HookEvent::SessionEnd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,9 +72,36 @@ impl HookEvent {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::PermissionRequest => "PermissionRequest",
+            HookEvent::Notification => "Notification",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
             HookEvent::PreCompact => "PreCompact",
+            HookEvent::PostCompact => "PostCompact",
             HookEvent::Stop => "Stop",
+            HookEvent::StopFailure => "StopFailure",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::InstructionsLoaded => "InstructionsLoaded",
         }
+    }
+
+    /// The time a hook of this event may run when its configuration says none: Claude Code
+    /// gives SessionEnd 1.5 s, so a slow one does not hold up a shutdown.
+    pub fn default_timeout(self) -> Duration {
+        match self {
+            HookEvent::SessionEnd => Duration::from_millis(1500),
+            _ => DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// Events whose hooks only observe, as Claude Code runs them: their exit code and
+    /// output are ignored.
+    fn observes_only(self) -> bool {
+        matches!(
+            self,
+            HookEvent::Notification | HookEvent::StopFailure | HookEvent::InstructionsLoaded
+        )
     }
 
     pub fn from_name(name: &str) -> Option<HookEvent> {
@@ -72,16 +126,65 @@ impl HookEvent {
                 "`tool_name`, `tool_input`, `tool_use_id`",
             ],
             HookEvent::PostToolUse => [
-                "after the call ran or failed (not after a PreToolUse block)",
+                "after a call ran and succeeded",
                 "tool name",
-                "`tool_name`, `tool_input`, `tool_use_id`, `tool_response` `{success, output, error?}`",
+                "`tool_name`, `tool_input`, `tool_use_id`, `tool_response` `{success, output}`, `duration_ms`",
+            ],
+            HookEvent::PostToolUseFailure => [
+                "after a call ran and failed (not after a block, a refusal or a rejection, which never ran)",
+                "tool name",
+                "`tool_name`, `tool_input`, `tool_use_id`, `error` (the output the model gets), `duration_ms`",
+            ],
+            HookEvent::PermissionRequest => [
+                "a call is about to be asked about (not the question to leave the sandbox)",
+                "tool name",
+                "`tool_name`, `tool_input`",
+            ],
+            HookEvent::Notification => [
+                "a permission request is shown (`permission_prompt`); a top-level turn ended, not cancelled (`idle_prompt`)",
+                "`notification_type`",
+                "`message`, `title`, `notification_type`",
+            ],
+            HookEvent::SubagentStart => [
+                "a `task` subagent starts, before its first model call",
+                "subagent name",
+                "`agent_id` (its session), `agent_type` (its name)",
+            ],
+            HookEvent::SubagentStop => [
+                "a subagent's model ended its turn (instead of Stop)",
+                "subagent name",
+                "`stop_hook_active`, `agent_id`, `agent_type`, `agent_transcript_path`, `last_assistant_message`",
             ],
             HookEvent::PreCompact => [
                 "before a compaction",
                 "`trigger`",
                 "`trigger` (`manual` for `/compact` and `agent/session/compact`, else `auto`), `custom_instructions`",
             ],
-            HookEvent::Stop => ["the model ended the turn", "—", "`stop_hook_active`"],
+            HookEvent::PostCompact => [
+                "after a compaction",
+                "`trigger`",
+                "`trigger`, `compact_summary` (empty when nothing was summarized)",
+            ],
+            HookEvent::Stop => [
+                "the model ended the turn",
+                "—",
+                "`stop_hook_active`, `last_assistant_message`",
+            ],
+            HookEvent::StopFailure => [
+                "the turn ended on a provider error (instead of Stop)",
+                "`error`",
+                "`error` (`rate_limit`, `authentication_failed`, `invalid_request`, `server_error`, `unknown`), `error_details`, `last_assistant_message`",
+            ],
+            HookEvent::SessionEnd => [
+                "a session whose SessionStart ran is closed or deleted, or the server shuts down",
+                "`reason`",
+                "`reason` (`other`)",
+            ],
+            HookEvent::InstructionsLoaded => [
+                "an AGENTS.md file is in a turn's chain: every file at the session's first turn in this server (`session_start`), a file new to the chain later (`nested_traversal`)",
+                "`load_reason`",
+                "`file_path`, `memory_type` (`Project`), `load_reason`",
+            ],
         }
     }
 }
@@ -288,7 +391,7 @@ pub fn parse(value: &Value, source: HookSource) -> (Vec<Hook>, Vec<String>) {
             };
             for (c, command) in commands.iter().enumerate() {
                 let at = format!("{at}.hooks[{c}]");
-                match command_of(command) {
+                match command_of(command, event) {
                     Ok((text, timeout)) => hooks.push(Hook {
                         event,
                         matcher: matcher.clone(),
@@ -304,7 +407,7 @@ pub fn parse(value: &Value, source: HookSource) -> (Vec<Hook>, Vec<String>) {
     (hooks, problems)
 }
 
-fn command_of(value: &Value) -> Result<(String, Duration), String> {
+fn command_of(value: &Value, event: HookEvent) -> Result<(String, Duration), String> {
     let kind = value
         .get("type")
         .and_then(Value::as_str)
@@ -318,7 +421,7 @@ fn command_of(value: &Value) -> Result<(String, Duration), String> {
         .filter(|c| !c.trim().is_empty())
         .ok_or("a command hook needs a non-empty \"command\" string")?;
     let timeout = match value.get("timeout") {
-        None | Some(Value::Null) => DEFAULT_TIMEOUT,
+        None | Some(Value::Null) => event.default_timeout(),
         Some(t) => match t.as_f64().filter(|s| *s > 0.0 && s.is_finite()) {
             Some(seconds) => Duration::from_millis((seconds * 1000.0).ceil() as u64),
             None => {
@@ -377,7 +480,7 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// A PreToolUse hook's say over the approval policy.
+/// A PreToolUse (or PermissionRequest) hook's say over the approval policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Permission {
     Allow,
@@ -396,9 +499,11 @@ pub struct Verdict {
     pub stop: Option<String>,
     /// `systemMessage`: shown to the user.
     pub system_message: Option<String>,
-    /// PreToolUse `permissionDecision` and its reason.
+    /// PreToolUse `permissionDecision` and its reason, or PermissionRequest's
+    /// `decision.behavior` and its `message`.
     pub permission: Option<(Permission, Option<String>)>,
-    /// PreToolUse `updatedInput`: the call's arguments replaced.
+    /// PreToolUse `updatedInput`, or PermissionRequest's with `allow`: the call's arguments
+    /// replaced.
     pub updated_input: Option<Value>,
     /// Text for the model: `additionalContext`, or the plain stdout of SessionStart and
     /// UserPromptSubmit.
@@ -459,7 +564,12 @@ pub fn verdict(event: HookEvent, run: &Finished) -> Verdict {
         v.warning = Some("timed out and was stopped".into());
         return v;
     }
+    if event.observes_only() {
+        return v;
+    }
     match run.code {
+        // Claude Code does not honour exit 2 here: only the `decision` object answers.
+        Some(0) | Some(2) if event == HookEvent::PermissionRequest => {}
         Some(0) => {}
         Some(2) => {
             v.outcome = "blocked";
@@ -498,6 +608,10 @@ pub fn verdict(event: HookEvent, run: &Finished) -> Verdict {
 }
 
 fn read_json(event: HookEvent, output: &Value, v: &mut Verdict) {
+    // Claude Code discards the JSON of these: they cannot change what already happened.
+    if matches!(event, HookEvent::SessionEnd | HookEvent::PostCompact) {
+        return;
+    }
     let text = |key: &str| output.get(key).and_then(Value::as_str).and_then(non_empty);
     if output.get("continue") == Some(&Value::Bool(false)) {
         v.outcome = "blocked";
@@ -512,6 +626,12 @@ fn read_json(event: HookEvent, output: &Value, v: &mut Verdict) {
             .and_then(non_empty)
     };
     v.context = specific_text("additionalContext");
+    if event == HookEvent::PermissionRequest {
+        if let Some(decision) = specific.and_then(|s| s.get("decision")) {
+            read_permission_decision(decision, v);
+        }
+        return;
+    }
     match output.get("decision").and_then(Value::as_str) {
         Some("block") => {
             v.outcome = "blocked";
@@ -546,6 +666,44 @@ fn read_json(event: HookEvent, output: &Value, v: &mut Verdict) {
             .and_then(|s| s.get("updatedInput"))
             .filter(|u| u.is_object())
             .cloned();
+    }
+}
+
+/// A PermissionRequest hook's `hookSpecificOutput.decision`: `behavior` `allow` (with
+/// `updatedInput`) or `deny` (with `message` for the model, and `interrupt` to stop the turn).
+fn read_permission_decision(decision: &Value, v: &mut Verdict) {
+    let text = |key: &str| {
+        decision
+            .get(key)
+            .and_then(Value::as_str)
+            .and_then(non_empty)
+    };
+    match decision.get("behavior").and_then(Value::as_str) {
+        Some("allow") => {
+            v.permission = Some((Permission::Allow, None));
+            v.updated_input = decision
+                .get("updatedInput")
+                .filter(|u| u.is_object())
+                .cloned();
+        }
+        Some("deny") => {
+            let message = text("message");
+            v.outcome = "blocked";
+            if decision.get("interrupt") == Some(&Value::Bool(true)) {
+                v.stop = Some(
+                    message
+                        .clone()
+                        .unwrap_or_else(|| "interrupted by a PermissionRequest hook".into()),
+                );
+            }
+            v.permission = Some((Permission::Deny, message));
+        }
+        Some(other) => {
+            v.warning = Some(format!(
+                "unknown decision.behavior {other:?} (allow or deny): ignored"
+            ));
+        }
+        None => {}
     }
 }
 
@@ -614,7 +772,8 @@ mod tests {
                 {"type": "prompt", "prompt": "is it fine?"}
             ]}],
             "Stop": [{"hooks": [{"type": "command", "command": "check.sh"}]}],
-            "Notification": [],
+            "TeammateIdle": [],
+            "SessionEnd": [{"hooks": [{"command": "bye.sh"}, {"command": "slow-bye.sh", "timeout": 5}]}],
             "PostToolUse": [{"matcher": "(", "hooks": [{"command": "x"}]}]
         }});
         let (hooks, problems) = parse(&value, HookSource::User);
@@ -634,21 +793,23 @@ mod tests {
         expect![[r#"
             [
                 "PreToolUse Some(\"shell|edit_file\") guard.sh 5s user",
+                "SessionEnd None bye.sh 1.5s user",
+                "SessionEnd None slow-bye.sh 5s user",
                 "Stop None check.sh 60s user",
             ]
         "#]]
         .assert_debug_eq(&summary);
         expect![[r#"
             [
-                "unknown hook event \"Notification\" (agentls runs SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop): ignored",
                 "hooks.PostToolUse[0].matcher \"(\" is not a regular expression: ignored",
                 "hooks.PreToolUse[0].hooks[1]: type \"prompt\" is not supported (only \"command\"): ignored",
+                "unknown hook event \"TeammateIdle\" (agentls runs SessionStart, InstructionsLoaded, UserPromptSubmit, PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, Notification, SubagentStart, SubagentStop, PreCompact, PostCompact, Stop, StopFailure, SessionEnd): ignored",
             ]
         "#]]
         .assert_debug_eq(&problems);
         // The settings key holds the event map itself.
         let (bare, _) = parse(&value["hooks"], HookSource::Settings);
-        assert_eq!(bare.len(), 2);
+        assert_eq!(bare.len(), 4);
         assert_eq!(parse(&json!([1]), HookSource::Settings).1.len(), 1);
     }
 
@@ -815,5 +976,131 @@ mod tests {
         assert_eq!(all.context.as_deref(), Some("a\nb"));
         assert_eq!(all.warning.as_deref(), Some("timed out"));
         assert_eq!(combine(&[]).outcome, "ok");
+    }
+
+    #[test]
+    fn a_permission_request_hook_answers_with_its_decision_object() {
+        let answer = |stdout: &str, code: i32| {
+            verdict(HookEvent::PermissionRequest, &ran(code, stdout, "no"))
+        };
+        let allow = answer(
+            r#"{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}"#,
+            0,
+        );
+        assert_eq!(
+            (allow.outcome, allow.permission, allow.updated_input),
+            ("ok", Some((Permission::Allow, None)), None)
+        );
+        let rewritten = answer(
+            r#"{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedInput": {"command": "npm run lint"}}}}"#,
+            0,
+        );
+        assert_eq!(
+            rewritten.updated_input,
+            Some(json!({"command": "npm run lint"}))
+        );
+        let deny = answer(
+            r#"{"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not on main", "interrupt": true}}}"#,
+            0,
+        );
+        assert_eq!(deny.outcome, "blocked");
+        assert_eq!(
+            deny.permission,
+            Some((Permission::Deny, Some("not on main".into())))
+        );
+        assert_eq!(deny.stop.as_deref(), Some("not on main"));
+        assert_eq!(deny.block, None, "a deny is a permission, not a block");
+        // Exit 2 is not honoured: without a decision the question is asked as usual, with
+        // one the decision counts.
+        let exit2 = answer("", 2);
+        assert_eq!(
+            (exit2.outcome, exit2.block, exit2.permission),
+            ("ok", None, None)
+        );
+        let exit2_deny = answer(
+            r#"{"hookSpecificOutput": {"decision": {"behavior": "deny"}}}"#,
+            2,
+        );
+        assert_eq!(exit2_deny.permission, Some((Permission::Deny, None)));
+        // PreToolUse's fields are not PermissionRequest's.
+        let other = answer(
+            r#"{"decision": "block", "reason": "x", "hookSpecificOutput": {"permissionDecision": "allow"}}"#,
+            0,
+        );
+        assert_eq!((other.block, other.permission), (None, None));
+        let odd = answer(
+            r#"{"hookSpecificOutput": {"decision": {"behavior": "ask"}}}"#,
+            0,
+        );
+        assert!(odd.warning.unwrap().contains("allow or deny"));
+    }
+
+    #[test]
+    fn observing_events_ignore_exit_codes_and_output_but_not_a_hook_that_cannot_run() {
+        for event in [
+            HookEvent::Notification,
+            HookEvent::StopFailure,
+            HookEvent::InstructionsLoaded,
+        ] {
+            let v = verdict(
+                event,
+                &ran(2, r#"{"continue": false, "systemMessage": "hi"}"#, "stop"),
+            );
+            assert_eq!(
+                (v.outcome, v.block, v.stop, v.system_message),
+                ("ok", None, None, None),
+                "{event:?}"
+            );
+            let v = verdict(event, &ran(0, r#"{"continue": false}"#, ""));
+            assert_eq!((v.outcome, v.stop), ("ok", None), "{event:?}");
+            let slow = verdict(
+                event,
+                &Finished {
+                    timed_out: true,
+                    ..Finished::default()
+                },
+            );
+            assert_eq!(slow.outcome, "timeout");
+        }
+        // SessionEnd and PostCompact: their JSON is discarded, exit 2's stderr is shown.
+        for event in [HookEvent::SessionEnd, HookEvent::PostCompact] {
+            let v = verdict(
+                event,
+                &ran(0, r#"{"continue": false, "systemMessage": "hi"}"#, ""),
+            );
+            assert_eq!((v.stop, v.system_message), (None, None), "{event:?}");
+            let v = verdict(event, &ran(2, "", "cleanup failed"));
+            assert_eq!(v.message().as_deref(), Some("cleanup failed"), "{event:?}");
+        }
+    }
+
+    #[test]
+    fn failure_and_subagent_stop_hooks_decide_as_post_tool_use_and_stop_do() {
+        let failure = verdict(
+            HookEvent::PostToolUseFailure,
+            &ran(
+                0,
+                r#"{"decision": "block", "reason": "run npm install first", "hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": "the registry is down"}}"#,
+                "",
+            ),
+        );
+        assert_eq!(failure.block.as_deref(), Some("run npm install first"));
+        assert_eq!(failure.context.as_deref(), Some("the registry is down"));
+        let stop = verdict(HookEvent::SubagentStop, &ran(2, "", "also check the tests"));
+        assert_eq!(stop.block.as_deref(), Some("also check the tests"));
+        let stop = verdict(
+            HookEvent::SubagentStop,
+            &ran(0, r#"{"decision": "block", "reason": "not yet"}"#, ""),
+        );
+        assert_eq!(stop.block.as_deref(), Some("not yet"));
+    }
+
+    #[test]
+    fn every_event_is_named_once_and_found_by_its_name() {
+        for event in HookEvent::ALL {
+            assert_eq!(HookEvent::from_name(event.name()), Some(event));
+        }
+        let table = events_table();
+        assert_eq!(table.lines().count(), HookEvent::ALL.len() + 2);
     }
 }

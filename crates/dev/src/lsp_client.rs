@@ -221,7 +221,11 @@ impl LspClient {
     /// shutdown + exit, then waits for the process; returns its exit status. Stdin stays
     /// open until the server has exited, so this checks that `exit` alone ends it.
     pub async fn shutdown(mut self) -> std::io::Result<std::process::ExitStatus> {
-        let _ = self.request("shutdown", Value::Null).await;
+        // Without params, as editors send it: tower-lsp answers `"params": null` with an
+        // error and never runs the server's shutdown.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "shutdown"});
+        let _ = self.request_raw(id, body.to_string().as_bytes()).await;
         let _ = self.notify("exit", Value::Null).await;
         let status = self.child.wait().await;
         self.stdin.lock().await.take();

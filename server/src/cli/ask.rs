@@ -153,6 +153,8 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
             }
         }
     };
+    // The one turn was the session's life here.
+    agent.end_sessions().await;
     // Let the printer finish the answer's last line.
     println!();
     eprintln!("agentls: session {session} ({stop})");

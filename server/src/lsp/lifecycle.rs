@@ -136,7 +136,12 @@ impl LanguageServer for Backend {
         self.reindex(roots).await;
     }
 
+    /// The sessions' SessionEnd hooks run before the answer: the client waits for it
+    /// before `exit`.
     async fn shutdown(&self) -> jsonrpc::Result<()> {
+        if let Some(agent) = self.state.agent.get() {
+            agent.end_sessions().await;
+        }
         Ok(())
     }
 

@@ -218,8 +218,9 @@ impl Agent {
                 let end = format!("compaction failed: {message}");
                 announcer.failed(message, end)
             })?;
-        let outcome = record(handle, turn_id, planned, started, &announcer).await?;
-        self.after_compaction(handle, turn_id, cancel).await;
+        let (outcome, summary) = record(handle, turn_id, planned, started, &announcer).await?;
+        self.after_compaction(handle, turn_id, trigger, &summary, cancel)
+            .await;
         Ok(outcome)
     }
 
@@ -327,14 +328,15 @@ impl Agent {
 }
 
 /// Records the compacted history (the `Compacted` boundary, synced), drops the prepared
-/// summary it used or outdated, and tells the client.
+/// summary it used or outdated, and tells the client. The outcome, and the summary (empty
+/// when the compaction made none) for PostCompact.
 async fn record(
     handle: &SessionHandle,
     turn_id: &str,
     planned: Planned,
     started: Instant,
     announcer: &Announcer<'_>,
-) -> Result<CompactionOutcome, AgentError> {
+) -> Result<(CompactionOutcome, String), AgentError> {
     let summary = planned.summary();
     let Planned {
         entries: rebuilt,
@@ -349,7 +351,7 @@ async fn record(
     let event = Event::Compacted {
         turn_id: Some(turn_id.to_string()).filter(|t| t.starts_with("turn-")),
         entries: rebuilt,
-        summary,
+        summary: summary.clone(),
         metrics: metrics.clone(),
     };
     let (compactions, low_yield) = {
@@ -362,5 +364,5 @@ async fn record(
     };
     *handle.prepared.locked() = Prepared::default();
     announcer.completed(&metrics, compactions, low_yield).await;
-    Ok(outcome)
+    Ok((outcome, summary))
 }

@@ -50,8 +50,10 @@ struct Inner {
     warned: HashSet<String>,
     /// Answers for this server's life (`allowOnce`/`rejectOnce`): fingerprint → allowed.
     answered: HashMap<String, bool>,
-    /// Sessions whose SessionStart ran in this server.
+    /// Sessions whose SessionStart ran in this server (their SessionEnd is due).
     started: HashSet<String>,
+    /// Per session: the AGENTS.md files its turns have loaded (InstructionsLoaded).
+    instructions: HashMap<String, HashSet<PathBuf>>,
     /// Per session: the AGENTS.md chain text of its last turn.
     agents_md: HashMap<String, String>,
     /// Per session: reminders waiting for the next model call.
@@ -84,6 +86,44 @@ impl HookState {
             s.started
                 .insert(session.to_string())
                 .then_some(if turns == 0 { "new" } else { "loaded" })
+        })
+    }
+
+    /// Whether `session`'s SessionStart ran and its SessionEnd is now due (once).
+    fn end(&self, session: &str) -> bool {
+        self.with(|s| {
+            s.instructions.remove(session);
+            s.started.remove(session)
+        })
+    }
+
+    /// The sessions whose SessionEnd is due.
+    fn started(&self) -> Vec<String> {
+        self.with(|s| s.started.iter().cloned().collect())
+    }
+
+    /// The files of a turn's AGENTS.md chain that `session` had not loaded yet, with
+    /// Claude Code's `load_reason`: all of them at its first turn in this server
+    /// (`session_start`), later the ones new to the chain (`nested_traversal`: the chain
+    /// follows the active file's directory).
+    pub(in crate::agent) fn instructions_loaded(
+        &self,
+        session: &str,
+        files: &[PathBuf],
+    ) -> (&'static str, Vec<PathBuf>) {
+        self.with(|s| {
+            let reason = if s.instructions.contains_key(session) {
+                "nested_traversal"
+            } else {
+                "session_start"
+            };
+            let loaded = s.instructions.entry(session.to_string()).or_default();
+            let new = files
+                .iter()
+                .filter(|f| loaded.insert((*f).clone()))
+                .cloned()
+                .collect();
+            (reason, new)
         })
     }
 
@@ -225,7 +265,7 @@ impl Agent {
         turn_id: &str,
         event: HookEvent,
         target: Option<&str>,
-        fields: Value,
+        mut fields: Value,
         cancel: &CancellationToken,
     ) -> Verdict {
         let all = self.configured_hooks(handle, turn_id, cancel);
@@ -237,12 +277,12 @@ impl Agent {
             return hooks::combine(&[]);
         };
         let runnable = self.approved_hooks(handle, turn_id, matching, cancel).await;
-        let transcript = handle.live.lock().await.log.path().display().to_string();
+        let (session_id, transcript) = self.hook_session(handle, &mut fields).await;
         let cwd = root.display().to_string();
         let input = hooks::input(
             event,
             &hooks::Common {
-                session_id: &handle.id,
+                session_id: &session_id,
                 transcript_path: &transcript,
                 cwd: &cwd,
             },
@@ -269,6 +309,31 @@ impl Agent {
             );
         }
         hooks::combine(&verdicts)
+    }
+
+    /// The `session_id` and `transcript_path` of a hook's input. A subagent's hooks get its
+    /// parent's, as Claude Code's do (the subagent is part of the user's session), and
+    /// `agent_id` (the subagent's own session) and `agent_type` (its name) in `fields`.
+    async fn hook_session(&self, handle: &SessionHandle, fields: &mut Value) -> (String, String) {
+        let own = handle.live.lock().await.log.path().display().to_string();
+        let Some(asked_in) = handle.asks_in.get() else {
+            return (handle.id.clone(), own);
+        };
+        if let Value::Object(map) = fields {
+            map.entry("agent_id").or_insert_with(|| json!(handle.id));
+            map.entry("agent_type")
+                .or_insert_with(|| json!(asked_in.agent));
+        }
+        let parent = self
+            .sessions
+            .locked()
+            .get(&asked_in.parent_session_id)
+            .cloned();
+        let transcript = match parent {
+            Some(parent) => parent.live.lock().await.log.path().display().to_string(),
+            None => own,
+        };
+        (asked_in.parent_session_id.clone(), transcript)
     }
 
     /// The hooks that may run: a workspace hook only once the user approved it, the user's
@@ -404,10 +469,7 @@ impl Agent {
         instructions: Option<&str>,
         cancel: &CancellationToken,
     ) {
-        let trigger = match trigger {
-            super::compact::Trigger::Manual => "manual",
-            _ => "auto",
-        };
+        let trigger = trigger_name(trigger);
         self.run_hooks(
             handle,
             turn_id,
@@ -419,14 +481,27 @@ impl Agent {
         .await;
     }
 
-    /// After a compaction: the files modified in the session, for the next model call, and
-    /// SessionStart with `source` `compact`.
+    /// After a compaction: PostCompact (with the summary, empty when the compaction made
+    /// none), the files modified in the session for the next model call, and SessionStart
+    /// with `source` `compact`.
     pub(in crate::agent) async fn after_compaction(
         &self,
         handle: &SessionHandle,
         turn_id: &str,
+        trigger: super::compact::Trigger,
+        summary: &str,
         cancel: &CancellationToken,
     ) {
+        let trigger = trigger_name(trigger);
+        self.run_hooks(
+            handle,
+            turn_id,
+            HookEvent::PostCompact,
+            Some(trigger),
+            json!({"trigger": trigger, "compact_summary": summary}),
+            cancel,
+        )
+        .await;
         let (generation, files) = {
             let live = handle.live.lock().await;
             let files: Vec<String> = live.session.ledger.files_changed.keys().cloned().collect();
@@ -446,6 +521,55 @@ impl Agent {
             cancel,
         )
         .await;
+    }
+}
+
+impl Agent {
+    /// SessionEnd for session `id` when its SessionStart ran in this server (once): it was
+    /// closed or deleted, or the server is shutting down. Claude Code's `reason` for these is
+    /// `other` (its own reasons are its terminal's: `/clear`, `/resume`, logout, exit).
+    pub(in crate::agent) async fn session_end_hooks(&self, handle: &SessionHandle) {
+        if !self.hooks.end(&handle.id) {
+            return;
+        }
+        let turn_id = format!("end-{}", crate::store::session_log::new_session_id());
+        self.run_hooks(
+            handle,
+            &turn_id,
+            HookEvent::SessionEnd,
+            Some("other"),
+            json!({"reason": "other"}),
+            &CancellationToken::new(),
+        )
+        .await;
+        // The process may end next: what the hooks did is on disk first.
+        if let Err(err) = handle.live.lock().await.log.sync() {
+            tracing::warn!("cannot sync session log: {err}");
+        }
+    }
+
+    /// SessionEnd for every session whose SessionStart ran in this server: the server is
+    /// shutting down.
+    pub async fn end_sessions(&self) {
+        let handles: Vec<_> = {
+            let sessions = self.sessions.locked();
+            self.hooks
+                .started()
+                .iter()
+                .filter_map(|id| sessions.get(id).cloned())
+                .collect()
+        };
+        let ends = handles.iter().map(|handle| self.session_end_hooks(handle));
+        futures::future::join_all(ends).await;
+    }
+}
+
+/// Claude Code's name of a compaction's trigger: `manual` for `/compact` and
+/// `agent/session/compact`, else `auto`.
+fn trigger_name(trigger: super::compact::Trigger) -> &'static str {
+    match trigger {
+        super::compact::Trigger::Manual => "manual",
+        _ => "auto",
     }
 }
 

@@ -1,10 +1,16 @@
-//! The turn's side of hooks and reminders: which hook event fires where (SessionStart and
-//! UserPromptSubmit when the turn opens, PreToolUse and PostToolUse around a call, Stop
-//! when the model ends), and the reminders recorded before each model call.
+//! The turn's side of hooks and reminders: which hook event fires where (SessionStart,
+//! InstructionsLoaded and UserPromptSubmit when the turn opens; PreToolUse, then
+//! PermissionRequest and Notification when the call is asked about, then PostToolUse or
+//! PostToolUseFailure around a call; SubagentStart as a subagent's turn opens; Stop or
+//! SubagentStop when the model ends, StopFailure when the provider failed; Notification
+//! when a top-level turn ends), and the reminders recorded before each model call.
 
 use crate::agent::turn::Call;
 use crate::agent::turn::Turn;
 use crate::tools::registry::Registry;
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -23,9 +29,14 @@ const PLAN_TOOL: &str = "update_plan";
 pub(in crate::agent) type PreTool = Result<(Value, Option<Permission>), String>;
 
 impl Turn {
-    /// SessionStart (the session's first turn in this server), then UserPromptSubmit. Err
-    /// (the reason) when a hook blocked the prompt: it is not sent.
-    pub(in crate::agent) async fn prompt_hooks(&mut self, text: &str) -> Result<(), String> {
+    /// SessionStart (the session's first turn in this server), InstructionsLoaded for the
+    /// AGENTS.md files of `instructions` the session had not loaded, then UserPromptSubmit.
+    /// Err (the reason) when a hook blocked the prompt: it is not sent.
+    pub(in crate::agent) async fn prompt_hooks(
+        &mut self,
+        text: &str,
+        instructions: &[PathBuf],
+    ) -> Result<(), String> {
         let turns = self.handle.live.lock().await.session.turns;
         // `turns` already counts this turn.
         if let Some(source) = self
@@ -40,6 +51,22 @@ impl Turn {
                     HookEvent::SessionStart,
                     Some(source),
                     json!({"source": source}),
+                    &self.cancel,
+                )
+                .await;
+        }
+        let (reason, loaded) = self
+            .agent
+            .hooks
+            .instructions_loaded(&self.handle.id, instructions);
+        for file in loaded {
+            self.agent
+                .run_hooks(
+                    &self.handle,
+                    &self.turn_id,
+                    HookEvent::InstructionsLoaded,
+                    Some(reason),
+                    json!({"file_path": file, "memory_type": "Project", "load_reason": reason}),
                     &self.cancel,
                 )
                 .await;
@@ -97,27 +124,32 @@ impl Turn {
         ))
     }
 
-    /// PostToolUse, after a call ran or failed; a block's reason reaches the model as a
-    /// reminder (the call already happened).
+    /// After a call that ran (`ran`: how long): PostToolUse when it succeeded,
+    /// PostToolUseFailure (`error`: its output) when it failed, as Claude Code splits them.
+    /// A block's reason reaches the model as a reminder (the call already happened).
     pub(in crate::agent) async fn post_tool_hooks(
         &mut self,
         call: &Call,
         arguments: &Value,
         output: &str,
         success: bool,
+        ran: Duration,
     ) {
         let mut fields = crate::agent::hooks::tool_fields(&call.id, &call.name, arguments);
-        fields["tool_response"] = if success {
-            json!({"success": true, "output": output})
+        fields["duration_ms"] = json!(ran.as_millis() as u64);
+        let event = if success {
+            fields["tool_response"] = json!({"success": true, "output": output});
+            HookEvent::PostToolUse
         } else {
-            json!({"success": false, "output": output, "error": output})
+            fields["error"] = json!(output);
+            HookEvent::PostToolUseFailure
         };
         let verdict = self
             .agent
             .run_hooks(
                 &self.handle,
                 &self.turn_id,
-                HookEvent::PostToolUse,
+                event,
                 Some(&call.name),
                 fields,
                 &self.cancel,
@@ -128,23 +160,171 @@ impl Turn {
         }
         if let Some(reason) = verdict.block {
             let texts = self.host().prompts().reminders.clone();
-            let mut reminder = reminders::from_hook("PostToolUse", &call.name, &reason, &texts);
-            reminder.key = format!("hook:PostToolUse:{}", call.id);
+            let mut reminder = reminders::from_hook(event.name(), &call.name, &reason, &texts);
+            reminder.key = format!("hook:{}:{}", event.name(), call.id);
             self.agent.hooks.queue(&self.handle.id, reminder);
         }
     }
 
-    /// Stop, when the model ended the turn: true when a hook blocked it and the turn goes on
-    /// (once: a second block is reported and the turn ends).
-    pub(in crate::agent) async fn stop_hooks(&mut self) -> bool {
+    /// PermissionRequest, when a call is about to be asked about: Some(the answer) when a
+    /// hook gave one (`allow` runs the call unasked, `deny` refuses it with the hook's
+    /// message), None to ask the user. An `allow` that rewrites the input is asked instead:
+    /// the call was prepared (its diff shown) from the input as it is.
+    pub(in crate::agent) async fn permission_request_hooks(
+        &mut self,
+        call: &Call,
+        arguments: &Value,
+    ) -> Option<Result<(), String>> {
         let verdict = self
             .agent
             .run_hooks(
                 &self.handle,
                 &self.turn_id,
+                HookEvent::PermissionRequest,
+                Some(&call.name),
+                json!({"tool_name": call.name, "tool_input": arguments}),
+                &self.cancel,
+            )
+            .await;
+        if let Some(stop) = &verdict.stop {
+            self.halt = Some(stop.clone());
+        }
+        match verdict.permission {
+            Some((Permission::Deny, message)) => Some(Err(format!(
+                "denied by a PermissionRequest hook: {}",
+                message.as_deref().unwrap_or("denied")
+            ))),
+            Some((Permission::Allow, _)) if verdict.updated_input.is_some() => {
+                self.warn(format!(
+                    "a PermissionRequest hook allowed {} with an updatedInput, which agentls does not apply: you are asked instead",
+                    call.name
+                ));
+                None
+            }
+            Some((Permission::Allow, _)) => Some(Ok(())),
+            _ => None,
+        }
+    }
+
+    /// Notification: agentls needs the user (Claude Code's `notification_type` `kind`,
+    /// with its `message` and `title`). What the hooks say is not read (Claude Code
+    /// discards it).
+    pub(in crate::agent) async fn notification_hooks(
+        &self,
+        kind: &str,
+        message: &str,
+        title: &str,
+    ) {
+        self.agent
+            .run_hooks(
+                &self.handle,
+                &self.turn_id,
+                HookEvent::Notification,
+                Some(kind),
+                json!({"message": message, "title": title, "notification_type": kind}),
+                &self.cancel,
+            )
+            .await;
+    }
+
+    /// SubagentStart, as a subagent's turn opens: what its hooks add is queued in its own
+    /// session, for its first model call.
+    pub(in crate::agent) async fn subagent_start_hooks(&self) {
+        let Some(asked_in) = self.handle.asks_in.get() else {
+            return;
+        };
+        self.agent
+            .run_hooks(
+                &self.handle,
+                &self.turn_id,
+                HookEvent::SubagentStart,
+                Some(&asked_in.agent),
+                json!({"agent_id": self.handle.id, "agent_type": asked_in.agent}),
+                &self.cancel,
+            )
+            .await;
+    }
+
+    /// StopFailure, when the turn ends on the provider's error `error` (`shown`: what the
+    /// user was told). What the hooks say is not read.
+    pub(in crate::agent) async fn stop_failure_hooks(
+        &self,
+        error: &agentls_core::wire::ProviderError,
+        shown: &str,
+    ) {
+        use agentls_core::wire::ErrorKind;
+        // Claude Code's error types; the ones agentls cannot tell apart are `unknown`.
+        let kind = match error.kind {
+            ErrorKind::RateLimited => "rate_limit",
+            ErrorKind::Auth => "authentication_failed",
+            ErrorKind::BadRequest | ErrorKind::ContextLengthExceeded => "invalid_request",
+            ErrorKind::Server => "server_error",
+            ErrorKind::Config
+            | ErrorKind::Unreachable
+            | ErrorKind::StreamCut
+            | ErrorKind::Timeout
+            | ErrorKind::Cancelled => "unknown",
+        };
+        self.agent
+            .run_hooks(
+                &self.handle,
+                &self.turn_id,
+                HookEvent::StopFailure,
+                Some(kind),
+                json!({
+                    "error": kind,
+                    "error_details": error.message,
+                    "last_assistant_message": shown,
+                }),
+                &self.cancel,
+            )
+            .await;
+    }
+
+    /// Stop when the model ended the turn (SubagentStop in a subagent's turn), with the
+    /// reply's text: true when a hook blocked it and the turn goes on (once: a second block
+    /// is reported and the turn ends).
+    pub(in crate::agent) async fn stop_hooks(&mut self, last_message: &str) -> bool {
+        let (event, target, fields) = match self.handle.asks_in.get() {
+            Some(asked_in) => {
+                let own_log = self
+                    .handle
+                    .live
+                    .lock()
+                    .await
+                    .log
+                    .path()
+                    .display()
+                    .to_string();
+                (
+                    HookEvent::SubagentStop,
+                    Some(asked_in.agent.as_str()),
+                    json!({
+                        "stop_hook_active": self.stop_hook_active,
+                        "agent_id": self.handle.id,
+                        "agent_type": asked_in.agent,
+                        "agent_transcript_path": own_log,
+                        "last_assistant_message": last_message,
+                    }),
+                )
+            }
+            None => (
                 HookEvent::Stop,
                 None,
-                json!({"stop_hook_active": self.stop_hook_active}),
+                json!({
+                    "stop_hook_active": self.stop_hook_active,
+                    "last_assistant_message": last_message,
+                }),
+            ),
+        };
+        let verdict = self
+            .agent
+            .run_hooks(
+                &self.handle,
+                &self.turn_id,
+                event,
+                target,
+                fields,
                 &self.cancel,
             )
             .await;
@@ -153,7 +333,8 @@ impl Turn {
         };
         if self.stop_hook_active || self.cancel.is_cancelled() {
             self.warn(format!(
-                "a Stop hook asked again to go on ({reason}); the turn ends: it continues once only"
+                "a {} hook asked again to go on ({reason}); the turn ends: it continues once only",
+                event.name()
             ));
             return false;
         }

@@ -9,14 +9,16 @@ use crate::locks::Locked;
 
 impl Agent {
     /// Closes session `id`: its running turn is cancelled (as `session/cancel` would), its
-    /// queued prompts dropped, its in-memory state freed (the worker ends with its handle).
-    /// Unknown or not loaded: nothing to do. Whether it was loaded.
+    /// queued prompts dropped, its SessionEnd hooks run, its in-memory state freed (the
+    /// worker ends with its handle). Unknown or not loaded: nothing to do. Whether it was
+    /// loaded.
     pub async fn close(self: &Arc<Self>, id: &str) -> Result<bool, AgentError> {
         let loaded = self.sessions.locked().get(id).cloned();
-        let Some(_handle) = loaded else {
+        let Some(handle) = loaded else {
             return Ok(false);
         };
         self.cancel(id).await?;
+        self.session_end_hooks(&handle).await;
         // The session's background commands stop with it: `release` calls
         // `Agent::stop_background(id)`.
         self.release(id);

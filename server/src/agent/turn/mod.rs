@@ -81,6 +81,9 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) reminded_unfinished: bool,
     /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
     pub(in crate::agent) halt: Option<String>,
+    /// When the call being run passed its gate and started: PostToolUse or
+    /// PostToolUseFailure follow only such a call (`run_tool`).
+    pub(in crate::agent) call_started: Option<std::time::Instant>,
     /// What this turn may use beyond the session's defaults: a custom command's tools and
     /// model, or a subagent's.
     pub(in crate::agent) scope: Scope,
@@ -175,6 +178,7 @@ impl Turn {
             request: String::new(),
             reminded_unfinished: false,
             halt: None,
+            call_started: None,
             scope,
             output_budget: None,
             repeats: Default::default(),
@@ -355,7 +359,12 @@ impl Turn {
             block.text.push_str(&attachments);
         }
         self.take_checkpoint().await;
-        self.record_prompt(prompt, block.text, &config, &model)
+        let instructions: Vec<std::path::PathBuf> = gathered
+            .agents
+            .as_ref()
+            .map(|chain| chain.files.iter().map(|f| f.path.clone()).collect())
+            .unwrap_or_default();
+        self.record_prompt(prompt, block.text, &instructions, &config, &model)
             .await?;
         self.opened(config, prompts, model, static_context).await
     }
@@ -373,11 +382,13 @@ impl Turn {
     }
 
     /// Records the turn's start and the user's message, with its context block and images,
-    /// once the UserPromptSubmit hooks let it through; a failure ends the turn, told.
+    /// once the UserPromptSubmit hooks let it through (`instructions`: the AGENTS.md files
+    /// of the turn, for InstructionsLoaded); a failure ends the turn, told.
     async fn record_prompt(
         &mut self,
         prompt: &Prompt,
         context: String,
+        instructions: &[std::path::PathBuf],
         config: &agentls_core::config::Config,
         model: &str,
     ) -> Result<(), Stop> {
@@ -388,7 +399,7 @@ impl Turn {
             })
             .await;
         let started = match started {
-            Ok(()) => match self.prompt_hooks(&prompt.text).await {
+            Ok(()) => match self.prompt_hooks(&prompt.text, instructions).await {
                 Ok(()) => Ok(()),
                 Err(reason) => {
                     self.fail(
@@ -513,6 +524,16 @@ impl Turn {
         } else {
             stop
         };
+        // The user is needed again (Claude Code's `idle_prompt`); not after a cancel, which
+        // the user gave, nor at a subagent's end, which its parent's turn takes.
+        if stop != Stop::Cancelled && !self.cancel.is_cancelled() && self.scope.child.is_none() {
+            self.notification_hooks(
+                "idle_prompt",
+                "agentls is waiting for your input",
+                "Waiting for input",
+            )
+            .await;
+        }
         let at = session_log::now_millis();
         let started = self.handle.live.lock().await.session.open_turn.as_deref()
             == Some(self.turn_id.as_str());

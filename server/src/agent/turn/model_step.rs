@@ -211,7 +211,7 @@ impl Turn {
             self.record_usage(usage, estimated).await;
         }
         if reply.calls.is_empty() {
-            if self.unfinished_change() || self.stop_hooks().await {
+            if self.unfinished_change() || self.stop_hooks(&reply.text).await {
                 return Flow::Next;
             }
             return Flow::Done(Stop::EndTurn);
@@ -339,8 +339,9 @@ impl Turn {
                             "{} — the conversation is larger than the model's context window, and compacting it failed: {}",
                             err.message, compaction_error.message
                         );
-                        self.fail(message, false, Some("contextLengthExceeded"))
+                        self.fail(message.clone(), false, Some("contextLengthExceeded"))
                             .await;
+                        self.stop_failure_hooks(&err, &message).await;
                         Flow::Done(Stop::Error)
                     }
                 }
@@ -360,7 +361,8 @@ impl Turn {
                     ),
                     _ => (err.message.clone(), None),
                 };
-                self.fail(message, err.retryable, code).await;
+                self.fail(message.clone(), err.retryable, code).await;
+                self.stop_failure_hooks(&err, &message).await;
                 Flow::Done(Stop::Error)
             }
         }

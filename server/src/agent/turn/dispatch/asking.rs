@@ -103,13 +103,24 @@ impl Turn {
         let recorded_as = if shown.outside_sandbox.is_some() {
             agentls_core::session::UNSANDBOXED
         } else {
+            // A hook may answer for the user; leaving the sandbox stays the user's to allow.
+            if let Some(answer) = self.permission_request_hooks(call, arguments).await {
+                return answer;
+            }
             call.name.as_str()
         };
         let request = self.permission_request(call, kind, arguments, command, shown);
-        let outcome = tokio::select! {
-            outcome = self.host().request_permission(request) => outcome,
-            () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
-        };
+        let message = format!("agentls needs your permission to use {}", call.name);
+        // The hooks run while the question waits; the call goes on when both are done.
+        let (outcome, ()) = tokio::join!(
+            async {
+                tokio::select! {
+                    outcome = self.host().request_permission(request) => outcome,
+                    () = self.cancel.cancelled() => crate::host::PermissionOutcome { kind: "cancelled".into() },
+                }
+            },
+            self.notification_hooks("permission_prompt", &message, "Permission needed")
+        );
         self.record_answer(call, recorded_as, command, &outcome.kind)
             .await;
         if outcome.allows() {

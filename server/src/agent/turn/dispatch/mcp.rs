@@ -107,6 +107,7 @@ impl Turn {
             return (message, false);
         }
         self.update(Update::call_running(&call.id, None, None));
+        self.call_started = Some(std::time::Instant::now());
         let cancel = self.cancel.clone();
         self.agent.mcp.call(&tool, arguments, &cancel).await
     }

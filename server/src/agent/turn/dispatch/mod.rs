@@ -250,15 +250,20 @@ impl Turn {
     }
 
     /// Runs one tool call, asking for approval when the policy says so, with its PreToolUse
-    /// and PostToolUse hooks. Returns the output for the model and whether the call
-    /// succeeded.
+    /// and PostToolUse (or PostToolUseFailure) hooks. Returns the output for the model and
+    /// whether the call succeeded.
     pub(in crate::agent) async fn run_tool(&mut self, call: &Call) -> (String, bool) {
         let mut post = None;
+        self.call_started = None;
         let (output, success) = self.run_tool_inner(call, &mut post).await;
-        // After a call that ran or failed; not after one a PreToolUse hook blocked.
-        if let Some(arguments) = post {
-            self.post_tool_hooks(call, &arguments, &output, success)
-                .await;
+        // Only after a call that ran, as Claude Code fires them: not after a block, a
+        // refusal, a rejection or a failed preparation, nor after a cancel.
+        let started = self.call_started.take();
+        if let (Some(arguments), Some(started)) = (post, started) {
+            if !self.cancel.is_cancelled() {
+                self.post_tool_hooks(call, &arguments, &output, success, started.elapsed())
+                    .await;
+            }
         }
         (output, success)
     }
@@ -405,6 +410,7 @@ impl Turn {
             .await
             .map_err(|m| (m, false))?;
         self.update(Update::call_running(&call.id, None, edit));
+        self.call_started = Some(std::time::Instant::now());
         let mut outcome = tool.run(cx, ready).await;
         if outcome.sandbox_denied.is_some() {
             outcome = self

@@ -235,6 +235,7 @@ impl Turn {
             self.fail(message, false, None).await;
             return Stop::Error;
         }
+        self.subagent_start_hooks().await;
         let gathered = match host.gather(None).await {
             Ok(gathered) => gathered,
             Err(message) => {
