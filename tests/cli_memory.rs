@@ -152,6 +152,23 @@ async fn a_fact_kept_in_one_session_is_in_the_next_ones_request_and_no_one_elses
     assert!(!other_user.contains("Alice prefers tabs."), "{other_user}");
     assert!(other_user.contains("make check"));
 
+    // `/remember` in the chat keeps the user's own fact, without the model.
+    let config = place.config(&fake);
+    let workspace = place.path("two");
+    let args = [
+        "ask",
+        "/remember --user Alice uses Neovim.",
+        "--workspace",
+        workspace.to_str().unwrap(),
+        "--config",
+        &config,
+    ];
+    let before = fake.requests().len();
+    let (code, stdout, stderr) = place.agentls("alice", &args).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("Kept in the user memory."), "{stdout}");
+    assert_eq!(fake.requests().len(), before, "no model call");
+
     // The user's view: numbered, with who wrote each; removing one takes it out of the next
     // request, and one the user adds is labelled as theirs.
     let (code, listed, stderr) = place.memory("alice", "one", &["list"]).await;
@@ -159,6 +176,8 @@ async fn a_fact_kept_in_one_session_is_in_the_next_ones_request_and_no_one_elses
     assert!(listed.contains("user memory: "), "{listed}");
     assert!(listed.contains("  1. [model "), "{listed}");
     assert!(listed.contains("] Alice prefers tabs."), "{listed}");
+    assert!(listed.contains("  2. [user "), "{listed}");
+    assert!(listed.contains("] Alice uses Neovim."), "{listed}");
     let (code, _, stderr) = place
         .memory("alice", "one", &["remove", "1", "--scope", "workspace"])
         .await;
@@ -171,12 +190,13 @@ async fn a_fact_kept_in_one_session_is_in_the_next_ones_request_and_no_one_elses
         .memory("alice", "one", &["remove", "9", "--scope", "user"])
         .await;
     assert_ne!(code, 0);
-    assert!(stderr.contains("has no entry 9 (it has 1)"), "{stderr}");
+    assert!(stderr.contains("has no entry 9 (it has 2)"), "{stderr}");
     turn(&fake);
     place.ask(&fake, "alice", "one").await;
     let after = request_of(&fake);
     assert!(!after.contains("make check"), "{after}");
     assert!(after.contains("- (user) Answer in French."), "{after}");
+    assert!(after.contains("- (user) Alice uses Neovim."), "{after}");
 }
 
 #[tokio::test]

@@ -262,14 +262,15 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
             ("new", "builtin"),
             ("context", "builtin"),
             ("model", "builtin"),
+            ("remember", "builtin"),
             ("help", "builtin"),
             ("git:commit", "workspace"),
             ("mine", "user"),
             ("review", "workspace"),
         ]
     );
-    assert_eq!(rows[7].2, "workspace review");
-    let commit = &listed["commands"][5];
+    assert_eq!(rows[8].2, "workspace review");
+    let commit = &listed["commands"][6];
     assert_eq!(commit["argumentHint"], "MESSAGE");
 
     run_turn(&server, &session, "/review").await;

@@ -552,7 +552,9 @@ async fn a_summary_prepared_ahead_is_swapped_in_at_the_threshold() {
     fake.push(read("r2", "src/big2.rs"));
     fake.push(read_from("r3", "src/big2.rs", 60));
     fake.push(text("Read the second."));
-    let (server, session) = compaction_server(&ws, &fake, json!({"compaction": {"prepareAt": 0.5, "threshold": 0.7}, "provider": {"contextWindow": 13000}})).await;
+    // The window is sized to these requests' parts: no memory tool, so the pages land
+    // where the comments above say.
+    let (server, session) = compaction_server(&ws, &fake, json!({"compaction": {"prepareAt": 0.5, "threshold": 0.7}, "provider": {"contextWindow": 13000}, "memory": {"enabled": false}})).await;
     turn(&server, &session, "Please read src/big.rs.").await;
     // The background summary call happened during or right after that turn.
     while !fake

@@ -1014,7 +1014,10 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["compact", "new", "context", "model", "help"]);
+        assert_eq!(
+            names,
+            ["compact", "new", "context", "model", "remember", "help"]
+        );
         expect![[r#"{"description":"compact the conversation now (focus steers the summary)","input":{"hint":"[focus]"},"name":"compact"}"#]]
             .assert_eq(&builtin[0].to_string());
         let custom = crate::commands::parse(
@@ -1024,7 +1027,7 @@ mod tests {
         );
         let all = available_commands(&crate::commands::infos(&[custom]));
         expect![[r#"{"description":"Review the diff","input":{"hint":"PATH"},"name":"review"}"#]]
-            .assert_eq(&all[5].to_string());
+            .assert_eq(&all[6].to_string());
         let state = modes("auto-edit");
         assert_eq!(state["currentModeId"], "auto-edit");
         let ids: Vec<&str> = state["availableModes"]

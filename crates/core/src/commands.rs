@@ -64,6 +64,11 @@ pub const BUILTIN: &[(&str, Option<&str>, &str)] = &[
         "show what the model sees, section by section",
     ),
     ("model", Some("NAME"), "switch the model of this session"),
+    (
+        "remember",
+        Some("[--user] FACT"),
+        "keep a fact for later sessions: this workspace's memory, or with --user yours",
+    ),
     ("help", None, "list the commands"),
 ];
 
@@ -405,15 +410,16 @@ mod tests {
             ]
         );
         expect![[r#"
-            /compact [focus]  compact the conversation now (focus steers the summary)
-            /new              start a new session
-            /context          show what the model sees, section by section
-            /model NAME       switch the model of this session
-            /help             list the commands
+            /compact [focus]         compact the conversation now (focus steers the summary)
+            /new                     start a new session
+            /context                 show what the model sees, section by section
+            /model NAME              switch the model of this session
+            /remember [--user] FACT  keep a fact for later sessions: this workspace's memory, or with --user yours
+            /help                    list the commands
 
             Custom commands:
-            /a FILE           an a (user)
-            /review           ws review (workspace)"#]]
+            /a FILE                  an a (user)
+            /review                  ws review (workspace)"#]]
         .assert_eq(&help(&merged, &[]));
         let mcp = CommandInfo {
             name: "mcp__time__convert".into(),
@@ -430,7 +436,7 @@ mod tests {
             MCP prompts:
             /mcp__time__convert <time> [zone]  Convert a time (time MCP)"#]]
         .assert_eq(&with_mcp[with_mcp.find("Custom").unwrap()..]);
-        let json = serde_json::to_value(&infos(&merged)[5]).unwrap();
+        let json = serde_json::to_value(&infos(&merged)[6]).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"name": "a", "description": "an a", "argumentHint": "FILE", "source": "user"})

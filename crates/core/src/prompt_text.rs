@@ -12,6 +12,12 @@ pub enum SlashCommand {
     Context,
     /// `/model NAME`
     Model(String),
+    /// `/remember [--user] FACT`: the user keeps a fact in the workspace's memory (or, with
+    /// `--user`, their own).
+    Remember {
+        fact: String,
+        user: bool,
+    },
     Help,
     /// An unknown command, or a known one used wrongly: the message says which.
     Invalid(String),
@@ -41,6 +47,22 @@ pub fn slash_command(text: &str) -> Option<SlashCommand> {
         ("help", None) => SlashCommand::Help,
         ("model", Some(model)) => SlashCommand::Model(model),
         ("model", None) => SlashCommand::Invalid("/model needs a model name".into()),
+        ("remember", Some(argument)) => match argument.strip_prefix("--user") {
+            Some(fact) if fact.is_empty() || fact.starts_with(char::is_whitespace) => {
+                match fact.trim() {
+                    "" => SlashCommand::Invalid("/remember --user needs a fact".into()),
+                    fact => SlashCommand::Remember {
+                        fact: fact.to_string(),
+                        user: true,
+                    },
+                }
+            }
+            _ => SlashCommand::Remember {
+                fact: argument,
+                user: false,
+            },
+        },
+        ("remember", None) => SlashCommand::Invalid("/remember needs a fact".into()),
         ("new" | "context" | "help", Some(_)) => {
             SlashCommand::Invalid(format!("/{name} takes no argument"))
         }
@@ -133,6 +155,32 @@ mod tests {
         assert!(
             matches!(slash_command("/frobnicate x"), Some(SlashCommand::Invalid(m)) if m == "unknown command /frobnicate")
         );
+        let remember = |fact: &str, user| {
+            Some(SlashCommand::Remember {
+                fact: fact.into(),
+                user,
+            })
+        };
+        assert_eq!(
+            slash_command("/remember Use tabs"),
+            remember("Use tabs", false)
+        );
+        assert_eq!(
+            slash_command("/remember --user  Answer in French"),
+            remember("Answer in French", true)
+        );
+        assert_eq!(
+            slash_command("/remember --username is x"),
+            remember("--username is x", false)
+        );
+        assert!(matches!(
+            slash_command("/remember"),
+            Some(SlashCommand::Invalid(_))
+        ));
+        assert!(matches!(
+            slash_command("/remember --user"),
+            Some(SlashCommand::Invalid(_))
+        ));
         assert_eq!(slash_command("what does /compact do?"), None);
         assert_eq!(slash_command("/usr/bin/env is missing"), None);
         assert_eq!(slash_command("/"), None);

@@ -67,6 +67,7 @@ impl Turn {
                     Err(err) => err.message,
                 }
             }
+            SlashCommand::Remember { fact, user } => self.remember(&fact, user).await,
             SlashCommand::New => match self.agent.new_session(None).await {
                 Ok(id) => format!("Started a new session: {id}"),
                 Err(err) => err.message,
@@ -84,5 +85,36 @@ impl Turn {
         };
         self.update(Update::AgentMessageChunk { text: reply });
         Stop::EndTurn
+    }
+
+    /// `/remember`: the fact kept as the user's own, the reply saying where.
+    async fn remember(&self, fact: &str, user: bool) -> String {
+        use agentls_core::memory::{check_fact, Author, Entry, Scope};
+        let config = self.host().config();
+        if !config.memory_enabled {
+            return "Memory is turned off (memory.enabled).".into();
+        }
+        let scope = if user { Scope::User } else { Scope::Workspace };
+        let text = match check_fact(fact) {
+            Ok(text) => text,
+            Err(why) => return format!("Not kept: {why}."),
+        };
+        let files = crate::store::memory::MemoryFiles::new(
+            self.host().roots().first().map(|root| root.as_path()),
+            config.state_dir.as_deref(),
+        );
+        let entry = Entry {
+            author: Author::User,
+            date: crate::store::memory::today(),
+            text,
+        };
+        let kept = tokio::task::spawn_blocking(move || files.add(scope, &entry))
+            .await
+            .unwrap_or_else(|err| Err(err.to_string()));
+        match kept {
+            Ok(true) => format!("Kept in the {} memory.", scope.name()),
+            Ok(false) => format!("The {} memory holds this fact already.", scope.name()),
+            Err(why) => format!("Not kept: {why}."),
+        }
     }
 }
