@@ -316,6 +316,31 @@ export interface McpStatus {
   servers: McpServerStatus[];
 }
 
+export interface MemoryEntry {
+  /** `user` or `model`: who kept it. */
+  author: string;
+  /** `YYYY-MM-DD`, or empty for a line written by hand. */
+  date: string;
+  text: string;
+}
+
+export interface MemoryScopeState {
+  entries: MemoryEntry[];
+  /** The Markdown file (absent: there is no home directory to keep it in). */
+  path?: string;
+  /** `user` or `workspace`. */
+  scope: string;
+}
+
+/**
+ * `agent/memory`'s result: each memory's file and entries (the editors open the file to
+ * edit it).
+ */
+export interface MemoryState {
+  /** `user`, then `workspace`. */
+  scopes: MemoryScopeState[];
+}
+
 /** A symbol of `agentls/debug/document`'s outline (built by `lsp::to_proto::symbol_json`). */
 export interface OutlineSymbol {
   children: OutlineSymbol[];
@@ -808,6 +833,7 @@ export const Methods = {
   mcpStatus: 'agent/mcp/status',
   sandboxStatus: 'agent/sandbox/status',
   permissions: 'agent/permissions',
+  memory: 'agent/memory',
   mcpResources: 'agent/mcp/resources',
   sessionSteer: 'agent/session/steer',
   sessionUnqueue: 'agent/session/unqueue',
@@ -842,6 +868,7 @@ export interface ClientRequests {
   'agent/mcp/status': { params: unknown; result: McpStatus };
   'agent/sandbox/status': { params: unknown; result: SandboxState };
   'agent/permissions': { params: unknown; result: PermissionRules };
+  'agent/memory': { params: unknown; result: MemoryState };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };
   'agent/session/steer': { params: SessionSteerParams; result: SessionSteerResult };
   'agent/session/unqueue': { params: SessionUnqueueParams; result: SessionUnqueueResult };

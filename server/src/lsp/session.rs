@@ -82,6 +82,23 @@ impl Backend {
         Ok(self.agent().permissions())
     }
 
+    /// `agent/memory {}`: the memory files and their entries.
+    pub(super) async fn memory(
+        &self,
+        _params: Option<Value>,
+    ) -> jsonrpc::Result<crate::protocol::lsp::MemoryState> {
+        let config = self.state.config();
+        let roots = self.state.index.roots();
+        let files = crate::store::memory::MemoryFiles::new(
+            roots.first().map(|root| root.as_path()),
+            config.state_dir.as_deref(),
+        );
+        let state = tokio::task::spawn_blocking(move || crate::store::memory::state(&files))
+            .await
+            .map_err(|err| jsonrpc::Error::invalid_params(err.to_string()))?;
+        Ok(state)
+    }
+
     /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.
     pub(super) async fn mcp_resources(
         &self,

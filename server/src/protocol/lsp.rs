@@ -461,6 +461,41 @@ pub struct PermissionRule {
     pub source: String,
 }
 
+pub enum Memory {}
+
+impl ClientRequest for Memory {
+    type Params = Option<Value>;
+    type Result = MemoryState;
+    const METHOD: &'static str = "agent/memory";
+}
+
+/// `agent/memory`'s result: each memory's file and entries (the editors open the file to
+/// edit it).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemoryState {
+    /// `user`, then `workspace`.
+    pub scopes: Vec<MemoryScopeState>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemoryScopeState {
+    /// `user` or `workspace`.
+    pub scope: String,
+    /// The Markdown file (absent: there is no home directory to keep it in).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub entries: Vec<MemoryEntry>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemoryEntry {
+    /// `user` or `model`: who kept it.
+    pub author: String,
+    /// `YYYY-MM-DD`, or empty for a line written by hand.
+    pub date: String,
+    pub text: String,
+}
+
 pub enum McpResources {}
 
 impl ClientRequest for McpResources {
@@ -953,6 +988,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<McpStatus>(),
         handled::<SandboxStatus>(),
         handled::<Permissions>(),
+        handled::<Memory>(),
         handled::<McpResources>(),
         handled::<SessionSteer>(),
         handled::<SessionUnqueue>(),

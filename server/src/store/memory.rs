@@ -180,3 +180,25 @@ fn root_digest(root: &Path) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// What `agent/memory` answers: each scope's file and entries.
+pub fn state(files: &MemoryFiles) -> crate::protocol::lsp::MemoryState {
+    use crate::protocol::lsp::{MemoryEntry, MemoryScopeState};
+    let scopes = files
+        .entries()
+        .into_iter()
+        .map(|(scope, entries)| MemoryScopeState {
+            scope: scope.name().to_string(),
+            path: files.path(scope).map(|p| p.to_string_lossy().into_owned()),
+            entries: entries
+                .into_iter()
+                .map(|entry| MemoryEntry {
+                    author: entry.author.name().to_string(),
+                    date: entry.date,
+                    text: entry.text,
+                })
+                .collect(),
+        })
+        .collect();
+    crate::protocol::lsp::MemoryState { scopes }
+}

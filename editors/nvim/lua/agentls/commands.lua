@@ -212,6 +212,18 @@ function M.register()
     AgentCompact = { function(o) M.compact(o.args) end, { nargs = "?" } },
     AgentContext = { M.context, {} },
     AgentMcp = { function() require("agentls.mcp").show() end, {} },
+    AgentMemory = {
+      function(o)
+        require("agentls.memory").open(o.args)
+      end,
+      {
+        nargs = "?",
+        complete = function()
+          return { "workspace", "user" }
+        end,
+      },
+    },
+    AgentPermissions = { function() require("agentls.memory").show_permissions() end, {} },
     AgentAsk = { M.ask, { nargs = "?", range = true } },
     AgentRewind = { function() require("agentls.rewind").pick("rewind") end, {} },
     AgentFork = { function() require("agentls.rewind").pick("fork") end, {} },
