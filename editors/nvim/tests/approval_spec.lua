@@ -181,3 +181,47 @@ test("an approval still open when its turn is cancelled is withdrawn and its flo
   assert(vim.fn.filereadable(ws .. "/made-by-the-agent") == 0, "the withdrawn command did not run")
   assert(not h.transcript():find("Allow", 1, true), h.transcript())
 end)
+
+test("away from the chat, a waiting approval and the turn's end are notified", function()
+  local ws = h.workspace({ ["src/lib.rs"] = lib })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "s1", name = "shell", arguments = { command = "echo hi" } } } },
+      { text = { "Ran it." } },
+      { text = { "Again." } },
+    },
+  })
+  h.setup(ws, url)
+  local notices = {}
+  local original = vim.notify
+  vim.notify = function(message, level)
+    table.insert(notices, { message = message, level = level })
+  end
+  local ok, err = xpcall(function()
+    local chat = require("agentls.chat")
+    -- The chat is closed as soon as the prompt is sent: the user looks elsewhere.
+    vim.cmd("AgentChat")
+    h.answer_select(function(items)
+      return items[1]
+    end)
+    chat.send("Run it.")
+    vim.cmd("AgentChat")
+    assert(not chat.is_open(), "the chat is closed")
+    h.wait(function()
+      return #notices >= 2
+    end, "two notices: " .. vim.inspect(notices))
+    h.wait_idle()
+    h.assert_eq(notices[1].message, "agentls: Run `echo hi` waits for your approval")
+    h.assert_eq(notices[2].message, "agentls: the agent finished its turn")
+    -- In view, nothing is notified.
+    vim.cmd("AgentChat")
+    chat.send("Again.")
+    h.wait_transcript("Again.")
+    h.wait_idle()
+    h.assert_eq(#notices, 2, vim.inspect(notices))
+  end, debug.traceback)
+  vim.notify = original
+  if not ok then
+    error(err, 0)
+  end
+end)

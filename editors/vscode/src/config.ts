@@ -73,3 +73,25 @@ export function onPath(name: string, pathVariable: string | undefined = process.
     }
   });
 }
+
+/** The notification for a turn that ended while the chat was not in view
+ *  (`agentls.notifications.turnEnd`, default on), or undefined: none when the chat is
+ *  visible, for another session's turn, or when turned off. */
+export function turnEndNotice(
+  get: SettingGetter,
+  chatVisible: boolean,
+  sameSession: boolean,
+  stopReason: string | undefined,
+): string | undefined {
+  if (chatVisible || !sameSession || get('notifications.turnEnd') === false) {
+    return undefined;
+  }
+  switch (stopReason) {
+    case 'endTurn':
+      return 'agentls: the agent finished its turn.';
+    case 'cancelled':
+      return undefined;
+    default:
+      return `agentls: the turn ended (${stopReason ?? 'unknown reason'}).`;
+  }
+}

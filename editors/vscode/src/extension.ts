@@ -9,7 +9,7 @@ import { makeNonce } from './chat/html';
 import type { FromWebview } from './chat/messages';
 import type { PromptImage } from './chat/images';
 import { createClient } from './client';
-import { onPath, serverCommand, serverSettings } from './config';
+import { onPath, serverCommand, serverSettings, turnEndNotice } from './config';
 import { applyUnifiedDiff } from './diff';
 import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { DiagnosticsAnswerer } from './editorDiagnostics';
@@ -258,6 +258,17 @@ class Agent implements vscode.Disposable {
     }
     if (wasRunning !== isRunning(this.model)) {
       this.chat.post({ type: 'running', running: isRunning(this.model) });
+    }
+    if (params.update.kind === 'turnEnd') {
+      const get = (key: string) => vscode.workspace.getConfiguration('agentls').get(key);
+      const notice = turnEndNotice(get, this.chat.visible, params.sessionId === this.model.sessionId, params.update.stopReason);
+      if (notice) {
+        void vscode.window.showInformationMessage(notice, 'Show chat').then((pick) => {
+          if (pick) {
+            void this.chat.reveal();
+          }
+        });
+      }
     }
   }
 

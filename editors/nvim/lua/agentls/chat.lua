@@ -343,6 +343,10 @@ function M.on_update(params)
     if reason ~= "endTurn" then
       append_lines({ "> turn ended: " .. tostring(reason) })
     end
+    if reason ~= "cancelled" then
+      M.notify_away("turn_end", reason == "endTurn" and "agentls: the agent finished its turn"
+        or ("agentls: the turn ended (" .. tostring(reason) .. ")"))
+    end
     local state = agentls().state
     -- The end can arrive before the prompt's answer names the turn: remembered so send()
     -- does not mark an ended turn as running (the chat would stay busy for ever).
@@ -352,6 +356,20 @@ function M.on_update(params)
       state.turn = nil
     end
   end
+end
+
+--- Tells the user `message` when the chat is not in view (`config.notify[what]`): a
+--- vim.notify, and the terminal bell with `notify.bell`. Returns whether it did.
+function M.notify_away(what, message)
+  local notify = agentls().config.notify or {}
+  if M.is_open() or notify[what] == false then
+    return false
+  end
+  vim.notify(message, vim.log.levels.INFO)
+  if notify.bell then
+    vim.fn.chansend(vim.v.stderr, "\a")
+  end
+  return true
 end
 
 function M.on_permission(call, choice, timed_out, withdrawn)

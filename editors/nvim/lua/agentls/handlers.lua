@@ -79,6 +79,8 @@ local function on_permission(_, params)
       finish(nil, false, true)
     end,
   }
+  require("agentls.chat").notify_away("approval", "agentls: " .. (call.title or call.name or "a tool call")
+    .. " waits for your approval")
   vim.ui.select(params.options or {}, {
     prompt = stock and approval.inline_prompt(call, other) or approval.question(call, other),
     format_item = function(option)

@@ -28,6 +28,13 @@ local defaults = {
     fork = "gR", -- on a user message of the transcript: "Fork from here"
   },
   root_markers = { ".git", "AGENTS.md", "Cargo.toml", "package.json" },
+  -- When the agent needs the user while the chat is not in view: a vim.notify, and with
+  -- `bell` the terminal bell too (for a terminal in the background).
+  notify = {
+    approval = true, -- a permission request waits
+    turn_end = true, -- the chat's turn ended
+    bell = false,
+  },
 }
 
 M.config = vim.deepcopy(defaults)

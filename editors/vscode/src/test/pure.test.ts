@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chatHtml, contentSecurityPolicy } from '../chat/html';
 import { isFromWebview } from '../chat/messages';
-import { onPath, serverCommand, serverSettings } from '../config';
+import { onPath, serverCommand, serverSettings, turnEndNotice } from '../config';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
 import { MODES, modePickItems, sandboxText } from '../mode';
@@ -261,5 +261,18 @@ describe('a fast turn', () => {
     assert.equal(isRunning(model), false);
     turnStarted(model, 't2');
     assert.equal(isRunning(model), true);
+  });
+});
+
+describe('turn-end notification', () => {
+  const on = () => undefined;
+  const off = (key: string) => (key === 'notifications.turnEnd' ? false : undefined);
+  it('is shown for the chat\'s session only while the chat is out of view', () => {
+    assert.equal(turnEndNotice(on, false, true, 'endTurn'), 'agentls: the agent finished its turn.');
+    assert.equal(turnEndNotice(on, false, true, 'maxSteps'), 'agentls: the turn ended (maxSteps).');
+    assert.equal(turnEndNotice(on, true, true, 'endTurn'), undefined, 'the chat is in view');
+    assert.equal(turnEndNotice(on, false, false, 'endTurn'), undefined, 'another session');
+    assert.equal(turnEndNotice(on, false, true, 'cancelled'), undefined, 'the user cancelled it');
+    assert.equal(turnEndNotice(off, false, true, 'endTurn'), undefined, 'turned off');
   });
 });
