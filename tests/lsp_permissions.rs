@@ -262,3 +262,57 @@ async fn a_settings_list_with_a_bad_rule_is_refused_whole_and_reported() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_always_answer_kept_in_the_workspace_holds_in_a_later_session() {
+    let (ws, fake) = workspace_and_fake().await;
+    let (responder, seen) = responder(&["allowAlways", "rejectAlways"]);
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"permissions": {"rememberAlways": "workspace"}}),
+    );
+    let server = server(&ws, options, Some(responder)).await;
+    let first = new_session(&server).await;
+    // `touch ./one`: the answer covers `touch` (a path is not a subcommand).
+    let touch = |name: &str| json!({"command": format!("touch ./{name}")});
+    one_call_turn(&server, &fake, &first, "c1", "shell", touch("one")).await;
+    let remove = json!({"command": "rm -f ./one"});
+    one_call_turn(&server, &fake, &first, "c2", "shell", remove.clone()).await;
+    assert_eq!(permission_requests(&seen).len(), 2);
+    assert!(ws.root.join("one").exists(), "the rm was refused");
+
+    // A new session has none of the first one's answers, but the workspace's rules.
+    let second = new_session(&server).await;
+    one_call_turn(&server, &fake, &second, "c3", "shell", touch("two")).await;
+    assert!(ws.root.join("two").exists());
+    let output = one_call_turn(&server, &fake, &second, "c4", "shell", remove).await;
+    assert!(
+        output.contains("`shell(rm:*)` (an \"always\" answer in this workspace) denies it"),
+        "{output}"
+    );
+    assert_eq!(
+        permission_requests(&seen).len(),
+        2,
+        "nothing more was asked"
+    );
+    assert_eq!(
+        permissions(&server).await["rules"],
+        json!([
+            {"action": "deny", "rule": "shell(rm:*)", "source": "answers"},
+            {"action": "allow", "rule": "shell(touch:*)", "source": "answers"}
+        ])
+    );
+    // Kept outside the repository, private.
+    let kept: Vec<_> = fs::read_dir(ws.state.path().join("permissions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&kept[0]).unwrap().permissions().mode() & 0o077,
+        0
+    );
+    server.stop().await;
+}

@@ -92,9 +92,9 @@ pub fn denied_by(rule: Option<&Rule>) -> Option<Gate> {
     rule.filter(|rule| rule.action == RuleAction::Deny)
         .map(|rule| {
             Gate::Refuse(format!(
-                "the permission rule `{}` ({} settings) denies it",
+                "the permission rule `{}` ({}) denies it",
                 rule.text,
-                rule.source.name()
+                rule.source.described()
             ))
         })
 }

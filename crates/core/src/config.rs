@@ -105,6 +105,9 @@ pub struct Config {
     pub after_edit: crate::checks::AfterEdit,
     /// `permissions.{allow, ask, deny}`: the user's standing rules (`permission_rules`).
     pub permissions: crate::permission_rules::PermissionLists,
+    /// `permissions.rememberAlways`: `"workspace"` also keeps an "always" answer as a rule
+    /// of the workspace (every later session obeys it); `"session"` (false) does not.
+    pub remember_always_in_workspace: bool,
 }
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
@@ -172,6 +175,7 @@ impl Default for Config {
             read_before_write: true,
             after_edit: crate::checks::AfterEdit::default(),
             permissions: crate::permission_rules::PermissionLists::default(),
+            remember_always_in_workspace: false,
         }
     }
 }
@@ -1112,6 +1116,19 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.permissions.deny = p.permissions.deny.clone(),
+    },
+    Key {
+        path: "permissions.rememberAlways",
+        doc: KeyDoc {
+            ty: r#"`"session"` \| `"workspace"`"#,
+            default: r#"`"session"`"#,
+            meaning: r#"where an "always" answer is kept: for the session, or also as a rule of this workspace that every later session obeys (`shell(cargo test:*)`; kept under `stateDir`, listed by `agent/permissions` with source `answers`)"#,
+        },
+        set: |c, v| {
+            c.remember_always_in_workspace = one_of(v, &["session", "workspace"])? == "workspace";
+            Ok(())
+        },
+        keep: |c, p| c.remember_always_in_workspace = p.remember_always_in_workspace,
     },
 ];
 

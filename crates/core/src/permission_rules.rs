@@ -41,6 +41,9 @@ pub enum RuleSource {
     User,
     /// The workspace's settings: deny and ask only.
     Workspace,
+    /// The user's "always" answers in this workspace, kept as rules
+    /// (`permissions.rememberAlways: "workspace"`).
+    Answers,
 }
 
 impl RuleSource {
@@ -49,7 +52,26 @@ impl RuleSource {
         match self {
             RuleSource::User => "user",
             RuleSource::Workspace => "workspace",
+            RuleSource::Answers => "answers",
         }
+    }
+
+    /// Where the rule came from, as a refusal says it.
+    pub fn described(self) -> &'static str {
+        match self {
+            RuleSource::User => "user settings",
+            RuleSource::Workspace => "workspace settings",
+            RuleSource::Answers => "an \"always\" answer in this workspace",
+        }
+    }
+}
+
+/// The rule an "always" answer about a call of `tool` stands for: the command prefix the
+/// answer covered for `shell` (`shell(cargo test:*)`), else the tool.
+pub fn answer_rule(tool: &str, prefix: Option<&str>) -> String {
+    match prefix {
+        Some(prefix) if tool == "shell" => format!("shell({prefix}:*)"),
+        _ => tool.to_string(),
     }
 }
 
@@ -665,5 +687,31 @@ mod tests {
             .iter()
             .any(|p| p.contains("permissions.ask must be a list")));
         assert!(problems.iter().any(|p| p.contains("never allow")));
+    }
+
+    #[test]
+    fn an_always_answer_stands_for_its_prefix_or_its_tool() {
+        assert_eq!(
+            answer_rule("shell", Some("cargo test")),
+            "shell(cargo test:*)"
+        );
+        assert_eq!(answer_rule("write_file", None), "write_file");
+        assert_eq!(answer_rule("mcp__db__query", None), "mcp__db__query");
+        let rule = answer_rule("shell", Some("cargo test"));
+        let (rules, problems) = from_settings(&[rule], &[], &[], RuleSource::Answers);
+        assert!(problems.is_empty());
+        let call = Call {
+            tool: "shell",
+            command: Some("cargo test -p x && cargo test --doc"),
+            path: None,
+        };
+        let places = Places {
+            root: PathBuf::from("/w"),
+            home: None,
+        };
+        assert_eq!(
+            decide(&rules, &call, &places).map(|r| r.action),
+            Some(RuleAction::Allow)
+        );
     }
 }

@@ -409,7 +409,10 @@ export interface PermissionRule {
   action: string;
   /** As written: `shell(git log:*)`. */
   rule: string;
-  /** `user` (the settings) or `workspace` (`.agents/settings.json`). */
+  /**
+   * `user` (the settings), `workspace` (`.agents/settings.json`) or `answers` (the
+   * user's "always" answers kept for the workspace).
+   */
   source: string;
 }
 

@@ -1,6 +1,7 @@
 //! The standing permission rules in force (`agentls_core::permission_rules`): the user's
 //! `permissions.*` settings and the workspace's `.agents/settings.json` (deny and ask
-//! only), read at each call so an edit to either applies at once. The gate asks `rule_for`.
+//! only), read at each call so an edit to either applies at once, and the rules the user's
+//! "always" answers kept (`permissions.rememberAlways`). The gate asks `rule_for`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,20 +9,66 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::protocol::lsp::{PermissionRule, PermissionRules};
+use crate::store::answered_rules;
 use crate::store::untrusted_file::{read_config_file, ConfigRead, MAX_CONFIG_FILE_BYTES};
-use agentls_core::permission_rules::{self, Call, Places, Rule, RuleSource, WORKSPACE_SETTINGS};
+use agentls_core::permission_rules::{
+    self, Call, Places, Rule, RuleAction, RuleSource, WORKSPACE_SETTINGS,
+};
 
 impl Agent {
-    /// Every rule in force, the user's then the workspace's, and the problems of the
-    /// workspace file (the user's are reported as settings problems when set).
+    /// Every rule in force: the user's, the workspace's, and those the user's "always"
+    /// answers kept for this workspace; with the problems of the files (the settings' are
+    /// reported as settings problems when set).
     pub(in crate::agent) fn permission_rules(&self) -> (Vec<Rule>, Vec<String>) {
-        let (mut rules, mut problems) = self.host.config().permissions.rules(RuleSource::User);
+        let config = self.host.config();
+        let (mut rules, mut problems) = config.permissions.rules(RuleSource::User);
         if let Some(root) = self.host.roots().first() {
             let (more, said) = workspace_rules(root);
             rules.extend(more);
             problems.extend(said);
+            let answered = answered_rules::path(config.state_dir.as_deref(), root);
+            match answered_rules::read(&answered) {
+                Ok(lists) => {
+                    let (more, said) = lists.rules(RuleSource::Answers);
+                    rules.extend(more);
+                    problems.extend(said);
+                }
+                Err(why) => problems.push(why),
+            }
         }
         (rules, problems)
+    }
+
+    /// Keeps an "always" answer (`allowAlways`, `rejectAlways`) about `tool` (for `shell`,
+    /// the command `prefix` it covered) as a rule of this workspace, when
+    /// `permissions.rememberAlways` asks for it. A failure is logged: the session still
+    /// remembers the answer.
+    pub(in crate::agent) async fn keep_answer_as_rule(
+        &self,
+        tool: &str,
+        prefix: Option<&str>,
+        outcome: &str,
+    ) {
+        let config = self.host.config();
+        let action = match outcome {
+            "allowAlways" => RuleAction::Allow,
+            "rejectAlways" => RuleAction::Deny,
+            _ => return,
+        };
+        let Some(root) = self.host.roots().first().cloned() else {
+            return;
+        };
+        if !config.remember_always_in_workspace {
+            return;
+        }
+        let rule = permission_rules::answer_rule(tool, prefix);
+        let path = answered_rules::path(config.state_dir.as_deref(), &root);
+        let kept = tokio::task::spawn_blocking(move || answered_rules::add(&path, action, &rule))
+            .await
+            .unwrap_or_else(|err| Err(err.to_string()));
+        if let Err(why) = kept {
+            tracing::warn!("permissions: an always answer was not kept as a rule: {why}");
+        }
     }
 
     /// The rule that decides a call of `tool` (its command line for `shell`, the absolute

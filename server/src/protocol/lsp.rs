@@ -457,7 +457,8 @@ pub struct PermissionRule {
     pub action: String,
     /// As written: `shell(git log:*)`.
     pub rule: String,
-    /// `user` (the settings) or `workspace` (`.agents/settings.json`).
+    /// `user` (the settings), `workspace` (`.agents/settings.json`) or `answers` (the
+    /// user's "always" answers kept for the workspace).
     pub source: String,
 }
 

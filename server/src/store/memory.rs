@@ -4,8 +4,6 @@
 //! cannot plant an entry. Private like the session logs (0700 directory, 0600 file), written
 //! whole and renamed.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use agentls_core::memory::{self, Entry, Scope};
@@ -26,16 +24,8 @@ impl MemoryFiles {
     /// The files for the workspace whose first root is `root`, with session state under
     /// `state_dir` (`stateDir`).
     pub fn new(root: Option<&Path>, state_dir: Option<&Path>) -> MemoryFiles {
-        let workspace = root.map(|root| {
-            let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-            super::session_log::state_dir(state_dir)
-                .join("memory")
-                .join(format!(
-                    "{}-{}.md",
-                    readable_name(&root),
-                    root_digest(&root)
-                ))
-        });
+        let workspace =
+            root.map(|root| super::workspace_state::file(state_dir, root, "memory", ".md"));
         MemoryFiles {
             user: super::user_config::path("memory/MEMORY.md"),
             workspace,
@@ -113,29 +103,8 @@ impl MemoryFiles {
                 scope.name()
             ));
         };
-        let dir = path.parent().unwrap_or(path);
-        let shown = |err: std::io::Error| format!("cannot write {}: {err}", path.display());
-        super::session_log::private_dir(dir, None).map_err(shown)?;
-        let temporary = dir.join(format!(
-            ".{}.{}.tmp",
-            path.file_name().unwrap_or_default().to_string_lossy(),
-            std::process::id()
-        ));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temporary)
-            .map_err(shown)?;
-        let written = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.sync_all());
-        if let Err(err) = written.and_then(|()| std::fs::rename(&temporary, path)) {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(shown(err));
-        }
-        Ok(())
+        super::workspace_state::write_private(path, text)
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))
     }
 }
 
@@ -146,39 +115,6 @@ pub fn today() -> String {
         .map(|d| d.as_secs() / 86_400)
         .unwrap_or(0);
     agentls_core::environment::civil_date(days as i64)
-}
-
-/// The root's folder name as a file name can hold it, so the user can tell the files apart.
-fn readable_name(root: &Path) -> String {
-    let name: String = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
-    if name.is_empty() {
-        "root".into()
-    } else {
-        name
-    }
-}
-
-/// The name of a workspace's memory file: a digest of its root's path.
-fn root_digest(root: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(root.to_string_lossy().as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// What `agent/memory` answers: each scope's file and entries.

@@ -7,6 +7,7 @@
 //! rewind writes beneath a root (`beneath`: through directory descriptors, never a link).
 
 pub mod agents_md;
+pub mod answered_rules;
 pub mod beneath;
 pub mod checkpoint_watch;
 pub mod checkpoints;
@@ -22,3 +23,4 @@ pub mod settings;
 pub mod skills;
 pub mod untrusted_file;
 pub mod user_config;
+pub mod workspace_state;

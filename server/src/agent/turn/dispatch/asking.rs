@@ -237,6 +237,12 @@ impl Turn {
             }
         }
         let _ = self.record(answer(&self.turn_id)).await;
+        // Leaving the sandbox is answered for the session only.
+        if tool != agentls_core::session::UNSANDBOXED {
+            self.agent
+                .keep_answer_as_rule(tool, prefix.as_deref(), outcome)
+                .await;
+        }
     }
 }
 
