@@ -28,6 +28,7 @@ import {
   type SessionUpdateParams,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
+import { memoryPickItems, permissionPickItems } from './memory';
 import { modePickItems } from './mode';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
@@ -124,6 +125,8 @@ class Agent implements vscode.Disposable {
       'agentls.cancel': () => this.cancel(),
       'agentls.showContext': () => this.showContext(),
       'agentls.mcpStatus': () => this.showMcpStatus(),
+      'agentls.openMemory': () => this.openMemory(),
+      'agentls.permissions': () => this.showPermissions(),
       'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.rewind': () => this.pickCheckpoint('rewind'),
       'agentls.fork': () => this.pickCheckpoint('fork'),
@@ -719,6 +722,38 @@ class Agent implements vscode.Disposable {
       matchOnDescription: true,
       matchOnDetail: true,
     });
+  }
+
+  /** `agentls.openMemory`: a memory's Markdown file, opened to read and edit (made, empty
+   *  and private, when it does not exist yet). */
+  private async openMemory(): Promise<void> {
+    const state = await this.request(Methods.memory, {});
+    const items = memoryPickItems(state);
+    if (items.length === 0) {
+      void vscode.window.showWarningMessage('agentls: there is no place for a memory (no home directory).');
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(items, { title: 'agentls memory', placeHolder: 'Open a memory to read and edit' });
+    if (!pick) {
+      return;
+    }
+    const fs = await import('node:fs/promises');
+    const path = await import('node:path');
+    await fs.mkdir(path.dirname(pick.path), { recursive: true, mode: 0o700 });
+    await fs.writeFile(pick.path, '', { flag: 'a', mode: 0o600 });
+    await vscode.window.showTextDocument(vscode.Uri.file(pick.path));
+  }
+
+  /** `agentls.permissions`: the permission rules in force and the ignored ones. */
+  private async showPermissions(): Promise<void> {
+    const result = await this.request(Methods.permissions, {});
+    if (result.rules.length === 0 && result.problems.length === 0) {
+      void vscode.window.showInformationMessage(
+        'agentls: no permission rules (permissions.allow/ask/deny in the settings, or deny/ask in .agents/settings.json).',
+      );
+      return;
+    }
+    await vscode.window.showQuickPick(permissionPickItems(result), { title: 'agentls permission rules' });
   }
 
   // ---- approvals ----

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { chatHtml, contentSecurityPolicy } from '../chat/html';
 import { isFromWebview } from '../chat/messages';
 import { onPath, serverCommand, serverSettings, turnEndNotice } from '../config';
+import { memoryPickItems, permissionPickItems } from '../memory';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
 import { MODES, modePickItems, sandboxText } from '../mode';
@@ -274,5 +275,44 @@ describe('turn-end notification', () => {
     assert.equal(turnEndNotice(on, false, false, 'endTurn'), undefined, 'another session');
     assert.equal(turnEndNotice(on, false, true, 'cancelled'), undefined, 'the user cancelled it');
     assert.equal(turnEndNotice(off, false, true, 'endTurn'), undefined, 'turned off');
+  });
+});
+
+describe('memory and permission rules', () => {
+  it('offers each memory that has a place, the workspace\'s first, with its counts', () => {
+    const items = memoryPickItems({
+      scopes: [
+        { scope: 'user', path: '/h/.config/agentls/memory/MEMORY.md', entries: [] },
+        {
+          scope: 'workspace',
+          path: '/s/memory/p-1.md',
+          entries: [
+            { author: 'model', date: '2026-11-28', text: 'a' },
+            { author: 'user', date: '', text: 'b' },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(
+      items.map((i) => [i.label, i.description, i.path]),
+      [
+        ["This workspace's memory", '2 entries, 1 by the model', '/s/memory/p-1.md'],
+        ['Your memory (every workspace)', '0 entries', '/h/.config/agentls/memory/MEMORY.md'],
+      ],
+    );
+    assert.deepEqual(memoryPickItems({ scopes: [{ scope: 'user', entries: [] }] }), [], 'no home: no place');
+  });
+
+  it('lists the rules with their source, then the ignored ones', () => {
+    assert.deepEqual(
+      permissionPickItems({
+        rules: [{ action: 'deny', rule: 'shell(git push:*)', source: 'user' }],
+        problems: ['.agents/settings.json: "x" ignored'],
+      }),
+      [
+        { label: 'deny shell(git push:*)', description: 'user' },
+        { label: '$(warning) .agents/settings.json: "x" ignored', description: 'ignored' },
+      ],
+    );
   });
 });
