@@ -3,7 +3,8 @@
 //! small model makes them. Each test fails without its mechanism:
 //! - a whole-file write over a file the model has not read is refused until it reads it;
 //! - `grep` for a path shows that file, and a read of a missing path names the real one;
-//! - an edit whose indentation drifted is applied, and said;
+//! - an edit whose indentation drifted, or that carries read_file's line numbers, is
+//!   applied, and said;
 //! - a call cut by the output limit is answered, and never breaks the session;
 //! - the project's tests run after a change, and their failure is in the change's result;
 //! - the result line on stderr shows what a call returned.
@@ -344,6 +345,29 @@ async fn an_edit_whose_indentation_drifted_is_applied_and_said() {
         output.contains("matched line(s) 2–3") && output.contains("indentation"),
         "{output}"
     );
+}
+
+/// The benchmark's bottle-song: the model copied read_file's `L1: ` line numbers into
+/// old_text and new_text. They are taken off both, and the result says so.
+#[tokio::test]
+async fn an_edit_with_the_line_numbers_of_read_file_is_applied_without_them() {
+    let stub = "def recite(start, take=1):\n    pass\n";
+    let task = Task::new(&[("bottle_song.py", stub)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "edit_file",
+        json!({"path": "bottle_song.py", "old_text": "L1: def recite(start, take=1):\nL2:     pass", "new_text": "L1: def recite(start, take=1):\nL2:     return []"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (code, _, stderr) = task.ask(&fake, "Solve it", json!({}), None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        task.read("bottle_song.py"),
+        "def recite(start, take=1):\n    return []\n"
+    );
+    let output = tool_output(&fake.requests(), "c1");
+    assert!(output.contains("line numbers"), "{output}");
 }
 
 /// The benchmark's bottle-song: the model guessed a stub's text for old_text five times

@@ -144,11 +144,25 @@ struct Loose {
     how: &'static str,
 }
 
-/// old_text matched after loosening, in order: a Markdown fence around the texts; then line
-/// by line with line endings and trailing whitespace ignored; then with indentation ignored
-/// (new_text re-indented by the same amount). None: no match; Err: it matches at several
-/// places (said with their lines).
+/// old_text matched after loosening, in order: the `L12: ` line numbers of `read_file`'s
+/// output copied into the texts (a small model does); a Markdown fence around the texts;
+/// then line by line with line endings and trailing whitespace ignored; then with
+/// indentation ignored (new_text re-indented by the same amount). None: no match; Err: it
+/// matches at several places (said with their lines).
 fn loose_match(current: &str, old_text: &str, new_text: &str) -> Option<Result<Loose, String>> {
+    if let Some(old) = unnumber(old_text) {
+        let new = unnumber(new_text).unwrap_or_else(|| new_text.to_string());
+        let how = "once the `L12: ` line numbers copied from read_file were removed";
+        if let [start] = occurrences(current, &old).as_slice() {
+            return Some(Ok(Loose {
+                range: *start..start + old.len(),
+                new_text: new,
+                how,
+            }));
+        }
+        return loose_match(current, &old, &new)
+            .map(|found| found.map(|loose| Loose { how, ..loose }));
+    }
     if let (Some(old), new) = (unfence(old_text), unfence(new_text)) {
         let new = new.unwrap_or(new_text);
         if let [start] = occurrences(current, old).as_slice() {
@@ -160,6 +174,16 @@ fn loose_match(current: &str, old_text: &str, new_text: &str) -> Option<Result<L
         }
         return loose_match(current, old, new);
     }
+    match_loosened_lines(current, old_text, new_text)
+}
+
+/// old_text matched line by line, first with line endings and trailing whitespace ignored,
+/// then with indentation ignored too (`loose_match`'s last two steps).
+fn match_loosened_lines(
+    current: &str,
+    old_text: &str,
+    new_text: &str,
+) -> Option<Result<Loose, String>> {
     let crlf = current.contains("\r\n");
     let loosenings: [(Trim, &'static str); 2] = [
         (
@@ -227,6 +251,24 @@ fn loose_match(current: &str, old_text: &str, new_text: &str) -> Option<Result<L
         }
     }
     None
+}
+
+/// The text without the `L12: ` prefix of each line, when every line has one (as
+/// `read_file` shows lines).
+fn unnumber(text: &str) -> Option<String> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut lines = Vec::new();
+    for line in body.split('\n') {
+        let rest = line.strip_prefix('L')?;
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let rest = rest[digits..].strip_prefix(':').filter(|_| digits > 0)?;
+        lines.push(rest.strip_prefix(' ').unwrap_or(rest));
+    }
+    let mut plain = lines.join("\n");
+    if body.len() < text.len() {
+        plain.push('\n');
+    }
+    Some(plain)
 }
 
 /// The text inside a Markdown fence (```lang … ```), when the whole text is one.
@@ -585,6 +627,22 @@ mod tests {
         assert!(
             matched.contains("trailing whitespace") && matched.contains("5–6"),
             "{matched}"
+        );
+        // Line numbers copied from read_file's output are taken off both texts, and said.
+        let edit = plan_edit(
+            &ws,
+            "src/lib.rs",
+            current,
+            "L5: fn b() {\nL6:     1",
+            "L5: fn b() {\nL6:     2",
+        )
+        .unwrap();
+        assert_eq!(&current[edit.range.clone()], "fn b() {\n    1");
+        assert_eq!(edit.new_text, "fn b() {\n    2");
+        assert!(edit.matched.unwrap().contains("line numbers"));
+        assert!(
+            plan_edit(&ws, "src/lib.rs", current, "L5 fn b() {", "x").is_err(),
+            "not a read_file prefix"
         );
         let crlf = "fn a() {\r\n    1\r\n}\r\n";
         let edit = plan_edit(&ws, "src/lib.rs", crlf, "    1\n}", "    2\n}").unwrap();
