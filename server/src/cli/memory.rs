@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentls_core::memory::{self, Author, Entry, Scope};
+use agentls_core::memory::{Author, Scope};
 
 use crate::store::memory::MemoryFiles;
 
@@ -27,12 +27,7 @@ pub fn run(
     match action {
         MemoryAction::List => Ok(list(&files)),
         MemoryAction::Add { fact, scope } => {
-            let entry = Entry {
-                author: Author::User,
-                date: crate::store::memory::today(),
-                text: memory::check_fact(fact)?,
-            };
-            let added = files.add(*scope, &entry)?;
+            let (entry, added) = files.keep(*scope, Author::User, fact)?;
             Ok(if added {
                 format!("kept in the {} memory: {}", scope.name(), entry.text)
             } else {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentls_core::memory::{self, Entry, Scope};
+use agentls_core::memory::{self, Author, Entry, Scope};
 
 use super::untrusted_file::{read_config_file, ConfigRead};
 
@@ -77,6 +77,18 @@ impl MemoryFiles {
             Some(next) => self.write(scope, &next).map(|()| true),
             None => Ok(false),
         }
+    }
+
+    /// Keeps `fact` (checked, `memory::check_fact`) as `author`'s entry of today in `scope`'s
+    /// file: the entry, and false when the same fact was kept already.
+    pub fn keep(&self, scope: Scope, author: Author, fact: &str) -> Result<(Entry, bool), String> {
+        let entry = Entry {
+            author,
+            date: today(),
+            text: memory::check_fact(fact)?,
+        };
+        let added = self.add(scope, &entry)?;
+        Ok((entry, added))
     }
 
     /// Removes the `index`th entry (0-based) of `scope`'s file; the entry removed.

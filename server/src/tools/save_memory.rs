@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use agentls_core::memory::{self, Author, Entry, Scope};
+use agentls_core::memory::{self, Author, Scope};
 use agentls_core::prompts::fill;
 use agentls_core::tool_info::{shorten, ToolKind};
 
@@ -72,10 +72,6 @@ impl Tool for SaveMemory {
 
     async fn run(&self, cx: &ToolContext, input: SaveMemoryInput, _: Prepared) -> ToolOutcome {
         let scope = input.scope.scope();
-        let text = match memory::check_fact(&input.fact) {
-            Ok(text) => crate::store::secrets::redact(&text).into_owned(),
-            Err(why) => return ToolOutcome::failed(why),
-        };
         let config = cx.host.config();
         if !config.memory_enabled {
             return ToolOutcome::failed("memory is turned off (memory.enabled)".to_string());
@@ -84,19 +80,13 @@ impl Tool for SaveMemory {
             cx.boundary.roots.first().map(|r| r.as_path()),
             config.state_dir.as_deref(),
         );
-        let entry = Entry {
-            author: Author::Model,
-            date: crate::store::memory::today(),
-            text,
-        };
+        let fact = crate::store::secrets::redact(&input.fact).into_owned();
         let texts = cx.host.prompts().tool_outputs.clone();
-        let kept = tokio::task::spawn_blocking(move || {
-            files.add(scope, &entry).map(|added| (added, entry))
-        })
-        .await
-        .unwrap_or_else(|err| Err(err.to_string()));
+        let kept = tokio::task::spawn_blocking(move || files.keep(scope, Author::Model, &fact))
+            .await
+            .unwrap_or_else(|err| Err(err.to_string()));
         match kept {
-            Ok((added, entry)) => {
+            Ok((entry, added)) => {
                 let template = if added {
                     &texts.memory_saved
                 } else {

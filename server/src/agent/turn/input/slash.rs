@@ -89,31 +89,23 @@ impl Turn {
 
     /// `/remember`: the fact kept as the user's own, the reply saying where.
     async fn remember(&self, fact: &str, user: bool) -> String {
-        use agentls_core::memory::{check_fact, Author, Entry, Scope};
+        use agentls_core::memory::{Author, Scope};
         let config = self.host().config();
         if !config.memory_enabled {
             return "Memory is turned off (memory.enabled).".into();
         }
         let scope = if user { Scope::User } else { Scope::Workspace };
-        let text = match check_fact(fact) {
-            Ok(text) => text,
-            Err(why) => return format!("Not kept: {why}."),
-        };
         let files = crate::store::memory::MemoryFiles::new(
             self.host().roots().first().map(|root| root.as_path()),
             config.state_dir.as_deref(),
         );
-        let entry = Entry {
-            author: Author::User,
-            date: crate::store::memory::today(),
-            text,
-        };
-        let kept = tokio::task::spawn_blocking(move || files.add(scope, &entry))
+        let fact = fact.to_string();
+        let kept = tokio::task::spawn_blocking(move || files.keep(scope, Author::User, &fact))
             .await
             .unwrap_or_else(|err| Err(err.to_string()));
         match kept {
-            Ok(true) => format!("Kept in the {} memory.", scope.name()),
-            Ok(false) => format!("The {} memory holds this fact already.", scope.name()),
+            Ok((_, true)) => format!("Kept in the {} memory.", scope.name()),
+            Ok((_, false)) => format!("The {} memory holds this fact already.", scope.name()),
             Err(why) => format!("Not kept: {why}."),
         }
     }
