@@ -33,19 +33,7 @@ impl Place {
     /// `agentls` with `args` as `user` (their XDG_CONFIG_HOME); (exit code, stdout, stderr).
     /// Awaited: the fake provider answers on this test's runtime.
     async fn agentls(&self, user: &str, args: &[&str]) -> (i32, String, String) {
-        let out = tokio::process::Command::new(common::binary())
-            .env("XDG_CONFIG_HOME", self.path(user))
-            .env("AGENTLS_LOG", "error")
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
+        common::run_agentls(args, self.path(user).as_os_str()).await
     }
 
     fn config(&self, fake: &FakeProvider) -> String {

@@ -84,19 +84,7 @@ impl Task {
             args.extend(["--session".to_string(), session.to_string()]);
         }
         args.extend(more.iter().map(|arg| arg.to_string()));
-        let out = tokio::process::Command::new(common::binary())
-            .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
-            .env("AGENTLS_LOG", "error")
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
+        common::run_agentls(&args, common::NO_USER_CONFIG.as_ref()).await
     }
 }
 

@@ -204,3 +204,26 @@ pub fn git(root: &std::path::Path, args: &[&str]) {
         .expect("git runs");
     assert!(status.success(), "git {args:?}");
 }
+
+/// Runs the agentls binary with `args` and `config_home` as its XDG_CONFIG_HOME, stdin
+/// closed; (exit code, stdout, stderr). Awaited, so a fake provider on the test's runtime
+/// can answer it.
+#[allow(dead_code)] // not every test binary runs the command line
+pub async fn run_agentls(
+    args: &[impl AsRef<std::ffi::OsStr>],
+    config_home: &std::ffi::OsStr,
+) -> (i32, String, String) {
+    let out = tokio::process::Command::new(binary())
+        .env("XDG_CONFIG_HOME", config_home)
+        .env("AGENTLS_LOG", "error")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
