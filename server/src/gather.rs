@@ -17,6 +17,7 @@ use agentls_core::editor_context::{self, resolve, ActiveFile, OutlineCache, Work
 use agentls_core::editor_state::{self, EditorState};
 use agentls_core::environment::Environment;
 use agentls_core::inspect::{ActiveDocument, OtherDocument};
+use agentls_core::memory::{Entry as MemoryEntry, Scope};
 use agentls_core::paths;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
@@ -41,6 +42,9 @@ pub struct Gathered {
     pub repo_map: String,
     /// The memory block (`store::memory`), rendered; empty when off or when none is kept.
     pub memory: String,
+    /// The memory entries the block left out (over `memory.maxTokens`): a turn recalls the
+    /// ones its message names.
+    pub memory_left_out: Vec<(Scope, MemoryEntry)>,
 }
 
 impl Gathered {
@@ -170,15 +174,20 @@ pub async fn gather(
         others,
         workspace,
         repo_map,
-        memory,
+        memory: memory.text,
+        memory_left_out: memory.left_out,
     })
 }
 
 /// The memory block of the system message (`memory.*`): both scopes' files read, the
-/// newest entries within `memory.maxTokens`.
-async fn memory_block(config: &Config, prompts: &Prompts, root: Option<&PathBuf>) -> String {
-    if !config.memory_enabled || config.memory_max_tokens == 0 {
-        return String::new();
+/// newest entries within `memory.maxTokens`, and the ones left out.
+async fn memory_block(
+    config: &Config,
+    prompts: &Prompts,
+    root: Option<&PathBuf>,
+) -> agentls_core::memory::Rendered {
+    if !config.memory_enabled {
+        return agentls_core::memory::Rendered::default();
     }
     let files = crate::store::memory::MemoryFiles::new(
         root.map(PathBuf::as_path),

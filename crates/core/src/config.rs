@@ -357,7 +357,7 @@ const KEYS: &[Key] = &[
         doc: KeyDoc {
             ty: r#"integer ≥ 0"#,
             default: r#"2000"#,
-            meaning: r#"budget of the memory block; past it the oldest entries are left out (and said to be)"#,
+            meaning: r#"budget of the memory block; past it the oldest entries are left out (and said to be), and one a message names is recalled with it (0: entries are only recalled)"#,
         },
         set: |c, v| {
             c.memory_max_tokens = non_negative_integer(v)?;

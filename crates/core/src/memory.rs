@@ -162,34 +162,190 @@ pub fn without_entry(text: &str, index: usize) -> Option<String> {
     removed.then_some(kept)
 }
 
+/// The memory block and the entries it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// The block of the system message; empty when there is no entry or no room.
+    pub text: String,
+    /// The entries over the budget, oldest first within each scope: [`recall`] brings back
+    /// the ones a message names.
+    pub left_out: Vec<(Scope, Entry)>,
+}
+
 /// The memory block of the system message: `heading`, then each scope's entries labelled
 /// with their author, within `max_tokens`. When not all fit, the newest are kept (the end of
-/// each file) and a line says how many older ones were left out. Empty when there is no
-/// entry or no room.
+/// each file) and a line says how many older ones were left out.
 pub fn render(
     heading: &str,
     scopes: &[(Scope, Vec<Entry>)],
     max_tokens: usize,
     tokenizer: TokenizerKind,
     cache: &mut CountCache,
-) -> String {
+) -> Rendered {
     let total: usize = scopes.iter().map(|(_, entries)| entries.len()).sum();
-    if total == 0 || max_tokens == 0 {
-        return String::new();
+    if total == 0 {
+        return Rendered::default();
     }
     // Drop the oldest entries, the workspace's last (they are the most specific), until
     // the block fits.
     let mut skip: Vec<usize> = vec![0; scopes.len()];
-    loop {
+    let text = loop {
         let text = render_kept(heading, scopes, &skip);
-        if cache.count(tokenizer, &text) <= max_tokens {
-            return text;
+        if max_tokens > 0 && cache.count(tokenizer, &text) <= max_tokens {
+            break text;
         }
         let Some(scope) = (0..scopes.len()).find(|&i| skip[i] < scopes[i].1.len()) else {
-            return String::new();
+            break String::new();
         };
         skip[scope] += 1;
+    };
+    let left_out = scopes
+        .iter()
+        .zip(&skip)
+        .flat_map(|((scope, entries), &skipped)| {
+            entries[..skipped]
+                .iter()
+                .map(|entry| (*scope, entry.clone()))
+        })
+        .collect();
+    Rendered { text, left_out }
+}
+
+/// The entries left out of the memory block that share the most telling words with
+/// `message` (what the user just wrote), at most `limit`, best first: just-in-time
+/// retrieval, so a memory larger than its budget still answers when a message names what an
+/// old entry is about. A word counts more the fewer entries hold it; short and common words
+/// do not count.
+pub fn recall<'a>(
+    left_out: &'a [(Scope, Entry)],
+    message: &str,
+    limit: usize,
+) -> Vec<&'a (Scope, Entry)> {
+    let asked = words(message);
+    if asked.is_empty() || left_out.is_empty() {
+        return Vec::new();
     }
+    let entry_words: Vec<std::collections::BTreeSet<String>> = left_out
+        .iter()
+        .map(|(_, entry)| words(&entry.text))
+        .collect();
+    let n = left_out.len() as f64;
+    let weight = |word: &String| {
+        let holding = entry_words.iter().filter(|w| w.contains(word)).count() as f64;
+        (1.0 + n / holding).ln()
+    };
+    let mut scored: Vec<(f64, usize)> = entry_words
+        .iter()
+        .enumerate()
+        .filter_map(|(i, held)| {
+            let score: f64 = held.intersection(&asked).map(weight).sum();
+            (score > 0.0).then_some((score, i))
+        })
+        .collect();
+    // Best first; among equals the newest (later in the file).
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(_, i)| &left_out[i])
+        .collect()
+}
+
+/// A fact of a session that could be kept in memory: what the user set as a rule, or a
+/// check command that worked. Offered to the user, never kept by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    pub text: String,
+    /// `constraint` (the user's own sentence) or `command` (a check that exited 0).
+    pub source: &'static str,
+}
+
+/// Offers shown at most: a list to pick from, not the session again.
+const MAX_OFFERS: usize = 12;
+
+/// Words that make a command a check worth remembering (`cargo test`, `npm run lint`).
+const CHECK_WORDS: &[&str] = &[
+    "test",
+    "tests",
+    "check",
+    "build",
+    "lint",
+    "fmt",
+    "format",
+    "clippy",
+    "pytest",
+    "tox",
+    "mypy",
+    "ruff",
+    "eslint",
+    "tsc",
+    "typecheck",
+    "vet",
+];
+
+/// The ledger's durable facts not kept already: the user's rules (newest first), then the
+/// check commands that worked (exit 0; each once, newest first).
+pub fn offers(ledger: &crate::ledger::Ledger, kept: &[(Scope, Vec<Entry>)]) -> Vec<Offer> {
+    let kept_texts: Vec<&str> = kept
+        .iter()
+        .flat_map(|(_, entries)| entries.iter().map(|e| e.text.as_str()))
+        .collect();
+    let known = |fact: &str| kept_texts.iter().any(|kept| kept.contains(fact));
+    let mut offers: Vec<Offer> = Vec::new();
+    for constraint in ledger.constraints.iter().rev() {
+        let Ok(fact) = check_fact(constraint) else {
+            continue;
+        };
+        if !known(&fact) && !offers.iter().any(|o| o.text == fact) {
+            offers.push(Offer {
+                text: fact,
+                source: "constraint",
+            });
+        }
+    }
+    let mut commands: Vec<&str> = Vec::new();
+    for run in ledger.commands.iter().rev() {
+        let command = run.command.trim();
+        let is_check = command
+            .split(|c: char| c.is_whitespace() || c == ':' || c == '-')
+            .any(|word| CHECK_WORDS.contains(&word));
+        let fresh = !commands.contains(&command) && !known(command);
+        if run.outcome == "exit 0" && is_check && !command.contains('\n') && fresh {
+            commands.push(command);
+        }
+    }
+    for command in commands {
+        if let Ok(text) = check_fact(&format!("`{command}` works (it exited 0)")) {
+            offers.push(Offer {
+                text,
+                source: "command",
+            });
+        }
+    }
+    offers.truncate(MAX_OFFERS);
+    offers
+}
+
+/// Words too common to tell entries apart.
+const COMMON_WORDS: &[&str] = &[
+    "about", "after", "all", "also", "and", "any", "are", "before", "but", "can", "could", "did",
+    "does", "each", "for", "from", "had", "has", "have", "here", "how", "into", "its", "just",
+    "like", "more", "not", "one", "only", "our", "should", "some", "than", "that", "the", "them",
+    "then", "there", "they", "this", "use", "was", "were", "what", "when", "which", "who", "why",
+    "will", "with", "would", "you", "your",
+];
+
+/// The telling words of a text: lowercase runs of letters, digits and `_` of at least
+/// three characters, common words out, a plural's `s` off (so `tests` meets `test`).
+fn words(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !COMMON_WORDS.contains(&w.as_str()))
+        .map(|w| match w.strip_suffix('s') {
+            Some(stem) if stem.chars().count() >= 3 && !stem.ends_with('s') => stem.to_string(),
+            _ => w,
+        })
+        .collect()
 }
 
 fn render_kept(heading: &str, scopes: &[(Scope, Vec<Entry>)], skip: &[usize]) -> String {
@@ -201,7 +357,7 @@ fn render_kept(heading: &str, scopes: &[(Scope, Vec<Entry>)], skip: &[usize]) ->
         text.push_str(&format!("<{}>\n", scope.name()));
         if skipped > 0 {
             text.push_str(&format!(
-                "({skipped} older entr{} not shown: over memory.maxTokens)\n",
+                "({skipped} older entr{} not shown)\n",
                 if skipped == 1 { "y" } else { "ies" }
             ));
         }
@@ -277,21 +433,120 @@ mod tests {
                 }],
             ),
         ];
-        let block = render("## Memory", &scopes, 2_000, tok, &mut cache);
+        let rendered = render("## Memory", &scopes, 2_000, tok, &mut cache);
+        assert!(rendered.left_out.is_empty());
+        let block = rendered.text;
         assert_eq!(
             block,
             "## Memory\n<memory>\n<user>\n- (model) Tests run with `make check`.\n- (user) Prefer tabs.\n- (user) Answer in French.\n</user>\n<workspace>\n- (model) The API lives in api/.\n</workspace>\n</memory>"
         );
         let full = cache.count(tok, &block);
-        let cut = render("## Memory", &scopes, full - 5, tok, &mut cache);
-        assert!(cut.contains("older entries not shown"), "{cut}");
+        let one_less = cache.count(tok, &render_kept("## Memory", &scopes, &[1, 0]));
+        assert!(one_less < full);
+        let rendered = render("## Memory", &scopes, one_less, tok, &mut cache);
+        assert_eq!(
+            rendered.left_out,
+            [(Scope::User, parse(FILE)[0].clone())],
+            "the oldest of the user's"
+        );
+        let cut = rendered.text;
+        assert!(cut.contains("(1 older entry not shown)"), "{cut}");
         assert!(!cut.contains("make check") && cut.contains("Answer in French"));
         assert!(
             cut.contains("The API lives in api/."),
             "the workspace's are dropped last"
         );
-        assert!(cache.count(tok, &cut) <= full - 5);
-        assert_eq!(render("## Memory", &scopes, 3, tok, &mut cache), "");
-        assert_eq!(render("## Memory", &[], 2_000, tok, &mut cache), "");
+        assert!(cache.count(tok, &cut) <= one_less);
+        let none = render("## Memory", &scopes, 3, tok, &mut cache);
+        assert_eq!(none.text, "");
+        assert_eq!(none.left_out.len(), 4, "all of them left out");
+        assert_eq!(
+            render("## Memory", &[], 2_000, tok, &mut cache),
+            Rendered::default()
+        );
+    }
+
+    fn model(text: &str) -> (Scope, Entry) {
+        (
+            Scope::Workspace,
+            Entry {
+                author: Author::Model,
+                date: "2026-11-28".into(),
+                text: text.into(),
+            },
+        )
+    }
+
+    #[test]
+    fn recall_brings_the_entries_a_message_names_rarest_words_first() {
+        let left_out = [
+            model("The integration tests need `docker compose up db` first."),
+            model("Release notes go in CHANGELOG.md under Unreleased."),
+            model("Run the tests with `make check`, not pytest directly."),
+            model("The billing service talks to Stripe through api/billing.py."),
+        ];
+        let texts = |found: Vec<&(Scope, Entry)>| -> Vec<String> {
+            found.iter().map(|(_, e)| e.text.clone()).collect()
+        };
+        // `tests` meets `test`; `integration` is held by one entry only, so it wins.
+        assert_eq!(
+            texts(recall(&left_out, "Why does the integration test fail?", 3)),
+            [left_out[0].1.text.clone(), left_out[2].1.text.clone()]
+        );
+        assert_eq!(
+            texts(recall(&left_out, "fix the billing webhook", 3)),
+            [left_out[3].1.text.clone()]
+        );
+        assert_eq!(
+            recall(&left_out, "what is this and why?", 3),
+            Vec::<&(Scope, Entry)>::new(),
+            "common words recall nothing"
+        );
+        assert_eq!(recall(&left_out, "tests", 1).len(), 1, "at most the limit");
+        assert!(recall(&[], "tests", 3).is_empty());
+    }
+
+    #[test]
+    fn offers_are_the_users_rules_and_the_checks_that_worked_not_kept_yet() {
+        use crate::ledger::{CommandRun, Ledger};
+        let run = |command: &str, outcome: &str| CommandRun {
+            command: command.into(),
+            outcome: outcome.into(),
+        };
+        let mut ledger = Ledger::default();
+        ledger.constraints = vec![
+            "Never push to main.".into(),
+            "Always answer in French.".into(),
+        ];
+        ledger.commands = vec![
+            run("cargo test -p core", "exit 101"),
+            run("ls src", "exit 0"),
+            run("cargo test -p core", "exit 0"),
+            run("npm run lint:fix", "exit 0"),
+            run("cargo test -p core", "exit 0"),
+            run("make check", "exit 0"),
+        ];
+        let kept = [(
+            Scope::Workspace,
+            vec![Entry {
+                author: Author::User,
+                date: String::new(),
+                text: "Run `make check` before a commit.".into(),
+            }],
+        )];
+        let offered = offers(&ledger, &kept);
+        let offered: Vec<(&str, &str)> = offered
+            .iter()
+            .map(|o| (o.source, o.text.as_str()))
+            .collect();
+        assert_eq!(
+            offered,
+            [
+                ("constraint", "Always answer in French."),
+                ("constraint", "Never push to main."),
+                ("command", "`cargo test -p core` works (it exited 0)"),
+                ("command", "`npm run lint:fix` works (it exited 0)"),
+            ]
+        );
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::history::{History, Item};
+use crate::memory;
 use crate::prompts::{fill, Prompts, ReminderTexts};
 use crate::tokens::TokenizerKind;
 use crate::tool_info::PlanEntry;
@@ -25,7 +26,8 @@ pub struct Reminder {
     pub key: String,
     /// A key shown with another version is shown again (the source says it changed).
     pub version: String,
-    /// `agentsMd`, `plan`, `risky`, `compaction`, `hook`: the source, for the editor.
+    /// `agentsMd`, `plan`, `risky`, `compaction`, `hook`, `loop`, `memory`: the source, for
+    /// the editor.
     pub source: &'static str,
     pub text: String,
 }
@@ -399,6 +401,34 @@ pub fn unfinished_change(
         source: "loop",
         text: texts.unfinished_change.clone(),
     })
+}
+
+/// Entries per message that `memory_recalled` brings back.
+pub const MEMORY_RECALLED_PER_MESSAGE: usize = 3;
+
+/// (8) The memory entries left out of the memory block that `message` names
+/// (`memory::recall`): each once a session, as the agent's note, with who wrote it.
+pub fn memory_recalled(
+    left_out: &[(memory::Scope, memory::Entry)],
+    message: &str,
+    texts: &ReminderTexts,
+) -> Vec<Reminder> {
+    memory::recall(left_out, message, MEMORY_RECALLED_PER_MESSAGE)
+        .into_iter()
+        .map(|(scope, entry)| Reminder {
+            key: format!("memory:{}", version_of(&entry.text)),
+            version: String::new(),
+            source: "memory",
+            text: fill(
+                &texts.memory_recalled,
+                &[
+                    ("scope", scope.name()),
+                    ("author", entry.author.name()),
+                    ("fact", &entry.text),
+                ],
+            ),
+        })
+        .collect()
 }
 
 #[cfg(test)]

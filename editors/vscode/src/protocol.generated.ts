@@ -324,6 +324,31 @@ export interface MemoryEntry {
   text: string;
 }
 
+export interface MemoryKeepParams {
+  /** One line, at most 500 characters; kept as the user's (`[user DATE]`). */
+  fact: string;
+  /** `workspace` (default) or `user`. */
+  scope?: string;
+}
+
+export interface MemoryKeepResult {
+  /** False when the memory holds the same fact already. */
+  kept: boolean;
+  /** The Markdown file it is kept in. */
+  path: string;
+}
+
+export interface MemoryOffer {
+  /** `constraint` (a rule the user stated) or `command` (a check that exited 0). */
+  source: string;
+  text: string;
+}
+
+export interface MemoryParams {
+  /** A session whose durable facts (its ledger's) are offered for keeping. */
+  sessionId?: string;
+}
+
 export interface MemoryScopeState {
   entries: MemoryEntry[];
   /** The Markdown file (absent: there is no home directory to keep it in). */
@@ -337,6 +362,11 @@ export interface MemoryScopeState {
  * edit it).
  */
 export interface MemoryState {
+  /**
+   * With `sessionId`: that session's facts worth keeping that no memory holds yet (the
+   * user's rules, the check commands that worked); keep one with `agent/memory/keep`.
+   */
+  offers: MemoryOffer[];
   /** `user`, then `workspace`. */
   scopes: MemoryScopeState[];
 }
@@ -837,6 +867,7 @@ export const Methods = {
   sandboxStatus: 'agent/sandbox/status',
   permissions: 'agent/permissions',
   memory: 'agent/memory',
+  memoryKeep: 'agent/memory/keep',
   mcpResources: 'agent/mcp/resources',
   sessionSteer: 'agent/session/steer',
   sessionUnqueue: 'agent/session/unqueue',
@@ -871,7 +902,8 @@ export interface ClientRequests {
   'agent/mcp/status': { params: unknown; result: McpStatus };
   'agent/sandbox/status': { params: unknown; result: SandboxState };
   'agent/permissions': { params: unknown; result: PermissionRules };
-  'agent/memory': { params: unknown; result: MemoryState };
+  'agent/memory': { params: MemoryParams | null; result: MemoryState };
+  'agent/memory/keep': { params: MemoryKeepParams; result: MemoryKeepResult };
   'agent/mcp/resources': { params: unknown; result: McpResourceList };
   'agent/session/steer': { params: SessionSteerParams; result: SessionSteerResult };
   'agent/session/unqueue': { params: SessionUnqueueParams; result: SessionUnqueueResult };

@@ -29,6 +29,7 @@ mod compact;
 mod hooks;
 pub mod images;
 mod mcp_servers;
+mod memory;
 mod permissions;
 mod sessions;
 #[cfg(test)]

@@ -117,6 +117,7 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SandboxStatus>(Backend::sandbox_status)
         .on::<ext::Permissions>(Backend::permissions)
         .on::<ext::Memory>(Backend::memory)
+        .on::<ext::MemoryKeep>(Backend::memory_keep)
         .on::<ext::McpResources>(Backend::mcp_resources)
         .on::<ext::SessionSteer>(Backend::session_steer)
         .on::<ext::SessionUnqueue>(Backend::session_unqueue)

@@ -82,21 +82,28 @@ impl Backend {
         Ok(self.agent().permissions())
     }
 
-    /// `agent/memory {}`: the memory files and their entries.
+    /// `agent/memory {sessionId?}`: the memory files and their entries, and the session's
+    /// facts offered for keeping.
     pub(super) async fn memory(
         &self,
-        _params: Option<Value>,
+        params: Option<crate::protocol::lsp::MemoryParams>,
     ) -> jsonrpc::Result<crate::protocol::lsp::MemoryState> {
-        let config = self.state.config();
-        let roots = self.state.index.roots();
-        let files = crate::store::memory::MemoryFiles::new(
-            roots.first().map(|root| root.as_path()),
-            config.state_dir.as_deref(),
-        );
-        let state = tokio::task::spawn_blocking(move || crate::store::memory::state(&files))
+        let params = params.unwrap_or_default();
+        self.agent()
+            .memory(params.session_id.as_deref())
             .await
-            .map_err(|err| jsonrpc::Error::invalid_params(err.to_string()))?;
-        Ok(state)
+            .map_err(agent_error)
+    }
+
+    /// `agent/memory/keep {fact, scope?}`: a fact the user chose, kept as theirs.
+    pub(super) async fn memory_keep(
+        &self,
+        params: crate::protocol::lsp::MemoryKeepParams,
+    ) -> jsonrpc::Result<crate::protocol::lsp::MemoryKeepResult> {
+        self.agent()
+            .keep_memory(&params.fact, params.scope.as_deref())
+            .await
+            .map_err(agent_error)
     }
 
     /// `agent/mcp/resources {}`: the ready MCP servers' resources, for completion.

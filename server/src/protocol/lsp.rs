@@ -465,9 +465,17 @@ pub struct PermissionRule {
 pub enum Memory {}
 
 impl ClientRequest for Memory {
-    type Params = Option<Value>;
+    type Params = Option<MemoryParams>;
     type Result = MemoryState;
     const METHOD: &'static str = "agent/memory";
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryParams {
+    /// A session whose durable facts (its ledger's) are offered for keeping.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// `agent/memory`'s result: each memory's file and entries (the editors open the file to
@@ -476,6 +484,42 @@ impl ClientRequest for Memory {
 pub struct MemoryState {
     /// `user`, then `workspace`.
     pub scopes: Vec<MemoryScopeState>,
+    /// With `sessionId`: that session's facts worth keeping that no memory holds yet (the
+    /// user's rules, the check commands that worked); keep one with `agent/memory/keep`.
+    pub offers: Vec<MemoryOffer>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemoryOffer {
+    pub text: String,
+    /// `constraint` (a rule the user stated) or `command` (a check that exited 0).
+    pub source: String,
+}
+
+pub enum MemoryKeep {}
+
+impl ClientRequest for MemoryKeep {
+    type Params = MemoryKeepParams;
+    type Result = MemoryKeepResult;
+    const METHOD: &'static str = "agent/memory/keep";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemoryKeepParams {
+    /// One line, at most 500 characters; kept as the user's (`[user DATE]`).
+    pub fact: String,
+    /// `workspace` (default) or `user`.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MemoryKeepResult {
+    /// False when the memory holds the same fact already.
+    pub kept: bool,
+    /// The Markdown file it is kept in.
+    pub path: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -990,6 +1034,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SandboxStatus>(),
         handled::<Permissions>(),
         handled::<Memory>(),
+        handled::<MemoryKeep>(),
         handled::<McpResources>(),
         handled::<SessionSteer>(),
         handled::<SessionUnqueue>(),

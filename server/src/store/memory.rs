@@ -148,5 +148,8 @@ pub fn state(files: &MemoryFiles) -> crate::protocol::lsp::MemoryState {
                 .collect(),
         })
         .collect();
-    crate::protocol::lsp::MemoryState { scopes }
+    crate::protocol::lsp::MemoryState {
+        scopes,
+        offers: Vec::new(),
+    }
 }

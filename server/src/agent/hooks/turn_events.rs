@@ -357,6 +357,19 @@ impl Turn {
         }
     }
 
+    /// The memory entries over the budget that the user's message names: each queued once
+    /// a session, to reach the model with the message (just-in-time recall).
+    pub(in crate::agent) fn note_memory(
+        &self,
+        left_out: &[(agentls_core::memory::Scope, agentls_core::memory::Entry)],
+        message: &str,
+    ) {
+        let texts = self.host().prompts().reminders.clone();
+        for reminder in reminders::memory_recalled(left_out, message, &texts) {
+            self.agent.hooks.queue(&self.handle.id, reminder);
+        }
+    }
+
     /// An edit's diff: one warning per risky rule its added lines trip.
     pub(in crate::agent) fn note_diff(&self, diff: &str) {
         let texts = self.host().prompts().reminders.clone();

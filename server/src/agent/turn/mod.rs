@@ -329,6 +329,7 @@ impl Turn {
             None => self.handle.live.lock().await.session.model.clone(),
         };
         self.note_agents_md(gathered.agents.as_ref().map_or("", |a| a.text.as_str()));
+        self.note_memory(&gathered.memory_left_out, &prompt.text);
         // The turn block and the static context do not read the history: no copy of it.
         let no_history = agentls_core::history::History::new(config.tokenizer());
         let inputs = gathered.inputs(&config, &prompts, &no_history, Calibration::default());
