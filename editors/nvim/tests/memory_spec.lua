@@ -46,3 +46,45 @@ test(":AgentMemory opens the memory a /remember wrote, and :AgentPermissions lis
   h.assert_eq(shown, { "deny  shell(git push:*)  (user)" })
   vim.cmd("close")
 end)
+
+test(":AgentMemory keep offers the session's rule and working check, and keeps the one picked", function()
+  local ws = h.workspace({ ["src/lib.rs"] = "fn main() {}\n" })
+  local url = h.fake({
+    replies = {
+      { toolCalls = { { id = "s1", name = "shell", arguments = { command = "test -f src/lib.rs" } } } },
+      { text = { "It is there." } },
+    },
+  })
+  h.setup(ws, url, { approval = "full-auto" })
+  local chat = require("agentls.chat")
+  chat.open()
+  chat.send("Never push to main. Check that src/lib.rs is there.")
+  h.wait_transcript("It is there.")
+  h.wait_idle()
+
+  local shown
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    shown = vim.tbl_map(opts.format_item, items)
+    on_choice(items[1])
+  end
+  local result, err
+  local ok, failure = pcall(function()
+    require("agentls.memory").keep(function(r, e)
+      result, err = r, e
+    end)
+  end)
+  vim.ui.select = select
+  assert(ok, failure)
+  h.assert_eq(shown, {
+    "[constraint] Never push to main.",
+    "[command] `test -f src/lib.rs` works (it exited 0)",
+  })
+  assert(result and result.kept, vim.inspect({ result, err }))
+  local text = table.concat(vim.fn.readfile(result.path), "\n")
+  assert(text:find("- [user ", 1, true) and text:find("] Never push to main.", 1, true), text)
+
+  -- What is kept is offered no more.
+  local state = require("agentls").request("agent/memory", { sessionId = require("agentls").state.session })
+  h.assert_eq(#state.offers, 1)
+end)

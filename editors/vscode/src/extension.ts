@@ -28,7 +28,7 @@ import {
   type SessionUpdateParams,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
-import { memoryPickItems, permissionPickItems } from './memory';
+import { memoryPickItems, offerPickItems, permissionPickItems } from './memory';
 import { modePickItems } from './mode';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
@@ -126,6 +126,7 @@ class Agent implements vscode.Disposable {
       'agentls.showContext': () => this.showContext(),
       'agentls.mcpStatus': () => this.showMcpStatus(),
       'agentls.openMemory': () => this.openMemory(),
+      'agentls.keepFacts': () => this.keepFacts(),
       'agentls.permissions': () => this.showPermissions(),
       'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.rewind': () => this.pickCheckpoint('rewind'),
@@ -742,6 +743,34 @@ class Agent implements vscode.Disposable {
     await fs.mkdir(path.dirname(pick.path), { recursive: true, mode: 0o700 });
     await fs.writeFile(pick.path, '', { flag: 'a', mode: 0o600 });
     await vscode.window.showTextDocument(vscode.Uri.file(pick.path));
+  }
+
+  /** `agentls.keepFacts`: the chat session's facts the memory does not hold yet (its rules,
+   *  the checks that worked), the ones picked kept in the workspace's memory as the user's. */
+  private async keepFacts(): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no chat session yet: its facts are offered once it has run a turn.');
+      return;
+    }
+    const state = await this.request(Methods.memory, { sessionId });
+    if (state.offers.length === 0) {
+      void vscode.window.showInformationMessage('agentls: nothing of this chat to keep that the memory does not hold.');
+      return;
+    }
+    const picks = await vscode.window.showQuickPick(offerPickItems(state.offers), {
+      title: 'Keep in this workspace\'s memory',
+      canPickMany: true,
+    });
+    if (!picks || picks.length === 0) {
+      return;
+    }
+    let kept = 0;
+    for (const pick of picks) {
+      const result = await this.request(Methods.memoryKeep, { fact: pick.fact });
+      kept += result.kept ? 1 : 0;
+    }
+    void vscode.window.showInformationMessage(`agentls: kept ${kept} ${kept === 1 ? 'fact' : 'facts'} in this workspace's memory.`);
   }
 
   /** `agentls.permissions`: the permission rules in force and the ignored ones. */

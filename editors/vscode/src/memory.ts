@@ -1,7 +1,7 @@
 // The user's memory and rules in VS Code: Agent: Open Memory picks a memory (the server's
 // `agent/memory` says where its Markdown file is) and opens it to edit; Agent: Show
 // Permission Rules lists `agent/permissions`. Pure, so the plain-Node tests use it.
-import type { MemoryState, PermissionRules } from './protocol';
+import type { MemoryOffer, MemoryState, PermissionRules } from './protocol';
 
 export interface MemoryPickItem {
   label: string;
@@ -33,6 +33,25 @@ export function memoryPickItems(state: MemoryState): MemoryPickItem[] {
     });
   }
   return items;
+}
+
+export interface OfferPickItem {
+  label: string;
+  description: string;
+  fact: string;
+}
+
+/** The chat session's offers (`agent/memory {sessionId}`), to pick the facts to keep. */
+export function offerPickItems(offers: MemoryOffer[]): OfferPickItem[] {
+  const sources: Record<string, string> = {
+    constraint: 'a rule you stated',
+    command: 'a check that worked',
+  };
+  return offers.map((offer) => ({
+    label: offer.text,
+    description: sources[offer.source] ?? offer.source,
+    fact: offer.text,
+  }));
 }
 
 export interface RulePickItem {

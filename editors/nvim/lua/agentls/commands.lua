@@ -214,12 +214,15 @@ function M.register()
     AgentMcp = { function() require("agentls.mcp").show() end, {} },
     AgentMemory = {
       function(o)
+        if o.args == "keep" then
+          return require("agentls.memory").keep()
+        end
         require("agentls.memory").open(o.args)
       end,
       {
         nargs = "?",
         complete = function()
-          return { "workspace", "user" }
+          return { "workspace", "user", "keep" }
         end,
       },
     },

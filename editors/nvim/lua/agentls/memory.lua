@@ -1,7 +1,9 @@
 -- The user's memory and rules from Neovim: :AgentMemory opens a memory's Markdown file to
 -- read and edit (agent/memory says where it is), :AgentPermissions shows the permission
--- rules in force (agent/permissions). The server reads both again at each turn: an edit
--- saved here holds from the next one.
+-- rules in force (agent/permissions), :AgentMemory keep offers the chat session's facts
+-- worth keeping (its rules, the checks that worked) and keeps the one picked
+-- (agent/memory/keep). The server reads both files again at each turn: an edit saved here
+-- holds from the next one.
 
 local M = {}
 
@@ -33,6 +35,48 @@ function M.open(scope)
     end
   end
   return nil, "agentls: the server named no " .. scope .. " memory"
+end
+
+--- The item vim.ui.select shows for an offer.
+function M.offer_label(offer)
+  return string.format("[%s] %s", offer.source, offer.text)
+end
+
+--- :AgentMemory keep: the chat session's offers in vim.ui.select; the one picked is kept in
+--- the workspace's memory as the user's. Calls `done(result, err)` when it ends (the keep
+--- request's answer, or nil and a message: no session, no offer, nothing picked).
+function M.keep(done)
+  done = done or function() end
+  local agentls = require("agentls")
+  local function fail(message, level)
+    vim.notify("agentls: " .. message, level or vim.log.levels.ERROR)
+    done(nil, message)
+  end
+  local session = agentls.state.session
+  if not session then
+    return fail("no chat session: its facts are offered once it has run a turn", vim.log.levels.WARN)
+  end
+  local result, err = agentls.request("agent/memory", { sessionId = session })
+  if err or not result then
+    return fail(err and err.message or "no memory state")
+  end
+  if #(result.offers or {}) == 0 then
+    return fail("nothing of this session to keep that the memory does not hold", vim.log.levels.INFO)
+  end
+  vim.ui.select(result.offers, {
+    prompt = "Keep in this workspace's memory:",
+    format_item = M.offer_label,
+  }, function(offer)
+    if not offer then
+      return done(nil, "nothing picked")
+    end
+    local kept, keep_err = agentls.request("agent/memory/keep", { fact = offer.text })
+    if keep_err or not kept then
+      return fail(keep_err and keep_err.message or "not kept")
+    end
+    vim.notify("agentls: " .. (kept.kept and "kept: " or "kept already: ") .. offer.text)
+    done(kept, nil)
+  end)
 end
 
 --- The lines :AgentPermissions shows for an agent/permissions result.

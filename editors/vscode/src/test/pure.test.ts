@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { chatHtml, contentSecurityPolicy } from '../chat/html';
 import { isFromWebview } from '../chat/messages';
 import { onPath, serverCommand, serverSettings, turnEndNotice } from '../config';
-import { memoryPickItems, permissionPickItems } from '../memory';
+import { memoryPickItems, offerPickItems, permissionPickItems } from '../memory';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
 import { MODES, modePickItems, sandboxText } from '../mode';
@@ -292,6 +292,7 @@ describe('memory and permission rules', () => {
           ],
         },
       ],
+      offers: [],
     });
     assert.deepEqual(
       items.map((i) => [i.label, i.description, i.path]),
@@ -300,7 +301,20 @@ describe('memory and permission rules', () => {
         ['Your memory (every workspace)', '0 entries', '/h/.config/agentls/memory/MEMORY.md'],
       ],
     );
-    assert.deepEqual(memoryPickItems({ scopes: [{ scope: 'user', entries: [] }] }), [], 'no home: no place');
+    assert.deepEqual(memoryPickItems({ scopes: [{ scope: 'user', entries: [] }], offers: [] }), [], 'no home: no place');
+  });
+
+  it('offers a session\'s facts with where each comes from', () => {
+    assert.deepEqual(
+      offerPickItems([
+        { text: 'Never push to main.', source: 'constraint' },
+        { text: '`make check` works (it exited 0)', source: 'command' },
+      ]).map((i) => [i.label, i.description, i.fact]),
+      [
+        ['Never push to main.', 'a rule you stated', 'Never push to main.'],
+        ['`make check` works (it exited 0)', 'a check that worked', '`make check` works (it exited 0)'],
+      ],
+    );
   });
 
   it('lists the rules with their source, then the ignored ones', () => {
