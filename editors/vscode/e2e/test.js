@@ -613,3 +613,41 @@ step('an image pasted into the chat input shows as an attachment and reaches the
   assert.deepEqual([sent.readUInt32BE(16), sent.readUInt32BE(20)], [2, 2], 'the IHDR width and height');
   assert.match(contentText(last), /What is in this picture\?/);
 });
+
+step('/remember keeps a fact; Agent: Open Memory opens the workspace memory showing it', async () => {
+  const fact = 'answer() is pinned by the e2e tests';
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  // Typed as a person does: `/rem`, Tab takes the suggestion, then the fact.
+  await input.fill('');
+  await input.pressSequentially('/rem');
+  await chat.locator('#suggestions .suggestion', { hasText: '/remember' }).waitFor({ state: 'visible' });
+  await input.press('Tab');
+  assert.equal(await input.inputValue(), '/remember ');
+  await input.pressSequentially(fact);
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Kept in the workspace memory.' }).waitFor();
+
+  await runCommand('Agent: Open Memory');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  const workspace = rows.filter({ hasText: "This workspace's memory" }).first();
+  await workspace.waitFor({ state: 'visible' });
+  const shown = await rows.allInnerTexts();
+  console.log(`memory pick: ${JSON.stringify(shown)}`);
+  const row = await workspace.innerText();
+  assert.match(row, /1 entry/, row);
+  // The workspace's memory is under agentls's state directory, not in the repository.
+  const file = /\/agentls\/memory\/(workspace-[0-9a-f]{16}\.md)/.exec(row);
+  assert.ok(file, `the memory file's path in ${JSON.stringify(row)}`);
+  assert.ok(!row.includes(`${WORKSPACE}/`), row);
+  assert.match(await rows.filter({ hasText: 'Your memory (every workspace)' }).first().innerText(), /0 entries/);
+  await workspace.click();
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  // The Markdown file in an editor, the fact kept as the user's.
+  await page.locator('.tab.active', { hasText: file[1] }).first().waitFor();
+  const line = page.locator('.monaco-editor .view-line', { hasText: fact }).first();
+  await line.waitFor();
+  const text = (await line.innerText()).replace(/\u00a0/g, ' ');
+  assert.match(text, /^- \[user \d{4}-\d{2}-\d{2}\] answer\(\) is pinned by the e2e tests$/, text);
+});
