@@ -651,3 +651,24 @@ step('/remember keeps a fact; Agent: Open Memory opens the workspace memory show
   const text = (await line.innerText()).replace(/\u00a0/g, ' ');
   assert.match(text, /^- \[user \d{4}-\d{2}-\d{2}\] answer\(\) is pinned by the e2e tests$/, text);
 });
+
+step("Agent: Show Permission Rules lists the user's rule, the workspace's and the ignored one", async () => {
+  // scripts/vscode-e2e sets permissions.deny in the user's settings; the repository denies
+  // and tries to allow (a workspace may not).
+  fs.mkdirSync(path.join(WORKSPACE, '.agents'), { recursive: true });
+  const settings = path.join(WORKSPACE, '.agents', 'settings.json');
+  fs.writeFileSync(settings, JSON.stringify({ permissions: { deny: ['read_file(.env)'], allow: ['shell(rm:*)'] } }));
+  await runCommand('Agent: Show Permission Rules');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.first().waitFor({ state: 'visible' });
+  // A row's text is its label then its description (the source, or "ignored").
+  const texts = (await rows.allInnerTexts()).map((t) => t.trim());
+  console.log(`permission rules: ${JSON.stringify(texts)}`);
+  assert.equal(texts.length, 3, JSON.stringify(texts));
+  assert.match(texts[0], /^deny shell\(git push:\*\)\s*user$/);
+  assert.match(texts[1], /^deny read_file\(\.env\)\s*workspace$/);
+  assert.match(texts[2], /^\.agents\/settings\.json: permission rule "shell\(rm:\*\)" ignored: a workspace's settings may deny or ask, never allow\s*ignored$/);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  fs.rmSync(path.join(WORKSPACE, '.agents', 'settings.json'));
+});
