@@ -672,3 +672,65 @@ step("Agent: Show Permission Rules lists the user's rule, the workspace's and th
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
   fs.rmSync(path.join(WORKSPACE, '.agents', 'settings.json'));
 });
+
+/** A streamed OpenAI chunk as a fake provider step. */
+function chunkStep(delta, finishReason = null) {
+  const chunk = { id: 'c', object: 'chat.completion.chunk', created: 0, model: 'fake', choices: [{ index: 0, delta, finish_reason: finishReason }] };
+  return { data: JSON.stringify(chunk) };
+}
+
+/** Whether some frame holds the chat's `#input` (the chat's webview exists). */
+async function chatShown() {
+  for (const frame of page.frames()) {
+    if (frame.isDetached()) continue;
+    if ((await frame.locator('#input').count().catch(() => 0)) > 0) return true;
+  }
+  return false;
+}
+
+step('a turn that ends while the chat is hidden shows a notification; Show chat brings it back', async () => {
+  const notice = 'agentls: the agent finished its turn.';
+  // Every turn so far ended with the chat in view: none of them was notified.
+  await runCommand('Notifications: Show Notifications');
+  const center = page.locator('.notifications-center');
+  await center.waitFor({ state: 'visible' });
+  const listed = await center.locator('.notification-list-item').allInnerTexts();
+  console.log(`notifications so far: ${JSON.stringify(listed)}`);
+  assert.ok(!listed.some((t) => t.includes(notice)), JSON.stringify(listed));
+  await page.keyboard.press('Escape');
+  await center.waitFor({ state: 'hidden' });
+
+  // A turn whose answer is held by the fake provider until released.
+  await pushReply({
+    steps: [
+      chunkStep({ role: 'assistant', content: '' }),
+      { hold: true },
+      chunkStep({ content: 'Finished while you were away.' }),
+      chunkStep({}, 'stop'),
+      { data: '[DONE]' },
+    ],
+  });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  const before = (await providerRequests()).length;
+  await input.fill('Take your time over it.');
+  await input.press('Enter');
+  await chat.locator('#busy').waitFor({ state: 'visible' });
+  await until('the held request', async () => (await providerRequests()).length > before);
+  // The user turns to the Explorer: the chat's view is hidden and its webview goes.
+  await runCommand('View: Show Explorer');
+  await until('the chat to be hidden', async () => !(await chatShown()));
+  assert.equal(await page.locator('.notification-toast', { hasText: notice }).count(), 0, 'no notice while the turn runs');
+
+  const released = await fetch(`${FAKE}/__release`, { method: 'POST' });
+  assert.equal(released.status, 200);
+  const toast = page.locator('.notification-toast', { hasText: notice }).first();
+  await toast.waitFor();
+  console.log(`turn-end toast: ${JSON.stringify(await toast.innerText())}`);
+  await toast.getByRole('button', { name: 'Show chat' }).click();
+  await toast.waitFor({ state: 'hidden' });
+  // The chat is back in view, with the answer that came while it was hidden.
+  const back = await chatFrame();
+  await back.locator('.block.agent', { hasText: 'Finished while you were away.' }).waitFor();
+  await back.locator('#busy').waitFor({ state: 'hidden' });
+});
