@@ -613,3 +613,124 @@ step('an image pasted into the chat input shows as an attachment and reaches the
   assert.deepEqual([sent.readUInt32BE(16), sent.readUInt32BE(20)], [2, 2], 'the IHDR width and height');
   assert.match(contentText(last), /What is in this picture\?/);
 });
+
+step('/remember keeps a fact; Agent: Open Memory opens the workspace memory showing it', async () => {
+  const fact = 'answer() is pinned by the e2e tests';
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  // Typed as a person does: `/rem`, Tab takes the suggestion, then the fact.
+  await input.fill('');
+  await input.pressSequentially('/rem');
+  await chat.locator('#suggestions .suggestion', { hasText: '/remember' }).waitFor({ state: 'visible' });
+  await input.press('Tab');
+  assert.equal(await input.inputValue(), '/remember ');
+  await input.pressSequentially(fact);
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Kept in the workspace memory.' }).waitFor();
+
+  await runCommand('Agent: Open Memory');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  const workspace = rows.filter({ hasText: "This workspace's memory" }).first();
+  await workspace.waitFor({ state: 'visible' });
+  const shown = await rows.allInnerTexts();
+  console.log(`memory pick: ${JSON.stringify(shown)}`);
+  const row = await workspace.innerText();
+  assert.match(row, /1 entry/, row);
+  // The workspace's memory is under agentls's state directory, not in the repository.
+  const file = /\/agentls\/memory\/(workspace-[0-9a-f]{16}\.md)/.exec(row);
+  assert.ok(file, `the memory file's path in ${JSON.stringify(row)}`);
+  assert.ok(!row.includes(`${WORKSPACE}/`), row);
+  assert.match(await rows.filter({ hasText: 'Your memory (every workspace)' }).first().innerText(), /0 entries/);
+  await workspace.click();
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  // The Markdown file in an editor, the fact kept as the user's.
+  await page.locator('.tab.active', { hasText: file[1] }).first().waitFor();
+  const line = page.locator('.monaco-editor .view-line', { hasText: fact }).first();
+  await line.waitFor();
+  const text = (await line.innerText()).replace(/\u00a0/g, ' ');
+  assert.match(text, /^- \[user \d{4}-\d{2}-\d{2}\] answer\(\) is pinned by the e2e tests$/, text);
+});
+
+step("Agent: Show Permission Rules lists the user's rule, the workspace's and the ignored one", async () => {
+  // scripts/vscode-e2e sets permissions.deny in the user's settings; the repository denies
+  // and tries to allow (a workspace may not).
+  fs.mkdirSync(path.join(WORKSPACE, '.agents'), { recursive: true });
+  const settings = path.join(WORKSPACE, '.agents', 'settings.json');
+  fs.writeFileSync(settings, JSON.stringify({ permissions: { deny: ['read_file(.env)'], allow: ['shell(rm:*)'] } }));
+  await runCommand('Agent: Show Permission Rules');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.first().waitFor({ state: 'visible' });
+  // A row's text is its label then its description (the source, or "ignored").
+  const texts = (await rows.allInnerTexts()).map((t) => t.trim());
+  console.log(`permission rules: ${JSON.stringify(texts)}`);
+  assert.equal(texts.length, 3, JSON.stringify(texts));
+  assert.match(texts[0], /^deny shell\(git push:\*\)\s*user$/);
+  assert.match(texts[1], /^deny read_file\(\.env\)\s*workspace$/);
+  assert.match(texts[2], /^\.agents\/settings\.json: permission rule "shell\(rm:\*\)" ignored: a workspace's settings may deny or ask, never allow\s*ignored$/);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  fs.rmSync(path.join(WORKSPACE, '.agents', 'settings.json'));
+});
+
+/** A streamed OpenAI chunk as a fake provider step. */
+function chunkStep(delta, finishReason = null) {
+  const chunk = { id: 'c', object: 'chat.completion.chunk', created: 0, model: 'fake', choices: [{ index: 0, delta, finish_reason: finishReason }] };
+  return { data: JSON.stringify(chunk) };
+}
+
+/** Whether some frame holds the chat's `#input` (the chat's webview exists). */
+async function chatShown() {
+  for (const frame of page.frames()) {
+    if (frame.isDetached()) continue;
+    if ((await frame.locator('#input').count().catch(() => 0)) > 0) return true;
+  }
+  return false;
+}
+
+step('a turn that ends while the chat is hidden shows a notification; Show chat brings it back', async () => {
+  const notice = 'agentls: the agent finished its turn.';
+  // Every turn so far ended with the chat in view: none of them was notified.
+  await runCommand('Notifications: Show Notifications');
+  const center = page.locator('.notifications-center');
+  await center.waitFor({ state: 'visible' });
+  const listed = await center.locator('.notification-list-item').allInnerTexts();
+  console.log(`notifications so far: ${JSON.stringify(listed)}`);
+  assert.ok(!listed.some((t) => t.includes(notice)), JSON.stringify(listed));
+  await page.keyboard.press('Escape');
+  await center.waitFor({ state: 'hidden' });
+
+  // A turn whose answer is held by the fake provider until released.
+  await pushReply({
+    steps: [
+      chunkStep({ role: 'assistant', content: '' }),
+      { hold: true },
+      chunkStep({ content: 'Finished while you were away.' }),
+      chunkStep({}, 'stop'),
+      { data: '[DONE]' },
+    ],
+  });
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  const before = (await providerRequests()).length;
+  await input.fill('Take your time over it.');
+  await input.press('Enter');
+  await chat.locator('#busy').waitFor({ state: 'visible' });
+  await until('the held request', async () => (await providerRequests()).length > before);
+  // The user turns to the Explorer: the chat's view is hidden and its webview goes.
+  await runCommand('View: Show Explorer');
+  await until('the chat to be hidden', async () => !(await chatShown()));
+  assert.equal(await page.locator('.notification-toast', { hasText: notice }).count(), 0, 'no notice while the turn runs');
+
+  const released = await fetch(`${FAKE}/__release`, { method: 'POST' });
+  assert.equal(released.status, 200);
+  const toast = page.locator('.notification-toast', { hasText: notice }).first();
+  await toast.waitFor();
+  console.log(`turn-end toast: ${JSON.stringify(await toast.innerText())}`);
+  await toast.getByRole('button', { name: 'Show chat' }).click();
+  await toast.waitFor({ state: 'hidden' });
+  // The chat is back in view, with the answer that came while it was hidden.
+  const back = await chatFrame();
+  await back.locator('.block.agent', { hasText: 'Finished while you were away.' }).waitFor();
+  await back.locator('#busy').waitFor({ state: 'hidden' });
+});
