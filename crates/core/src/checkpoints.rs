@@ -137,12 +137,13 @@ pub fn list(events: &[Event]) -> Vec<CheckpointInfo> {
                 at,
                 trees,
                 unstored,
+                label,
             } => checkpoints.push(CheckpointInfo {
                 id: checkpoint_id.clone(),
                 turn_id: turn_id.clone(),
                 turn: turns + 1,
-                message: String::new(),
-                full_message: String::new(),
+                message: label.clone().unwrap_or_default(),
+                full_message: label.clone().unwrap_or_default(),
                 at: *at,
                 trees: trees.clone(),
                 unstored: unstored.clone(),
@@ -502,6 +503,7 @@ mod tests {
                 tree: format!("tree-{id}"),
             }],
             unstored: vec![],
+            label: None,
         }
     }
 

@@ -112,6 +112,10 @@ pub enum Event {
         /// Files over `checkpoints.maxFileBytes` (or unreadable): not stored, never restored.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unstored: Vec<String>,
+        /// What the checkpoint is before when it is not a user's message (an undo of the
+        /// agent's changes): listed in its place.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
     },
     /// The workspace's files as the turn left them (after its last tool call, subagents'
     /// included): what the turn changed is the diff from its checkpoint, and a rewind finds

@@ -28,6 +28,7 @@ pub mod file_reads;
 pub mod front_matter;
 pub mod history;
 pub mod hooks;
+pub mod hunks;
 pub mod image;
 pub mod inspect;
 pub mod language;

@@ -69,6 +69,35 @@ export interface Calibration {
 
 export type Cancelled = 'cancelled';
 
+export interface ChangeHunk {
+  /** `@@ -a,b +c,d @@` and the lines, with 3 lines of context. */
+  diff: string;
+  /** Names the hunk's place and content: pass it to `agent/session/revertChanges`. */
+  id: string;
+  newLines: number;
+  newStart: number;
+  oldLines: number;
+  oldStart: number;
+}
+
+export interface ChangeToRevert {
+  /** The hunks to undo; absent: the whole file. */
+  hunkIds?: string[];
+  /** As `agent/session/changes` lists it. */
+  path: string;
+}
+
+export interface ChangedFile {
+  /** The file is not what the turns left: the user changed it since. */
+  changedSince: boolean;
+  /** Empty for a file that is not text (or a link): it is kept or undone whole. */
+  hunks: ChangeHunk[];
+  /** Relative to its root (the first root's), else absolute. */
+  path: string;
+  /** `added`, `modified` or `deleted`. */
+  status: string;
+}
+
 /** A checkpoint: the workspace's files before a user message's turn. */
 export interface CheckpointEntry {
   /** What the turn changed (every file, the shell's and subagents' included). */
@@ -524,6 +553,11 @@ export interface ReminderShown {
   text: string;
 }
 
+export interface RevertConflict {
+  path: string;
+  reason: string;
+}
+
 export interface RewindFailure {
   error: string;
   path: string;
@@ -566,6 +600,20 @@ export interface SessionCancelParams {
 export interface SessionCancelResult {
   /** False when nothing was running or queued. */
   cancelled: boolean;
+}
+
+export interface SessionChangesParams {
+  sessionId: string;
+  /** The changes of this turn and the ones after it; absent: the session's last turn. */
+  sinceTurnId?: string;
+}
+
+/**
+ * The files the turns changed, each with the hunks from its text before them to the text
+ * they left (what the agent did, not what the user typed since).
+ */
+export interface SessionChangesResult {
+  files: ChangedFile[];
 }
 
 export interface SessionCheckpointsResult {
@@ -669,6 +717,25 @@ export interface SessionPromptResult {
 export interface SessionQueueResult {
   /** The same list as the last `queue` update. */
   items: QueueItem[];
+}
+
+export interface SessionRevertChangesParams {
+  changes: ChangeToRevert[];
+  sessionId: string;
+  /** As in `agent/session/changes`. */
+  sinceTurnId?: string;
+}
+
+export interface SessionRevertChangesResult {
+  /**
+   * The checkpoint taken before the undo: `agent/session/rewind` to it takes the undo
+   * back. Absent when nothing was written.
+   */
+  checkpointId?: string;
+  /** The files left as they are, with why (the user changed them since, an unknown hunk). */
+  conflicts: RevertConflict[];
+  /** The files undone (whole or the hunks asked). */
+  reverted: string[];
 }
 
 export interface SessionRewindParams {
@@ -861,6 +928,8 @@ export const Methods = {
   sessionSetMode: 'agent/session/setMode',
   sessionContext: 'agent/session/context',
   sessionCheckpoints: 'agent/session/checkpoints',
+  sessionChanges: 'agent/session/changes',
+  sessionRevertChanges: 'agent/session/revertChanges',
   sessionRewind: 'agent/session/rewind',
   sessionFork: 'agent/session/fork',
   mcpStatus: 'agent/mcp/status',
@@ -897,6 +966,8 @@ export interface ClientRequests {
   'agent/session/setMode': { params: SessionSetModeParams; result: SessionSetModeResult };
   'agent/session/context': { params: SessionContextParams | null; result: ContextReport };
   'agent/session/checkpoints': { params: SessionIdParams; result: SessionCheckpointsResult };
+  'agent/session/changes': { params: SessionChangesParams; result: SessionChangesResult };
+  'agent/session/revertChanges': { params: SessionRevertChangesParams; result: SessionRevertChangesResult };
   'agent/session/rewind': { params: SessionRewindParams; result: SessionRewindResult };
   'agent/session/fork': { params: SessionForkParams; result: SessionForkResult };
   'agent/mcp/status': { params: unknown; result: McpStatus };

@@ -4,7 +4,8 @@
 use super::session::agent_error;
 use super::Backend;
 use crate::protocol::lsp::{
-    SessionCheckpointsResult, SessionForkParams, SessionForkResult, SessionRewindParams,
+    SessionChangesParams, SessionChangesResult, SessionCheckpointsResult, SessionForkParams,
+    SessionForkResult, SessionRevertChangesParams, SessionRevertChangesResult, SessionRewindParams,
     SessionRewindResult,
 };
 use crate::protocol::shapes::SessionIdParams;
@@ -34,6 +35,32 @@ impl Backend {
                 &params.restore,
                 params.dry_run,
                 params.force,
+            )
+            .await
+            .map_err(agent_error)
+    }
+
+    /// `agent/session/changes`: the files the turns changed, hunk by hunk.
+    pub(super) async fn session_changes(
+        &self,
+        params: SessionChangesParams,
+    ) -> jsonrpc::Result<SessionChangesResult> {
+        self.agent()
+            .changes(&params.session_id, params.since_turn_id.as_deref())
+            .await
+            .map_err(agent_error)
+    }
+
+    /// `agent/session/revertChanges`: some of those changes undone.
+    pub(super) async fn session_revert_changes(
+        &self,
+        params: SessionRevertChangesParams,
+    ) -> jsonrpc::Result<SessionRevertChangesResult> {
+        self.agent()
+            .revert_changes(
+                &params.session_id,
+                params.since_turn_id.as_deref(),
+                params.changes,
             )
             .await
             .map_err(agent_error)

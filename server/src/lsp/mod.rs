@@ -111,6 +111,8 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SessionSetModel>(Backend::session_set_model)
         .on::<ext::SessionSetMode>(Backend::session_set_mode)
         .on::<ext::SessionCheckpoints>(Backend::session_checkpoints)
+        .on::<ext::SessionChanges>(Backend::session_changes)
+        .on::<ext::SessionRevertChanges>(Backend::session_revert_changes)
         .on::<ext::SessionRewind>(Backend::session_rewind)
         .on::<ext::SessionFork>(Backend::session_fork)
         .on::<ext::McpStatus>(Backend::mcp_status)

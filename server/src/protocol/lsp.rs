@@ -134,6 +134,104 @@ pub struct CheckpointFile {
     pub change: String,
 }
 
+pub enum SessionChanges {}
+
+impl ClientRequest for SessionChanges {
+    type Params = SessionChangesParams;
+    type Result = SessionChangesResult;
+    const METHOD: &'static str = "agent/session/changes";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionChangesParams {
+    pub session_id: String,
+    /// The changes of this turn and the ones after it; absent: the session's last turn.
+    #[serde(default)]
+    pub since_turn_id: Option<String>,
+}
+
+/// The files the turns changed, each with the hunks from its text before them to the text
+/// they left (what the agent did, not what the user typed since).
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionChangesResult {
+    pub files: Vec<ChangedFile>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedFile {
+    /// Relative to its root (the first root's), else absolute.
+    pub path: String,
+    /// `added`, `modified` or `deleted`.
+    pub status: String,
+    /// Empty for a file that is not text (or a link): it is kept or undone whole.
+    pub hunks: Vec<ChangeHunk>,
+    /// The file is not what the turns left: the user changed it since.
+    pub changed_since: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeHunk {
+    /// Names the hunk's place and content: pass it to `agent/session/revertChanges`.
+    pub id: String,
+    pub old_start: usize,
+    pub old_lines: usize,
+    pub new_start: usize,
+    pub new_lines: usize,
+    /// `@@ -a,b +c,d @@` and the lines, with 3 lines of context.
+    pub diff: String,
+}
+
+pub enum SessionRevertChanges {}
+
+impl ClientRequest for SessionRevertChanges {
+    type Params = SessionRevertChangesParams;
+    type Result = SessionRevertChangesResult;
+    const METHOD: &'static str = "agent/session/revertChanges";
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionRevertChangesParams {
+    pub session_id: String,
+    /// As in `agent/session/changes`.
+    #[serde(default)]
+    pub since_turn_id: Option<String>,
+    pub changes: Vec<ChangeToRevert>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChangeToRevert {
+    /// As `agent/session/changes` lists it.
+    pub path: String,
+    /// The hunks to undo; absent: the whole file.
+    #[serde(default)]
+    pub hunk_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRevertChangesResult {
+    /// The files undone (whole or the hunks asked).
+    pub reverted: Vec<String>,
+    /// The files left as they are, with why (the user changed them since, an unknown hunk).
+    pub conflicts: Vec<RevertConflict>,
+    /// The checkpoint taken before the undo: `agent/session/rewind` to it takes the undo
+    /// back. Absent when nothing was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RevertConflict {
+    pub path: String,
+    pub reason: String,
+}
+
 pub enum SessionRewind {}
 
 impl ClientRequest for SessionRewind {
@@ -1028,6 +1126,8 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SessionSetMode>(),
         handled::<SessionContext>(),
         handled::<SessionCheckpoints>(),
+        handled::<SessionChanges>(),
+        handled::<SessionRevertChanges>(),
         handled::<SessionRewind>(),
         handled::<SessionFork>(),
         handled::<McpStatus>(),

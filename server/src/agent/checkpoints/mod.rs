@@ -8,6 +8,7 @@
 //! changes are the parent turn's. A checkpoint that cannot be taken is said (a warning)
 //! and the turn goes on.
 
+mod changes;
 mod fork;
 mod rewind;
 
@@ -251,6 +252,7 @@ impl Turn {
                         at: session_log::now_millis(),
                         trees: snapshot.trees.clone(),
                         unstored: snapshot.unstored.clone(),
+                        label: None,
                     })
                     .await;
                 match recorded {

@@ -208,9 +208,24 @@ impl Agent {
                 .await
                 .map_err(|e| e.to_string())??
         };
-        // Open in the editor: through it first, so its undo has the change.
+        self.write_beneath(root, relative, path, bytes, target.mode, buffer)
+            .await
+    }
+
+    /// Writes `bytes` as the file `relative` beneath `root` (`path`, its whole path), with
+    /// `mode`, through directory descriptors; when it is open in the editor (`buffer`: its
+    /// text and version), through the editor first, so its undo has the change.
+    pub(super) async fn write_beneath(
+        &self,
+        root: PathBuf,
+        relative: Vec<u8>,
+        path: &Path,
+        bytes: Vec<u8>,
+        mode: u32,
+        buffer: Option<(String, i32)>,
+    ) -> Result<(), String> {
         if let (Some((text, version)), Ok(content), false) =
-            (buffer, std::str::from_utf8(&bytes), target.mode == 0o120000)
+            (buffer, std::str::from_utf8(&bytes), mode == 0o120000)
         {
             let change = FileChange::Write {
                 path: path.to_path_buf(),
@@ -219,10 +234,9 @@ impl Agent {
                 content: content.to_string(),
             };
             if let Err(err) = self.host.apply(change).await {
-                tracing::warn!("rewind: the editor did not take {}: {err}", path.display());
+                tracing::warn!("the editor did not take {}: {err}", path.display());
             }
         }
-        let mode = target.mode;
         tokio::task::spawn_blocking(move || {
             beneath::write_atomically(&root, &relative, &bytes, mode)
         })
@@ -351,7 +365,12 @@ fn unsaved_edits(
 
 /// Removes a file the turns created, then its directories left empty that the checkpoint
 /// did not have; all through directory descriptors below the root.
-fn remove(store: &CheckpointStore, root: &Path, tree: &str, relative: &[u8]) -> Result<(), String> {
+pub(super) fn remove(
+    store: &CheckpointStore,
+    root: &Path,
+    tree: &str,
+    relative: &[u8],
+) -> Result<(), String> {
     let (dir_part, name) = beneath::split(relative)?;
     let Some(dir) = beneath::Dir::open(root, dir_part, false)? else {
         return Ok(());
