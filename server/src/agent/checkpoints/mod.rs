@@ -9,6 +9,7 @@
 //! and the turn goes on.
 
 mod fork;
+mod review;
 mod rewind;
 
 use std::path::PathBuf;

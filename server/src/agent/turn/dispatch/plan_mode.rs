@@ -8,8 +8,12 @@ use crate::agent::turn::Turn;
 
 impl Turn {
     /// The mode this turn runs under: its session's, or for a subagent its parent's (the
-    /// one the user chose; a child session is never shown).
+    /// one the user chose; a child session is never shown); a `/review` turn's is plan
+    /// mode, whatever the session's (it reads and reports, it changes nothing).
     pub(in crate::agent) fn mode(&self) -> String {
+        if self.scope.review.is_some() {
+            return agentls_core::approval::PLAN.to_string();
+        }
         self.agent.mode_of(self.deciding_session())
     }
 
