@@ -230,6 +230,16 @@ async fn a_review_finding_becomes_a_diagnostic_that_fix_with_agent_clears_and_di
     others.extend(more);
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     let requests = fake.requests();
+    // A review neither enters nor leaves plan mode for the session.
+    assert!(!requests[0]
+        .body
+        .to_string()
+        .contains("You are in plan mode"));
+    assert!(
+        !requests[2].body.to_string().contains("left plan mode"),
+        "{}",
+        requests[2].body
+    );
     let fix_tools = offered_tool_names(&requests[2].body);
     assert!(
         fix_tools.iter().any(|t| t == "edit_file")

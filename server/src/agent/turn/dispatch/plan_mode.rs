@@ -14,6 +14,13 @@ impl Turn {
         if self.scope.review.is_some() {
             return agentls_core::approval::PLAN.to_string();
         }
+        self.session_mode()
+    }
+
+    /// The mode the user chose for this turn's session (its parent's, for a subagent),
+    /// without a review's: what the mode reminders follow, so a review neither enters
+    /// nor leaves plan mode in the model's eyes.
+    pub(in crate::agent) fn session_mode(&self) -> String {
         self.agent.mode_of(self.deciding_session())
     }
 
