@@ -71,7 +71,7 @@ async fn a_workspace_command_reaches_the_model_as_one_prompt_with_its_tools_and_
     let commands = ws.root.join(".agents/commands");
     fs::create_dir_all(&commands).unwrap();
     fs::write(
-        commands.join("review.md"),
+        commands.join("inspect.md"),
         "---\ndescription: Review a file\nargument-hint: FILE [focus]\nallowed-tools: read_file, grep\nmodel: review-model\n---\nReview $1 with care ($ARGUMENTS).\nHere it is: @src/lib.rs\nUncommitted:\n!`git status --short`\nEnd of status.\n",
     )
     .unwrap();
@@ -86,7 +86,7 @@ async fn a_workspace_command_reaches_the_model_as_one_prompt_with_its_tools_and_
     .await;
     let session = new_session(&server).await;
 
-    let turn = prompt(&server, &session, "/review src/lib.rs naming").await;
+    let turn = prompt(&server, &session, "/inspect src/lib.rs naming").await;
     let (updates, _) = updates_until_end(&server, &turn).await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
     assert_eq!(answer_text(&updates), "Reviewed.");
@@ -142,7 +142,7 @@ async fn a_workspace_command_reaches_the_model_as_one_prompt_with_its_tools_and_
     assert!(tool_names(body).contains(&"edit_file".to_string()));
 
     // A command the user rejects sends nothing and says why.
-    let (updates, _) = run_turn(&server, &session, "/review src/lib.rs").await;
+    let (updates, _) = run_turn(&server, &session, "/inspect src/lib.rs").await;
     assert_eq!(stop_reason(&updates), "error", "{updates:?}");
     let error = updates.iter().find(|u| u["kind"] == "error").unwrap();
     assert!(
@@ -205,7 +205,7 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
     let user = config_home.path().join("agentls/commands");
     fs::create_dir_all(&user).unwrap();
     fs::write(
-        user.join("review.md"),
+        user.join("inspect.md"),
         "---\ndescription: user review\n---\nUSER BODY\n",
     )
     .unwrap();
@@ -217,7 +217,7 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
     let commands = ws.root.join(".agents/commands");
     fs::create_dir_all(commands.join("git")).unwrap();
     fs::write(
-        commands.join("review.md"),
+        commands.join("inspect.md"),
         "---\ndescription: workspace review\n---\nWORKSPACE BODY\n",
     )
     .unwrap();
@@ -263,17 +263,18 @@ async fn the_workspace_overrides_the_user_and_agent_session_commands_lists_them(
             ("context", "builtin"),
             ("model", "builtin"),
             ("remember", "builtin"),
+            ("review", "builtin"),
             ("help", "builtin"),
             ("git:commit", "workspace"),
+            ("inspect", "workspace"),
             ("mine", "user"),
-            ("review", "workspace"),
         ]
     );
     assert_eq!(rows[8].2, "workspace review");
-    let commit = &listed["commands"][6];
+    let commit = &listed["commands"][7];
     assert_eq!(commit["argumentHint"], "MESSAGE");
 
-    run_turn(&server, &session, "/review").await;
+    run_turn(&server, &session, "/inspect").await;
     run_turn(&server, &session, "/git:commit fix the parser").await;
     let requests = fake.requests();
     let first = text_of(messages_of(&requests[0].body, "user")[0]);

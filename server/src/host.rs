@@ -327,6 +327,10 @@ pub trait Host: Send + Sync + 'static {
     fn progress(&self, id: &str, title: &str, end: Option<String>);
     /// A problem the user should see outside any turn (a damaged session log).
     fn show_warning(&self, message: String);
+    /// A review turn's finding (`report_finding`) of session `session_id`, shown where the
+    /// host shows problems (the editor's diagnostics); nothing for a host without them (the
+    /// turn's closing message lists the findings everywhere).
+    fn publish_finding(&self, _session_id: &str, _finding: &agentls_core::review::Finding) {}
     /// Returns once every notice sent so far has left (so that an answer sent next cannot
     /// overtake them).
     async fn flush(&self) {}

@@ -620,15 +620,15 @@ test("a slash command from available_commands_update runs without the model", as
 });
 
 test("a custom command of the workspace is in available_commands_update and runs", async () => {
-  const ws = workspace({ ".agents/commands/review.md": "---\ndescription: Review a path\nargument-hint: PATH\n---\nReview $ARGUMENTS with care, please.\n" });
+  const ws = workspace({ ".agents/commands/inspect.md": "---\ndescription: Review a path\nargument-hint: PATH\n---\nReview $ARGUMENTS with care, please.\n" });
   const { url } = await fake({ replies: [{ text: ["Reviewed."] }] });
   const c = connect(spawnAgent(url, ws));
   await c.connection.initialize({ protocolVersion: 1, clientCapabilities: {} });
   const { sessionId } = await c.connection.newSession({ cwd: ws, mcpServers: [] });
   const commands = await c.update(kind("available_commands_update"));
-  const review = commands.update.availableCommands.find((cmd) => cmd.name === "review");
-  assert.deepEqual(review, { name: "review", description: "Review a path", input: { hint: "PATH" } });
-  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "/review src/lib.rs" }] });
+  const review = commands.update.availableCommands.find((cmd) => cmd.name === "inspect");
+  assert.deepEqual(review, { name: "inspect", description: "Review a path", input: { hint: "PATH" } });
+  const answer = await c.connection.prompt({ sessionId, prompt: [{ type: "text", text: "/inspect src/lib.rs" }] });
   assert.equal(answer.stopReason, "end_turn");
   const requests = await (await fetch(url.replace(/\/v1$/, "") + "/__requests")).json();
   assert.match(JSON.stringify(requests), /Review src\/lib.rs with care, please/);

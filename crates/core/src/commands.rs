@@ -69,6 +69,11 @@ pub const BUILTIN: &[(&str, Option<&str>, &str)] = &[
         Some("[--user] FACT"),
         "keep a fact for later sessions: this workspace's memory, or with --user yours",
     ),
+    (
+        "review",
+        Some("[--base BRANCH | --last-turn] [focus]"),
+        "review the changes read-only; findings become diagnostics",
+    ),
     ("help", None, "list the commands"),
 ];
 
@@ -393,9 +398,9 @@ mod tests {
 
     #[test]
     fn the_workspace_wins_and_builtins_shadow() {
-        let ws = vec![parse("review", Source::Workspace, "ws review")];
+        let ws = vec![parse("lint", Source::Workspace, "ws lint")];
         let user = vec![
-            parse("review", Source::User, "user review"),
+            parse("lint", Source::User, "user lint"),
             parse("help", Source::User, "mine"),
             parse("a", Source::User, "---\nargument-hint: FILE\n---\nan a"),
         ];
@@ -406,20 +411,21 @@ mod tests {
             [
                 ("a", Source::User),
                 ("help", Source::User),
-                ("review", Source::Workspace)
+                ("lint", Source::Workspace)
             ]
         );
         expect![[r#"
-            /compact [focus]         compact the conversation now (focus steers the summary)
-            /new                     start a new session
-            /context                 show what the model sees, section by section
-            /model NAME              switch the model of this session
-            /remember [--user] FACT  keep a fact for later sessions: this workspace's memory, or with --user yours
-            /help                    list the commands
+            /compact [focus]                               compact the conversation now (focus steers the summary)
+            /new                                           start a new session
+            /context                                       show what the model sees, section by section
+            /model NAME                                    switch the model of this session
+            /remember [--user] FACT                        keep a fact for later sessions: this workspace's memory, or with --user yours
+            /review [--base BRANCH | --last-turn] [focus]  review the changes read-only; findings become diagnostics
+            /help                                          list the commands
 
             Custom commands:
-            /a FILE                  an a (user)
-            /review                  ws review (workspace)"#]]
+            /a FILE                                        an a (user)
+            /lint                                          ws lint (workspace)"#]]
         .assert_eq(&help(&merged, &[]));
         let mcp = CommandInfo {
             name: "mcp__time__convert".into(),
@@ -430,13 +436,13 @@ mod tests {
         let with_mcp = help(&merged, &[mcp]);
         expect![[r#"
             Custom commands:
-            /a FILE                            an a (user)
-            /review                            ws review (workspace)
+            /a FILE                                        an a (user)
+            /lint                                          ws lint (workspace)
 
             MCP prompts:
-            /mcp__time__convert <time> [zone]  Convert a time (time MCP)"#]]
+            /mcp__time__convert <time> [zone]              Convert a time (time MCP)"#]]
         .assert_eq(&with_mcp[with_mcp.find("Custom").unwrap()..]);
-        let json = serde_json::to_value(&infos(&merged)[6]).unwrap();
+        let json = serde_json::to_value(&infos(&merged)[7]).unwrap();
         assert_eq!(
             json,
             serde_json::json!({"name": "a", "description": "an a", "argumentHint": "FILE", "source": "user"})

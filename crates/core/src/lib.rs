@@ -46,6 +46,7 @@ pub mod provider_kind;
 pub mod redact;
 pub mod reminders;
 pub mod repo_map;
+pub mod review;
 pub mod sandbox;
 pub mod session;
 pub mod skills;

@@ -19,6 +19,9 @@ pub enum SlashCommand {
         user: bool,
     },
     Help,
+    /// `/review [--base BRANCH | --last-turn] [focus]`: a read-only review turn
+    /// (`review::parse_request` reads the arguments).
+    Review(Option<String>),
     /// An unknown command, or a known one used wrongly: the message says which.
     Invalid(String),
 }
@@ -45,6 +48,7 @@ pub fn slash_command(text: &str) -> Option<SlashCommand> {
         ("new", None) => SlashCommand::New,
         ("context", None) => SlashCommand::Context,
         ("help", None) => SlashCommand::Help,
+        ("review", arguments) => SlashCommand::Review(arguments),
         ("model", Some(model)) => SlashCommand::Model(model),
         ("model", None) => SlashCommand::Invalid("/model needs a model name".into()),
         ("remember", Some(argument)) => match argument.strip_prefix("--user") {

@@ -55,6 +55,11 @@ pub struct Prompts {
     pub plan_mode: String,
     /// Tells the model the session left plan mode (`{mode}`: the mode it is in now).
     pub plan_mode_left: String,
+    /// The user message of a `/review` turn: `{target}` (what it covers), `{focus}`.
+    pub review: String,
+    /// The prompt of a review finding's "Fix with agent": `{location}`, `{severity}`,
+    /// `{message}`, `{suggestion}`.
+    pub review_fix: String,
 }
 
 /// `tool_outputs.json`: the sentences a built-in tool's output is made of (its errors are
@@ -84,6 +89,8 @@ pub struct ToolOutputTexts {
     pub background_running: String,
     /// Ends the output of `shell_kill`: `{id}`.
     pub background_stopped: String,
+    /// `report_finding`'s answer: `{location}`.
+    pub finding_reported: String,
 }
 
 /// `reminders.json`: the sentences of the runtime reminders (the `<agentls_reminder>` tags
@@ -222,6 +229,11 @@ const BUILTIN: &[(&str, &str)] = &[
         "plan_mode_left.md",
         include_str!("../../../prompts/plan_mode_left.md"),
     ),
+    ("review.md", include_str!("../../../prompts/review.md")),
+    (
+        "review_fix.md",
+        include_str!("../../../prompts/review_fix.md"),
+    ),
 ];
 
 fn builtin(name: &str) -> &'static str {
@@ -306,8 +318,6 @@ impl Prompts {
         let subagent_explore = text("subagent_explore.md");
         let reminders_json = text("reminders.json");
         let tool_outputs_json = text("tool_outputs.json");
-        let plan_mode = text("plan_mode.md");
-        let plan_mode_left = text("plan_mode_left.md");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
         let tool_aborted = parse_json(
             &mut problems,
@@ -355,8 +365,10 @@ impl Prompts {
                 subagent_explore,
                 reminders,
                 tool_outputs,
-                plan_mode,
-                plan_mode_left,
+                plan_mode: text("plan_mode.md"),
+                plan_mode_left: text("plan_mode_left.md"),
+                review: text("review.md"),
+                review_fix: text("review_fix.md"),
             },
             problems,
         )
@@ -420,7 +432,8 @@ mod tests {
                 "shell_kill",
                 "update_plan",
                 "save_memory",
-                "task"
+                "task",
+                "report_finding"
             ]
         );
         for tool in &prompts.tools {

@@ -133,6 +133,7 @@ class Agent implements vscode.Disposable {
       'agentls.fork': () => this.pickCheckpoint('fork'),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
+      'agentls.review.fix': (...args) => this.fixFinding(args[0], args[1], args[2]),
     };
     for (const [id, run] of Object.entries(commands)) {
       this.disposables.push(
@@ -642,6 +643,22 @@ class Agent implements vscode.Disposable {
     state.selection = undefined;
     state.diagnostics = [diagnosticArg];
     await this.prefill(`Fix this: ${diagnosticArg.message.split('\n')[0]}`, state);
+  }
+
+  /** "Fix with agent" on a `/review` finding ([uri, diagnostic, {prompt}]): the server's
+   *  prompt for it sent at once, with the editor state at the finding. */
+  async fixFinding(uriArg: unknown, diagnosticArg: unknown, target: unknown): Promise<void> {
+    const prompt = (target as { prompt?: unknown } | undefined)?.prompt;
+    if (typeof uriArg !== 'string' || !isDiagnostic(diagnosticArg) || typeof prompt !== 'string') {
+      throw new Error('agentls.review.fix expects [uri, diagnostic, {prompt}] (it is run from the lightbulb)');
+    }
+    const state = this.stateFor(uriArg) ?? { uri: uriArg, position: diagnosticArg.range.start };
+    state.position = diagnosticArg.range.start;
+    state.selection = undefined;
+    state.diagnostics = [diagnosticArg];
+    this.pending = state;
+    await this.chat.reveal();
+    await this.send(prompt, 'queue');
   }
 
   private stateFor(uri: string): EditorState | undefined {

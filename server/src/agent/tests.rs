@@ -1035,6 +1035,7 @@ async fn every_tool_called_without_arguments_answers_with_what_is_missing() {
             toolCall call_update_plan update_plan {}
             toolCall call_save_memory save_memory {}
             toolCall call_task task {}
+            toolCall call_report_finding report_finding {}
             toolOutput call_read_file success=false
               | a path is required
             toolOutput call_list_dir success=true
@@ -1061,6 +1062,8 @@ async fn every_tool_called_without_arguments_answers_with_what_is_missing() {
               | save_memory needs a `fact` string
             toolOutput call_task success=false
               | task needs `agent`, one of: explore
+            toolOutput call_report_finding success=false
+              | not run: report_finding is not available in this turn; the tools are: read_file, list_dir, grep, find_symbol, edit_file, write_file, shell, shell_output, shell_kill, update_plan, save_memory, task
             assistant "Hm."
         "#]],
     );

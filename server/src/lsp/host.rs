@@ -185,6 +185,10 @@ impl Host for LspHost {
         PermissionOutcome::from_answer(answer, &options, "requestPermission", timeout)
     }
 
+    fn publish_finding(&self, session_id: &str, finding: &agentls_core::review::Finding) {
+        self.backend.state.findings.add(session_id, finding);
+    }
+
     fn has_editor_diagnostics(&self) -> bool {
         self.support().editor_diagnostics
     }

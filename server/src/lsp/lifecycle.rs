@@ -66,6 +66,11 @@ fn server_capabilities(encoding: PositionEncoding) -> ServerCapabilities {
             resolve_provider: Some(false),
             ..Default::default()
         })),
+        // "Dismiss" of a review finding runs here; "Fix with agent" runs in the editor.
+        execute_command_provider: Some(ExecuteCommandOptions {
+            commands: vec![super::review::DISMISS_COMMAND.into()],
+            ..Default::default()
+        }),
         workspace: Some(WorkspaceServerCapabilities {
             workspace_folders: Some(WorkspaceFoldersServerCapabilities {
                 supported: Some(true),
@@ -146,8 +151,10 @@ impl LanguageServer for Backend {
     }
 
     /// "Ask agent about this selection" on a non-empty selection, "Ask agent to fix" for
-    /// each diagnostic under the cursor. The commands run in the editor (which opens its
-    /// chat with the context attached), so they are not registered as server commands.
+    /// each diagnostic under the cursor, and "Fix with agent" and "Dismiss" for each review
+    /// finding on the range's lines. The editor runs the commands (it opens its chat with
+    /// the context attached), so they are not registered as server commands; "Dismiss"
+    /// alone is the server's (`execute_command`).
     async fn code_action(
         &self,
         params: CodeActionParams,
@@ -167,7 +174,19 @@ impl LanguageServer for Backend {
                 ..Default::default()
             }));
         }
+        let review =
+            self.state
+                .findings
+                .actions(&uri, &range, self.state.encoding(), &self.state.prompts());
+        let reviewed = !review.is_empty();
+        actions.extend(review);
         for diagnostic in params.context.diagnostics {
+            // A review finding has its own actions (above).
+            if diagnostic.source.as_deref() == Some(agentls_core::review::DIAGNOSTIC_SOURCE)
+                && reviewed
+            {
+                continue;
+            }
             let message = diagnostic.message.lines().next().unwrap_or("").to_string();
             let title = format!(
                 "Ask agent to fix: {}",
@@ -188,6 +207,28 @@ impl LanguageServer for Backend {
         Ok(Some(actions))
     }
 
+    /// `agentls.review.dismiss [findingId]`: the finding's diagnostic removed.
+    async fn execute_command(
+        &self,
+        params: ExecuteCommandParams,
+    ) -> jsonrpc::Result<Option<Value>> {
+        if params.command != super::review::DISMISS_COMMAND {
+            return Err(super::invalid_params(format!(
+                "unknown command {}",
+                params.command
+            )));
+        }
+        let Some(id) = params.arguments.first().and_then(Value::as_str) else {
+            return Err(super::invalid_params(format!(
+                "{} expects [findingId]",
+                params.command
+            )));
+        };
+        Ok(Some(
+            json!({ "dismissed": self.state.findings.dismiss(id) }),
+        ))
+    }
+
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
         if let Ok(path) = params.text_document.uri.to_file_path() {
             if agents_md::is_instruction_file(&path) {
@@ -203,6 +244,9 @@ impl LanguageServer for Backend {
             .filter_map(|change| change.uri.to_file_path().ok())
             .collect();
         self.symbols_changed_on_disk(sources);
+        for change in &params.changes {
+            self.state.findings.touched(&change.uri);
+        }
         for change in params.changes {
             match change.uri.to_file_path() {
                 Ok(path) if agents_md::is_instruction_file(&path) => {

@@ -13,6 +13,7 @@ mod live_turn;
 mod malformed;
 mod mcp_status;
 mod progress;
+mod review;
 mod serve;
 mod session;
 mod sync;
@@ -52,9 +53,15 @@ pub enum SessionEnd {
 pub async fn serve_stdio() -> SessionEnd {
     let documents = DocumentStore::spawn();
     let accepting_sync = Arc::new(AtomicBool::new(false));
-    let (service, socket) = custom_methods(LspService::build(|client| Backend {
-        client,
-        state: Arc::new(State::new(documents.clone(), accepting_sync.clone())),
+    let (findings, finding_jobs) = review::Findings::new();
+    let (service, socket) = custom_methods(LspService::build(|client| {
+        let state = Arc::new(State::new(
+            documents.clone(),
+            accepting_sync.clone(),
+            findings.clone(),
+        ));
+        tokio::spawn(review::run(client.clone(), state.clone(), finding_jobs));
+        Backend { client, state }
     }))
     .finish();
     let lifecycle = Arc::new(Lifecycle::default());
@@ -64,6 +71,7 @@ pub async fn serve_stdio() -> SessionEnd {
         accepting: accepting_sync,
         lifecycle: lifecycle.clone(),
         last_uri: Default::default(),
+        findings,
     };
     // `exit` ends the session by itself: a client that keeps the pipe open must not keep us
     // alive. After stdin ends, the loop waits for every handler, even one waiting for an
@@ -218,10 +226,16 @@ struct State {
     assembly_cache: Mutex<AssemblyCache>,
     /// The agent loop, made on first use (it needs the client to talk back).
     agent: std::sync::OnceLock<Arc<Agent>>,
+    /// Review findings, published as diagnostics (`review.rs`).
+    findings: Arc<review::Findings>,
 }
 
 impl State {
-    fn new(documents: DocumentStore, accepting_sync: Arc<AtomicBool>) -> Self {
+    fn new(
+        documents: DocumentStore,
+        accepting_sync: Arc<AtomicBool>,
+        findings: Arc<review::Findings>,
+    ) -> Self {
         State {
             documents,
             accepting_sync,
@@ -236,6 +250,7 @@ impl State {
             prompts: RwLock::new(Arc::new(Prompts::builtin())),
             assembly_cache: Mutex::new(AssemblyCache::default()),
             agent: std::sync::OnceLock::new(),
+            findings,
         }
     }
 

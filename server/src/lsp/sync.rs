@@ -30,6 +30,8 @@ pub(super) struct OrderedSync<S> {
     pub(super) lifecycle: Arc<Lifecycle>,
     /// The uri of the last didChange read raw, as sent and parsed (see `LastUri`).
     pub(super) last_uri: LastUri,
+    /// Told of each document synced: a review finding in it may have gone stale.
+    pub(super) findings: Arc<super::review::Findings>,
 }
 
 /// The uri of the last didChange read raw: its text as the client sent it and its parsed
@@ -81,7 +83,11 @@ where
             return Either::Right(self.inner.call(request));
         }
         let (method, _, params) = request.into_parts();
-        route_sync_notification(&self.documents, &method, params.unwrap_or(Value::Null));
+        if let Some(uri) =
+            route_sync_notification(&self.documents, &method, params.unwrap_or(Value::Null))
+        {
+            self.findings.touched(&uri);
+        }
         Either::Left(future::ready(Ok(None)))
     }
 }
@@ -91,12 +97,15 @@ impl<S> super::serve::SyncNow for OrderedSync<S> {
         if !self.accepting.load(Ordering::Acquire) {
             return false;
         }
-        if method == "textDocument/didChange"
-            && change_raw(&self.documents, &mut self.last_uri, params)
-        {
-            return true;
+        let raw = if method == "textDocument/didChange" {
+            change_raw(&self.documents, &mut self.last_uri, params)
+        } else {
+            None
+        };
+        let uri = raw.or_else(|| route(&self.documents, method, Params::Raw(params)));
+        if let Some(uri) = uri {
+            self.findings.touched(&uri);
         }
-        route(&self.documents, method, Params::Raw(params));
         true
     }
 }
@@ -119,22 +128,18 @@ struct RawVersionedDocument<'a> {
 }
 
 /// The keystroke path: a didChange decoded from its JSON text with its uri looked up in
-/// `last_uri`. False when the params are not a valid didChange's as read this way: the
-/// caller takes the usual road, which gives the usual warning (or, for a duplicate key,
-/// the usual reading).
-fn change_raw(documents: &DocumentStore, last_uri: &mut LastUri, params: &RawValue) -> bool {
-    let Ok(p) = serde_json::from_str::<RawDidChange>(params.get()) else {
-        return false;
-    };
-    let Some(uri) = last_uri.get(&p.text_document.uri) else {
-        return false;
-    };
+/// `last_uri`: the document's uri. None when the params are not a valid didChange's as read
+/// this way: the caller takes the usual road, which gives the usual warning (or, for a
+/// duplicate key, the usual reading).
+fn change_raw(documents: &DocumentStore, last_uri: &mut LastUri, params: &RawValue) -> Option<Url> {
+    let p = serde_json::from_str::<RawDidChange>(params.get()).ok()?;
+    let uri = last_uri.get(&p.text_document.uri)?;
     documents.change(
-        uri,
+        uri.clone(),
         p.text_document.version,
         text_changes(p.content_changes),
     );
-    true
+    Some(uri)
 }
 
 fn text_changes(changes: Vec<TextDocumentContentChangeEvent>) -> Vec<TextChange> {
@@ -147,8 +152,13 @@ fn text_changes(changes: Vec<TextDocumentContentChangeEvent>) -> Vec<TextChange>
         .collect()
 }
 
-pub(super) fn route_sync_notification(documents: &DocumentStore, method: &str, params: Value) {
-    route(documents, method, Params::Value(params));
+/// The document's uri when the notification was handed on.
+pub(super) fn route_sync_notification(
+    documents: &DocumentStore,
+    method: &str,
+    params: Value,
+) -> Option<Url> {
+    route(documents, method, Params::Value(params))
 }
 
 /// A notification's params, decoded or still JSON text.
@@ -184,26 +194,32 @@ fn parse_raw<T: DeserializeOwned>(method: &str, params: &RawValue) -> Option<T> 
     })
 }
 
-/// Hands one text-sync notification to the document worker (invalid params: logged).
-fn route(documents: &DocumentStore, method: &str, params: Params) {
+/// Hands one text-sync notification to the document worker (invalid params: logged); the
+/// document's uri when it did.
+fn route(documents: &DocumentStore, method: &str, params: Params) -> Option<Url> {
     match method {
         "textDocument/didOpen" => {
-            if let Some(p) = params.parse::<DidOpenTextDocumentParams>(method) {
-                let d = p.text_document;
-                documents.open(d.uri, d.language_id, d.version, d.text);
-            }
+            let d = params
+                .parse::<DidOpenTextDocumentParams>(method)?
+                .text_document;
+            documents.open(d.uri.clone(), d.language_id, d.version, d.text);
+            Some(d.uri)
         }
         "textDocument/didChange" => {
-            if let Some(p) = params.parse::<DidChangeTextDocumentParams>(method) {
-                let changes = text_changes(p.content_changes);
-                documents.change(p.text_document.uri, p.text_document.version, changes);
-            }
+            let p = params.parse::<DidChangeTextDocumentParams>(method)?;
+            let changes = text_changes(p.content_changes);
+            let uri = p.text_document.uri;
+            documents.change(uri.clone(), p.text_document.version, changes);
+            Some(uri)
         }
         "textDocument/didClose" => {
-            if let Some(p) = params.parse::<DidCloseTextDocumentParams>(method) {
-                documents.close(p.text_document.uri);
-            }
+            let uri = params
+                .parse::<DidCloseTextDocumentParams>(method)?
+                .text_document
+                .uri;
+            documents.close(uri.clone());
+            Some(uri)
         }
-        _ => {}
+        _ => None,
     }
 }

@@ -15,11 +15,13 @@ mod diff;
 pub mod edit_file;
 pub mod file_change;
 pub mod find_symbol;
+pub mod git_diff;
 pub mod grep;
 pub mod input;
 pub mod list_dir;
 pub mod read_file;
 pub mod registry;
+pub mod report_finding;
 pub mod save_memory;
 #[cfg(test)]
 mod schema_check;
@@ -52,5 +54,6 @@ pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
         Box::new(update_plan::UpdatePlan),
         Box::new(save_memory::SaveMemory),
         Box::new(task::Task),
+        Box::new(report_finding::ReportFinding),
     ]
 }

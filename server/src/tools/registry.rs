@@ -126,6 +126,8 @@ pub enum Effect {
     SubagentChanged { agent: String, files: Vec<String> },
     /// Images the model sees after the call's output (`read_file` of an image).
     Images(Vec<agentls_core::image::Image>),
+    /// A review's finding (`report_finding`): published by the host, listed at the turn's end.
+    Finding(agentls_core::review::Finding),
 }
 
 /// A call's result: the output the model reads, whether it succeeded, and its effect.

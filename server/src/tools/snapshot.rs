@@ -161,7 +161,7 @@ async fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
 
 /// Whether a config key names a program git may run on a work tree (`git status` hashes a
 /// changed file through its clean filter).
-fn runs_a_program(key: &str) -> bool {
+pub(crate) fn runs_a_program(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     let sub = |section: &str, names: &[&str]| {
         key.strip_prefix(section)

@@ -192,6 +192,19 @@ local function fix_diagnostic(command)
   chat().prefill("Fix this: " .. (diagnostic.message or ""), state)
 end
 
+--- agentls.review.fix [uri, diagnostic, {sessionId, findingId, prompt}]: "Fix with agent"
+--- on a /review finding sends the server's prompt for it at once, from the finding's place.
+local function fix_finding(command)
+  local uri, diagnostic, target = command.arguments[1], command.arguments[2], command.arguments[3]
+  local state, win = state_for_uri(uri)
+  state.position = diagnostic.range.start
+  state.diagnostics = { diagnostic }
+  chat().ui.origin_win = win
+  chat().open()
+  chat().ui.pending_state = state
+  chat().send(target.prompt)
+end
+
 function M.register()
   local commands = {
     AgentChat = { function() chat().toggle() end, {} },
@@ -249,6 +262,7 @@ function M.register()
   end
   vim.lsp.commands["agentls.askAboutSelection"] = ask_about_selection
   vim.lsp.commands["agentls.fixDiagnostic"] = fix_diagnostic
+  vim.lsp.commands["agentls.review.fix"] = fix_finding
 end
 
 return M

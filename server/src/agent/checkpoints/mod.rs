@@ -10,6 +10,7 @@
 
 mod changes;
 mod fork;
+mod review;
 mod rewind;
 
 use std::path::PathBuf;

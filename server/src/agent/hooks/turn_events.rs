@@ -384,7 +384,7 @@ impl Turn {
         let config = self.host().config();
         let prompts = self.host().prompts();
         let mut candidates = self.agent.hooks.take_pending(&self.handle.id);
-        let mode = self.mode();
+        let mode = self.session_mode();
         let (due, tokenizer) = {
             let live = self.handle.live.lock().await;
             let session = &live.session;

@@ -101,6 +101,8 @@ pub(in crate::agent) struct Turn {
     /// Images a call returned, by call id, recorded after its output.
     pub(in crate::agent) pending_images:
         std::sync::Mutex<std::collections::HashMap<String, Vec<agentls_core::image::Image>>>,
+    /// A review turn's findings (`report_finding`), listed when it ends.
+    pub(in crate::agent) findings: Vec<agentls_core::review::Finding>,
 }
 
 /// What the request after a compaction of the turn showed.
@@ -186,6 +188,7 @@ impl Turn {
             checkpoint: None,
             image_formula: None,
             pending_images: Default::default(),
+            findings: Vec::new(),
         }
     }
 
@@ -270,8 +273,15 @@ impl Turn {
             }
         }
         if self.scope.expanded.is_none() {
-            if let Some(command) = prompt_text::slash_command(&prompt.text) {
-                return self.slash(command).await;
+            match prompt_text::slash_command(&prompt.text) {
+                // `/review`: the prompt becomes the review's, with its diff as data.
+                Some(prompt_text::SlashCommand::Review(arguments)) => {
+                    if let Err(stop) = self.review(&mut prompt, arguments.as_deref()).await {
+                        return stop;
+                    }
+                }
+                Some(command) => return self.slash(command).await,
+                None => {}
             }
         }
         self.request = prompt.text.clone();
@@ -279,7 +289,13 @@ impl Turn {
             Ok(opened) => opened,
             Err(stop) => return stop,
         };
-        self.drive(&opened).await
+        let stop = self.drive(&opened).await;
+        if self.scope.review.is_some() && stop != Stop::Cancelled {
+            self.update(Update::AgentMessageChunk {
+                text: format!("\n\n{}", agentls_core::review::listing(&self.findings)),
+            });
+        }
+        stop
     }
 
     /// Model calls and tool calls until the model stops, the step limit, a cancel or an
@@ -358,6 +374,10 @@ impl Turn {
         if !attachments.is_empty() {
             block.text.push_str("\n\n");
             block.text.push_str(&attachments);
+        }
+        if let Some(diff) = &self.scope.review {
+            block.text.push_str("\n\n");
+            block.text.push_str(diff);
         }
         self.take_checkpoint().await;
         let instructions: Vec<std::path::PathBuf> = gathered

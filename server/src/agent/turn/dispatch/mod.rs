@@ -491,6 +491,11 @@ impl Turn {
                     })
                     .await;
             }
+            // Published at once (the editor's diagnostics), listed when the turn ends.
+            Some(Effect::Finding(finding)) => {
+                self.host().publish_finding(&self.handle.id, &finding);
+                self.findings.push(finding);
+            }
             None => {}
         }
     }

@@ -8,8 +8,19 @@ use crate::agent::turn::Turn;
 
 impl Turn {
     /// The mode this turn runs under: its session's, or for a subagent its parent's (the
-    /// one the user chose; a child session is never shown).
+    /// one the user chose; a child session is never shown); a `/review` turn's is plan
+    /// mode, whatever the session's (it reads and reports, it changes nothing).
     pub(in crate::agent) fn mode(&self) -> String {
+        if self.scope.review.is_some() {
+            return agentls_core::approval::PLAN.to_string();
+        }
+        self.session_mode()
+    }
+
+    /// The mode the user chose for this turn's session (its parent's, for a subagent),
+    /// without a review's: what the mode reminders follow, so a review neither enters
+    /// nor leaves plan mode in the model's eyes.
+    pub(in crate::agent) fn session_mode(&self) -> String {
         self.agent.mode_of(self.deciding_session())
     }
 

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 use agentls_core::context::StaticContext;
 use agentls_core::event::ParentLink;
+use agentls_core::review::REPORT_FINDING_TOOL;
 use agentls_core::subagents::{self, Subagent, TASK_TOOL};
 use agentls_core::tool_info::ToolKind;
 use agentls_core::updates::Update;
@@ -47,6 +48,10 @@ pub(in crate::agent) struct Scope {
     pub(in crate::agent) mentions_from: Option<String>,
     /// The subagents the turn offers (read when it opens).
     pub(in crate::agent) subagents: Arc<Vec<Subagent>>,
+    /// Set for a `/review` turn: the block of the diff it reviews (data, after the editor
+    /// block). Such a turn runs under plan mode's rules, offers `report_finding` and starts
+    /// no subagent.
+    pub(in crate::agent) review: Option<String>,
 }
 
 /// A subagent's turn: whose it is and where it answers.
@@ -58,7 +63,12 @@ pub(in crate::agent) struct ChildOf {
 
 impl Scope {
     pub(in crate::agent) fn allows(&self, tool: &str) -> bool {
-        if tool == TASK_TOOL && (self.child.is_some() || self.subagents.is_empty()) {
+        if tool == TASK_TOOL
+            && (self.child.is_some() || self.subagents.is_empty() || self.review.is_some())
+        {
+            return false;
+        }
+        if tool == REPORT_FINDING_TOOL && self.review.is_none() {
             return false;
         }
         self.allowed_tools
@@ -322,6 +332,7 @@ async fn run_child(
             expanded: None,
             mentions_from: None,
             subagents: Arc::default(),
+            review: None,
         },
     );
     let stop = turn.run_subagent(agent, prompt).await;

@@ -5,4 +5,5 @@
 pub(in crate::agent) mod attachments;
 pub(in crate::agent) mod commands;
 pub(in crate::agent) mod mcp_prompts;
+pub(in crate::agent) mod review;
 pub(in crate::agent) mod slash;

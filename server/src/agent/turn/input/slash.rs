@@ -68,6 +68,8 @@ impl Turn {
                 }
             }
             SlashCommand::Remember { fact, user } => self.remember(&fact, user).await,
+            // Taken before (`Turn::review`): a review is a model turn.
+            SlashCommand::Review(_) => "/review runs as a turn of its own.".into(),
             SlashCommand::New => match self.agent.new_session(None).await {
                 Ok(id) => format!("Started a new session: {id}"),
                 Err(err) => err.message,
