@@ -1016,18 +1016,18 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["compact", "new", "context", "model", "remember", "help"]
+            ["compact", "new", "context", "model", "remember", "review", "help"]
         );
         expect![[r#"{"description":"compact the conversation now (focus steers the summary)","input":{"hint":"[focus]"},"name":"compact"}"#]]
             .assert_eq(&builtin[0].to_string());
         let custom = crate::commands::parse(
-            "review",
+            "inspect",
             crate::commands::Source::Workspace,
-            "---\ndescription: Review the diff\nargument-hint: PATH\n---\nReview $ARGUMENTS",
+            "---\ndescription: Inspect the diff\nargument-hint: PATH\n---\nInspect $ARGUMENTS",
         );
         let all = available_commands(&crate::commands::infos(&[custom]));
-        expect![[r#"{"description":"Review the diff","input":{"hint":"PATH"},"name":"review"}"#]]
-            .assert_eq(&all[6].to_string());
+        expect![[r#"{"description":"Inspect the diff","input":{"hint":"PATH"},"name":"inspect"}"#]]
+            .assert_eq(&all[7].to_string());
         let state = modes("auto-edit");
         assert_eq!(state["currentModeId"], "auto-edit");
         let ids: Vec<&str> = state["availableModes"]

@@ -135,6 +135,32 @@ pub enum Bench {
     /// What checkpoints cost a turn, on a copy of this repository and on a generated
     /// workspace (run at the repository's root); the store's growth per turn
     Checkpoint(CheckpointArgs),
+    /// What preparing a turn's review costs (`agent/session/changes`) on the generated
+    /// workspace, and one undo of it
+    Review(ReviewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReviewArgs {
+    /// Files of the generated workspace
+    #[arg(long, default_value_t = 20_000, value_parser = at_least::<1>)]
+    files: usize,
+    /// Files the turn changes
+    #[arg(long, default_value_t = 3, value_parser = at_least::<1>)]
+    changed: usize,
+    /// Listings timed
+    #[arg(long, default_value_t = 50, value_parser = at_least::<1>)]
+    runs: usize,
+}
+
+impl From<ReviewArgs> for crate::bench_review::ReviewOptions {
+    fn from(args: ReviewArgs) -> Self {
+        crate::bench_review::ReviewOptions {
+            files: args.files,
+            changed: args.changed,
+            runs: args.runs,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -101,7 +101,7 @@ fn copy_repository(from: &Path, to: &Path) -> Result<usize, String> {
 }
 
 /// `files` files of about 1 KB in directories of 100.
-fn generate(root: &Path, files: usize) -> Result<(), String> {
+pub(crate) fn generate(root: &Path, files: usize) -> Result<(), String> {
     for n in 0..files {
         let dir = root.join(format!("dir{:03}", n / 100));
         if n % 100 == 0 {

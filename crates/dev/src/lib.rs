@@ -12,6 +12,7 @@ pub mod bench_images;
 pub mod bench_index;
 pub mod bench_memory;
 pub mod bench_prefix;
+pub mod bench_review;
 pub mod bench_sandbox;
 pub mod bench_stream;
 pub mod bench_subagent;

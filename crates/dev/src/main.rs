@@ -5,8 +5,8 @@ use agentls::cli::process::runtime;
 use agentls_dev::args::{Bench, Cli, Command, Eval};
 use agentls_dev::{
     bench, bench_checkpoint, bench_compaction, bench_context, bench_flood, bench_images,
-    bench_index, bench_memory, bench_prefix, bench_sandbox, bench_stream, bench_subagent, demo,
-    eval_compaction, eval_definitions, fake_provider, null_server,
+    bench_index, bench_memory, bench_prefix, bench_review, bench_sandbox, bench_stream,
+    bench_subagent, demo, eval_compaction, eval_definitions, fake_provider, null_server,
 };
 use clap::Parser;
 use std::process::ExitCode;
@@ -97,6 +97,12 @@ fn run_bench(which: Bench) -> ExitCode {
             let options = args.into();
             report(bench_checkpoint::run(&options), |report| {
                 bench_checkpoint::print(&options, report)
+            })
+        }
+        Bench::Review(args) => {
+            let options = args.into();
+            report(block_on(bench_review::run(&options)), |report| {
+                bench_review::print(&options, report)
             })
         }
         Bench::Images(args) => {

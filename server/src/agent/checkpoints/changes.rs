@@ -139,90 +139,26 @@ impl Agent {
                 .map_err(AgentError::failed)?
         };
         let mut result = SessionRevertChangesResult::default();
-        let mut writes: Vec<(&Reviewed, Undo)> = Vec::new();
-        for change in &changes {
-            let Some(file) = reviewed.iter().find(|f| f.shown == change.path) else {
-                result.conflicts.push(RevertConflict {
-                    path: change.path.clone(),
-                    reason: "the turns did not change this file (agent/session/changes lists the ones they did)".into(),
-                });
-                continue;
-            };
-            match undone(file, change.hunk_ids.as_deref()) {
-                Ok(content) => writes.push((file, content)),
-                Err(reason) => result.conflicts.push(RevertConflict {
-                    path: change.path.clone(),
-                    reason,
-                }),
-            }
-        }
+        let writes = planned_undos(&reviewed, &changes, &mut result.conflicts);
         if writes.is_empty() {
             return Ok(result);
         }
-        // The checkpoint before the undo, so a rewind can take it back.
-        let millis = session_log::now_millis();
-        let turn_id = format!("undo-{millis}");
-        let checkpoint_id = format!("cp-undo-{millis}");
         let names: Vec<&str> = writes.iter().map(|(f, _)| f.shown.as_str()).collect();
-        let label = format!("(undo of the agent's changes to {})", names.join(", "));
-        let snapshot = self
-            .keep_snapshot(&store, id, &checkpoint_id, limits, &buffers)
-            .await
-            .map_err(|e| AgentError::failed(format!("no checkpoint before the undo: {e}")))?;
-        record_synced(
-            &mut live,
-            &Event::Checkpoint {
-                turn_id: turn_id.clone(),
-                checkpoint_id: checkpoint_id.clone(),
-                at: millis,
-                trees: snapshot.trees,
-                unstored: snapshot.unstored,
-                label: Some(label),
-            },
-        )?;
+        let (turn_id, checkpoint_id) = self
+            .record_undo_start(&mut live, &store, id, &names.join(", "), &buffers)
+            .await?;
         result.checkpoint_id = Some(checkpoint_id.clone());
         let mut written: Vec<PathBuf> = Vec::new();
         for (file, undo) in writes {
-            let root = PathBuf::from(&file.root);
-            let path = root.join(OsStr::from_bytes(&file.path_bytes));
-            let content = match undo {
-                Undo::Remove => None,
-                Undo::Text(text, mode) => Some(Ok((text.into_bytes(), mode))),
-                Undo::Stored(blob) => {
-                    let store = store.clone();
-                    Some(
-                        tokio::task::spawn_blocking(move || store.blob(&blob.oid))
-                            .await
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| r)
-                            .map(|bytes| (bytes, blob.mode)),
-                    )
-                }
-            };
-            let outcome = match content {
-                Some(Ok((bytes, mode))) => {
-                    let buffer = self.host.buffer(&path).await;
-                    self.write_beneath(root, file.path_bytes.clone(), &path, bytes, mode, buffer)
-                        .await
-                }
-                Some(Err(err)) => Err(err),
-                None => {
-                    let (store, tree, relative) =
-                        (store.clone(), file.tree.clone(), file.path_bytes.clone());
-                    tokio::task::spawn_blocking(move || remove(&store, &root, &tree, &relative))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r)
-                }
-            };
-            written.push(path.clone());
-            match outcome {
+            let path = PathBuf::from(&file.root).join(OsStr::from_bytes(&file.path_bytes));
+            match self.write_undo(&store, file, undo, &path).await {
                 Ok(()) => result.reverted.push(file.shown.clone()),
                 Err(reason) => result.conflicts.push(RevertConflict {
                     path: file.shown.clone(),
                     reason: format!("not written: {reason}"),
                 }),
             }
+            written.push(path);
         }
         // The files as the undo left them: the next listing starts from there. (The
         // buffers read before hold the old text of the files written: the disk has theirs.)
@@ -230,16 +166,8 @@ impl Agent {
             .into_iter()
             .filter(|(path, _)| !written.contains(path))
             .collect();
-        match self
-            .keep_snapshot(
-                &store,
-                id,
-                &format!("{checkpoint_id}-end"),
-                limits,
-                &buffers,
-            )
-            .await
-        {
+        let end_name = format!("{checkpoint_id}-end");
+        match self.keep_snapshot(&store, id, &end_name, &buffers).await {
             Ok(end) => record_synced(
                 &mut live,
                 &Event::TurnSnapshot {
@@ -253,6 +181,71 @@ impl Agent {
         Ok(result)
     }
 
+    /// The checkpoint before an undo of `names`, recorded with its label, so a rewind can
+    /// take the undo back: (its turn id, its id).
+    async fn record_undo_start(
+        &self,
+        live: &mut crate::agent::sessions::live::Live,
+        store: &CheckpointStore,
+        id: &str,
+        names: &str,
+        buffers: &[(PathBuf, Vec<u8>)],
+    ) -> Result<(String, String), AgentError> {
+        let millis = session_log::now_millis();
+        let turn_id = format!("undo-{millis}");
+        let checkpoint_id = format!("cp-undo-{millis}");
+        let snapshot = self
+            .keep_snapshot(store, id, &checkpoint_id, buffers)
+            .await
+            .map_err(|e| AgentError::failed(format!("no checkpoint before the undo: {e}")))?;
+        record_synced(
+            live,
+            &Event::Checkpoint {
+                turn_id: turn_id.clone(),
+                checkpoint_id: checkpoint_id.clone(),
+                at: millis,
+                trees: snapshot.trees,
+                unstored: snapshot.unstored,
+                label: Some(format!("(undo of the agent's changes to {names})")),
+            },
+        )?;
+        Ok((turn_id, checkpoint_id))
+    }
+
+    /// One file's undo written (`path`: where it is): through the editor when it is open,
+    /// beneath its root either way.
+    async fn write_undo(
+        &self,
+        store: &CheckpointStore,
+        file: &Reviewed,
+        undo: Undo,
+        path: &std::path::Path,
+    ) -> Result<(), String> {
+        let root = PathBuf::from(&file.root);
+        let (bytes, mode) = match undo {
+            Undo::Remove => {
+                let (store, tree, relative) =
+                    (store.clone(), file.tree.clone(), file.path_bytes.clone());
+                return tokio::task::spawn_blocking(move || {
+                    remove(&store, &root, &tree, &relative)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            }
+            Undo::Text(text, mode) => (text.into_bytes(), mode),
+            Undo::Stored(blob) => {
+                let store = store.clone();
+                let bytes = tokio::task::spawn_blocking(move || store.blob(&blob.oid))
+                    .await
+                    .map_err(|e| e.to_string())??;
+                (bytes, blob.mode)
+            }
+        };
+        let buffer = self.host.buffer(path).await;
+        self.write_beneath(root, file.path_bytes.clone(), path, bytes, mode, buffer)
+            .await
+    }
+
     /// The workspace's files now, kept for session `id` under `name`. Blocking work off the
     /// async threads.
     async fn keep_snapshot(
@@ -260,9 +253,9 @@ impl Agent {
         store: &CheckpointStore,
         id: &str,
         name: &str,
-        limits: CheckpointSettings,
         buffers: &[(PathBuf, Vec<u8>)],
     ) -> Result<crate::store::checkpoints::Snapshot, String> {
+        let limits = self.host.config().checkpoints;
         let (store, roots, id, name, buffers) = (
             store.clone(),
             self.host.roots(),
@@ -297,6 +290,33 @@ fn since_checkpoint(
         None => listed.iter().rposition(|c| !c.turn_id.starts_with("undo-")),
     };
     Ok(at.map(|at| listed[at..].to_vec()))
+}
+
+/// The undo each asked change makes; the ones that cannot be made go to `conflicts` with
+/// why.
+fn planned_undos<'a>(
+    reviewed: &'a [Reviewed],
+    changes: &[ChangeToRevert],
+    conflicts: &mut Vec<RevertConflict>,
+) -> Vec<(&'a Reviewed, Undo)> {
+    let mut writes = Vec::new();
+    for change in changes {
+        let Some(file) = reviewed.iter().find(|f| f.shown == change.path) else {
+            conflicts.push(RevertConflict {
+                path: change.path.clone(),
+                reason: "the turns did not change this file (agent/session/changes lists the ones they did)".into(),
+            });
+            continue;
+        };
+        match undone(file, change.hunk_ids.as_deref()) {
+            Ok(undo) => writes.push((file, undo)),
+            Err(reason) => conflicts.push(RevertConflict {
+                path: change.path.clone(),
+                reason,
+            }),
+        }
+    }
+    writes
 }
 
 /// What an undo writes.

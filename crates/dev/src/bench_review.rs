@@ -1,0 +1,150 @@
+//! `agentls-dev bench review`: what preparing a turn's review costs
+//! (`agent/session/changes`) on the generated workspace the checkpoint benchmark uses
+//! (`--files` files of about 1 KB). A real agentls serves it; the fake provider scripts one
+//! turn that edits `--changed` files, then the changes are listed `--runs` times, each
+//! timed end to end over stdio (what an editor waits for), and one whole-file undo of them
+//! (`agent/session/revertChanges`) is timed once.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_provider::FakeProvider;
+use crate::lsp_client::start_agentls;
+
+pub struct ReviewOptions {
+    pub files: usize,
+    pub changed: usize,
+    pub runs: usize,
+}
+
+pub struct ReviewReport {
+    pub files_listed: usize,
+    pub hunks_listed: usize,
+    pub listings: Vec<Duration>,
+    pub undo: Duration,
+    pub turn: Duration,
+}
+
+pub async fn run(options: &ReviewOptions) -> Result<ReviewReport, String> {
+    let base = std::env::temp_dir().join(format!("agentls-bench-review-{}", std::process::id()));
+    let root = base.join("workspace");
+    let state = base.join("state");
+    std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
+    crate::bench_checkpoint::generate(&root, options.files)?;
+    let result = measure(&root, &state, options).await;
+    let _ = std::fs::remove_dir_all(&base);
+    result
+}
+
+/// One turn that edits `options.changed` files spread over the workspace, then answers.
+async fn scripted(options: &ReviewOptions) -> FakeProvider {
+    let fake = FakeProvider::start().await;
+    let step = (options.files / options.changed.max(1)).max(1);
+    let edits: Vec<(String, String)> = (0..options.changed)
+        .map(|i| {
+            let n = (i * step).min(options.files - 1);
+            let path = format!("dir{:03}/file{n}.rs", n / 100);
+            let arguments = json!({"path": path, "old_text": format!("// file {n}\n"), "new_text": format!("// file {n}, reviewed\n")});
+            (format!("edit_{i}"), arguments.to_string())
+        })
+        .collect();
+    let calls: Vec<(&str, &str, [&str; 1])> = edits
+        .iter()
+        .map(|(id, arguments)| (id.as_str(), "edit_file", [arguments.as_str()]))
+        .collect();
+    let calls: Vec<(&str, &str, &[&str])> = calls
+        .iter()
+        .map(|(id, name, arguments)| (*id, *name, arguments.as_slice()))
+        .collect();
+    fake.push(FakeProvider::openai_tool_calls(&calls, None));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake
+}
+
+async fn measure(
+    root: &std::path::Path,
+    state: &std::path::Path,
+    options: &ReviewOptions,
+) -> Result<ReviewReport, String> {
+    let fake = scripted(options).await;
+    let options_json = json!({
+        "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "bench-model"},
+        "stateDir": state,
+        "approval": "full-auto",
+        "checks": {"afterEdit": "off"},
+    });
+    let client = start_agentls(root, options_json, "error").await?;
+    let session = client.new_session().await?;
+    let started = Instant::now();
+    client
+        .prompt_to_end(&session, "Mark the files reviewed.")
+        .await?;
+    let turn = started.elapsed();
+    let mut listings = Vec::with_capacity(options.runs);
+    let mut listed = Value::Null;
+    for _ in 0..options.runs {
+        let started = Instant::now();
+        listed = client
+            .request("agent/session/changes", json!({"sessionId": session}))
+            .await
+            .map_err(|e| e.to_string())?;
+        listings.push(started.elapsed());
+    }
+    let files = listed["files"].as_array().cloned().unwrap_or_default();
+    if files.len() != options.changed {
+        return Err(format!(
+            "expected {} changed files, the server listed {}: {listed}",
+            options.changed,
+            files.len()
+        ));
+    }
+    let hunks_listed = files
+        .iter()
+        .map(|f| f["hunks"].as_array().map_or(0, Vec::len))
+        .sum();
+    let changes: Vec<Value> = files.iter().map(|f| json!({"path": f["path"]})).collect();
+    let started = Instant::now();
+    let undone = client
+        .request(
+            "agent/session/revertChanges",
+            json!({"sessionId": session, "changes": changes}),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let undo = started.elapsed();
+    if undone["reverted"].as_array().map_or(0, Vec::len) != options.changed {
+        return Err(format!("the undo did not revert every file: {undone}"));
+    }
+    let _ = client.request("shutdown", Value::Null).await;
+    let _ = client.notify("exit", Value::Null).await;
+    Ok(ReviewReport {
+        files_listed: files.len(),
+        hunks_listed,
+        listings,
+        undo,
+        turn,
+    })
+}
+
+pub fn print(options: &ReviewOptions, report: &ReviewReport) {
+    let mut sorted = report.listings.clone();
+    sorted.sort();
+    let at = |q: f64| {
+        let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+        sorted[i].as_secs_f64() * 1e3
+    };
+    println!(
+        "review of a turn that changed {} of {} files: agent/session/changes p50 {:.1} ms, p99 {:.1} ms over {} runs ({} files, {} hunks listed); one undo of the {} files {:.1} ms; the turn itself {:.0} ms",
+        options.changed,
+        options.files,
+        at(0.5),
+        at(0.99),
+        report.listings.len(),
+        report.files_listed,
+        report.hunks_listed,
+        options.changed,
+        report.undo.as_secs_f64() * 1e3,
+        report.turn.as_secs_f64() * 1e3,
+    );
+}
