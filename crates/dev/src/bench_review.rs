@@ -1,9 +1,9 @@
 //! `agentls-dev bench review`: what preparing a turn's review costs
 //! (`agent/session/changes`) on the generated workspace the checkpoint benchmark uses
 //! (`--files` files of about 1 KB). A real agentls serves it; the fake provider scripts one
-//! turn that edits `--changed` files, then the changes are listed `--runs` times, each
-//! timed end to end over stdio (what an editor waits for), and one whole-file undo of them
-//! (`agent/session/revertChanges`) is timed once.
+//! turn that changes `--changed` files with one shell command, then the changes are listed
+//! `--runs` times, each timed end to end over stdio (what an editor waits for), and one
+//! whole-file undo of them (`agent/session/revertChanges`) is timed once.
 
 use std::time::{Duration, Instant};
 
@@ -37,27 +37,23 @@ pub async fn run(options: &ReviewOptions) -> Result<ReviewReport, String> {
     result
 }
 
-/// One turn that edits `options.changed` files spread over the workspace, then answers.
+/// One turn that changes the first line of `options.changed` files spread over the
+/// workspace (one `sed -i`: the bench's client applies no editor edits), then answers.
 async fn scripted(options: &ReviewOptions) -> FakeProvider {
     let fake = FakeProvider::start().await;
     let step = (options.files / options.changed.max(1)).max(1);
-    let edits: Vec<(String, String)> = (0..options.changed)
+    let paths: Vec<String> = (0..options.changed)
         .map(|i| {
             let n = (i * step).min(options.files - 1);
-            let path = format!("dir{:03}/file{n}.rs", n / 100);
-            let arguments = json!({"path": path, "old_text": format!("// file {n}\n"), "new_text": format!("// file {n}, reviewed\n")});
-            (format!("edit_{i}"), arguments.to_string())
+            format!("dir{:03}/file{n}.rs", n / 100)
         })
         .collect();
-    let calls: Vec<(&str, &str, [&str; 1])> = edits
-        .iter()
-        .map(|(id, arguments)| (id.as_str(), "edit_file", [arguments.as_str()]))
-        .collect();
-    let calls: Vec<(&str, &str, &[&str])> = calls
-        .iter()
-        .map(|(id, name, arguments)| (*id, *name, arguments.as_slice()))
-        .collect();
-    fake.push(FakeProvider::openai_tool_calls(&calls, None));
+    let command = format!("sed -i '1s/$/, reviewed/' {}", paths.join(" "));
+    let arguments = json!({ "command": command }).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("sed", "shell", &[arguments.as_str()])],
+        None,
+    ));
     fake.push(FakeProvider::openai_text(&["Done."], None));
     fake
 }
