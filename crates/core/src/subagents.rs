@@ -29,6 +29,9 @@ pub struct Subagent {
     /// Its system prompt.
     pub prompt: String,
     pub source: Source,
+    /// `isolation: worktree`: it works in a fresh git worktree of the workspace on a branch
+    /// of its own, and its parent gets the diff and the branch instead of changed files.
+    pub worktree: bool,
 }
 
 impl Subagent {
@@ -47,6 +50,7 @@ pub fn explore(prompt: &str) -> Subagent {
         model: None,
         prompt: prompt.trim().to_string(),
         source: Source::Builtin,
+        worktree: false,
     }
 }
 
@@ -98,6 +102,16 @@ pub fn parse(
             })
             .collect(),
     };
+    let worktree = match field("isolation").as_deref() {
+        None | Some("" | "none") => false,
+        Some("worktree") => true,
+        Some(other) => {
+            problems.push(format!(
+                "{name}: unknown isolation `{other}` (only `worktree`): it runs in the workspace"
+            ));
+            false
+        }
+    };
     let description = front.description();
     Ok((
         Subagent {
@@ -107,6 +121,7 @@ pub fn parse(
             model: field("model"),
             prompt: prompt.to_string(),
             source,
+            worktree,
         },
         problems,
     ))
@@ -214,6 +229,23 @@ mod tests {
             ]
         );
         assert!(agent.allows("edit_file") && !agent.allows("shell") && !agent.allows("task"));
+        assert!(!agent.worktree);
+        let isolated = |value: &str| {
+            parse(
+                "iso",
+                Source::User,
+                &format!("---\nisolation: {value}\n---\nWork."),
+                KNOWN,
+            )
+            .unwrap()
+        };
+        assert!(isolated("worktree").0.worktree);
+        let (odd, said) = isolated("container");
+        assert!(!odd.worktree);
+        assert_eq!(
+            said,
+            ["iso: unknown isolation `container` (only `worktree`): it runs in the workspace"]
+        );
 
         let (plain, _) = parse("finder", Source::User, "# Finds things\nLook.", KNOWN).unwrap();
         assert_eq!(plain.name, "finder");

@@ -36,6 +36,7 @@ mod sessions;
 mod tests;
 mod turn;
 mod workspace_scripts;
+mod worktree;
 
 pub use compact::CompactionOutcome;
 use sessions::SessionHandle;

@@ -99,6 +99,9 @@ pub(in crate::agent) struct SessionHandle {
     /// What the model has read of each file in this process's life of the session (a
     /// resumed session reads again before it changes a file: the file may have changed).
     pub(in crate::agent) reads: Arc<Mutex<agentls_core::file_reads::FileReads>>,
+    /// A subagent's session that works apart (`isolation: worktree`): its host, whose one
+    /// root is its worktree (set as it starts; else the agent's).
+    pub(in crate::agent) host: std::sync::OnceLock<Arc<dyn crate::host::Host>>,
 }
 
 /// Where a subagent asks its user: the parent's session and turn (the only ones the client
@@ -161,6 +164,8 @@ impl Agent {
         self.ensure_mcp();
         // And the checkpoint store's first snapshot (every file hashed once) is taken now.
         self.warm_checkpoints();
+        // Worktrees a killed server's subagents left.
+        self.sweep_worktrees();
         self.create_session(model, None).await
     }
 
@@ -349,6 +354,7 @@ impl Agent {
             asks_in: std::sync::OnceLock::new(),
             parent,
             reads: Arc::new(Mutex::new(reads)),
+            host: std::sync::OnceLock::new(),
         });
         let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {

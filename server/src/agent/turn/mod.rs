@@ -193,7 +193,7 @@ impl Turn {
     }
 
     pub(in crate::agent) fn host(&self) -> &Arc<dyn Host> {
-        &self.agent.host
+        self.handle.host.get().unwrap_or(&self.agent.host)
     }
 
     /// Tells the client; nothing after a cancel (its remaining updates are the final

@@ -314,6 +314,13 @@ async fn run_child(
             ))
         }
     };
+    let isolated = match work_apart(owner, &handle, agent, &link.parent_call_id).await {
+        Ok(isolated) => isolated,
+        Err(why) => {
+            owner.release(&handle.id);
+            return failed(format!("the subagent {} did not start: {why}", agent.name));
+        }
+    };
     let _ = handle.asks_in.set(AskedIn {
         agent: agent.name.clone(),
         parent_session_id: link.parent.id.clone(),
@@ -347,7 +354,47 @@ async fn run_child(
     drop(turn);
     owner.release(&handle.id);
     let answer = verdict(&agent.name, stop, cancelled, answer, &errors);
-    ChildOutcome { answer, changed }
+    match isolated {
+        Some(isolated) => with_branch(owner, isolated, &agent.name, answer).await,
+        None => ChildOutcome { answer, changed },
+    }
+}
+
+/// `isolation: worktree`: the child's host gets its worktree as its one root. None for a
+/// subagent that works in the workspace; Err: why it cannot work apart.
+async fn work_apart(
+    owner: &Arc<Agent>,
+    handle: &SessionHandle,
+    agent: &Subagent,
+    call_id: &str,
+) -> Result<Option<crate::agent::worktree::Isolated>, String> {
+    if !agent.worktree {
+        return Ok(None);
+    }
+    let isolated = owner.isolate(&format!("task-{call_id}")).await?;
+    let _ = handle.host.set(isolated.host.clone());
+    Ok(Some(isolated))
+}
+
+/// A child that worked apart: the main tree is untouched, so the parent gets its branch and
+/// diff after its answer (or why it has none), and no changed file.
+async fn with_branch(
+    owner: &Arc<Agent>,
+    isolated: crate::agent::worktree::Isolated,
+    name: &str,
+    mut answer: Result<String, String>,
+) -> ChildOutcome {
+    let branch = owner.finish_isolated(isolated, name).await;
+    match &mut answer {
+        Ok(text) | Err(text) => {
+            text.push_str("\n\n");
+            text.push_str(&branch);
+        }
+    }
+    ChildOutcome {
+        answer,
+        changed: Vec::new(),
+    }
 }
 
 /// The child's final message: the last non-empty assistant text since its prompt.

@@ -1,0 +1,240 @@
+//! Subagents that work apart (`isolation: worktree`) through the real server and the fake
+//! provider: two of them edit the same file at once, each in a git worktree of its own, the
+//! main tree untouched; the parent gets each one's branch and diff and applies one; the
+//! worktrees are gone after, and one a killed server left is swept at the next start; a
+//! workspace without git is refused clearly.
+
+mod common;
+
+use agentls_dev::fake_provider::FakeProvider;
+use common::agent::*;
+use serde_json::json;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+const LIB: &str = "pub fn answer() -> u32 {\n    41\n}\n";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The workspace as a repository with one commit, and two workers that may work apart.
+fn repository(ws: &Workspace) {
+    fs::remove_dir_all(ws.root.join(".git")).unwrap();
+    git(&ws.root, &["init", "--quiet", "-b", "main"]);
+    for worker in ["a", "b"] {
+        let file = ws.root.join(format!(".agents/agents/worker-{worker}.md"));
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(
+            &file,
+            format!("---\ndescription: Changes code\ntools: read_file, edit_file\nisolation: worktree\n---\nYou are WORKER-{worker}. Make the change.\n"),
+        )
+        .unwrap();
+    }
+    git(&ws.root, &["add", "-A"]);
+    git(
+        &ws.root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "--quiet",
+            "-m",
+            "start",
+        ],
+    );
+}
+
+fn task(id: &'static str, agent: &str) -> (&'static str, &'static str, String) {
+    (
+        id,
+        "task",
+        json!({"agent": agent, "prompt": "Change the answer."}).to_string(),
+    )
+}
+
+fn edit(value: &str) -> String {
+    json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": format!("    {value}\n")})
+        .to_string()
+}
+
+#[tokio::test]
+async fn two_isolated_subagents_edit_one_file_apart_and_the_parent_applies_one() {
+    let ws = workspace();
+    repository(&ws);
+    let fake = FakeProvider::start().await;
+    let calls = [task("t1", "worker-a"), task("t2", "worker-b")];
+    let calls: Vec<(&str, &str, [&str; 1])> = calls
+        .iter()
+        .map(|(id, name, args)| (*id, *name, [args.as_str()]))
+        .collect();
+    let calls: Vec<(&str, &str, &[&str])> = calls
+        .iter()
+        .map(|(id, name, args)| (*id, *name, args.as_slice()))
+        .collect();
+    fake.push(FakeProvider::openai_tool_calls(&calls, None));
+    for (worker, value) in [("WORKER-a", "42"), ("WORKER-b", "43")] {
+        let arguments = edit(value);
+        fake.push_for(
+            worker,
+            FakeProvider::openai_tool_calls(&[("e1", "edit_file", &[arguments.as_str()])], None),
+        );
+        fake.push_for(worker, FakeProvider::openai_text(&["Changed it."], None));
+    }
+    let apply = json!({"command": "git diff HEAD...agentls/task-t1 | git apply"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("s1", "shell", &[apply.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Applied the first."], None));
+    let (server, session) = session_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto", "checks": {"afterEdit": "off"}}),
+    )
+    .await;
+    let (updates, _) = run_turn(&server, &session, "Have both workers change the answer.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+
+    // Each task's output: the child's answer, its branch and its diff.
+    let requests = fake.requests();
+    let after_tasks = requests
+        .iter()
+        .find(|r| {
+            r.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["tool_call_id"] == "t1")
+        })
+        .expect("a request with the tasks' outputs");
+    for (id, value) in [("t1", "42"), ("t2", "43")] {
+        let output = tool_output_in(&after_tasks.body, id);
+        assert!(output.contains("Changed it."), "{output}");
+        assert!(
+            output.contains(&format!("branch `agentls/task-{id}`")),
+            "{output}"
+        );
+        assert!(output.contains(&format!("+    {value}")), "{output}");
+    }
+    // The parent applied the first; the second stays on its branch.
+    assert_eq!(
+        fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(),
+        LIB.replace("41", "42")
+    );
+    assert_eq!(
+        git(&ws.root, &["show", "agentls/task-t2:src/lib.rs"]),
+        LIB.replace("41", "43")
+    );
+    assert_eq!(
+        git(&ws.root, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "main"
+    );
+    let worktrees = git(&ws.root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees.matches("worktree ").count(),
+        1,
+        "the children's worktrees are gone: {worktrees}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn without_git_an_isolated_subagent_is_refused_and_a_killed_servers_worktree_is_swept() {
+    // No repository: a clear refusal, nothing written.
+    let plain = workspace();
+    fs::remove_dir_all(plain.root.join(".git")).unwrap();
+    let file = plain.root.join(".agents/agents/worker-a.md");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(
+        &file,
+        "---\nisolation: worktree\ntools: edit_file\n---\nWORKER-a.\n",
+    )
+    .unwrap();
+    let fake = FakeProvider::start().await;
+    let calls = [task("t1", "worker-a")];
+    let arguments = calls[0].2.clone();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("t1", "task", &[arguments.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["OK."], None));
+    let (server, session) = session_server(&plain, &fake, json!({"approval": "full-auto"})).await;
+    run_turn(&server, &session, "Work apart.").await;
+    let output = tool_output_in(&fake.requests().last().unwrap().body, "t1");
+    assert!(
+        output.contains("isolation: worktree needs a git repository"),
+        "{output}"
+    );
+    server.stop().await;
+
+    // A worktree a killed server (a process id that is not running) left is removed at
+    // the next start; its branch stays.
+    let ws = workspace();
+    repository(&ws);
+    let fake = FakeProvider::start().await;
+    let (server, _) = session_server(&ws, &fake, json!({})).await;
+    server.stop().await;
+    let sessions = walk(ws.state.path())
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "sessions"))
+        .expect("the session logs' directory");
+    let stale = sessions
+        .parent()
+        .unwrap()
+        .join("worktrees/999999999-task-old");
+    git(
+        &ws.root,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "agentls/task-old",
+            stale.to_str().unwrap(),
+        ],
+    );
+    let (server, _) = session_server(&ws, &fake, json!({})).await;
+    let mut swept = false;
+    for _ in 0..500 {
+        if !stale.exists() {
+            swept = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(swept, "the stale worktree is removed");
+    git(&ws.root, &["rev-parse", "--verify", "agentls/task-old"]);
+    server.stop().await;
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                found.push(path.clone());
+                pending.push(path);
+            }
+        }
+    }
+    found
+}
