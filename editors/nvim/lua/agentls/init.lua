@@ -26,6 +26,7 @@ local defaults = {
     cancel = "<C-c>",
     rewind = "R", -- on a user message of the transcript: "Rewind to here"
     fork = "gR", -- on a user message of the transcript: "Fork from here"
+    review = "C", -- on a user message of the transcript: review the changes from that turn on
   },
   root_markers = { ".git", "AGENTS.md", "Cargo.toml", "package.json" },
   -- When the agent needs the user while the chat is not in view: a vim.notify, and with
