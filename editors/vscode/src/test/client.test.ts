@@ -140,7 +140,7 @@ describe('language client against agentls', () => {
     const { commands } = await client.sendRequest<{ commands: CommandInfo[] }>('agent/session/commands', { sessionId });
     assert.deepEqual(
       commands.map((c) => `${c.name}:${c.source}`),
-      ['compact:builtin', 'new:builtin', 'context:builtin', 'model:builtin', 'remember:builtin', 'help:builtin', 'git:commit:workspace'],
+      ['compact:builtin', 'new:builtin', 'context:builtin', 'model:builtin', 'remember:builtin', 'review:builtin', 'help:builtin', 'git:commit:workspace'],
     );
     const commit = commands.find((c) => c.name === 'git:commit');
     assert.equal(commit?.argumentHint, 'MESSAGE');
