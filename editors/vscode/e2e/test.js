@@ -734,3 +734,95 @@ step('a turn that ends while the chat is hidden shows a notification; Show chat 
   await back.locator('.block.agent', { hasText: 'Finished while you were away.' }).waitFor();
   await back.locator('#busy').waitFor({ state: 'hidden' });
 });
+
+/** Clicks the row of the quick pick open now that shows `text`. */
+async function pickRow(text) {
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible' });
+  await row.click();
+}
+
+step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep the rest", async () => {
+  const numbered = (prefix, n) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}\n`).join('');
+  const a = numbered('a', 20);
+  const b = 'b1\nb2\nb3\n';
+  fs.mkdirSync(path.join(WORKSPACE, 'review'), { recursive: true });
+  fs.writeFileSync(path.join(WORKSPACE, 'review', 'a.txt'), a);
+  fs.writeFileSync(path.join(WORKSPACE, 'review', 'b.txt'), b);
+  await setMode('Edit without asking');
+  const edit = (id, file, oldText, newText) => ({ id, name: 'edit_file', arguments: { path: `review/${file}`, old_text: oldText, new_text: newText } });
+  await pushReply({
+    toolCalls: [
+      edit('rv1', 'a.txt', 'a2\n', 'A2\n'),
+      edit('rv2', 'a.txt', 'a18\n', 'A18\nadded\n'),
+      edit('rv3', 'b.txt', 'b2\n', 'B2\n'),
+      { id: 'rv4', name: 'write_file', arguments: { path: 'review/c.txt', content: 'new\n' } },
+    ],
+  });
+  await pushReply({ text: ['Three files changed.'] });
+  const chat = await chatFrame();
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  const input = chat.locator('#input');
+  await input.fill('Change the three review files.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Three files changed.' }).waitFor();
+  const afterA = a.replace('a2\n', 'A2\n').replace('a18\n', 'A18\nadded\n');
+  await until("the turn's files on disk", () =>
+    readWorkspace('review/a.txt') === afterA && readWorkspace('review/b.txt') === 'b1\nB2\nb3\n' && readWorkspace('review/c.txt') === 'new\n',
+  );
+
+  // The files of the turn, then b.txt: its diff opens, and it is undone whole.
+  await runCommand('Agent: Review Changes');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  const listed = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`review list: ${JSON.stringify(listed)}`);
+  assert.equal(listed.length, 3, JSON.stringify(listed));
+  assert.match(listed[0], /review\/a\.txt\s*modified · 2 hunks/);
+  assert.match(listed[1], /review\/b\.txt\s*modified · 1 hunk/);
+  assert.match(listed[2], /review\/c\.txt\s*added · 1 hunk/);
+  await pickRow('review/b.txt');
+  await page.locator('.tab', { hasText: "review/b.txt (agent's changes)" }).first().waitFor();
+  await pickRow('Undo the whole file');
+  await page.locator('.notification-toast', { hasText: 'agentls: undone review/b.txt' }).first().waitFor();
+  await until('b.txt undone on disk', () => readWorkspace('review/b.txt') === b);
+
+  // The list again, without b.txt; a.txt's second hunk is undone, its first kept.
+  await rows.filter({ hasText: 'review/a.txt' }).first().waitFor({ state: 'visible' });
+  assert.equal(await rows.filter({ hasText: 'review/b.txt' }).count(), 0);
+  await pickRow('review/a.txt');
+  await page.locator('.tab', { hasText: "review/a.txt (agent's changes)" }).first().waitFor();
+  await pickRow('Undo a hunk');
+  await rows.filter({ hasText: '@@ -18,1 +18,2 @@' }).first().waitFor({ state: 'visible' });
+  const hunks = await rows.allInnerTexts();
+  console.log(`hunk pick: ${JSON.stringify(hunks)}`);
+  assert.match(hunks.join('\n'), /@@ -2,1 \+2,1 @@[\s\S]*-a2 {2}\+A2/);
+  await pickRow('@@ -18,1 +18,2 @@');
+  await page.locator('.notification-toast', { hasText: 'agentls: undone a hunk of review/a.txt' }).first().waitFor();
+  const expectedA = a.replace('a2\n', 'A2\n');
+  await until('a.txt with one hunk undone on disk', () => readWorkspace('review/a.txt') === expectedA);
+
+  // What is left: a.txt's first hunk and c.txt, kept.
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  const left = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  assert.equal(left.length, 2, JSON.stringify(left));
+  assert.match(left[0], /review\/a\.txt\s*modified · 1 hunk/);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  assert.equal(readWorkspace('review/b.txt'), b);
+  assert.equal(readWorkspace('review/c.txt'), 'new\n');
+  assert.equal(readWorkspace('review/a.txt'), expectedA);
+
+  // The editor holds what the disk holds.
+  await page.keyboard.press('F1');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ state: 'visible' });
+  await box.fill('review/a.txt');
+  await pickRow('a.txt');
+  await page.locator('.tab.active', { hasText: 'a.txt' }).waitFor();
+  const editor = page.locator('.editor-instance .monaco-editor').last();
+  await editor.locator('.view-line', { hasText: /^A2$/ }).first().waitFor();
+  await editor.locator('.view-line', { hasText: /^a18$/ }).first().waitFor();
+  assert.equal(await editor.locator('.view-line', { hasText: /^A18$/ }).count(), 0);
+  assert.equal(await editor.locator('.view-line', { hasText: /^added$/ }).count(), 0);
+});

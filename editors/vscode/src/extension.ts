@@ -16,6 +16,7 @@ import { DiagnosticsAnswerer } from './editorDiagnostics';
 import { editorState, toLspDiagnostic } from './editorState';
 import {
   type AgentStatus,
+  type ChangedFile,
   type ClientRequests,
   type Diagnostic,
   type EditorState,
@@ -30,6 +31,7 @@ import {
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { memoryPickItems, offerPickItems, permissionPickItems } from './memory';
 import { modePickItems } from './mode';
+import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore } from './reviewChanges';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, steeringSent, turnStarted, withdrawUser } from './transcript';
@@ -131,6 +133,7 @@ class Agent implements vscode.Disposable {
       'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.rewind': () => this.pickCheckpoint('rewind'),
       'agentls.fork': () => this.pickCheckpoint('fork'),
+      'agentls.reviewChanges': () => this.reviewChanges(),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
       'agentls.review.fix': (...args) => this.fixFinding(args[0], args[1], args[2]),
@@ -532,6 +535,89 @@ class Agent implements vscode.Disposable {
     }
     const text = summary(result, restore, force);
     void (result.failed.length > 0 ? vscode.window.showWarningMessage(text) : vscode.window.showInformationMessage(text));
+  }
+
+  /** `agentls.reviewChanges` ("Agent: Review Changes"): the files the chat session's last
+   *  turn changed; a file chosen opens as a diff (before the turn ↔ now) with keep, undo the
+   *  file and undo a hunk; then the list again, as the server lists what is left. */
+  async reviewChanges(): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no chat session yet: a turn\'s changes can be reviewed after it.');
+      return;
+    }
+    for (;;) {
+      const { files } = await this.request(Methods.sessionChanges, { sessionId });
+      if (files.length === 0) {
+        void vscode.window.showInformationMessage('agentls: no change of the last turn is left to review.');
+        return;
+      }
+      const picked = await vscode.window.showQuickPick(files.map(fileItem), {
+        title: 'Review changes: the last turn',
+        placeHolder: 'Choose a file to see its diff and keep or undo it (Escape keeps the rest)',
+        matchOnDescription: true,
+      });
+      const file = picked && files.find((f) => f.path === picked.path);
+      if (!file) {
+        return;
+      }
+      const shown = await this.showChange(file);
+      try {
+        const action = await vscode.window.showQuickPick(fileActions(file), {
+          title: `Review changes: ${file.path}`,
+          placeHolder: 'Keep the agent\'s change, or undo it',
+        });
+        if (action?.action === 'undoFile') {
+          await this.undoChange(sessionId, file.path);
+        } else if (action?.action === 'undoHunk') {
+          const hunk = await vscode.window.showQuickPick(file.hunks.map((h) => hunkItem(h)), {
+            title: `Undo a hunk of ${file.path}`,
+            placeHolder: 'The hunk to undo (the others stay)',
+            matchOnDetail: true,
+          });
+          if (hunk) {
+            await this.undoChange(sessionId, file.path, hunk.id);
+          }
+        }
+      } finally {
+        this.docs.remove(shown);
+      }
+    }
+  }
+
+  /** The diff of a file's change: its text before the turn (rebuilt from the hunks over the
+   *  text now) on the left, the file on the right; the diff itself when the file changed
+   *  too much since for that. Returns the virtual document to drop afterwards. */
+  private async showChange(file: ChangedFile): Promise<vscode.Uri> {
+    const target = this.resolvePath(file.path);
+    const name = file.path.split('/').pop() ?? file.path;
+    let now = '';
+    if (target && file.status !== 'deleted') {
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString());
+      now = open ? open.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(target).then(undefined, () => new Uint8Array()));
+    }
+    const before = textBefore(now, file.hunks);
+    if (before === undefined || !target) {
+      const uri = this.docs.add(`${name}.diff`, file.hunks.map((h) => h.diff).join(''));
+      await vscode.window.showTextDocument(uri, { preview: true, preserveFocus: true });
+      return uri;
+    }
+    const left = this.docs.add(name, before);
+    const right = file.status === 'deleted' ? this.docs.add(name, '') : target;
+    await vscode.commands.executeCommand('vscode.diff', left, right, `${file.path} (agent's changes)`, { preview: true, preserveFocus: true });
+    return left;
+  }
+
+  /** Undoes a file's change (or one hunk): conflicts are warnings, nothing is overwritten. */
+  private async undoChange(sessionId: string, path: string, hunkId?: string): Promise<void> {
+    const result = await this.request(Methods.sessionRevertChanges, revertRequest(sessionId, path, hunkId));
+    const { info, warnings } = revertMessages(result, hunkId !== undefined);
+    if (info) {
+      void vscode.window.showInformationMessage(info);
+    }
+    for (const warning of warnings) {
+      void vscode.window.showWarningMessage(warning);
+    }
   }
 
   /** "Fork from here": a new session with the history before the checkpoint, shown. */

@@ -24,6 +24,7 @@ M.ui = {
   text_open = false, -- the last line is the agent's text, still streaming
   calls = {}, -- toolCallId -> extmark id
   messages = {}, -- the user messages: {mark, turnId?, checkpointId?} (rewind.lua)
+  edited = {}, -- the files the running turn's edits changed (path -> true), for the hint
 }
 
 local function agentls()
@@ -72,6 +73,10 @@ local function ensure_buffers()
         vim.notify("agentls: no checkpoint for this message", vim.log.levels.WARN)
       end
     end, { buffer = ui.buf, desc = "agentls: fork from this message" })
+    vim.keymap.set("n", keys.review, function()
+      local message = M.user_message_at(vim.api.nvim_win_get_cursor(0)[1] - 1)
+      require("agentls.review").open(message and message.turnId)
+    end, { buffer = ui.buf, desc = "agentls: review the changes from this message's turn on" })
     -- `/` at the start of the input completes the slash commands (built-in and custom);
     -- <C-x><C-o> completes them too.
     vim.bo[ui.input].omnifunc = "v:lua.require'agentls.chat'.omnifunc"
@@ -181,8 +186,9 @@ local function user_header(turn_id, checkpoint_id)
   local row = vim.api.nvim_buf_line_count(M.ui.buf) - 2
   local keys = agentls().config.keymaps
   local mark = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, row, 0, {
-    virt_text = { { string.format("  %s rewind · %s fork", keys.rewind, keys.fork), "Comment" } },
+    virt_text = { { string.format("  %s rewind · %s fork · %s review changes", keys.rewind, keys.fork, keys.review), "Comment" } },
   })
+  M.ui.edited = {}
   local message = { mark = mark, turnId = turn_id, checkpointId = checkpoint_id }
   table.insert(M.ui.messages, message)
   return message
@@ -305,6 +311,9 @@ function M.on_update(params)
     M.ui.calls[update.toolCallId] = vim.api.nvim_buf_set_extmark(M.ui.buf, ns, last, 0, {})
   elseif kind == "toolCallUpdate" then
     set_call_status(update.toolCallId, update.status)
+    if update.diff and update.diff.path then
+      M.ui.edited[update.diff.path] = true
+    end
   elseif kind == "plan" then
     local lines = { "", "### Plan" }
     for _, entry in ipairs(update.entries or {}) do
@@ -342,6 +351,19 @@ function M.on_update(params)
     local reason = update.stopReason
     if reason ~= "endTurn" then
       append_lines({ "> turn ended: " .. tostring(reason) })
+    end
+    local edited = vim.tbl_count(M.ui.edited or {})
+    if edited > 0 then
+      local keys = agentls().config.keymaps
+      append_lines({
+        string.format(
+          "> ✎ %d file%s edited: :AgentReview (or %s on your message) to keep or undo each change",
+          edited,
+          edited == 1 and "" or "s",
+          keys.review
+        ),
+      })
+      M.ui.edited = {}
     end
     if reason ~= "cancelled" then
       M.notify_away("turn_end", reason == "endTurn" and "agentls: the agent finished its turn"

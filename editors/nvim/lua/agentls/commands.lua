@@ -243,6 +243,17 @@ function M.register()
     AgentAsk = { M.ask, { nargs = "?", range = true } },
     AgentRewind = { function() require("agentls.rewind").pick("rewind") end, {} },
     AgentFork = { function() require("agentls.rewind").pick("fork") end, {} },
+    AgentReview = {
+      function(o)
+        require("agentls.review").open(o.args)
+      end,
+      {
+        nargs = "?",
+        complete = function()
+          return require("agentls.review").complete()
+        end,
+      },
+    },
     AgentMode = {
       function(o)
         M.set_mode(o.args)

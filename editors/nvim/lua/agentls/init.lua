@@ -26,6 +26,7 @@ local defaults = {
     cancel = "<C-c>",
     rewind = "R", -- on a user message of the transcript: "Rewind to here"
     fork = "gR", -- on a user message of the transcript: "Fork from here"
+    review = "C", -- on a user message of the transcript: review the changes from that turn on
   },
   root_markers = { ".git", "AGENTS.md", "Cargo.toml", "package.json" },
   -- When the agent needs the user while the chat is not in view: a vim.notify, and with
@@ -145,6 +146,10 @@ function M.client(bufnr)
     root_dir = root,
     init_options = settings(),
     handlers = handlers.table(),
+    -- Every change goes at once (Neovim waits 150 ms by default): the server reads the
+    -- buffers as they are when an edit it sent is applied (checkpoints, a turn's changes to
+    -- review), and an edit's didChange must reach it before the answer to that edit.
+    flags = { debounce_text_changes = 0 },
   }
   if vim.fn.has("nvim-0.11") == 0 and not is_file_buffer(bufnr) then
     -- Neovim 0.10's vim.lsp.start always attaches its buffer: start without one, so the
