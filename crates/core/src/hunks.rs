@@ -9,8 +9,9 @@ use similar::{ChangeTag, DiffOp, TextDiff};
 /// Lines of context around a hunk.
 const CONTEXT: usize = 3;
 
-/// One hunk of a file's change: 1-based line ranges (a range of 0 lines starts after the
-/// line before it, as in a unified diff), and its unified diff text.
+/// One hunk of a file's change: the 1-based line ranges of the changed lines (a range of 0
+/// lines starts after the line before it, as in a unified diff), and its unified diff text
+/// (whose `@@` header counts the context lines too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hunk {
     /// Names the hunk's place and content: the same change listed again has the same id, a
@@ -66,12 +67,16 @@ fn hunk<'a>(diff: &TextDiff<'a, 'a, 'a, str>, group: &[DiffOp]) -> Hunk {
             range.start + 1
         }
     };
+    // The header is a unified diff's: the lines shown, context included.
+    let (first_op, last_op) = (&group[0], &group[group.len() - 1]);
+    let shown_old = first_op.old_range().start..last_op.old_range().end;
+    let shown_new = first_op.new_range().start..last_op.new_range().end;
     let header = format!(
         "@@ -{},{} +{},{} @@\n",
-        start(&old),
-        old.len(),
-        start(&new),
-        new.len()
+        start(&shown_old),
+        shown_old.len(),
+        start(&shown_new),
+        shown_new.len()
     );
     let id = format!(
         "h{}-{}",

@@ -13,7 +13,7 @@ fn hunks_have_ranges_diffs_and_ids_that_name_their_content() {
         .map(|h| (h.old_start, h.old_lines, h.new_start, h.new_lines))
         .collect();
     assert_eq!(ranges, [(2, 1, 2, 1), (13, 1, 13, 2)]);
-    assert_eq!(found[0].diff, "@@ -2,1 +2,1 @@\n a\n-b\n+B\n c\n d\n e\n");
+    assert_eq!(found[0].diff, "@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n");
     assert_eq!(hunks(BEFORE, AFTER), found, "the same change, the same ids");
     let other = hunks(BEFORE, &AFTER.replace("M2", "M3"));
     assert_eq!(other[0].id, found[0].id);

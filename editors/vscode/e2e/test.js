@@ -793,11 +793,11 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   await pickRow('review/a.txt');
   await page.locator('.tab', { hasText: "review/a.txt (agent's changes)" }).first().waitFor();
   await pickRow('Undo a hunk');
-  await rows.filter({ hasText: '@@ -18,1 +18,2 @@' }).first().waitFor({ state: 'visible' });
+  await rows.filter({ hasText: '@@ -15,6 +15,7 @@' }).first().waitFor({ state: 'visible' });
   const hunks = await rows.allInnerTexts();
   console.log(`hunk pick: ${JSON.stringify(hunks)}`);
-  assert.match(hunks.join('\n'), /@@ -2,1 \+2,1 @@[\s\S]*-a2 {2}\+A2/);
-  await pickRow('@@ -18,1 +18,2 @@');
+  assert.match(hunks.join('\n'), /@@ -1,5 \+1,5 @@[\s\S]*-a2 {2}\+A2/);
+  await pickRow('@@ -15,6 +15,7 @@');
   await page.locator('.notification-toast', { hasText: 'agentls: undone a hunk of review/a.txt' }).first().waitFor();
   const expectedA = a.replace('a2\n', 'A2\n');
   await until('a.txt with one hunk undone on disk', () => readWorkspace('review/a.txt') === expectedA);
