@@ -176,7 +176,13 @@ impl Prepared {
 /// The request the next prompt would produce (with `text` as what the user typed; empty
 /// for an inspection without a prompt), reported.
 pub fn report(inputs: &Inputs, text: &str, cache: &mut AssemblyCache) -> ContextReport {
-    let prepared = prepare(inputs, cache);
+    let mut prepared = prepare(inputs, cache);
+    // The tools an ordinary turn offers: `report_finding` is a review turn's only, and
+    // `save_memory` goes with `memory.enabled` (as `Turn::offer_tools` decides).
+    prepared.static_context.tools.retain(|tool| {
+        tool.name != crate::review::REPORT_FINDING_TOOL
+            && (inputs.config.memory_enabled || tool.name != "save_memory")
+    });
     let request = prepared.request(inputs.history, text, inputs.prompts, cache);
     ContextReport {
         context_window: request.context_window,

@@ -3,7 +3,10 @@
 //! (`--files` files of about 1 KB). A real agentls serves it; the fake provider scripts one
 //! turn that changes `--changed` files with one shell command, then the changes are listed
 //! `--runs` times, each timed end to end over stdio (what an editor waits for), and one
-//! whole-file undo of them (`agent/session/revertChanges`) is timed once.
+//! whole-file undo of them (`agent/session/revertChanges`) is timed once. The workspace is
+//! a git repository (one commit), so the cost of a subagent that works apart
+//! (`isolation: worktree`: a worktree of the 20,000 files made, committed and removed) is
+//! timed too, as a `task` turn beside the same turn with a subagent that works in place.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +27,10 @@ pub struct ReviewReport {
     pub listings: Vec<Duration>,
     pub undo: Duration,
     pub turn: Duration,
+    /// A turn whose one `task` call runs a subagent that answers at once: working apart,
+    /// and in place.
+    pub task_apart: Duration,
+    pub task_in_place: Duration,
 }
 
 pub async fn run(options: &ReviewOptions) -> Result<ReviewReport, String> {
@@ -32,9 +39,50 @@ pub async fn run(options: &ReviewOptions) -> Result<ReviewReport, String> {
     let state = base.join("state");
     std::fs::create_dir_all(&state).map_err(|e| e.to_string())?;
     crate::bench_checkpoint::generate(&root, options.files)?;
+    repository(&root)?;
     let result = measure(&root, &state, options).await;
     let _ = std::fs::remove_dir_all(&base);
     result
+}
+
+/// The workspace as a git repository of one commit, with two subagents that answer at
+/// once: one works apart, one in place.
+fn repository(root: &std::path::Path) -> Result<(), String> {
+    for (name, isolation) in [("apart", "isolation: worktree\n"), ("inplace", "")] {
+        let file = root.join(format!(".agents/agents/{name}.md"));
+        std::fs::create_dir_all(file.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(
+            &file,
+            format!("---\ndescription: answers\ntools: read_file\n{isolation}---\nSUBAGENT-{name}: answer.\n"),
+        )
+            .map_err(|e| e.to_string())?;
+    }
+    for args in [
+        &["init", "--quiet"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "commit",
+            "--quiet",
+            "-m",
+            "files",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("git {args:?} failed"));
+        }
+    }
+    Ok(())
 }
 
 /// One turn that changes the first line of `options.changed` files spread over the
@@ -55,6 +103,18 @@ async fn scripted(options: &ReviewOptions) -> FakeProvider {
         None,
     ));
     fake.push(FakeProvider::openai_text(&["Done."], None));
+    for agent in ["apart", "inplace"] {
+        let task = json!({"agent": agent, "prompt": "Go."}).to_string();
+        fake.push(FakeProvider::openai_tool_calls(
+            &[(agent, "task", &[task.as_str()])],
+            None,
+        ));
+        fake.push_for(
+            &format!("SUBAGENT-{agent}"),
+            FakeProvider::openai_text(&["Answered."], None),
+        );
+        fake.push(FakeProvider::openai_text(&["Done."], None));
+    }
     fake
 }
 
@@ -112,6 +172,14 @@ async fn measure(
     if undone["reverted"].as_array().map_or(0, Vec::len) != options.changed {
         return Err(format!("the undo did not revert every file: {undone}"));
     }
+    let mut tasks = Vec::new();
+    for agent in ["apart", "inplace"] {
+        let started = Instant::now();
+        client
+            .prompt_to_end(&session, &format!("Ask {agent}."))
+            .await?;
+        tasks.push(started.elapsed());
+    }
     let _ = client.request("shutdown", Value::Null).await;
     let _ = client.notify("exit", Value::Null).await;
     Ok(ReviewReport {
@@ -120,6 +188,8 @@ async fn measure(
         listings,
         undo,
         turn,
+        task_apart: tasks[0],
+        task_in_place: tasks[1],
     })
 }
 
@@ -142,5 +212,11 @@ pub fn print(options: &ReviewOptions, report: &ReviewReport) {
         options.changed,
         report.undo.as_secs_f64() * 1e3,
         report.turn.as_secs_f64() * 1e3,
+    );
+    println!(
+        "a task turn whose subagent works apart (a git worktree of the {} files made, committed, removed): {:.0} ms; the same turn with the subagent in place: {:.0} ms",
+        options.files,
+        report.task_apart.as_secs_f64() * 1e3,
+        report.task_in_place.as_secs_f64() * 1e3,
     );
 }
