@@ -211,15 +211,10 @@ async fn without_git_an_isolated_subagent_is_refused_and_a_killed_servers_worktr
         ],
     );
     let (server, _) = session_server(&ws, &fake, json!({})).await;
-    let mut swept = false;
-    for _ in 0..500 {
-        if !stale.exists() {
-            swept = true;
-            break;
-        }
+    // The sweep runs beside the session's start: wait for it (no clock in the test).
+    while stale.exists() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert!(swept, "the stale worktree is removed");
     git(&ws.root, &["rev-parse", "--verify", "agentls/task-old"]);
     server.stop().await;
 }
