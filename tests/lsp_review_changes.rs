@@ -413,3 +413,53 @@ async fn an_undo_over_the_users_later_change_is_a_conflict_left_alone() {
     .unwrap_err();
     assert!(malformed.contains("path"), "{malformed}");
 }
+
+#[tokio::test]
+async fn an_edit_the_editor_applied_but_has_not_told_of_yet_is_the_turns_change() {
+    // An editor that holds its didChange back (Neovim does, 150 ms): the turn's end must
+    // still see what the agent wrote into the open buffer.
+    let ws = workspace();
+    fs::write(ws.root.join("b.txt"), "b1\nb2\nb3\n").unwrap();
+    let fake = FakeProvider::start().await;
+    let buffers: Buffers = Arc::default();
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}, "checks": {"afterEdit": "off"}}),
+    );
+    let server = server(&ws, options, Some(editor(buffers.clone()))).await;
+    let session = new_session(&server).await;
+    let b_uri = format!("file://{}", ws.root.join("b.txt").display());
+    buffers
+        .lock()
+        .unwrap()
+        .insert(b_uri.clone(), "b1\nb2\nb3\n".into());
+    server.open(&b_uri, "plaintext", 1, "b1\nb2\nb3\n").await;
+    let edit = json!({"path": "b.txt", "old_text": "b2\n", "new_text": "B2\n"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("e1", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (updates, _) = run_turn(&server, &session, "Change b.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    assert_eq!(buffers.lock().unwrap()[&b_uri], "b1\nB2\nb3\n");
+
+    let listed = request(
+        &server,
+        "agent/session/changes",
+        json!({"sessionId": session}),
+    )
+    .await
+    .unwrap();
+    let files = listed["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{listed}");
+    assert_eq!(files[0]["path"], "b.txt");
+    assert!(
+        files[0]["hunks"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-b2\n+B2\n"),
+        "{listed}"
+    );
+}

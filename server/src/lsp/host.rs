@@ -35,6 +35,11 @@ pub(super) struct LspHost {
     pub(super) notices: tokio::sync::mpsc::UnboundedSender<Outgoing>,
     /// Progress reports begun and not ended: the sender ends each with its message.
     pub(super) progress: std::sync::Mutex<HashMap<String, tokio::sync::oneshot::Sender<String>>>,
+    /// Edits the editor said it applied to an open buffer, by URI: the buffer's version
+    /// they were made against and the text they left. Until the editor's didChange brings a
+    /// later version (Neovim holds its first change back 150 ms), `buffer` answers with
+    /// that text, so a snapshot at the turn's end sees the agent's edit.
+    pub(super) applied: std::sync::Mutex<HashMap<Url, (i32, String)>>,
 }
 
 /// What the notice task sends, in order.
@@ -83,6 +88,7 @@ impl LspHost {
             backend,
             notices,
             progress: std::sync::Mutex::new(HashMap::new()),
+            applied: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -130,6 +136,17 @@ impl Host for LspHost {
     async fn buffer(&self, path: &Path) -> Option<(String, i32)> {
         let uri = Url::from_file_path(path).ok()?;
         let snapshot = self.backend.state.documents.snapshot(&uri).await?;
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        match applied.get(&uri) {
+            // The editor has not told of its edit yet: its text is what it applied.
+            Some((version, text)) if snapshot.version <= *version => {
+                return Some((text.clone(), snapshot.version))
+            }
+            Some(_) => {
+                applied.remove(&uri);
+            }
+            None => {}
+        }
         Some((snapshot.rope.to_string(), snapshot.version))
     }
 
@@ -138,6 +155,22 @@ impl Host for LspHost {
         if !support.apply_edit {
             return Err("the editor does not support workspace/applyEdit".into());
         }
+        // An open buffer's edit: the text it leaves, kept until the editor tells of it.
+        let buffered = match &change {
+            FileChange::Edit {
+                path,
+                version: Some(v),
+                ..
+            }
+            | FileChange::Write {
+                path,
+                version: Some(v),
+                ..
+            } => Url::from_file_path(path)
+                .ok()
+                .map(|uri| (uri, *v, change.new_text())),
+            _ => None,
+        };
         let edit = to_proto::workspace_edit(change, self.backend.state.encoding(), support)?;
         self.flush_notices().await;
         let answer = client_request::send::<request::ApplyWorkspaceEdit>(
@@ -153,7 +186,15 @@ impl Host for LspHost {
             Err(_) => Err(format!(
                 "the editor did not answer workspace/applyEdit within {timeout_ms} ms (lsp.applyEditTimeoutMs); the edit may not have been applied"
             )),
-            Ok(Ok(response)) if response.applied => Ok(()),
+            Ok(Ok(response)) if response.applied => {
+                if let Some((uri, version, text)) = buffered {
+                    self.applied
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(uri, (version, text));
+                }
+                Ok(())
+            }
             Ok(Ok(response)) => Err(response
                 .failure_reason
                 .unwrap_or_else(|| "the editor refused the edit".into())),
