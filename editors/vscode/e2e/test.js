@@ -12,6 +12,7 @@
 'use strict';
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { chromium } = require('playwright-core');
@@ -825,4 +826,113 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   await editor.locator('.view-line', { hasText: /^a18$/ }).first().waitFor();
   assert.equal(await editor.locator('.view-line', { hasText: /^A18$/ }).count(), 0);
   assert.equal(await editor.locator('.view-line', { hasText: /^added$/ }).count(), 0);
+});
+
+/** The rows of the Problems panel that show `text` (a file's row or a problem's). */
+function problemRow(text) {
+  return page.locator('.markers-panel .monaco-list-row', { hasText: text });
+}
+
+/** Puts the cursor on the editor line showing `text` and picks `title` in its quick fix
+ *  menu (Ctrl+.). */
+async function quickFix(text, title) {
+  await page.locator('.monaco-editor .view-line', { hasText: text }).first().click();
+  await page.keyboard.press('Control+.');
+  const row = page.locator('.action-widget .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible' });
+  const offered = (await page.locator('.action-widget .monaco-list-row').allInnerTexts()).map((t) => t.trim());
+  console.log(`quick fixes at ${JSON.stringify(text)}: ${JSON.stringify(offered)}`);
+  // The menu blocks the pointer until the mouse moves (as a person's does, to the row).
+  const box = await row.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2, { steps: 2 });
+  await row.click();
+  await page.locator('.action-widget').waitFor({ state: 'hidden' });
+}
+
+step('/review: the planted bug is a problem; Dismiss removes a finding, Fix with agent fixes and clears one', async () => {
+  // The workspace becomes a git repository whose commit has src/age.rs right; the
+  // uncommitted change plants the bug on line 2 (as tests/lsp_review.rs does).
+  const committed = 'pub fn is_adult(age: u32) -> bool {\n    age >= 18\n}\n';
+  const planted = committed.replace('age >= 18', 'age > 18');
+  const age = path.join(WORKSPACE, 'src', 'age.rs');
+  fs.writeFileSync(age, committed);
+  const git = (...args) =>
+    execFileSync('git', ['-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', ...args], { cwd: WORKSPACE, stdio: 'pipe' });
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'first');
+  fs.writeFileSync(age, planted);
+
+  // The review turn reports the bug and a note, then answers; the fix turn edits line 2.
+  const bug = 'an 18-year-old is an adult: `>` leaves 18 out';
+  const note = 'say what an adult is in a doc comment';
+  const finding = (id, line, severity, message) => ({ id, name: 'report_finding', arguments: { path: 'src/age.rs', line, severity, message } });
+  await pushReply({ toolCalls: [finding('rf1', 2, 'error', bug), finding('rf2', 1, 'info', note)] });
+  await pushReply({ text: ['One bug: 18 is left out.'] });
+  await pushReply({ toolCalls: [{ id: 'fx1', name: 'edit_file', arguments: { path: 'src/age.rs', old_text: 'age > 18', new_text: 'age >= 18' } }] });
+  await pushReply({ text: ['Fixed: 18 is an adult now.'] });
+
+  await page.keyboard.press('F1');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ state: 'visible' });
+  await box.fill('src/age.rs');
+  await pickRow('age.rs');
+  await page.locator('.tab.active', { hasText: 'age.rs' }).waitFor();
+  await page.locator('.monaco-editor .view-line', { hasText: 'age > 18' }).first().waitFor();
+
+  // `/rev`, Enter takes the suggestion, Enter sends.
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await input.fill('');
+  await input.pressSequentially('/rev');
+  await chat.locator('#suggestions .suggestion', { hasText: '/review' }).waitFor({ state: 'visible' });
+  await input.press('Enter');
+  assert.equal(await input.inputValue(), '/review ');
+  const before = (await providerRequests()).length;
+  await input.press('Enter');
+  const summary = chat.locator('.block.agent', { hasText: 'Review findings (2):' });
+  await summary.waitFor();
+  console.log(`review answer: ${JSON.stringify(await summary.innerText())}`);
+  const reviewRequest = (await providerRequests())[before];
+  assert.ok(reviewRequest, 'the review turn reached the provider');
+  const sent = JSON.stringify(reviewRequest.body);
+  assert.ok(sent.includes('+    age > 18') && sent.includes('-    age >= 18'), 'the model got the uncommitted diff');
+
+  // The Problems panel: both findings under age.rs, from agentls review, at their lines.
+  await runCommand('Focus on Problems View');
+  const bugRow = problemRow(bug);
+  const noteRow = problemRow(note);
+  await bugRow.first().waitFor({ state: 'visible' });
+  await noteRow.first().waitFor({ state: 'visible' });
+  const rows = (await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`problems: ${JSON.stringify(rows)}`);
+  const file = rows.findIndex((t) => /^age\.rs\s*src\b/.test(t)); // name, folder, count
+  assert.ok(file >= 0, `a row for age.rs: ${JSON.stringify(rows)}`);
+  const bugText = rows.find((t) => t.includes(bug));
+  assert.ok(rows.indexOf(bugText) > file, `the bug's row is under age.rs: ${JSON.stringify(rows)}`);
+  assert.match(bugText, /agentls review/);
+  assert.match(bugText, /\[Ln 2, Col 1\]/);
+  assert.equal(await bugRow.first().locator('.codicon-error').count(), 1, 'the bug is an error');
+  assert.match(rows.find((t) => t.includes(note)), /agentls review.*\[Ln 1, Col 1\]/);
+
+  // Line 1's quick fix "Dismiss": the note goes, the bug stays.
+  await quickFix('pub fn is_adult', 'Dismiss');
+  await noteRow.first().waitFor({ state: 'detached' });
+  assert.equal(await bugRow.count(), 1);
+
+  // Line 2's quick fix "Fix with agent": a turn with the finding's prompt edits the line;
+  // the problem clears.
+  const beforeFix = (await providerRequests()).length;
+  await quickFix('age > 18', 'Fix with agent');
+  await chat.locator('.block.agent', { hasText: 'Fixed: 18 is an adult now.' }).waitFor();
+  await bugRow.first().waitFor({ state: 'detached' });
+  await until('src/age.rs fixed on disk', () => readWorkspace('src/age.rs') === committed);
+  await page.locator('.monaco-editor .view-line', { hasText: 'age >= 18' }).first().waitFor();
+  assert.equal(await page.locator('.monaco-editor .view-line', { hasText: 'age > 18' }).count(), 0);
+  const fixRequest = (await providerRequests())[beforeFix];
+  const messages = fixRequest.body.messages;
+  const prompt = contentText(messages.filter((m) => m.role === 'user').pop());
+  assert.ok(prompt.includes('src/age.rs:2') && prompt.includes(bug), `the fix prompt names the finding: ${JSON.stringify(prompt)}`);
+  assert.equal(await problemRow('agentls review').count(), 0, 'no review problem is left');
 });
