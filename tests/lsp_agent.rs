@@ -168,7 +168,11 @@ async fn an_approved_edit_arrives_as_apply_edit_and_a_rejected_one_does_not() {
     let edit =
         json!({"path": "src/lib.rs", "old_text": "    41\n", "new_text": "    42\n"}).to_string();
     fake.push_call_then_text("call_e1", "edit_file", &edit, "Done.");
-    fake.push_call_then_text("call_e2", "edit_file", &edit, "Understood.");
+    // The editor applied the first (it answered `applied`): the buffer holds 42 now, even
+    // before a didChange says so.
+    let again =
+        json!({"path": "src/lib.rs", "old_text": "    42\n", "new_text": "    43\n"}).to_string();
+    fake.push_call_then_text("call_e2", "edit_file", &again, "Understood.");
     let (responder, seen) = responder(&["allowOnce", "rejectOnce"]);
     let server = server(
         &ws,
