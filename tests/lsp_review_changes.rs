@@ -85,6 +85,21 @@ async fn request(server: &Server, method: &str, params: Value) -> Result<Value, 
         .map_err(|e| format!("{e:?}"))
 }
 
+/// A server on `ws` under full-auto, whose editor applies edits to `Buffers`, and a
+/// session in it.
+async fn review_server(ws: &Workspace) -> (FakeProvider, Buffers, Server, String) {
+    let fake = FakeProvider::start().await;
+    let buffers: Buffers = Arc::default();
+    let options = provider_options(
+        &fake,
+        ws,
+        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}, "checks": {"afterEdit": "off"}}),
+    );
+    let server = server(ws, options, Some(editor(buffers.clone()))).await;
+    let session = new_session(&server).await;
+    (fake, buffers, server, session)
+}
+
 /// The turn: two far-apart edits of a.txt, b.txt rewritten, c.txt created.
 async fn three_file_turn(server: &Server, fake: &FakeProvider, session: &str) {
     let edit = |id: &'static str, old: &str, new: &str| {
@@ -129,15 +144,7 @@ async fn a_turns_changes_are_kept_or_undone_per_file_and_hunk() {
     let b = "b1\nb2\nb3\n";
     fs::write(ws.root.join("a.txt"), &a).unwrap();
     fs::write(ws.root.join("b.txt"), b).unwrap();
-    let fake = FakeProvider::start().await;
-    let buffers: Buffers = Arc::default();
-    let options = provider_options(
-        &fake,
-        &ws,
-        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}, "checks": {"afterEdit": "off"}}),
-    );
-    let server = server(&ws, options, Some(editor(buffers.clone()))).await;
-    let session = new_session(&server).await;
+    let (fake, buffers, server, session) = review_server(&ws).await;
     three_file_turn(&server, &fake, &session).await;
     let after_a = a.replace("a2\n", "A2\n").replace("a18\n", "A18\nadded\n");
     assert_eq!(fs::read_to_string(ws.root.join("a.txt")).unwrap(), after_a);
@@ -301,14 +308,7 @@ async fn an_undo_over_the_users_later_change_is_a_conflict_left_alone() {
     let a = lines("a", 20);
     fs::write(ws.root.join("a.txt"), &a).unwrap();
     fs::write(ws.root.join("b.txt"), "b1\nb2\nb3\n").unwrap();
-    let fake = FakeProvider::start().await;
-    let options = provider_options(
-        &fake,
-        &ws,
-        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}, "checks": {"afterEdit": "off"}}),
-    );
-    let server = server(&ws, options, Some(editor(Arc::default()))).await;
-    let session = new_session(&server).await;
+    let (fake, _, server, session) = review_server(&ws).await;
     three_file_turn(&server, &fake, &session).await;
     let listed = request(
         &server,
@@ -420,15 +420,7 @@ async fn an_edit_the_editor_applied_but_has_not_told_of_yet_is_the_turns_change(
     // still see what the agent wrote into the open buffer.
     let ws = workspace();
     fs::write(ws.root.join("b.txt"), "b1\nb2\nb3\n").unwrap();
-    let fake = FakeProvider::start().await;
-    let buffers: Buffers = Arc::default();
-    let options = provider_options(
-        &fake,
-        &ws,
-        json!({"approval": "full-auto", "tools": {"readBeforeWrite": false}, "checks": {"afterEdit": "off"}}),
-    );
-    let server = server(&ws, options, Some(editor(buffers.clone()))).await;
-    let session = new_session(&server).await;
+    let (fake, buffers, server, session) = review_server(&ws).await;
     let b_uri = format!("file://{}", ws.root.join("b.txt").display());
     buffers
         .lock()

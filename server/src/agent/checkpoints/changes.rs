@@ -115,14 +115,7 @@ impl Agent {
         let handle = self.handle(id).await?;
         let buffers = self.unsaved_buffers(&handle).await;
         let mut live = handle.live.lock().await;
-        {
-            let state = handle.state();
-            if state.running.is_some() || !state.waiting.is_empty() {
-                return Err(AgentError::failed(format!(
-                    "a turn of session {id} is running: cancel it or wait for its end before undoing its changes"
-                )));
-            }
-        }
+        handle.refuse_while_running("undoing its changes")?;
         let events = self.events_of(id)?;
         let Some(since) = since_checkpoint(&events, id, since_turn_id)? else {
             return Err(AgentError::invalid_params(format!(

@@ -66,14 +66,7 @@ impl Agent {
         // Read before the session is held (it reads the ledger).
         let buffers = self.unsaved_buffers(&handle).await;
         let mut live = handle.live.lock().await;
-        {
-            let state = handle.state();
-            if state.running.is_some() || !state.waiting.is_empty() {
-                return Err(AgentError::failed(format!(
-                    "a turn of session {id} is running: cancel it or wait for its end before rewinding"
-                )));
-            }
-        }
+        handle.refuse_while_running("rewinding")?;
         let events = self.events_of(id)?;
         let listed = core::list(&events);
         let Some(at) = listed.iter().position(|c| c.id == checkpoint_id) else {

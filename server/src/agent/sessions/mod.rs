@@ -115,6 +115,19 @@ pub(in crate::agent) struct AskedIn {
 }
 
 impl SessionHandle {
+    /// Err while a turn of the session runs or waits: `what` (rewinding, undoing its
+    /// changes) must wait for its end.
+    pub(in crate::agent) fn refuse_while_running(&self, what: &str) -> Result<(), AgentError> {
+        let state = self.state();
+        if state.running.is_some() || !state.waiting.is_empty() {
+            return Err(AgentError::failed(format!(
+                "a turn of session {} is running: cancel it or wait for its end before {what}",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
     /// The session and turn a permission request of this session's turn `turn_id` is asked
     /// in; a subagent's `tool_call` is labelled (its name in the title, `subagent`,
     /// `subagentSessionId`, `parentToolCallId`). The one route of every request: tool calls,
