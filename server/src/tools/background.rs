@@ -113,6 +113,8 @@ struct TerminalFollow {
     /// The terminal's output at the last pull, and whether it was released (then it is not
     /// asked again). One pull at a time, so each piece of output is taken once.
     seen: tokio::sync::Mutex<(String, bool)>,
+    /// The client answered its `terminal/release`: nothing is left to tell it at exit.
+    released: std::sync::atomic::AtomicBool,
 }
 
 /// Where the output streams to while the starting call waits (the call's `on_output`).
@@ -305,6 +307,7 @@ pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<Stri
             let runner = Runner::Terminal(TerminalFollow {
                 terminal,
                 seen: Default::default(),
+                released: Default::default(),
             });
             let background = register(cx, command, cwd, root, before, runner);
             background.state.locked().live = Some(cx.on_output.clone());
@@ -443,8 +446,17 @@ async fn follow(background: Arc<Background>, absent: Vec<ProtectedBefore>) {
     if let Runner::Terminal(follow) = &background.runner {
         follow.seen.lock().await.1 = true;
     }
-    if let Err(err) = terminal.release().await {
-        tracing::warn!("{}: {err}", background.id);
+    match terminal.release().await {
+        Ok(()) => {
+            if let Runner::Terminal(follow) = &background.runner {
+                follow
+                    .released
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        // The connection closing ends the wait for its exit too: the release is then
+        // sent at exit (`release_terminals_at_exit`), whoever noted the end first.
+        Err(err) => tracing::warn!("{}: {err}", background.id),
     }
     let ending = with_planted(ending, &absent);
     if background.end(ending, exit_code) {
@@ -659,7 +671,7 @@ pub fn release_terminals_at_exit() -> usize {
     let mut released = 0;
     for background in sessions.values().flat_map(|s| &s.commands) {
         if let Runner::Terminal(follow) = &background.runner {
-            if !background.ended() {
+            if !follow.released.load(std::sync::atomic::Ordering::SeqCst) {
                 follow.terminal.abandon();
                 released += 1;
             }
