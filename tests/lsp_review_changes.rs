@@ -123,15 +123,7 @@ async fn three_file_turn(server: &Server, fake: &FakeProvider, session: &str) {
             json!({"path": "c.txt", "content": "new\n"}).to_string(),
         ),
     ];
-    let calls: Vec<(&str, &str, [&str; 1])> = calls
-        .iter()
-        .map(|(id, name, args)| (*id, *name, [args.as_str()]))
-        .collect();
-    let calls: Vec<(&str, &str, &[&str])> = calls
-        .iter()
-        .map(|(id, name, args)| (*id, *name, args.as_slice()))
-        .collect();
-    fake.push(FakeProvider::openai_tool_calls(&calls, None));
+    fake.push(parallel_calls(&calls));
     fake.push(FakeProvider::openai_text(&["Done."], None));
     let (updates, _) = run_turn(server, session, "Change the three files.").await;
     assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");

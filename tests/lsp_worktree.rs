@@ -80,15 +80,7 @@ async fn two_isolated_subagents_edit_one_file_apart_and_the_parent_applies_one()
     repository(&ws);
     let fake = FakeProvider::start().await;
     let calls = [task("t1", "worker-a"), task("t2", "worker-b")];
-    let calls: Vec<(&str, &str, [&str; 1])> = calls
-        .iter()
-        .map(|(id, name, args)| (*id, *name, [args.as_str()]))
-        .collect();
-    let calls: Vec<(&str, &str, &[&str])> = calls
-        .iter()
-        .map(|(id, name, args)| (*id, *name, args.as_slice()))
-        .collect();
-    fake.push(FakeProvider::openai_tool_calls(&calls, None));
+    fake.push(parallel_calls(&calls));
     for (worker, value) in [("WORKER-a", "42"), ("WORKER-b", "43")] {
         let arguments = edit(value);
         fake.push_for(

@@ -361,3 +361,14 @@ pub fn statuses(messages: &[ServerMessage]) -> Vec<Value> {
         .map(|m| m.params.clone())
         .collect()
 }
+
+/// A reply calling each `(id, tool, arguments)` at once, each call's arguments whole.
+pub fn parallel_calls(calls: &[(&str, &str, String)]) -> agentls_dev::fake_provider::Reply {
+    let pieces: Vec<[&str; 1]> = calls.iter().map(|(_, _, args)| [args.as_str()]).collect();
+    let calls: Vec<(&str, &str, &[&str])> = calls
+        .iter()
+        .zip(&pieces)
+        .map(|((id, name, _), args)| (*id, *name, args.as_slice()))
+        .collect();
+    FakeProvider::openai_tool_calls(&calls, None)
+}
