@@ -81,15 +81,19 @@ impl FileChange {
         }
     }
 
+    /// The text the change was planned against (None: a new file).
+    pub fn original(&self) -> Option<&str> {
+        match self {
+            FileChange::Edit { original, .. } => Some(original),
+            FileChange::Write { original, .. } => original.as_deref(),
+        }
+    }
+
     /// The change as `{path, oldText, newText}` (whole texts; `oldText` null for a new file).
     pub fn as_diff(&self) -> FileDiff {
-        let original = match self {
-            FileChange::Edit { original, .. } => Some(original),
-            FileChange::Write { original, .. } => original.as_ref(),
-        };
         FileDiff {
             path: self.path().to_string_lossy().into_owned(),
-            old_text: original.cloned(),
+            old_text: self.original().map(str::to_string),
             new_text: self.new_text(),
         }
     }
@@ -304,6 +308,18 @@ pub trait Host: Send + Sync + 'static {
     /// answers): where it does, they are the check after a change.
     fn has_editor_diagnostics(&self) -> bool {
         false
+    }
+    /// The position encoding of the editor's language servers when the client answers
+    /// their requests (`agent/editor/lsp`); None for a host without an editor, or an editor
+    /// that does not offer them: the `lsp` tool then answers from the symbol index.
+    fn editor_language_servers(&self) -> Option<agentls_core::position::PositionEncoding> {
+        None
+    }
+    /// A standard LSP request (`textDocument/definition`, …) answered by the editor's
+    /// language servers; Err says why there is no answer (no server for the file, no
+    /// answer in time). Only called where `editor_language_servers` is Some.
+    async fn editor_lsp(&self, method: &str, _params: Value) -> Result<Value, String> {
+        Err(format!("no editor answers {method} here"))
     }
     /// The workspace symbol index (`find_symbol`), its open buffers brought up to date;
     /// None for a host that keeps none.

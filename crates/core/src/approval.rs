@@ -22,6 +22,17 @@ pub enum Gate {
     Refuse(String),
 }
 
+impl Gate {
+    /// The stricter of two verdicts: a refusal over a question over a run.
+    pub fn strictest(self, other: Gate) -> Gate {
+        match (self, other) {
+            (refused @ Gate::Refuse(_), _) | (_, refused @ Gate::Refuse(_)) => refused,
+            (Gate::Ask, _) | (_, Gate::Ask) => Gate::Ask,
+            (Gate::Run, Gate::Run) => Gate::Run,
+        }
+    }
+}
+
 /// The decision for a call of `tool` (kind `kind`; `command` for shell) under `policy`
 /// (one of `POLICIES`), the standing `rule` that matches it (`permission_rules::decide`)
 /// and the remembered `approvals`. Reads, searches and plan updates never ask; under `plan`

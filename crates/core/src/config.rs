@@ -676,6 +676,16 @@ const KEYS: &[Key] = &[
         keep: |_, _| {},
     },
     Key {
+        path: "capabilities.editorLanguageServers",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"false"#,
+            meaning: r#"set by the editor plugin, not the user: the client answers `agent/editor/lsp` with its own language servers, and the model is offered the `lsp` tool (read from `initializationOptions` only; see [The editor's language servers](#the-editors-language-servers))"#,
+        },
+        set: |_, v| boolean(v).map(|_| ()),
+        keep: |_, _| {},
+    },
+    Key {
         path: "compaction.auto",
         doc: KeyDoc {
             ty: r#"bool"#,

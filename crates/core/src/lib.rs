@@ -21,6 +21,7 @@ pub mod context;
 pub mod document;
 pub mod editor_context;
 pub mod editor_diagnostics;
+pub mod editor_lsp;
 pub mod editor_state;
 pub mod environment;
 pub mod event;

@@ -425,6 +425,7 @@ mod tests {
                 "list_dir",
                 "grep",
                 "find_symbol",
+                "lsp",
                 "edit_file",
                 "write_file",
                 "shell",

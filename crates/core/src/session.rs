@@ -415,7 +415,7 @@ fn push_item(items: &mut Vec<TranscriptItem>, item: &Item, tools: &dyn ToolCatal
                 tool_call_id: call_id.clone(),
                 name: name.clone(),
                 title: tools.title(name, &input),
-                tool_kind: tools.kind(name),
+                tool_kind: tools.kind(name, &input),
                 input,
                 status: "pending".into(),
                 output: None,

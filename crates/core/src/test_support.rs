@@ -10,7 +10,7 @@ use crate::tool_info::{LedgerRecord, ToolCatalog, ToolKind};
 pub(crate) struct TestTools;
 
 impl ToolCatalog for TestTools {
-    fn kind(&self, tool: &str) -> ToolKind {
+    fn kind(&self, tool: &str, _arguments: &serde_json::Value) -> ToolKind {
         match tool {
             "read_file" | "list_dir" => ToolKind::Read,
             "grep" => ToolKind::Search,

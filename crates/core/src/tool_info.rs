@@ -61,7 +61,9 @@ pub enum LedgerRecord {
 /// session's fold, the ledger and the transcript read a call's kind, title and record from
 /// here, so adding a tool changes nothing in the core.
 pub trait ToolCatalog {
-    fn kind(&self, tool: &str) -> ToolKind;
+    /// A call's kind: most tools have one, some decide by their arguments (`lsp`'s
+    /// `rename` is an edit); `Value::Null` asks for the tool's own.
+    fn kind(&self, tool: &str, arguments: &Value) -> ToolKind;
     /// A short title for a call's row in the UI. The arguments come from the model and may be
     /// anything: a missing or mistyped field gives a vaguer title, never a panic.
     fn title(&self, tool: &str, arguments: &Value) -> String;

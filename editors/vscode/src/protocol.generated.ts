@@ -266,6 +266,35 @@ export interface EditorFileDiagnostics {
 }
 
 /**
+ * Asks the editor's own language servers (rust-analyzer, pyright, gopls…) a standard LSP
+ * request for the `lsp` tool; sent only to a client that set
+ * `capabilities.editorLanguageServers` in its initializationOptions. Positions are in the
+ * encoding negotiated with agentls, as everywhere in this protocol.
+ */
+export interface EditorLspParams {
+  /**
+   * One of `textDocument/definition`, `textDocument/references`, `textDocument/hover`,
+   * `textDocument/documentSymbol`, `workspace/symbol`, `textDocument/rename`.
+   */
+  method: string;
+  /** The standard request's params. */
+  params: unknown;
+}
+
+/**
+ * The answer of the editor's language servers. A client with no language server for the
+ * file answers with an error (its message is shown to the model beside the symbol
+ * index's answer); `result: null` means the server found nothing.
+ */
+export interface EditorLspResult {
+  /**
+   * The standard result of `method` (for `textDocument/rename`, a `WorkspaceEdit` the
+   * client has not applied: agentls applies it after the user's approval).
+   */
+  result?: unknown;
+}
+
+/**
  * The schema of `agentls_core::editor_state::EditorState` (what the editor shows, sent
  * with a prompt and with `agent/session/context`). Schema only: the server reads the core
  * type; `tests::editor_state_matches_the_core_type` holds the two together.
@@ -951,6 +980,7 @@ export const Methods = {
   status: 'agent/status',
   requestPermission: 'agent/session/requestPermission',
   editorDiagnostics: 'agent/editor/diagnostics',
+  editorLsp: 'agent/editor/lsp',
   mcpDidChangeStatus: 'agent/mcp/didChangeStatus',
 } as const;
 
@@ -990,6 +1020,7 @@ export interface ClientRequests {
 export interface ServerRequests {
   'agent/session/requestPermission': { params: PermissionRequest; result: PermissionResponse };
   'agent/editor/diagnostics': { params: EditorDiagnosticsParams; result: EditorDiagnosticsResult };
+  'agent/editor/lsp': { params: EditorLspParams; result: EditorLspResult };
 }
 
 export interface ServerNotifications {

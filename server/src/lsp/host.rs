@@ -8,8 +8,8 @@ use crate::gather::DocumentSource;
 use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::locks::{Locked, ReadWriteLocked};
 use crate::protocol::lsp::{
-    EditorDiagnostics, EditorDiagnosticsParams, PermissionOption, RequestPermission, SessionUpdate,
-    SessionUpdateParams, Status, SubagentUpdate,
+    EditorDiagnostics, EditorDiagnosticsParams, EditorLsp, EditorLspParams, PermissionOption,
+    RequestPermission, SessionUpdate, SessionUpdateParams, Status, SubagentUpdate,
 };
 use crate::protocol::{lsp, Json};
 use agentls_core::agents_md::InstructionFiles;
@@ -19,6 +19,7 @@ use agentls_core::editor_diagnostics::Diagnostic;
 use agentls_core::editor_state::EditorState;
 use agentls_core::position::PositionEncoding;
 use agentls_core::prompts::Prompts;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +27,10 @@ use tower_lsp::lsp_types::{request, ApplyWorkspaceEditParams, MessageType, Url};
 
 /// How long past `diagnostics.settleMs` the server waits for `agent/editor/diagnostics`.
 const DIAGNOSTICS_MARGIN_MS: u64 = 1_000;
+/// How long an `agent/editor/lsp` request may take before the `lsp` tool answers from the
+/// symbol index: the editor bounds its language servers' time below this (a server still
+/// indexing a large workspace answers late or not at all).
+const EDITOR_LSP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The agent loop's host over LSP: context from the document store, edits through
 /// `workspace/applyEdit`, approvals through `agent/session/requestPermission`, updates as
@@ -232,6 +237,33 @@ impl Host for LspHost {
 
     fn has_editor_diagnostics(&self) -> bool {
         self.support().editor_diagnostics
+    }
+
+    fn editor_language_servers(&self) -> Option<PositionEncoding> {
+        self.support()
+            .editor_language_servers
+            .then(|| self.backend.state.encoding())
+    }
+
+    async fn editor_lsp(&self, method: &str, params: Value) -> Result<Value, String> {
+        let params = EditorLspParams {
+            method: method.to_string(),
+            params,
+        };
+        self.flush_notices().await;
+        let answer = tokio::time::timeout(
+            EDITOR_LSP_TIMEOUT,
+            client_request::send::<EditorLsp>(&self.backend.client, params).get(),
+        )
+        .await;
+        match answer {
+            Ok(Ok(answer)) => Ok(answer.result),
+            Ok(Err(err)) => Err(err.message.to_string()),
+            Err(_) => Err(format!(
+                "the editor did not answer in {} s",
+                EDITOR_LSP_TIMEOUT.as_secs()
+            )),
+        }
     }
 
     async fn diagnostics(&self, paths: &[PathBuf]) -> Vec<(PathBuf, Vec<Diagnostic>)> {

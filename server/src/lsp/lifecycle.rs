@@ -40,6 +40,7 @@ fn client_support(capabilities: &ClientCapabilities) -> ClientSupport {
             .and_then(|e| e.resource_operations.as_ref())
             .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
         editor_diagnostics: false,
+        editor_language_servers: false,
     }
 }
 
@@ -94,12 +95,16 @@ impl LanguageServer for Backend {
         let encoding = PositionEncoding::negotiate(offered);
         *state.encoding.write_locked() = encoding;
         let mut support = client_support(&params.capabilities);
-        support.editor_diagnostics = params
-            .initialization_options
-            .as_ref()
-            .and_then(|o| o.pointer("/capabilities/editorDiagnostics"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let offers = |capability: &str| {
+            params
+                .initialization_options
+                .as_ref()
+                .and_then(|o| o.pointer(&format!("/capabilities/{capability}")))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        support.editor_diagnostics = offers("editorDiagnostics");
+        support.editor_language_servers = offers("editorLanguageServers");
         *state.support.write_locked() = support;
         let problems = state.apply_settings(
             params

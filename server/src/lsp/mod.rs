@@ -205,6 +205,8 @@ struct ClientSupport {
     /// `capabilities.editorDiagnostics` in initializationOptions: the client answers
     /// `agent/editor/diagnostics`.
     editor_diagnostics: bool,
+    /// `capabilities.editorLanguageServers`: the client answers `agent/editor/lsp`.
+    editor_language_servers: bool,
 }
 
 struct State {

@@ -741,6 +741,40 @@ pub struct EditorFileDiagnostics {
     pub diagnostics: Json<Vec<super::shapes::Diagnostic>>,
 }
 
+pub enum EditorLsp {}
+
+impl Request for EditorLsp {
+    type Params = EditorLspParams;
+    type Result = EditorLspResult;
+    const METHOD: &'static str = "agent/editor/lsp";
+}
+
+/// Asks the editor's own language servers (rust-analyzer, pyright, gopls…) a standard LSP
+/// request for the `lsp` tool; sent only to a client that set
+/// `capabilities.editorLanguageServers` in its initializationOptions. Positions are in the
+/// encoding negotiated with agentls, as everywhere in this protocol.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorLspParams {
+    /// One of `textDocument/definition`, `textDocument/references`, `textDocument/hover`,
+    /// `textDocument/documentSymbol`, `workspace/symbol`, `textDocument/rename`.
+    pub method: String,
+    /// The standard request's params.
+    pub params: Value,
+}
+
+/// The answer of the editor's language servers. A client with no language server for the
+/// file answers with an error (its message is shown to the model beside the symbol
+/// index's answer); `result: null` means the server found nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EditorLspResult {
+    /// The standard result of `method` (for `textDocument/rename`, a `WorkspaceEdit` the
+    /// client has not applied: agentls applies it after the user's approval).
+    #[serde(default)]
+    pub result: Value,
+}
+
 pub enum RequestPermission {}
 
 impl Request for RequestPermission {
@@ -1149,6 +1183,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         notified::<Status>(),
         sent::<RequestPermission>(),
         sent::<EditorDiagnostics>(),
+        sent::<EditorLsp>(),
         notified::<McpDidChangeStatus>(),
     ]
 }

@@ -537,13 +537,13 @@ impl Tool for EditFile {
             summary.push_str(&format!(" ({matched}.)"));
         }
         Ok(Prepared::Change {
-            change: FileChange::Edit {
+            changes: vec![FileChange::Edit {
                 path: planned.path.clone(),
                 version,
                 original: current,
                 range: planned.range.clone(),
                 new_text: planned.new_text.clone(),
-            },
+            }],
             diff: planned.diff,
             summary,
         })

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::host::FileChange;
 use crate::locks::Locked;
 use crate::store::files;
 use crate::tools::registry::{Effect, Prepared, ToolContext, ToolOutcome};
@@ -76,36 +77,60 @@ async fn current_text(
 }
 
 /// Applies the change `prepare` planned (through the editor over LSP, so it is undoable
-/// there); the model is told the summary, or why it was not applied.
+/// there), file by file; the model is told the summary, or why (and after which files) it
+/// was not applied.
 pub async fn apply(cx: &ToolContext, prepared: Prepared) -> ToolOutcome {
     let Prepared::Change {
-        change, summary, ..
+        changes, summary, ..
     } = prepared
     else {
         return ToolOutcome::failed("the change was not planned");
     };
-    let path = cx.boundary.display(change.path());
-    // What the model will have seen once the change is made: its next change needs no read.
-    let seen = cx.reads.as_ref().map(|reads| {
-        (
-            reads.clone(),
-            change.path().to_path_buf(),
-            change.new_text(),
-        )
-    });
+    let mut done = Vec::new();
+    for change in changes {
+        let path = cx.boundary.display(change.path());
+        if let Err(why) = apply_one(cx, change).await {
+            let applied = match done.is_empty() {
+                true => String::new(),
+                false => format!(" ({} was changed before it)", done.join(", ")),
+            };
+            return ToolOutcome::failed(format!(
+                "the edit of {path} was not applied: {why}{applied}"
+            ));
+        }
+        done.push(path);
+    }
+    ToolOutcome::ok(summary).with_effect(Effect::Changed(done))
+}
+
+async fn apply_one(cx: &ToolContext, change: FileChange) -> Result<(), String> {
+    // What the model will have seen once the change is made: its next change needs no
+    // read. Not so for a file it had not read (one a rename changed): it knows a line of it.
+    let seen = cx
+        .reads
+        .as_ref()
+        .filter(|reads| {
+            reads
+                .locked()
+                .check(change.path(), change.original())
+                .is_ok()
+        })
+        .map(|reads| {
+            (
+                reads.clone(),
+                change.path().to_path_buf(),
+                change.new_text(),
+            )
+        });
     // A cancel of the turn stops the wait for the editor (which may then still apply
     // the edit it was sent; the model is told it may have).
     let applied = tokio::select! {
         applied = cx.host.apply(change) => applied,
         () = cx.cancel.cancelled() => Err("the turn was cancelled while the editor was applying it (the editor may still apply it)".to_string()),
     };
-    match applied {
-        Ok(()) => {
-            if let Some((reads, changed, text)) = seen {
-                reads.locked().saw(&changed, &text);
-            }
-            ToolOutcome::ok(summary).with_effect(Effect::Changed(path))
-        }
-        Err(why) => ToolOutcome::failed(format!("the edit was not applied: {why}")),
+    applied?;
+    if let Some((reads, changed, text)) = seen {
+        reads.locked().saw(&changed, &text);
     }
+    Ok(())
 }

@@ -19,6 +19,10 @@ pub mod git_diff;
 pub mod grep;
 pub mod input;
 pub mod list_dir;
+pub mod lsp;
+mod lsp_answers;
+pub mod lsp_position;
+mod lsp_rename;
 pub mod read_file;
 pub mod registry;
 pub mod report_finding;
@@ -46,6 +50,7 @@ pub(crate) fn builtin() -> Vec<Box<dyn AnyTool>> {
         Box::new(list_dir::ListDir),
         Box::new(grep::Grep),
         Box::new(find_symbol::FindSymbol),
+        Box::new(lsp::Lsp),
         Box::new(edit_file::EditFile),
         Box::new(write_file::WriteFile),
         Box::new(shell::Shell),

@@ -85,9 +85,10 @@ pub trait SubagentRunner: Send + Sync {
 pub enum Prepared {
     #[default]
     Nothing,
-    /// A planned file change: the host applies it; the diff is shown in the approval.
+    /// A planned change of one file or several (a rename): the host applies each; the
+    /// diff is shown in the approval.
     Change {
-        change: FileChange,
+        changes: Vec<FileChange>,
         diff: String,
         /// What the model is told once the change is applied.
         summary: String,
@@ -101,13 +102,21 @@ impl Prepared {
             Prepared::Change { diff, .. } => Some(diff),
         }
     }
+
+    /// The files a planned change changes (none for a call that changes nothing).
+    pub fn changes(&self) -> &[FileChange] {
+        match self {
+            Prepared::Nothing => &[],
+            Prepared::Change { changes, .. } => changes,
+        }
+    }
 }
 
 /// What a call did to the turn beyond its output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// A file was changed (the path as shown to the model), for the progress log.
-    Changed(String),
+    /// Files were changed (the paths as shown to the model), for the progress log.
+    Changed(Vec<String>),
     /// A command ran: what was learned (for the progress log) and the files it changed in the
     /// workspace (for the ledger, through a `FilesChanged` event).
     Ran {
@@ -181,6 +190,11 @@ pub trait Tool: Send + Sync + 'static {
     /// Its arguments; `prompts/tools.json` describes the same fields to the model.
     type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
     fn kind(&self) -> ToolKind;
+    /// The kind of one call, when its arguments decide it (`lsp`'s `rename` is an edit):
+    /// the approval gate and plan mode go by it.
+    fn call_kind(&self, _arguments: &Value) -> ToolKind {
+        self.kind()
+    }
     /// A short title for the call's row in the UI, from the model's arguments as they came
     /// (the call is shown before they are checked, so they may be anything: a missing field
     /// gives a vaguer title, never a panic).
@@ -216,6 +230,7 @@ pub trait Tool: Send + Sync + 'static {
 pub trait AnyTool: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn kind(&self) -> ToolKind;
+    fn call_kind(&self, arguments: &Value) -> ToolKind;
     fn title(&self, arguments: &Value) -> String;
     fn ledger_record(&self) -> LedgerRecord;
     fn command<'a>(&self, arguments: &'a Value) -> Option<&'a str>;
@@ -244,6 +259,10 @@ impl<T: Tool> AnyTool for T {
 
     fn kind(&self) -> ToolKind {
         Tool::kind(self)
+    }
+
+    fn call_kind(&self, arguments: &Value) -> ToolKind {
+        Tool::call_kind(self, arguments)
     }
 
     fn title(&self, arguments: &Value) -> String {
@@ -318,8 +337,9 @@ impl Registry {
 }
 
 impl ToolCatalog for Registry {
-    fn kind(&self, tool: &str) -> ToolKind {
-        self.get(tool).map_or(ToolKind::Other, |t| t.kind())
+    fn kind(&self, tool: &str, arguments: &Value) -> ToolKind {
+        self.get(tool)
+            .map_or(ToolKind::Other, |t| t.call_kind(arguments))
     }
 
     fn title(&self, tool: &str, arguments: &Value) -> String {
@@ -398,7 +418,7 @@ mod tests {
     #[test]
     fn kinds_and_titles() {
         let tools = Registry::builtin();
-        let kind = |name: &str| tools.kind(name);
+        let kind = |name: &str| tools.kind(name, &Value::Null);
         assert_eq!(kind("read_file"), ToolKind::Read);
         assert_eq!(kind("list_dir"), ToolKind::Read);
         assert_eq!(kind("grep"), ToolKind::Search);

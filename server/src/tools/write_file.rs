@@ -118,12 +118,12 @@ impl Tool for WriteFile {
             ],
         );
         Ok(Prepared::Change {
-            change: FileChange::Write {
+            changes: vec![FileChange::Write {
                 path: planned.path.clone(),
                 version,
                 original: current,
                 content: planned.content.clone(),
-            },
+            }],
             diff: planned.diff,
             summary,
         })

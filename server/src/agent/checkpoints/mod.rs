@@ -323,8 +323,11 @@ impl Turn {
             .rev()
             .take_while(|e| !matches!(e.item, Item::User { .. }))
             .all(|e| match &e.item {
-                Item::ToolCall { name, .. } => matches!(
-                    Registry::builtin().kind(name),
+                Item::ToolCall {
+                    name, arguments, ..
+                } => matches!(
+                    Registry::builtin()
+                        .kind(name, &serde_json::from_str(arguments).unwrap_or_default()),
                     ToolKind::Read | ToolKind::Search
                 ),
                 _ => true,

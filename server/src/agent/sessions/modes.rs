@@ -55,7 +55,7 @@ impl Agent {
             .starts_with(agentls_core::mcp::names::PREFIX)
             .then(|| self.mcp.tool(name).map(|tool| tool.tool.read_only))
             .flatten();
-        let kind = Registry::builtin().kind(name);
+        let kind = Registry::builtin().kind(name, &serde_json::Value::Null);
         if approval::offered_in_plan_mode(kind, mcp_read_only) {
             return None;
         }

@@ -47,7 +47,7 @@ impl Turn {
                 let files = tokio::task::spawn_blocking(move || project_files(&root))
                     .await
                     .unwrap_or_default();
-                match checks::detect(changed, &files) {
+                match changed.iter().find_map(|path| checks::detect(path, &files)) {
                     Some(command) => command,
                     None => return output,
                 }

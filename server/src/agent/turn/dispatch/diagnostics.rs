@@ -15,13 +15,9 @@ use crate::tools::registry::{Effect, ToolContext, ToolOutcome};
 
 /// The file a planned change is to and the lines of its new text it changes.
 pub(super) fn planned_lines(change: &FileChange) -> (PathBuf, Range<u32>) {
-    let old = match change {
-        FileChange::Edit { original, .. } => Some(original.as_str()),
-        FileChange::Write { original, .. } => original.as_deref(),
-    };
     (
         change.path().to_path_buf(),
-        changed_lines(old, &change.new_text()),
+        changed_lines(change.original(), &change.new_text()),
     )
 }
 
@@ -31,7 +27,7 @@ impl Turn {
     pub(super) async fn output_with_diagnostics(
         &self,
         cx: &ToolContext,
-        planned: Option<(PathBuf, Range<u32>)>,
+        planned: Vec<(PathBuf, Range<u32>)>,
         outcome: &ToolOutcome,
     ) -> String {
         let mut output = outcome.output.clone();
@@ -39,7 +35,10 @@ impl Turn {
             return output;
         }
         let wanted: Vec<(PathBuf, Option<Range<u32>>)> = match (&outcome.effect, planned) {
-            (Some(Effect::Changed(_)), Some((path, lines))) => vec![(path, Some(lines))],
+            (Some(Effect::Changed(_)), planned) => planned
+                .into_iter()
+                .map(|(path, lines)| (path, Some(lines)))
+                .collect(),
             (Some(Effect::Ran { changed, .. } | Effect::BackgroundChanged { changed, .. }), _) => {
                 changed
                     .iter()

@@ -15,7 +15,8 @@ mod plan_mode;
 mod sandbox;
 pub(in crate::agent) mod subagents;
 
-use crate::tools::registry::{AnyTool, Effect, OutputBudget, Prepared, Registry, ToolContext};
+use crate::tools::edit_file::EditFile;
+use crate::tools::registry::{AnyTool, Effect, OutputBudget, Registry, Tool, ToolContext};
 
 /// The same call with the same result this many times in a turn (in a row, or in a cycle
 /// with other calls): the model is reminded that its result will not change.
@@ -31,10 +32,12 @@ use serde_json::Value;
 use crate::store::secrets;
 use crate::tools::boundary::PathBoundary;
 use agentls_core::approval::Gate;
-use agentls_core::event::Event;
+use agentls_core::event::{ChangedPath, Event};
 use agentls_core::history::Item;
 use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
+use agentls_core::snapshot::ChangeKind;
+use agentls_core::tool_info::LedgerRecord;
 use agentls_core::tool_info::ToolKind;
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 use agentls_core::updates::{ToolStatus, Update};
@@ -275,13 +278,17 @@ impl Turn {
         let mcp = self.mcp_tool(&call.name);
         let kind = mcp
             .as_ref()
-            .map_or_else(|| tools.kind(&call.name), McpTool::kind);
+            .map_or_else(|| tools.kind(&call.name, &Value::Null), McpTool::kind);
         let arguments = match object_arguments(call) {
             Ok(arguments) => arguments,
             Err(message) => {
                 self.announce(call, kind, &Value::Null);
                 return (message, false);
             }
+        };
+        let kind = match mcp {
+            None => tools.kind(&call.name, &arguments),
+            Some(_) => kind,
         };
         self.announce(call, kind, &arguments);
         // The mode's refusal before the hooks: a tool the turn does not offer never runs.
@@ -383,19 +390,30 @@ impl Turn {
             .gate(&call.name, kind, command, path.as_deref(), permission)
             .await;
         let diff = ready.prepared.diff().map(str::to_string);
-        let planned = match &ready.prepared {
-            Prepared::Change { change, .. } => Some(diagnostics::planned_lines(change)),
-            Prepared::Nothing => None,
+        let changes = ready.prepared.changes();
+        let planned: Vec<_> = changes.iter().map(diagnostics::planned_lines).collect();
+        // The planned change of one file as {path, oldText, newText}: ACP's diff content
+        // item, and the LSP panels' jump-to-change (a change of several shows its diff).
+        let edit = match changes {
+            [change] => Some(change.as_diff()),
+            _ => None,
         };
-        // The planned change as {path, oldText, newText}: ACP's diff content item, and the
-        // LSP panels' jump-to-change.
-        let (edit, reason) = match &ready.prepared {
-            Prepared::Change { change, .. } => (
-                Some(change.as_diff()),
-                self.agent.protected_write(change.path()),
-            ),
-            Prepared::Nothing => (None, None),
-        };
+        let reason = changes
+            .iter()
+            .find_map(|change| self.agent.protected_write(change.path()));
+        // A change of files besides the call's `path` (a rename) is gated as an edit of each.
+        for change in changes.iter().filter(|c| Some(c.path()) != path.as_deref()) {
+            let each = self
+                .gate(
+                    EditFile::NAME,
+                    ToolKind::Edit,
+                    None,
+                    Some(change.path()),
+                    permission,
+                )
+                .await;
+            gate = gate.strictest(each);
+        }
         let reason = reason.or_else(|| tool.always_asks(arguments));
         if reason.is_some() && gate == Gate::Run {
             gate = Gate::Ask;
@@ -426,6 +444,33 @@ impl Turn {
         Ok((output, outcome.success))
     }
 
+    /// Files a call changed, kept for the progress log. A change the ledger cannot read
+    /// from the call itself (a rename's files) is recorded as the files it changed, under
+    /// the call's title.
+    async fn note_changed(&mut self, call: &Call, paths: Vec<String>) {
+        self.changed.extend(paths.iter().cloned());
+        let tools = Registry::builtin();
+        if tools.ledger_record(&call.name) != LedgerRecord::Nothing {
+            return;
+        }
+        let arguments = serde_json::from_str(&call.arguments).unwrap_or_default();
+        let files = paths
+            .into_iter()
+            .map(|path| ChangedPath {
+                path,
+                change: ChangeKind::Modified,
+            })
+            .collect();
+        let _ = self
+            .record(Event::FilesChanged {
+                turn_id: self.turn_id.clone(),
+                tool_call_id: call.id.clone(),
+                command: tools.title(&call.name, &arguments),
+                files,
+            })
+            .await;
+    }
+
     /// What a call did beyond its output: kept for the progress log, recorded, told.
     pub(in crate::agent) async fn apply_effect(
         &mut self,
@@ -434,7 +479,7 @@ impl Turn {
         effect: Option<Effect>,
     ) {
         match effect {
-            Some(Effect::Changed(path)) => self.changed.push(path),
+            Some(Effect::Changed(paths)) => self.note_changed(call, paths).await,
             // Recorded after the call's output (`finish_call`).
             Some(Effect::Images(images)) => {
                 self.pending_images.locked().insert(call.id.clone(), images);

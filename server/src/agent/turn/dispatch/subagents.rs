@@ -25,6 +25,8 @@ use tokio_util::sync::CancellationToken;
 use futures::StreamExt;
 use serde_json::Value;
 
+use crate::tools::lsp::Lsp;
+use crate::tools::registry::Tool;
 use agentls_core::context::StaticContext;
 use agentls_core::event::ParentLink;
 use agentls_core::review::REPORT_FINDING_TOOL;
@@ -130,9 +132,14 @@ impl Turn {
         }
         let roster = subagents::roster(&self.scope.subagents);
         let memory = self.host().config().memory_enabled;
-        static_context
-            .tools
-            .retain(|tool| self.offers(&tool.name) && (memory || tool.name != SAVE_MEMORY));
+        // `lsp` is described only where the editor's language servers answer it; a call of
+        // it elsewhere (a session resumed from the terminal) still answers, from the index.
+        let language_servers = self.host().editor_language_servers().is_some();
+        static_context.tools.retain(|tool| {
+            self.offers(&tool.name)
+                && (memory || tool.name != SAVE_MEMORY)
+                && (language_servers || tool.name != Lsp::NAME)
+        });
         for tool in &mut static_context.tools {
             if tool.name == TASK_TOOL {
                 tool.description =
