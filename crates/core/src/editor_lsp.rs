@@ -16,10 +16,19 @@ use crate::position::PositionEncoding;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
+    // The names other agents' LSP tools use are taken too: a model trained on them writes them.
+    #[serde(
+        alias = "goToDefinition",
+        alias = "go_to_definition",
+        alias = "goto_definition"
+    )]
     Definition,
+    #[serde(alias = "findReferences", alias = "find_references")]
     References,
     Hover,
+    #[serde(alias = "documentSymbol", alias = "document_symbol")]
     DocumentSymbols,
+    #[serde(alias = "workspaceSymbol", alias = "workspace_symbol")]
     WorkspaceSymbols,
     Rename,
 }

@@ -189,3 +189,13 @@ fn params_are_the_standard_requests() {
     assert_eq!(Operation::Hover.method(), "textDocument/hover");
     assert!(!Operation::DocumentSymbols.at_position());
 }
+
+#[test]
+fn other_agents_operation_names_are_understood() {
+    let read = |name: &str| serde_json::from_value::<Operation>(json!(name)).ok();
+    assert_eq!(read("goToDefinition"), Some(Operation::Definition));
+    assert_eq!(read("findReferences"), Some(Operation::References));
+    assert_eq!(read("documentSymbol"), Some(Operation::DocumentSymbols));
+    assert_eq!(read("workspace_symbols"), Some(Operation::WorkspaceSymbols));
+    assert_eq!(read("goto"), None);
+}

@@ -83,6 +83,8 @@ pub struct ToolOutputTexts {
     pub file_replaced: String,
     /// `edit_file` applied: `{path}`, `{old}` and `{new}` line counts.
     pub file_edited: String,
+    /// `lsp`'s rename applied: `{old}`, `{new}`, `{edits}`, `{files}` and their `{list}`.
+    pub symbol_renamed: String,
     /// Opens the output of `shell` with `background: true`: `{id}`, `{command}`.
     pub background_started: String,
     /// Ends a background command's output while it runs: `{id}`.

@@ -94,10 +94,14 @@ pub fn run(options: &Options) -> Result<String, String> {
             .min(agentls_core::repo_map::MAX_TOKENS),
         ..Config::default()
     };
-    let (prompts, problems) = crate::store::prompts::load(
+    let (mut prompts, problems) = crate::store::prompts::load(
         crate::store::prompts::override_dir(None).as_deref(),
         config.compaction.prompt_file.as_deref(),
     );
+    // The terminal has no editor language servers: the tools `agentls ask` describes.
+    prompts
+        .tools
+        .retain(|tool| crate::tools::lsp::described(&tool.name, false));
     for problem in problems {
         eprintln!("agentls: {problem}");
     }

@@ -243,7 +243,14 @@ impl Backend {
         let mut mcp_tools = agent.mcp_tool_specs();
         mcp_tools.retain(|tool| agent.withheld_in_mode(&mode, &tool.name).is_none());
         let mut builtin = state.prompts().tools.clone();
-        builtin.retain(|tool| agent.withheld_in_mode(&mode, &tool.name).is_none());
+        let language_servers = {
+            use crate::locks::ReadWriteLocked;
+            self.state.support.read_locked().editor_language_servers
+        };
+        builtin.retain(|tool| {
+            agent.withheld_in_mode(&mode, &tool.name).is_none()
+                && crate::tools::lsp::described(&tool.name, language_servers)
+        });
         tokio::task::spawn_blocking(move || {
             // The MCP servers' tools are offered after the built-in ones.
             let mut prompts = (*state.prompts()).clone();

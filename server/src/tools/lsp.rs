@@ -20,6 +20,13 @@ use crate::tools::{file_change, read_file::cut_line};
 
 pub struct Lsp;
 
+/// Whether tool `name` is described to the model by a host with (or without) the editor's
+/// language servers: `lsp` only where they answer it. The one rule the turn and the context
+/// reports follow.
+pub fn described(name: &str, editor_language_servers: bool) -> bool {
+    editor_language_servers || name != Lsp::NAME
+}
+
 #[async_trait::async_trait]
 impl Tool for Lsp {
     const NAME: &'static str = "lsp";

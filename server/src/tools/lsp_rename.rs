@@ -67,7 +67,7 @@ pub async fn plan_rename(cx: &ToolContext, input: &LspInput) -> Result<Prepared,
         .collect();
     let old_name = at.word.clone().unwrap_or_else(|| at.place());
     let summary = fill(
-        "Renamed `{old}` to `{new}`: {edits} edit(s) in {files} file(s): {list}.",
+        &cx.host.prompts().tool_outputs.symbol_renamed,
         &[
             ("old", &old_name),
             ("new", new_name),

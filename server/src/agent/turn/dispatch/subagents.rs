@@ -25,8 +25,7 @@ use tokio_util::sync::CancellationToken;
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::tools::lsp::Lsp;
-use crate::tools::registry::Tool;
+use crate::tools::lsp;
 use agentls_core::context::StaticContext;
 use agentls_core::event::ParentLink;
 use agentls_core::review::REPORT_FINDING_TOOL;
@@ -138,7 +137,7 @@ impl Turn {
         static_context.tools.retain(|tool| {
             self.offers(&tool.name)
                 && (memory || tool.name != SAVE_MEMORY)
-                && (language_servers || tool.name != Lsp::NAME)
+                && lsp::described(&tool.name, language_servers)
         });
         for tool in &mut static_context.tools {
             if tool.name == TASK_TOOL {
