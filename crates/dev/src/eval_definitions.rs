@@ -1,17 +1,21 @@
 //! `agentls-dev eval definitions`: do the definitions a function needs reach the editor block?
 //!
-//! On real code not written here (crates from cargo's registry, packages of Python's
-//! standard library), each a workspace of its own: functions are sampled by a seed; for each,
-//! the expected definitions are the names its code uses (every identifier leaf of its syntax
-//! tree, its own name aside) that are defined exactly once in the workspace, in another
-//! file. The editor block is then built exactly as `agentls context FILE:LINE` builds it
+//! On real code not written here (crates from cargo's registry, macro-heavy ones among
+//! them, packages of Python's standard library), each a workspace of its own: functions are
+//! sampled by a seed; for each, the expected definitions are those of another file that the
+//! code says its names mean (`definition_truth`): a name (every identifier leaf of its
+//! syntax tree, its own name aside) defined exactly once in the workspace, items inside
+//! macro invocations counted; a name its Python imports take from a module; `q.name`
+//! through the module `q` imports; Rust's `Type::name` through `impl Type`. The editor block is then built exactly as `agentls context FILE:LINE` builds it
 //! (the same gather over the disk, only the active file open, the cursor on the function's
 //! name) and a definition counts as present when the `definitions` part shows its defining
 //! line under its path. Reported: recall, the part's median tokens, the block's fill of its
 //! budget. The cases can be exported as JSON (`scripts/eval-aider` measures Aider's repo
 //! map on them). For the same cases, the repository map (`context.repoMap.maxTokens`, one
 //! map per workspace, as the server renders it) is measured at 1,024, 2,048 and 4,096
-//! tokens: how many expected definitions the map alone holds.
+//! tokens: how many expected definitions the map alone holds. And `find_symbol`'s
+//! precision: at calls `q.name(…)` / `q::name(…)` of names defined in several places where
+//! the qualifier says which, whether the first definition it returns for `q.name` is that.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
