@@ -66,6 +66,11 @@ pub enum IdentifierKind {
 pub struct Identifier {
     pub name: String,
     pub kind: IdentifierKind,
+    /// The path written before it, as written: `email.utils` of `email.utils.parseaddr`,
+    /// `Runtime` of `Runtime::new` (Python's attributes, Rust's paths); says where the
+    /// name is defined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualifier: Option<String>,
 }
 
 /// Grammars that share node kinds share rules: the TypeScript grammars extend JavaScript's.
@@ -696,7 +701,12 @@ pub fn referenced_identifiers(
                 let name = node_bytes(source, node);
                 if !name.is_empty() && seen.insert((name, kind)) {
                     let name = String::from_utf8_lossy(name).into_owned();
-                    found.push(Identifier { name, kind });
+                    let qualifier = qualifier_text(source, ancestors.last(), field);
+                    found.push(Identifier {
+                        name,
+                        kind,
+                        qualifier,
+                    });
                 }
             }
             descend = node.child_count() > 0;
@@ -707,6 +717,7 @@ pub fn referenced_identifiers(
                     kind: node.kind(),
                     field,
                     implied,
+                    qualifier: qualifier_of(family, node, source.len()),
                 });
             }
         }
@@ -736,6 +747,52 @@ struct Ancestor<'t> {
     /// The kind every plain identifier below this node has, e.g. inside a Python type
     /// annotation everything names a type.
     implied: Option<IdentifierKind>,
+    /// A qualified name's qualifier (`a.b` of the attribute `a.b.c`, `A` of the path
+    /// `A::c`), when it is a plain path of names.
+    qualifier: Option<Range<usize>>,
+}
+
+/// The qualifier of a name that is a qualified name's last part (its parent's field
+/// `attribute` or `name`).
+fn qualifier_text(source: &[u8], parent: Option<&Ancestor>, field: Option<&str>) -> Option<String> {
+    let range = parent?.qualifier.clone()?;
+    matches!(field, Some("attribute" | "name"))
+        .then(|| String::from_utf8_lossy(&source[range]).into_owned())
+}
+
+/// The qualifier's bytes of a Python attribute or a Rust path whose qualifier is names
+/// only (not `f().x`, `<T as U>::x`).
+fn qualifier_of(family: Family, node: Node, len: usize) -> Option<Range<usize>> {
+    let field = match (family, node.kind()) {
+        (Family::Python, "attribute") => "object",
+        (Family::Rust, "scoped_identifier" | "scoped_type_identifier") => "path",
+        _ => return None,
+    };
+    let qualifier = node.child_by_field_name(field)?;
+    let mut at = qualifier;
+    // Down the left spine: every step a name or a path of names; a long chain is not a
+    // module path (and must not make a deep file quadratic).
+    for _ in 0..MAX_QUALIFIER_PARTS {
+        match at.kind() {
+            kind if is_name_kind(kind) => break,
+            "attribute" | "scoped_identifier" => {
+                at = at
+                    .child_by_field_name("object")
+                    .or_else(|| at.child_by_field_name("path"))?;
+            }
+            _ => return None,
+        }
+    }
+    Some(clamped_node_range(qualifier, len)).filter(|_| is_name_kind(at.kind()))
+}
+
+const MAX_QUALIFIER_PARTS: usize = 8;
+
+fn is_name_kind(kind: &str) -> bool {
+    matches!(
+        kind,
+        "identifier" | "type_identifier" | "crate" | "super" | "self"
+    )
 }
 
 /// A context that decides the kind of the plain identifiers below it.

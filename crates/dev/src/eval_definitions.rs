@@ -1,17 +1,21 @@
 //! `agentls-dev eval definitions`: do the definitions a function needs reach the editor block?
 //!
-//! On real code not written here (crates from cargo's registry, packages of Python's
-//! standard library), each a workspace of its own: functions are sampled by a seed; for each,
-//! the expected definitions are the names its code uses (every identifier leaf of its syntax
-//! tree, its own name aside) that are defined exactly once in the workspace, in another
-//! file. The editor block is then built exactly as `agentls context FILE:LINE` builds it
+//! On real code not written here (crates from cargo's registry, macro-heavy ones among
+//! them, packages of Python's standard library), each a workspace of its own: functions are
+//! sampled by a seed; for each, the expected definitions are those of another file that the
+//! code says its names mean (`definition_truth`): a name (every identifier leaf of its
+//! syntax tree, its own name aside) defined exactly once in the workspace, items inside
+//! macro invocations counted; a name its Python imports take from a module; `q.name`
+//! through the module `q` imports; Rust's `Type::name` through `impl Type`. The editor block is then built exactly as `agentls context FILE:LINE` builds it
 //! (the same gather over the disk, only the active file open, the cursor on the function's
 //! name) and a definition counts as present when the `definitions` part shows its defining
 //! line under its path. Reported: recall, the part's median tokens, the block's fill of its
 //! budget. The cases can be exported as JSON (`scripts/eval-aider` measures Aider's repo
 //! map on them). For the same cases, the repository map (`context.repoMap.maxTokens`, one
 //! map per workspace, as the server renders it) is measured at 1,024, 2,048 and 4,096
-//! tokens: how many expected definitions the map alone holds.
+//! tokens: how many expected definitions the map alone holds. And `find_symbol`'s
+//! precision: at calls `q.name(…)` / `q::name(…)` of names defined in several places where
+//! the qualifier says which, whether the first definition it returns for `q.name` is that.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,8 +34,10 @@ use agentls_core::language::Language;
 use agentls_core::syntax::{self, Symbol, SymbolKind};
 use agentls_core::tokens::Calibration;
 
+use crate::definition_truth;
+
 /// Crates of cargo's registry (the newest version present) measured by default.
-pub const DEFAULT_CRATES: [&str; 8] = [
+pub const DEFAULT_CRATES: [&str; 11] = [
     "hyper",
     "regex-automata",
     "clap_builder",
@@ -40,10 +46,14 @@ pub const DEFAULT_CRATES: [&str; 8] = [
     "tower-lsp",
     "tracing-subscriber",
     "reqwest",
+    // Macro-heavy: items inside `cfg_*! { … }` and wrapper macros.
+    "tokio",
+    "nix",
+    "futures-util",
 ];
 
 /// Packages of Python's standard library measured by default.
-pub const DEFAULT_PYTHON_PACKAGES: [&str; 7] = [
+pub const DEFAULT_PYTHON_PACKAGES: [&str; 10] = [
     "email",
     "asyncio",
     "http",
@@ -51,6 +61,10 @@ pub const DEFAULT_PYTHON_PACKAGES: [&str; 7] = [
     "concurrent",
     "xml",
     "urllib",
+    // Names used through their module (`from . import util` then `util.debug(…)`).
+    "multiprocessing",
+    "unittest",
+    "json",
 ];
 
 pub struct DefinitionsEvalOptions {
@@ -115,7 +129,15 @@ pub struct WorkspaceReport {
     pub cases: Vec<(Case, Outcome)>,
     /// The workspace's repository map at each of [`MAP_BUDGETS`].
     pub maps: Vec<MapMeasure>,
+    /// Qualified call sites of ambiguous names the code resolves, in all.
+    pub site_candidates: usize,
+    /// Those asked of `find_symbol` (at most [`SITES_PER_WORKSPACE`]): whether its first
+    /// definition was the one meant.
+    pub sites: Vec<(CallSite, bool)>,
 }
+
+/// Call sites asked of `find_symbol` per workspace, drawn by the seed.
+pub const SITES_PER_WORKSPACE: usize = 200;
 
 /// Budgets the repository map is measured at (Aider's map was measured at the same).
 pub const MAP_BUDGETS: [usize; 3] = [1_024, 2_048, 4_096];
@@ -173,14 +195,27 @@ pub struct DefinitionsEvalReport {
     pub missing: Vec<String>,
 }
 
-/// A parsed file of a workspace.
 /// What the ground truth needs of a file, taken while its tree is at hand (a workspace's
 /// trees together would take gigabytes).
 struct ParsedFile {
     path: String,
-    /// (name, 1-based line of the name, that line trimmed) of each definition.
-    definitions: Vec<(String, usize, String)>,
+    language: Language,
+    /// Every definition, those inside macro invocations too.
+    definitions: Vec<TruthDefinition>,
     functions: Vec<FunctionUse>,
+    /// Python: the file's dotted module name and what its imports bind.
+    module: Option<String>,
+    imports: definition_truth::PythonImports,
+}
+
+struct TruthDefinition {
+    name: String,
+    /// 1-based line of the name.
+    line: usize,
+    /// That line, trimmed.
+    text: String,
+    /// The enclosing definition ("impl Foo", "Config"); None at the top level.
+    container: Option<String>,
 }
 
 struct FunctionUse {
@@ -190,6 +225,8 @@ struct FunctionUse {
     column: usize,
     /// Identifier leaves inside it, its own name aside, in order.
     uses: Vec<String>,
+    /// `q.name` and `q::name` inside it.
+    qualified: Vec<definition_truth::QualifiedUse>,
 }
 
 /// The default workspaces present on this machine, and the names of those missing.
@@ -300,12 +337,26 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
             let outcome = measure(&case, &source).await?;
             measured.push((case, outcome));
         }
+        let all_sites = call_sites(&files);
+        let site_candidates = all_sites.len();
+        let sites = match &source.symbols {
+            Some(symbols) => pick(all_sites, SITES_PER_WORKSPACE, options.seed)
+                .into_iter()
+                .map(|site| {
+                    let right = first_is_truth(symbols, &root, &site);
+                    (site, right)
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         reports.push(WorkspaceReport {
             root,
             files: files.len(),
             candidates: candidate_count,
             cases: measured,
             maps,
+            site_candidates,
+            sites,
         });
     }
     let report = DefinitionsEvalReport {
@@ -324,35 +375,48 @@ pub async fn run(options: &DefinitionsEvalOptions) -> Result<DefinitionsEvalRepo
 /// Every file of the workspace index with a grammar, parsed and summarised.
 fn parse_workspace(root: &Path) -> Vec<ParsedFile> {
     let max_bytes = Config::default().syntax_max_document_bytes;
+    let package = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let (paths, _) = agentls::store::file_index::walk(&[root.to_path_buf()], |_| {});
     paths
         .into_iter()
         .filter(|path| Language::detect("", Some(path)).grammar().is_some())
         .filter_map(|path| {
             let snapshot = agentls::store::files::read_document(&path, max_bytes).ok()?;
-            Some(summarise(relative(root, &path), &snapshot))
+            Some(summarise(relative(root, &path), &package, &snapshot))
         })
         .collect()
 }
 
-fn summarise(path: String, snapshot: &DocumentSnapshot) -> ParsedFile {
+/// `package`: the workspace directory's name, a Python package's import name.
+fn summarise(path: String, package: &str, snapshot: &DocumentSnapshot) -> ParsedFile {
     let mut file = ParsedFile {
         path,
+        language: snapshot.language,
         definitions: Vec::new(),
         functions: Vec::new(),
+        module: None,
+        imports: Default::default(),
     };
     let Some(tree) = snapshot.tree.as_ref() else {
         return file;
     };
     let rope = &snapshot.rope;
     let source = rope.to_string();
+    let line_text = |line: usize| rope.line(line).to_string().trim().to_string();
     let symbols = syntax::outline(snapshot.language, source.as_bytes(), tree);
-    for symbol in flatten(&symbols) {
+    for (symbol, container) in flatten(&symbols) {
         let start = symbol.selection_range.start.min(rope.len_bytes());
         let line = rope.byte_to_line(start);
         if is_definition(symbol.kind) {
-            let text = rope.line(line).to_string().trim().to_string();
-            file.definitions.push((symbol.name.clone(), line + 1, text));
+            file.definitions.push(TruthDefinition {
+                name: symbol.name.clone(),
+                line: line + 1,
+                text: line_text(line),
+                container: container.map(str::to_string),
+            });
         }
         if is_function(symbol.kind) {
             file.functions.push(FunctionUse {
@@ -360,8 +424,31 @@ fn summarise(path: String, snapshot: &DocumentSnapshot) -> ParsedFile {
                 line: line + 1,
                 column: rope.byte_to_char(start) - rope.line_to_char(line) + 1,
                 uses: used_names(tree, source.as_bytes(), symbol),
+                qualified: definition_truth::qualified_uses(
+                    snapshot.language,
+                    source.as_bytes(),
+                    tree,
+                    symbol.range.clone(),
+                ),
             });
         }
+    }
+    for item in definition_truth::macro_items(snapshot.language, source.as_bytes(), tree) {
+        if is_definition(item.kind) && item.line < rope.len_lines() {
+            file.definitions.push(TruthDefinition {
+                name: item.name,
+                line: item.line + 1,
+                text: line_text(item.line),
+                container: item.container,
+            });
+        }
+    }
+    if snapshot.language == Language::Python {
+        let module = definition_truth::python_module(package, &file.path);
+        let is_package = file.path.ends_with("__init__.py");
+        file.imports =
+            definition_truth::python_imports(source.as_bytes(), tree, &module, is_package);
+        file.module = Some(module);
     }
     file
 }
@@ -384,48 +471,150 @@ fn is_function(kind: SymbolKind) -> bool {
     matches!(kind, SymbolKind::Function | SymbolKind::Method)
 }
 
-fn flatten(symbols: &[Symbol]) -> Vec<&Symbol> {
+/// Every symbol with its container's name, outermost first.
+fn flatten(symbols: &[Symbol]) -> Vec<(&Symbol, Option<&str>)> {
     let mut all = Vec::new();
-    let mut stack: Vec<&Symbol> = symbols.iter().rev().collect();
-    while let Some(symbol) = stack.pop() {
-        all.push(symbol);
-        stack.extend(symbol.children.iter().rev());
+    let mut stack: Vec<(&Symbol, Option<&str>)> = symbols.iter().rev().map(|s| (s, None)).collect();
+    while let Some((symbol, container)) = stack.pop() {
+        all.push((symbol, container));
+        stack.extend(
+            symbol
+                .children
+                .iter()
+                .rev()
+                .map(|child| (child, Some(symbol.name.as_str()))),
+        );
     }
     all
 }
 
-/// Every function of the workspace that uses at least one name defined exactly once, in
-/// another file; in (path, line) order.
-fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
-    // Name → (file, definition) of each definition.
-    let mut definitions: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
-    for (index, file) in files.iter().enumerate() {
-        for (i, (name, _, _)) in file.definitions.iter().enumerate() {
-            definitions.entry(name).or_default().push((index, i));
+/// The workspace's definitions by name, and its Python modules by dotted name: what the
+/// expectations are looked up in.
+struct Tables<'f> {
+    files: &'f [ParsedFile],
+    /// Name → (file, definition) of each definition.
+    definitions: HashMap<&'f str, Vec<(usize, usize)>>,
+    modules: HashMap<&'f str, usize>,
+}
+
+impl<'f> Tables<'f> {
+    fn new(files: &'f [ParsedFile]) -> Tables<'f> {
+        let mut definitions: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        let mut modules = HashMap::new();
+        for (index, file) in files.iter().enumerate() {
+            for (i, definition) in file.definitions.iter().enumerate() {
+                definitions
+                    .entry(&definition.name)
+                    .or_default()
+                    .push((index, i));
+            }
+            if let Some(module) = &file.module {
+                modules.insert(module.as_str(), index);
+            }
+        }
+        Tables {
+            files,
+            definitions,
+            modules,
         }
     }
+
+    fn places(&self, name: &str) -> &[(usize, usize)] {
+        self.definitions.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The one place among `name`'s definitions that `keep` admits.
+    fn only(
+        &self,
+        name: &str,
+        keep: impl Fn(usize, &TruthDefinition) -> bool,
+    ) -> Option<(usize, usize)> {
+        let mut admitted = self
+            .places(name)
+            .iter()
+            .filter(|(file, i)| keep(*file, &self.files[*file].definitions[*i]));
+        let first = *admitted.next()?;
+        admitted.next().is_none().then_some(first)
+    }
+
+    /// The top-level definition of `name` in the Python module `module` of the workspace.
+    fn in_module(&self, module: &str, name: &str) -> Option<(usize, usize)> {
+        let file = *self.modules.get(module)?;
+        self.only(name, |f, d| f == file && d.container.is_none())
+    }
+
+    /// Where the code says `q.name` / `q::name` is defined: the module the qualifier
+    /// imports (Python), or the impl of the type it names (Rust).
+    fn qualified(&self, file: &ParsedFile, qualifier: &str, name: &str) -> Option<(usize, usize)> {
+        match file.language {
+            Language::Python => {
+                let module = definition_truth::qualifier_module(&file.imports, qualifier)?;
+                self.in_module(&module, name)
+            }
+            Language::Rust => {
+                let ty = qualifier.rsplit("::").next().unwrap_or(qualifier);
+                if !ty.starts_with(|c: char| c.is_ascii_uppercase()) || ty == "Self" {
+                    return None;
+                }
+                self.only(name, |_, d| {
+                    d.container.as_deref().and_then(definition_truth::impl_type) == Some(ty)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The definitions `function` (of file `index`) uses that the code says where to find,
+    /// in another file: a name defined once in the workspace; a name its Python imports
+    /// take from a module; `q.name` through its module, `Type::name` through its impl.
+    fn expected(&self, index: usize, function: &FunctionUse) -> Vec<Expected> {
+        let file = &self.files[index];
+        let mut places: Vec<(&str, (usize, usize))> = Vec::new();
+        for name in &function.uses {
+            if *name == function.name {
+                continue;
+            }
+            let once = match self.places(name) {
+                [only] => Some(*only),
+                _ => None,
+            };
+            let imported = || {
+                let (module, original) = file.imports.names.get(name.as_str())?;
+                (original == name).then(|| self.in_module(module, name))?
+            };
+            places.extend(once.or_else(imported).map(|p| (name.as_str(), p)));
+        }
+        for used in &function.qualified {
+            if used.name != function.name {
+                let place = self.qualified(file, &used.qualifier, &used.name);
+                places.extend(place.map(|p| (used.name.as_str(), p)));
+            }
+        }
+        let mut expected: Vec<Expected> = Vec::new();
+        for (name, (home, i)) in places {
+            let definition = &self.files[home].definitions[i];
+            let entry = Expected {
+                name: name.to_string(),
+                path: self.files[home].path.clone(),
+                line: definition.line,
+                text: definition.text.clone(),
+            };
+            if home != index && !expected.contains(&entry) {
+                expected.push(entry);
+            }
+        }
+        expected
+    }
+}
+
+/// Every function of the workspace that uses at least one definition of another file the
+/// code says where to find (see `Tables::expected`); in (path, line) order.
+fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
+    let tables = Tables::new(files);
     let mut cases = Vec::new();
     for (index, file) in files.iter().enumerate() {
         for function in &file.functions {
-            let mut expected = Vec::new();
-            for name in &function.uses {
-                if *name == function.name {
-                    continue;
-                }
-                let Some([(home, i)]) = definitions.get(name.as_str()).map(Vec::as_slice) else {
-                    continue;
-                };
-                if *home == index {
-                    continue;
-                }
-                let (_, line, text) = &files[*home].definitions[*i];
-                expected.push(Expected {
-                    name: name.clone(),
-                    path: files[*home].path.clone(),
-                    line: *line,
-                    text: text.clone(),
-                });
-            }
+            let expected = tables.expected(index, function);
             if expected.is_empty() {
                 continue;
             }
@@ -440,6 +629,61 @@ fn cases(root: &Path, files: &[ParsedFile]) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// A call `q.name(…)` or `q::name(…)` of a name defined in several places, with the one the
+/// code says it means.
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    /// The reader's file.
+    pub path: String,
+    /// As the model would ask for it: `errors.HeaderParseError`, `Runtime::new`.
+    pub query: String,
+    pub truth: Expected,
+}
+
+/// The call sites of the workspace whose callee is defined in several places and whose
+/// qualifier says which (see `Tables::qualified`), in (path, line) order.
+fn call_sites(files: &[ParsedFile]) -> Vec<CallSite> {
+    let tables = Tables::new(files);
+    let mut sites = Vec::new();
+    // A nested function's calls are its outer function's too: each call once.
+    let mut seen = std::collections::HashSet::new();
+    for file in files {
+        let separator = if file.language == Language::Rust {
+            "::"
+        } else {
+            "."
+        };
+        for used in files_calls(file) {
+            if tables.places(&used.name).len() < 2 || !seen.insert((&file.path, used)) {
+                continue;
+            }
+            let Some((home, i)) = tables.qualified(file, &used.qualifier, &used.name) else {
+                continue;
+            };
+            let definition = &files[home].definitions[i];
+            sites.push(CallSite {
+                path: file.path.clone(),
+                query: format!("{}{separator}{}", used.qualifier, used.name),
+                truth: Expected {
+                    name: used.name.clone(),
+                    path: files[home].path.clone(),
+                    line: definition.line,
+                    text: definition.text.clone(),
+                },
+            });
+        }
+    }
+    sites
+}
+
+/// The calls inside the file's functions.
+fn files_calls(file: &ParsedFile) -> impl Iterator<Item = &definition_truth::QualifiedUse> {
+    file.functions
+        .iter()
+        .flat_map(|f| &f.qualified)
+        .filter(|used| used.call)
 }
 
 /// The distinct names of the identifier leaves inside the function, in order.
@@ -480,7 +724,14 @@ fn used_names(tree: &tree_sitter::Tree, source: &[u8], function: &Symbol) -> Vec
 
 /// `count` cases picked by the seed (all of them when there are fewer), in (path, line)
 /// order.
-pub fn sample(mut cases: Vec<Case>, count: usize, seed: u64) -> Vec<Case> {
+pub fn sample(cases: Vec<Case>, count: usize, seed: u64) -> Vec<Case> {
+    let mut cases = pick(cases, count, seed);
+    cases.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    cases
+}
+
+/// `count` items picked by the seed (all of them when there are fewer), in the draw's order.
+fn pick<T>(mut items: Vec<T>, count: usize, seed: u64) -> Vec<T> {
     let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
         // splitmix64: deterministic on every machine.
@@ -491,14 +742,35 @@ pub fn sample(mut cases: Vec<Case>, count: usize, seed: u64) -> Vec<Case> {
         z ^ (z >> 31)
     };
     // A partial Fisher–Yates shuffle.
-    let count = count.min(cases.len());
+    let count = count.min(items.len());
     for i in 0..count {
-        let j = i + (next() % (cases.len() - i) as u64) as usize;
-        cases.swap(i, j);
+        let j = i + (next() % (items.len() - i) as u64) as usize;
+        items.swap(i, j);
     }
-    cases.truncate(count);
-    cases.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-    cases
+    items.truncate(count);
+    items
+}
+
+/// Whether `find_symbol`, asked for the site's qualified name as the model would ask, shows
+/// the definition the code means first.
+fn first_is_truth(symbols: &agentls::symbols::Symbols, root: &Path, site: &CallSite) -> bool {
+    let boundary = agentls::tools::boundary::PathBoundary {
+        roots: vec![root.to_path_buf()],
+    };
+    let input = agentls::tools::find_symbol::FindSymbolInput {
+        name: site.query.clone(),
+        kind: None,
+        path: None,
+        references: None,
+        limit: Some(1),
+    };
+    let Ok(answer) = agentls::tools::find_symbol::find_symbol(symbols, &boundary, &input) else {
+        return false;
+    };
+    // "N definitions of `x`:" then "path:line kind…".
+    let first = answer.lines().nth(1).unwrap_or_default();
+    let place = first.split_whitespace().next().unwrap_or_default();
+    place == format!("{}:{}", site.truth.path, site.truth.line)
 }
 
 /// The editor block of the case, built as `agentls context FILE:LINE:COL` builds it.
@@ -619,6 +891,18 @@ fn export(report: &DefinitionsEvalReport, options: &DefinitionsEvalOptions) -> V
             })
         })
         .collect();
+    let sites: Vec<Value> = report
+        .workspaces
+        .iter()
+        .flat_map(|workspace| workspace.sites.iter().map(move |site| (workspace, site)))
+        .map(|(workspace, (site, right))| {
+            json!({
+                "workspace": workspace.root, "path": site.path, "query": site.query,
+                "truth": {"path": site.truth.path, "line": site.truth.line},
+                "findSymbolFirst": right,
+            })
+        })
+        .collect();
     json!({
         "seed": options.seed,
         "perWorkspace": options.per_workspace,
@@ -626,6 +910,7 @@ fn export(report: &DefinitionsEvalReport, options: &DefinitionsEvalOptions) -> V
             "root": w.root, "files": w.files, "candidates": w.candidates,
         })).collect::<Vec<_>>(),
         "cases": cases,
+        "sites": sites,
     })
 }
 
@@ -687,8 +972,8 @@ pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
         );
     }
     println!(
-        "{:<44}{:>6}{:>7}{:>10}{:>9}{:>11}{:>10}",
-        "workspace", "files", "cases", "recall", "found", "defs med", "block max"
+        "{:<44}{:>6}{:>7}{:>10}{:>9}{:>11}{:>10}{:>12}",
+        "workspace", "files", "cases", "recall", "found", "defs med", "block max", "precision"
     );
     for workspace in &report.workspaces {
         let t = totals(&workspace.cases);
@@ -697,15 +982,17 @@ pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let right = workspace.sites.iter().filter(|(_, right)| *right).count();
         println!(
-            "{:<44}{:>6}{:>7}{:>9.1}%{:>9}{:>11}{:>10}",
+            "{:<44}{:>6}{:>7}{:>9.1}%{:>9}{:>11}{:>10}{:>12}",
             name,
             workspace.files,
             t.cases,
             percent(t.found, t.expected),
             format!("{}/{}", t.found, t.expected),
             t.definitions_median,
-            t.block_max
+            t.block_max,
+            format!("{right}/{}", workspace.sites.len())
         );
     }
     let t = totals(report.workspaces.iter().flat_map(|w| &w.cases));
@@ -722,7 +1009,20 @@ pub fn print(options: &DefinitionsEvalOptions, report: &DefinitionsEvalReport) {
         "definitions part: median {} tokens, max {}; block: median {} tokens, max {} of its {} budget, {} over it",
         t.definitions_median, t.definitions_max, t.block_median, t.block_max, t.budget, t.over_budget
     );
+    print_precision(report);
     print_maps(report);
+}
+
+/// `find_symbol` at the call sites, over every workspace.
+fn print_precision(report: &DefinitionsEvalReport) {
+    let sites: Vec<&(CallSite, bool)> = report.workspaces.iter().flat_map(|w| &w.sites).collect();
+    let right = sites.iter().filter(|(_, right)| *right).count();
+    let candidates: usize = report.workspaces.iter().map(|w| w.site_candidates).sum();
+    println!(
+        "find_symbol at qualified calls of names defined in several places: the first place is the one meant {:.1}% ({right}/{} sites asked, of {candidates})",
+        percent(right, sites.len()),
+        sites.len()
+    );
 }
 
 /// The repository map alone, per budget: the expected definitions it holds, over every

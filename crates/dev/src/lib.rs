@@ -16,6 +16,7 @@ pub mod bench_review;
 pub mod bench_sandbox;
 pub mod bench_stream;
 pub mod bench_subagent;
+pub mod definition_truth;
 pub mod demo;
 pub mod eval_compaction;
 pub mod eval_definitions;

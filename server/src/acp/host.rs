@@ -57,6 +57,8 @@ pub struct AcpHost {
     pub(super) additional_roots: Mutex<Vec<PathBuf>>,
     /// The `messageId`s of message chunks.
     pub(super) message_ids: Mutex<mapping::MessageIds>,
+    /// The workspace symbol index of the session's roots, built in the background.
+    pub(super) symbols: crate::symbols::Symbols,
 }
 
 impl AcpHost {
@@ -277,6 +279,12 @@ impl Host for AcpHost {
         let mut roots = vec![self.root.clone()];
         roots.extend(self.additional_roots.locked().iter().cloned());
         roots
+    }
+
+    /// Files changed on disk since they were indexed are read again when a result names
+    /// them (`Symbols::definitions_limited`); none is watched.
+    async fn symbols(&self) -> Option<crate::symbols::Symbols> {
+        Some(self.symbols.clone())
     }
 
     async fn buffer(&self, path: &Path) -> Option<(String, i32)> {

@@ -40,6 +40,9 @@ pub struct State {
     prompts: Arc<Prompts>,
     fs: Mutex<ClientFs>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// The symbol index of each set of roots a session opened, shared by the sessions in
+    /// the same directories.
+    indexes: Mutex<HashMap<Vec<PathBuf>, crate::symbols::Symbols>>,
 }
 
 /// The params of request `R`, or `invalid params` naming the serde error.
@@ -72,6 +75,7 @@ impl State {
             prompts,
             fs: Mutex::new(ClientFs::default()),
             sessions: Mutex::new(HashMap::new()),
+            indexes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -237,9 +241,19 @@ impl State {
         let root = cwd.canonicalize().map_err(|e| {
             RpcError::invalid_params(format!("cannot use cwd {}: {e}", cwd.display()))
         })?;
+        let roots: Vec<PathBuf> = std::iter::once(root.clone())
+            .chain(additional_roots.iter().cloned())
+            .collect();
+        let symbols = self
+            .indexes
+            .locked()
+            .entry(roots.clone())
+            .or_insert_with(|| crate::symbols::Symbols::open_in_background(&roots, &config))
+            .clone();
         let (ends_tx, ends) = mpsc::unbounded_channel();
         let host = Arc::new(AcpHost {
             connection: self.connection.clone(),
+            symbols,
             config: Mutex::new(config),
             prompts: self.prompts.clone(),
             root,

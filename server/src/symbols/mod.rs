@@ -42,6 +42,19 @@ pub struct BuildOptions {
 }
 
 impl BuildOptions {
+    /// The options of a host's index of `roots` under `config`, persisted in the state
+    /// directory.
+    pub fn of(roots: &[PathBuf], config: &agentls_core::config::Config) -> BuildOptions {
+        let canonical_roots: Vec<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
+        let state_dir = crate::store::session_log::state_dir(config.state_dir.as_deref());
+        BuildOptions {
+            store: disk::store_path(&state_dir, &canonical_roots),
+            roots: canonical_roots,
+            max_file_bytes: config.syntax_max_document_bytes as u64,
+            threads: BuildOptions::default_threads(),
+        }
+    }
+
     /// The server's default: every core but one (at least one) for indexing.
     pub fn default_threads() -> usize {
         std::thread::available_parallelism()
@@ -166,17 +179,28 @@ impl Symbols {
     /// The index of `roots` for a host without an editor (`agentls ask`, `agentls
     /// context`): the persisted one brought up to date, or built on the spot, blocking.
     pub fn open(roots: &[PathBuf], config: &agentls_core::config::Config) -> Symbols {
-        let canonical_roots: Vec<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
-        let state_dir = crate::store::session_log::state_dir(config.state_dir.as_deref());
-        let options = BuildOptions {
-            store: disk::store_path(&state_dir, &canonical_roots),
-            roots: canonical_roots,
-            max_file_bytes: config.syntax_max_document_bytes as u64,
-            threads: BuildOptions::default_threads(),
-        };
         let symbols = Symbols::default();
-        let status = symbols.build(options, &|_, _| {});
+        let status = symbols.build(BuildOptions::of(roots, config), &|_, _| {});
         tracing::info!("{}", status.summary());
+        symbols
+    }
+
+    /// The index of `roots` for a host that must not wait for it (an ACP session): the
+    /// persisted one brought up to date, or built, on a thread of its own; until then
+    /// queries see what is indexed so far.
+    pub fn open_in_background(roots: &[PathBuf], config: &agentls_core::config::Config) -> Symbols {
+        let symbols = Symbols::default();
+        let options = BuildOptions::of(roots, config);
+        let building = symbols.clone();
+        let spawned = std::thread::Builder::new()
+            .name("agentls-symbols".into())
+            .spawn(move || {
+                let status = building.build(options, &|_, _| {});
+                tracing::info!("{}", status.summary());
+            });
+        if let Err(err) = spawned {
+            tracing::error!("cannot start the symbol indexer: {err}");
+        }
         symbols
     }
 

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use agentls_core::symbol_index::SymbolKind;
+use agentls_core::symbol_index::{qualifier_reaches, SymbolKind};
 use agentls_core::tool_info::{error, shorten, ToolError, ToolKind};
 
 use crate::store::files::read_text;
@@ -92,13 +92,17 @@ pub fn find_symbol(
     let (mut definitions, total) =
         symbols.definitions_limited(simple, kind, prefix.as_deref(), wanted);
     if simple != name {
-        // Prefer the ones inside the named container.
-        let container = name[..name.len() - simple.len()].trim_end_matches([':', '.']);
-        let container = container.rsplit([':', '.']).next().unwrap_or(container);
+        // Prefer the ones the qualifier names: inside the named container (`impl Type`), or
+        // in the named module's file (`errors.HeaderParseError`).
+        let qualifier = name[..name.len() - simple.len()].trim_end_matches([':', '.']);
+        let container = qualifier.rsplit([':', '.']).next().unwrap_or(qualifier);
         definitions.sort_by_key(|d| {
-            !d.definition
+            let path = d.path.to_string_lossy();
+            let named_container = d
+                .definition
                 .container()
-                .is_some_and(|c| c.split_whitespace().any(|w| w.starts_with(container)))
+                .is_some_and(|c| c.split_whitespace().any(|w| w.starts_with(container)));
+            !(named_container || qualifier_reaches(qualifier, &[], &path, &d.definition))
         });
     }
     let mut out = Vec::new();

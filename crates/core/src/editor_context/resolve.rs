@@ -13,8 +13,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::language::Language;
-use crate::symbol_index::{self, Definition, FileRanks, Import, SymbolIndex};
-use crate::syntax::{Identifier, IdentifierKind, SymbolKind};
+use crate::symbol_index::{Definition, FileRanks, SymbolIndex, Usage};
+use crate::syntax::{Identifier, SymbolKind};
 
 /// Alternatives shown for an ambiguous name beyond its best guess.
 const MAX_ALTERNATIVES: usize = 2;
@@ -61,26 +61,24 @@ pub fn fetch(
     display: impl Fn(&str) -> String,
 ) -> WorkspaceDefinitions {
     let mut by_name = HashMap::new();
-    let imports: &[Import] = index
-        .file(active_key)
-        .map_or(&[], |file| file.imports.as_slice());
     for identifier in identifiers {
         let name = identifier.name.as_str();
         if by_name.contains_key(name) {
             continue;
         }
-        let hits = index.resolve(name, active_key, ranks);
+        // The first use of a name met says what it is used as and through what.
+        let usage = Usage {
+            kind: Some(identifier.kind),
+            qualifier: identifier.qualifier.as_deref(),
+        };
+        let hits = index.resolve_used(name, usage, active_key, ranks);
         if hits.first().is_none_or(|hit| hit.path == active_key) {
             continue;
         }
-        let mut elsewhere: Vec<_> = hits
+        let elsewhere: Vec<_> = hits
             .into_iter()
             .filter(|hit| hit.path != active_key && hit.definition.kind != SymbolKind::Impl)
             .collect();
-        // The index ranks a definition first when an import names the name or the file's
-        // module; an import statement naming both (`use crate::b::open`) says which one.
-        // Stable: the index's order holds within each strength.
-        elsewhere.sort_by_key(|hit| std::cmp::Reverse(import_strength(imports, name, hit.path)));
         if elsewhere.is_empty() {
             continue;
         }
@@ -99,21 +97,6 @@ pub fn fetch(
         by_name.insert(name.to_string(), found);
     }
     WorkspaceDefinitions { by_name }
-}
-
-/// 2 when one import statement names both `name` and the module of `path`, 1 when one
-/// names either, else 0.
-fn import_strength(imports: &[Import], name: &str, path: &str) -> u8 {
-    let module = symbol_index::module_name(path);
-    imports
-        .iter()
-        .map(|import| {
-            let names_it = import.names().any(|n| n == name);
-            let names_module = module.is_some_and(|m| import.names().any(|n| n == m));
-            u8::from(names_it) + u8::from(names_module)
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// How sure a pick is; lower is kept first.
@@ -144,10 +127,8 @@ pub fn pick<'a>(
         let Some(found) = workspace.by_name.get(name) else {
             continue;
         };
-        // What the identifier is used as says which kinds fit; the rest keep their rank
-        // behind them.
-        let mut ranked: Vec<&WorkspaceDefinition> = found.definitions.iter().collect();
-        ranked.sort_by_key(|d| !fits(identifier.kind, d.definition.kind));
+        // Ranked by `fetch` for the first use of the name, its kind and qualifier included.
+        let ranked: Vec<&WorkspaceDefinition> = found.definitions.iter().collect();
         let Some(best) = ranked.first() else {
             continue;
         };
@@ -169,18 +150,4 @@ pub fn pick<'a>(
         .into_iter()
         .map(|(tier, _, definition)| (tier, definition))
         .collect()
-}
-
-/// Whether a definition of `kind` is what an identifier used as `used_as` can name.
-fn fits(used_as: IdentifierKind, kind: SymbolKind) -> bool {
-    use SymbolKind as K;
-    match used_as {
-        IdentifierKind::Type => matches!(
-            kind,
-            K::Struct | K::Class | K::Enum | K::Trait | K::Interface | K::TypeAlias
-        ),
-        IdentifierKind::Field => matches!(kind, K::Method | K::Function | K::Constant),
-        IdentifierKind::Module => matches!(kind, K::Module),
-        IdentifierKind::Value => !matches!(kind, K::Module | K::Interface | K::TypeAlias),
-    }
 }

@@ -903,6 +903,7 @@ fn ident(name: &str, kind: IdentifierKind) -> Identifier {
     Identifier {
         name: name.into(),
         kind,
+        qualifier: None,
     }
 }
 

@@ -25,8 +25,19 @@ pub const MAX_FIELDS: usize = 16;
 pub(crate) const MAX_FIELD_BYTES: usize = 100;
 const MAX_IMPORT_BYTES: usize = 200;
 
-/// The tags of a file. Plain text has none.
-pub fn extract_tags(language: Language, source: &[u8], tree: &Tree) -> FileTags {
+/// A macro invocation's token tree: its bytes (delimiters included) and first line.
+#[derive(Debug, Clone)]
+pub(super) struct MacroBody {
+    pub bytes: Range<usize>,
+    pub row: u32,
+}
+
+/// The tags the file's own tree shows, and its macro invocations' bodies.
+pub(super) fn tags_of_tree(
+    language: Language,
+    source: &[u8],
+    tree: &Tree,
+) -> (FileTags, Vec<MacroBody>) {
     let mut tags = FileTags {
         language,
         definitions: Vec::new(),
@@ -34,7 +45,7 @@ pub fn extract_tags(language: Language, source: &[u8], tree: &Tree) -> FileTags 
         imports: Vec::new(),
     };
     let Some(family) = Family::of(language) else {
-        return tags;
+        return (tags, Vec::new());
     };
     let outline = syntax::outline(language, source, tree);
     let newlines: Vec<usize> = source
@@ -69,8 +80,8 @@ pub fn extract_tags(language: Language, source: &[u8], tree: &Tree) -> FileTags 
     }
     tags.definitions
         .sort_by_key(|d| (d.start_line, d.name_line));
-    references_and_imports(family, source, tree, &name_starts, &mut tags);
-    tags
+    let bodies = references_and_imports(family, source, tree, &name_starts, &mut tags);
+    (tags, bodies)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,14 +508,16 @@ struct Ancestor<'t> {
 }
 
 /// One walk of the whole tree: every name used where a reader would look it up (a call, a
-/// type, a path, an import, a capitalised name), once per line, and the import statements.
+/// type, a path, an import, a capitalised name), once per line, and the import statements;
+/// returns the bodies of the macro invocations that may hold items.
 fn references_and_imports<'t>(
     family: Family,
     source: &[u8],
     tree: &'t Tree,
     definition_names: &HashSet<usize>,
     tags: &mut FileTags,
-) {
+) -> Vec<MacroBody> {
+    let mut bodies = Vec::new();
     let mut seen: HashSet<(&[u8], u32)> = HashSet::new();
     let mut cursor = tree.walk();
     let mut ancestors: Vec<Ancestor<'t>> = Vec::new();
@@ -533,6 +546,19 @@ fn references_and_imports<'t>(
                 import_depth = Some(ancestors.len());
                 tags.imports.push(import(source, node));
             }
+            let in_macro = ancestors
+                .last()
+                .is_some_and(|a| a.kind == "macro_invocation");
+            if family == Family::Rust && kind == "token_tree" && in_macro {
+                let bytes = node.byte_range();
+                let text = &source[bytes.start.min(source.len())..bytes.end.min(source.len())];
+                if may_hold_items(text) {
+                    bodies.push(MacroBody {
+                        bytes,
+                        row: node.start_position().row as u32,
+                    });
+                }
+            }
             let in_type = kind == "type"
                 || field == Some("superclasses")
                 || ancestors.last().is_some_and(|a| a.in_type);
@@ -554,7 +580,7 @@ fn references_and_imports<'t>(
                 break;
             }
             if !cursor.goto_parent() {
-                return;
+                return bodies;
             }
             ancestors.pop();
             if import_depth == Some(ancestors.len()) {
@@ -562,6 +588,48 @@ fn references_and_imports<'t>(
             }
         }
     }
+}
+
+/// Words that start an item: a body without one holds none (`println!`, `vec!`, `assert!`).
+const ITEM_KEYWORDS: [&[u8]; 12] = [
+    b"fn",
+    b"struct",
+    b"enum",
+    b"impl",
+    b"trait",
+    b"mod",
+    b"type",
+    b"const",
+    b"static",
+    b"use",
+    b"union",
+    b"macro_rules",
+];
+
+/// Whether the text spells an item keyword as a word followed by a space (or `!` for
+/// `macro_rules!`).
+fn may_hold_items(text: &[u8]) -> bool {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < text.len() {
+        if !is_word(text[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < text.len() && is_word(text[i]) {
+            i += 1;
+        }
+        let follows = text
+            .get(i)
+            .is_some_and(|b| b.is_ascii_whitespace() || *b == b'!');
+        let before = start.checked_sub(1).map(|j| text[j]);
+        // `$fn` is a macro's own variable, not the keyword.
+        if follows && before != Some(b'$') && ITEM_KEYWORDS.contains(&&text[start..i]) {
+            return true;
+        }
+    }
+    false
 }
 
 fn is_identifier_kind(kind: &str) -> bool {

@@ -8,17 +8,30 @@
 //! to the workspace root, `/`-separated), opaque here except for prefix filters.
 
 mod extract;
+mod macros;
 pub mod persist;
 mod rank;
+mod usage;
 
 use std::collections::HashMap;
 
-pub use extract::{bounded, extract_tags, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
+pub use extract::{bounded, MAX_DOC_BYTES, MAX_FIELDS, MAX_SIGNATURE_BYTES};
 pub(crate) use rank::MAX_DEFINERS;
 pub use rank::{rank_files, FileRanks};
+pub use usage::{fits, impl_type, import_strength, qualifier_reaches, Usage};
 
 use crate::language::Language;
 pub use crate::syntax::SymbolKind;
+
+/// The tags of a file. Plain text has none. Rust's items written inside macro invocations
+/// (`cfg_rt! { pub fn spawn… }`) are read from their bodies, parsed again (`macros`).
+pub fn extract_tags(language: Language, source: &[u8], tree: &tree_sitter::Tree) -> FileTags {
+    let (mut tags, bodies) = extract::tags_of_tree(language, source, tree);
+    if language == Language::Rust && !bodies.is_empty() {
+        macros::add_items(source, &bodies, &mut tags);
+    }
+    tags
+}
 
 /// A definition found in a file, as its parts: what [`extract_tags`] and the persisted
 /// file's decoder produce, packed into a [`Definition`] for keeping.
@@ -636,32 +649,59 @@ impl SymbolIndex {
         from_path: &str,
         ranks: Option<&FileRanks>,
     ) -> Vec<DefinitionHit<'a>> {
-        let mut hits = self.definitions(&Query {
+        self.resolve_used(name, Usage::default(), from_path, ranks)
+    }
+
+    /// `resolve` for a use of the name: after the reader's own file, the definitions its
+    /// qualifier names (`errors.X`: in the module `errors`; `Runtime::new`: in `impl
+    /// Runtime`), then those of a kind the use can name, then by how strongly the reader's
+    /// imports name them, then the files' rank and the paths' distance.
+    pub fn resolve_used<'a>(
+        &'a self,
+        name: &str,
+        usage: Usage,
+        from_path: &str,
+        ranks: Option<&FileRanks>,
+    ) -> Vec<DefinitionHit<'a>> {
+        let hits = self.definitions(&Query {
             name,
             ..Query::default()
         });
-        let from = self.file(from_path);
-        let score = |hit: &DefinitionHit| -> (u8, f64, usize) {
-            let same_file = hit.path == from_path;
-            let imported = from.is_some_and(|f| imports_reach(f, name, hit.path));
-            let tier = match (same_file, imported) {
-                (true, _) => 0,
-                (false, true) => 1,
-                _ => 2,
-            };
-            let rank = ranks.map_or(0.0, |r| r.rank(hit.path));
-            (tier, -rank, path_distance(from_path, hit.path))
-        };
-        hits.sort_by(|a, b| {
-            let (ta, ra, da) = score(a);
-            let (tb, rb, db) = score(b);
-            ta.cmp(&tb)
-                .then(ra.total_cmp(&rb))
-                .then(da.cmp(&db))
-                .then(a.path.cmp(b.path))
-                .then(a.definition.start_line.cmp(&b.definition.start_line))
+        let imports = self
+            .file(from_path)
+            .map_or(&[][..], |f| f.imports.as_slice());
+        let mut scored: Vec<(ResolveScore, DefinitionHit)> = hits
+            .into_iter()
+            .map(|hit| {
+                let qualified = usage
+                    .qualifier
+                    .is_some_and(|q| qualifier_reaches(q, imports, hit.path, hit.definition));
+                let fitting = usage.kind.is_none_or(|k| fits(k, hit.definition.kind));
+                let score = ResolveScore {
+                    elsewhere: hit.path != from_path,
+                    unqualified: !qualified,
+                    unfitting: !fitting,
+                    imported: std::cmp::Reverse(import_strength(imports, name, hit.path)),
+                    rank: -ranks.map_or(0.0, |r| r.rank(hit.path)),
+                    distance: path_distance(from_path, hit.path),
+                };
+                (score, hit)
+            })
+            .collect();
+        scored.sort_by(|(a, hit_a), (b, hit_b)| {
+            a.key()
+                .cmp(&b.key())
+                .then(a.rank.total_cmp(&b.rank))
+                .then(a.distance.cmp(&b.distance))
+                .then(hit_a.path.cmp(hit_b.path))
+                .then(
+                    hit_a
+                        .definition
+                        .start_line
+                        .cmp(&hit_b.definition.start_line),
+                )
         });
-        hits
+        scored.into_iter().map(|(_, hit)| hit).collect()
     }
 
     pub(crate) fn name(&self, id: u32) -> &str {
@@ -687,6 +727,27 @@ impl SymbolIndex {
     /// The ids (in `file_slots`) of the files that use name `name`.
     pub(crate) fn referencing_ids(&self, name: u32) -> &[u32] {
         self.referencing.get(&name).map_or(&[], Places::as_slice)
+    }
+}
+
+/// How a definition ranks for a reader; lower first, field by field.
+struct ResolveScore {
+    elsewhere: bool,
+    unqualified: bool,
+    unfitting: bool,
+    imported: std::cmp::Reverse<u8>,
+    rank: f64,
+    distance: usize,
+}
+
+impl ResolveScore {
+    fn key(&self) -> (bool, bool, bool, std::cmp::Reverse<u8>) {
+        (
+            self.elsewhere,
+            self.unqualified,
+            self.unfitting,
+            self.imported,
+        )
     }
 }
 
@@ -788,15 +849,6 @@ impl std::hash::Hasher for HashIsKey {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
-}
-
-/// Whether the file's imports name `name`, or name the module of `path` (its file stem,
-/// or its directory for `mod.rs`, `__init__.py`, `index.ts`).
-fn imports_reach(file: &FileEntry, name: &str, path: &str) -> bool {
-    let module = module_name(path);
-    file.imports
-        .iter()
-        .any(|import| import.names().any(|n| n == name || Some(n) == module))
 }
 
 /// The name other files import `path` by.

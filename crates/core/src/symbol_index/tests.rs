@@ -568,3 +568,107 @@ fn a_deeply_nested_file_keeps_every_definition_with_its_parts() {
         depth
     );
 }
+
+#[test]
+fn items_inside_macro_invocations_are_definitions_on_their_lines() {
+    check(
+        Language::Rust,
+        r#"cfg_rt! {
+    /// Spawns.
+    pub fn spawn<F>(f: F) -> JoinHandle { Builder::new().spawn(f) }
+    cfg_net! {
+        pub struct Tcp { port: u16 }
+    }
+}
+impl Runtime {
+    cfg_rt! { pub fn block_on(&self) {} }
+}
+define_error! {
+    pub enum Error { Io, Parse }
+}
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        mod unix;
+        pub use unix::Pipe;
+    } else {
+        fn fallback() {}
+    }
+}
+fn main() { println!("fn not_an_item {}", 1); vec![1]; }
+"#,
+        expect![[r#"
+            2-2 function spawn: pub fn spawn<F>(f: F) -> JoinHandle
+                doc| /// Spawns.
+            4-4 struct Tcp: pub struct Tcp
+                field| port: u16
+            7-9 impl impl Runtime: impl Runtime
+            8-8 method block_on (in impl Runtime): pub fn block_on(&self)
+            11-11 enum Error: pub enum Error
+                field| Io
+                field| Parse
+            15-15 module unix: mod unix;
+            18-18 function fallback: fn fallback()
+            21-21 function main: fn main()
+            refs: cfg_rt@0 F@2 JoinHandle@2 Builder@2 cfg_rt@8 define_error@10 Io@11 Parse@11 cfg_if@13 Pipe@16 println@21 vec@21 new@2 spawn@2 cfg_net@3 cfg@14 unix@16
+            import@16: pub use unix::Pipe; [unix, Pipe]
+        "#]],
+    );
+}
+
+#[test]
+fn a_use_ranks_by_its_qualifier_then_its_kind() {
+    use crate::syntax::IdentifierKind;
+    let index = index_of(&[
+        (
+            "email/reader.py",
+            Language::Python,
+            "from . import errors\nimport email.utils as eu\n",
+        ),
+        ("email/_other.py", Language::Python, "class ParseError: pass\ndef parseaddr(): pass\n"),
+        ("email/errors.py", Language::Python, "class ParseError: pass\n"),
+        ("email/utils.py", Language::Python, "def parseaddr(): pass\n"),
+        (
+            "src/a.rs",
+            Language::Rust,
+            "pub struct Alpha;\nimpl Alpha { pub fn new() -> Alpha { Alpha } }\n",
+        ),
+        (
+            "src/b.rs",
+            Language::Rust,
+            "pub struct Beta;\nimpl Beta { pub fn new() -> Beta { Beta } }\npub mod Gamma {}\nfn Gamma() {}\n",
+        ),
+    ]);
+    let first = |name, kind, qualifier, from| {
+        let usage = Usage {
+            kind: Some(kind),
+            qualifier,
+        };
+        let hit = index.resolve_used(name, usage, from, None)[0];
+        (hit.path.to_string(), hit.definition.start_line)
+    };
+    let py = "email/reader.py";
+    // `errors.ParseError`: the module the qualifier names, though `_other` sorts first.
+    assert_eq!(
+        first("ParseError", IdentifierKind::Field, Some("errors"), py).0,
+        "email/errors.py"
+    );
+    // `eu.parseaddr`: through the alias of `import email.utils as eu`.
+    assert_eq!(
+        first("parseaddr", IdentifierKind::Field, Some("eu"), py).0,
+        "email/utils.py"
+    );
+    // `Beta::new`: the `new` of `impl Beta`, though a.rs sorts first.
+    assert_eq!(
+        first("new", IdentifierKind::Value, Some("Beta"), "src/c.rs"),
+        ("src/b.rs".to_string(), 1)
+    );
+    // A call prefers the function, a path segment the module.
+    assert_eq!(
+        first("Gamma", IdentifierKind::Value, None, "src/c.rs"),
+        ("src/b.rs".to_string(), 3)
+    );
+    assert_eq!(
+        first("Gamma", IdentifierKind::Module, None, "src/c.rs"),
+        ("src/b.rs".to_string(), 2)
+    );
+}

@@ -917,15 +917,18 @@ fn deep_nesting_does_not_overflow_the_stack() {
         vec![
             Identifier {
                 name: "m".into(),
-                kind: IdentifierKind::Value
+                kind: IdentifierKind::Value,
+                qualifier: None,
             },
             Identifier {
                 name: "leaf".into(),
-                kind: IdentifierKind::Value
+                kind: IdentifierKind::Value,
+                qualifier: None,
             },
             Identifier {
                 name: "x".into(),
-                kind: IdentifierKind::Value
+                kind: IdentifierKind::Value,
+                qualifier: None,
             },
         ]
     );
@@ -968,4 +971,34 @@ fn a_deeply_nested_outline_is_capped_and_keeps_every_symbol_in_order() {
         .all(|w| w[0].range.start < w[1].range.start));
     // Below the cap, a module still holds its members.
     assert_eq!(symbols[0].children.len(), 1);
+}
+
+#[test]
+fn a_qualified_name_keeps_its_qualifier() {
+    let qualified = |language, source: &str| {
+        let tree = parse(language, source);
+        referenced_identifiers(language, source.as_bytes(), &tree, 0..source.len())
+            .into_iter()
+            .filter_map(|i| Some(format!("{}<-{}", i.name, i.qualifier?)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        qualified(
+            Language::Python,
+            "x = email.utils.parseaddr(errors.Bad, f().y, a: m.T = 1)\n"
+        ),
+        [
+            "utils<-email",
+            "parseaddr<-email.utils",
+            "Bad<-errors",
+            "T<-m"
+        ]
+    );
+    assert_eq!(
+        qualified(
+            Language::Rust,
+            "fn f() { Runtime::new(); crate::io::copy(); <T as U>::x(); }"
+        ),
+        ["new<-Runtime", "io<-crate", "copy<-crate::io"]
+    );
 }
