@@ -148,6 +148,56 @@ async fn two_isolated_subagents_edit_one_file_apart_and_the_parent_applies_one()
 }
 
 #[tokio::test]
+async fn a_task_call_may_ask_for_a_worktree_its_subagents_file_does_not() {
+    let ws = workspace();
+    repository(&ws);
+    let file = ws.root.join(".agents/agents/worker-c.md");
+    fs::write(
+        &file,
+        "---\ndescription: Changes code\ntools: read_file, edit_file\n---\nYou are WORKER-c. Make the change.\n",
+    )
+    .unwrap();
+    let fake = FakeProvider::start().await;
+    let arguments =
+        json!({"agent": "worker-c", "prompt": "Change the answer.", "isolation": "worktree"})
+            .to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("t3", "task", &[arguments.as_str()])],
+        None,
+    ));
+    let change = edit("44");
+    fake.push_for(
+        "WORKER-c",
+        FakeProvider::openai_tool_calls(&[("e1", "edit_file", &[change.as_str()])], None),
+    );
+    fake.push_for(
+        "WORKER-c",
+        FakeProvider::openai_text(&["Changed it."], None),
+    );
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let (server, session) = session_server(
+        &ws,
+        &fake,
+        json!({"approval": "full-auto", "checks": {"afterEdit": "off"}}),
+    )
+    .await;
+    let (updates, _) = run_turn(&server, &session, "Have worker c change it apart.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let output = tool_output_in(&fake.requests().last().unwrap().body, "t3");
+    assert!(output.contains("branch `agentls/task-t3`"), "{output}");
+    assert_eq!(
+        fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(),
+        LIB,
+        "the main tree is untouched"
+    );
+    assert_eq!(
+        git(&ws.root, &["show", "agentls/task-t3:src/lib.rs"]),
+        LIB.replace("41", "44")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn without_git_an_isolated_subagent_is_refused_and_a_killed_servers_worktree_is_swept() {
     // No repository: a clear refusal, nothing written.
     let plain = workspace();

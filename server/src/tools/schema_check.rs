@@ -77,8 +77,16 @@ fn compare_objects(
     }
 }
 
-/// A `$ref` to the root's `$defs` followed (schemars writes nested types that way).
+/// A `$ref` to the root's `$defs` followed (schemars writes nested types that way), and an
+/// optional one's `anyOf: [$ref, null]` read as the type it refers to.
 fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    if let Some([one, other]) = schema["anyOf"].as_array().map(Vec::as_slice) {
+        match (one["type"] == "null", other["type"] == "null") {
+            (false, true) => return resolve(root, one),
+            (true, false) => return resolve(root, other),
+            _ => {}
+        }
+    }
     match schema["$ref"]
         .as_str()
         .and_then(|r| r.strip_prefix("#/$defs/"))

@@ -24,6 +24,19 @@ pub struct Task;
 pub struct TaskInput {
     pub agent: String,
     pub prompt: String,
+    /// `worktree`: this child works apart, as a subagent whose file says
+    /// `isolation: worktree` always does.
+    pub isolation: Option<TaskIsolation>,
+}
+
+/// Where a `task` call's child works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskIsolation {
+    // As its subagent's file says (the workspace, unless it asks for a worktree).
+    None,
+    // In a git worktree of its own, on a branch of its own.
+    Worktree,
 }
 
 impl TaskInput {
@@ -76,6 +89,18 @@ impl Tool for Task {
         let (agent, prompt) = match input.check(runner.as_ref()) {
             Ok(found) => found,
             Err(message) => return ToolOutcome::failed(message),
+        };
+        // The call may ask for a worktree its subagent's file does not.
+        let apart;
+        let agent = match input.isolation {
+            Some(TaskIsolation::Worktree) if !agent.worktree => {
+                apart = Subagent {
+                    worktree: true,
+                    ..agent.clone()
+                };
+                &apart
+            }
+            _ => agent,
         };
         let outcome = runner.run(agent, &prompt).await;
         let result = match outcome.answer {
