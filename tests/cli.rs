@@ -418,6 +418,90 @@ async fn ask_runs_one_turn_without_an_editor_and_persists_the_session() {
     );
 }
 
+#[tokio::test]
+async fn ask_in_a_worktree_leaves_the_working_tree_and_commits_on_its_branch() {
+    use agentls_dev::fake_provider::FakeProvider;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let lib = "pub fn answer() -> u32 {\n    41\n}\n";
+    std::fs::write(root.join("src/lib.rs"), lib).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "--quiet", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "--quiet",
+        "-m",
+        "start",
+    ]);
+    let fake = FakeProvider::start().await;
+    let edit =
+        serde_json::json!({"path": "src/lib.rs", "old_text": "41", "new_text": "42"}).to_string();
+    fake.push(FakeProvider::openai_tool_calls(
+        &[("c1", "edit_file", &[edit.as_str()])],
+        None,
+    ));
+    fake.push(FakeProvider::openai_text(&["Changed."], None));
+    let config = serde_json::json!({
+        "provider": {"kind": "openai", "baseUrl": format!("{}/v1", fake.base_url()), "model": "m"},
+        "stateDir": dir.path().join("state"),
+        "checks": {"afterEdit": "off"},
+    })
+    .to_string();
+    let out = tokio::process::Command::new(common::binary())
+        .env("XDG_CONFIG_HOME", common::NO_USER_CONFIG)
+        .env("AGENTLS_LOG", "error")
+        .args([
+            "ask",
+            "Make it 42",
+            "--approve",
+            "--worktree",
+            "--workspace",
+        ])
+        .arg(&root)
+        .args(["--config", &config])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+        lib,
+        "the working tree is as it was: {stderr}"
+    );
+    let branch = stderr
+        .split("on branch ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .expect("the branch on stderr")
+        .to_string();
+    assert!(stderr.contains(&format!("git merge {branch}")), "{stderr}");
+    assert_eq!(
+        git(&["show", &format!("{branch}:src/lib.rs")]),
+        lib.replace("41", "42"),
+        "committed on its branch"
+    );
+    assert_eq!(git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "main");
+}
+
 #[test]
 fn ask_without_a_provider_says_how_to_configure_one() {
     let out = Command::new(common::binary())

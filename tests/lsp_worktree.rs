@@ -197,6 +197,115 @@ async fn a_task_call_may_ask_for_a_worktree_its_subagents_file_does_not() {
     server.stop().await;
 }
 
+/// Allows every call and applies `workspace/applyEdit` to the disk, as an editor that saves.
+fn saving_editor() -> agentls_dev::lsp_client::Responder {
+    std::sync::Arc::new(|method: &str, params: &serde_json::Value| match method {
+        "agent/session/requestPermission" => {
+            agentls_dev::lsp_client::Answer::Result(json!({"outcome": {"optionId": "allow-once"}}))
+        }
+        "workspace/applyEdit" => {
+            agentls_dev::lsp_client::Answer::Result(json!({"applied": apply_to_disk(params)}))
+        }
+        _ => agentls_dev::lsp_client::Answer::Result(serde_json::Value::Null),
+    })
+}
+
+#[tokio::test]
+async fn a_session_works_in_a_worktree_across_a_restart_and_its_changes_are_applied_later() {
+    let ws = workspace();
+    fs::write(ws.root.join("src/b.rs"), "pub const B: u32 = 1;\n").unwrap();
+    repository(&ws);
+    let fake = FakeProvider::start().await;
+    let create = json!({"path": "src/new.rs", "content": "pub fn new() {}\n"}).to_string();
+    let change_b = json!({"path": "src/b.rs", "old_text": "1;", "new_text": "2;"}).to_string();
+    fake.push(parallel_calls(&[
+        ("e1", "edit_file", edit("42")),
+        ("w1", "write_file", create),
+        ("e2", "edit_file", change_b),
+    ]));
+    fake.push(FakeProvider::openai_text(&["Done apart."], None));
+    let options = provider_options(
+        &fake,
+        &ws,
+        json!({"approval": "full-auto", "checks": {"afterEdit": "off"}}),
+    );
+    let first = server(&ws, options.clone(), Some(saving_editor())).await;
+    let made = first
+        .client
+        .request("agent/session/new", json!({"worktree": true}))
+        .await
+        .unwrap();
+    let session = made["sessionId"].as_str().unwrap().to_string();
+    let worktree = Path::new(made["worktree"]["path"].as_str().unwrap()).to_path_buf();
+    let branch = made["worktree"]["branch"].as_str().unwrap().to_string();
+    assert_eq!(branch, format!("agentls/session-{session}"));
+    let (updates, _) = run_turn(&first, &session, "Change it apart.").await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    // The work is in the worktree; the workspace is as it was.
+    assert_eq!(
+        fs::read_to_string(worktree.join("src/lib.rs")).unwrap(),
+        LIB.replace("41", "42")
+    );
+    assert!(worktree.join("src/new.rs").exists());
+    assert_eq!(fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(), LIB);
+    assert!(!ws.root.join("src/new.rs").exists());
+    first.stop().await;
+
+    // Meanwhile the user changes b.rs in the workspace.
+    fs::write(ws.root.join("src/b.rs"), "pub const B: u32 = 7;\n").unwrap();
+    // A new server (whose first session sweeps the worktrees of dead servers) keeps it,
+    // and brings its changes over; b.rs is the user's and stays.
+    let server = server(&ws, options, Some(saving_editor())).await;
+    new_session(&server).await;
+    let applied = server
+        .client
+        .request("agent/session/applyWorktree", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(applied["branch"], branch.as_str());
+    assert_eq!(
+        applied["applied"],
+        json!(["src/lib.rs", "src/new.rs"]),
+        "{applied}"
+    );
+    assert_eq!(applied["conflicts"][0]["path"], "src/b.rs", "{applied}");
+    assert!(applied["conflicts"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("changed in the workspace"));
+    assert_eq!(
+        fs::read_to_string(ws.root.join("src/lib.rs")).unwrap(),
+        LIB.replace("41", "42")
+    );
+    assert_eq!(
+        fs::read_to_string(ws.root.join("src/new.rs")).unwrap(),
+        "pub fn new() {}\n"
+    );
+    assert_eq!(
+        fs::read_to_string(ws.root.join("src/b.rs")).unwrap(),
+        "pub const B: u32 = 7;\n"
+    );
+    // Applied twice: nothing more to write.
+    let again = server
+        .client
+        .request("agent/session/applyWorktree", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(again["applied"], json!([]), "{again}");
+    // A session that does not work apart is refused clearly.
+    let plain = new_session(&server).await;
+    let refused = server
+        .client
+        .request("agent/session/applyWorktree", json!({"sessionId": plain}))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message.contains("does not work in a worktree"),
+        "{refused:?}"
+    );
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn without_git_an_isolated_subagent_is_refused_and_a_killed_servers_worktree_is_swept() {
     // No repository: a clear refusal, nothing written.

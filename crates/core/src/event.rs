@@ -102,6 +102,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         text: String,
     },
+    /// The session works apart: in a git worktree of the workspace's repository on a
+    /// branch of its own (`agent/session/new` with `worktree`), recorded before its first
+    /// turn so that a reload works there again.
+    Worktree(WorktreeLink),
     /// The workspace's files before a user message's turn changed anything: one tree of the
     /// private checkpoint store per root (`checkpoints`). Recorded before `TurnStarted`.
     Checkpoint {
@@ -171,6 +175,17 @@ pub struct ForkLink {
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_id: Option<String>,
+}
+
+/// Where a session that works apart works.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeLink {
+    /// The worktree's directory.
+    pub path: String,
+    pub branch: String,
+    /// The commit it started from.
+    pub base: String,
 }
 
 /// One workspace root's files as a tree of the checkpoint store (a git tree id).

@@ -60,6 +60,7 @@ pub mod tool_info;
 pub mod truncate;
 pub mod updates;
 pub mod wire;
+pub mod worktree;
 
 #[cfg(test)]
 mod test_support;

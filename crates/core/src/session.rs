@@ -68,6 +68,8 @@ pub struct Session {
     pub forked_from: Option<crate::event::ForkLink>,
     /// Reminder key → the version shown (`reminders::due` skips what is here).
     pub reminders_shown: std::collections::BTreeMap<String, String>,
+    /// Set for a session that works apart, in a git worktree.
+    pub worktree: Option<crate::event::WorktreeLink>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -97,6 +99,7 @@ impl Session {
             parent: None,
             forked_from: None,
             reminders_shown: Default::default(),
+            worktree: None,
         }
     }
 
@@ -177,6 +180,7 @@ impl Session {
                 self.last_usage = None;
             }
             Event::Hook { .. } => {}
+            Event::Worktree(link) => self.worktree = Some(link.clone()),
             // What they change is the log's prefix (`replay` resolves rewinds; a live rewind
             // replays the log again), or nothing of the session's state (the trees).
             Event::Checkpoint { .. } | Event::TurnSnapshot { .. } | Event::Rewind { .. } => {}

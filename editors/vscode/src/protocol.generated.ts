@@ -615,6 +615,20 @@ export interface Section {
   trust: Trust;
 }
 
+/**
+ * What a session that works apart changed, brought into the workspace through the editor
+ * (`workspace/applyEdit`, file by file, undoable there); its branch keeps all of it.
+ */
+export interface SessionApplyWorktreeResult {
+  /** Files written (paths relative to the repository). */
+  applied: string[];
+  branch: string;
+  /** Files left as they are, with why (the user changed them since, a deletion). */
+  conflicts: RevertConflict[];
+  /** Files that already held the worktree's text. */
+  unchanged: string[];
+}
+
 export interface SessionBackgroundResult {
   /** In the order they started; ended ones until the session's end forgets them. */
   commands: BackgroundCommand[];
@@ -722,10 +736,17 @@ export interface SessionLoadResult {
 export interface SessionNewParams {
   /** Default: `provider.model`. */
   model?: string;
+  /**
+   * The session works apart: in a new git worktree of the workspace's repository, on a
+   * branch of its own, until `agent/session/applyWorktree` brings its changes over.
+   */
+  worktree?: boolean;
 }
 
 export interface SessionNewResult {
   sessionId: string;
+  /** Where a session that works apart works. */
+  worktree?: SessionWorktree;
 }
 
 export interface SessionPromptParams {
@@ -901,6 +922,12 @@ export interface SessionUpdateParams {
   update: SubagentUpdate;
 }
 
+export interface SessionWorktree {
+  branch: string;
+  /** The worktree's directory. */
+  path: string;
+}
+
 /** Where a command (or a subagent) comes from. */
 export type Source = 'builtin' | 'workspace' | 'user' | 'mcp';
 
@@ -959,6 +986,7 @@ export const Methods = {
   sessionCheckpoints: 'agent/session/checkpoints',
   sessionChanges: 'agent/session/changes',
   sessionRevertChanges: 'agent/session/revertChanges',
+  sessionApplyWorktree: 'agent/session/applyWorktree',
   sessionRewind: 'agent/session/rewind',
   sessionFork: 'agent/session/fork',
   mcpStatus: 'agent/mcp/status',
@@ -998,6 +1026,7 @@ export interface ClientRequests {
   'agent/session/checkpoints': { params: SessionIdParams; result: SessionCheckpointsResult };
   'agent/session/changes': { params: SessionChangesParams; result: SessionChangesResult };
   'agent/session/revertChanges': { params: SessionRevertChangesParams; result: SessionRevertChangesResult };
+  'agent/session/applyWorktree': { params: SessionIdParams; result: SessionApplyWorktreeResult };
   'agent/session/rewind': { params: SessionRewindParams; result: SessionRewindResult };
   'agent/session/fork': { params: SessionForkParams; result: SessionForkResult };
   'agent/mcp/status': { params: unknown; result: McpStatus };

@@ -146,6 +146,10 @@ pub struct AskArgs {
     /// as an editor gets them in `agent/update` (for scripts and benchmarks)
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// Work in a new git worktree of the repository, on a branch of its own, leaving the
+    /// working tree as it is (its work is committed on that branch at the end)
+    #[arg(long, conflicts_with = "session")]
+    worktree: bool,
 }
 
 impl From<AskArgs> for AskOptions {
@@ -158,6 +162,7 @@ impl From<AskArgs> for AskOptions {
             workspace: args.workspace,
             config: args.config,
             events: args.events,
+            worktree: args.worktree,
         }
     }
 }

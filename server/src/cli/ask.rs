@@ -30,6 +30,8 @@ pub struct AskOptions {
     pub workspace: Option<PathBuf>,
     pub config: Option<String>,
     pub events: Option<PathBuf>,
+    /// A new session works in a git worktree of its own (`--worktree`).
+    pub worktree: bool,
 }
 
 /// The configuration of a run: `--config` (JSON, or `@file` holding JSON) over the user
@@ -102,16 +104,7 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         Some(spec) => Some(editor_state_for(spec, &root)?),
         None => None,
     };
-    let events = match &options.events {
-        Some(path) => Some(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot open {}: {e}", path.display()))?,
-        )),
-        None => None,
-    };
+    let events = events_file(options.events.as_deref())?;
     let (ends_tx, mut ends) = mpsc::unbounded_channel();
     let host = Arc::new(CliHost {
         config,
@@ -124,9 +117,16 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
         events,
     });
     let agent = Agent::new(host.clone());
-    let session = match options.session {
-        Some(id) => id,
-        None => agent.new_session(None).await.map_err(|e| e.message)?,
+    let session = match (options.session, options.worktree) {
+        (Some(id), _) => id,
+        (None, false) => agent.new_session(None).await.map_err(|e| e.message)?,
+        (None, true) => {
+            agent
+                .new_session_apart(None)
+                .await
+                .map_err(|e| e.message)?
+                .0
+        }
     };
     let turn = agent
         .prompt(&session, options.question, editor)
@@ -153,12 +153,42 @@ pub async fn run(options: AskOptions) -> Result<i32, String> {
             }
         }
     };
+    let apart = agent.commit_worktree(&session).await;
     // The one turn was the session's life here.
     agent.end_sessions().await;
     // Let the printer finish the answer's last line.
     println!();
     eprintln!("agentls: session {session} ({stop})");
+    say_where_it_worked(&session, apart);
     Ok(if stop == "endTurn" { 0 } else { 1 })
+}
+
+/// `--events FILE`, opened to append.
+fn events_file(path: Option<&Path>) -> Result<Option<Mutex<std::fs::File>>, String> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|file| Some(Mutex::new(file)))
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+/// Where a session that works apart left its work, and how to apply it.
+fn say_where_it_worked(
+    session: &str,
+    apart: Result<Option<agentls_core::event::WorktreeLink>, crate::agent::AgentError>,
+) {
+    match apart {
+        Ok(Some(link)) => eprintln!(
+            "agentls: it worked in the worktree {} on branch {}: your working tree is as it was. Apply its work with `git merge {}` (or `git diff HEAD...{} | git apply`); go on with --session {session}",
+            link.path, link.branch, link.branch, link.branch
+        ),
+        Ok(None) => {}
+        Err(err) => eprintln!("agentls: its worktree's work was not committed: {}", err.message),
+    }
 }
 
 /// `path[:line[:col]]` as an editor state on the file (1-based line and column).

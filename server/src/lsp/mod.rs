@@ -121,6 +121,7 @@ fn custom_methods(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Back
         .on::<ext::SessionCheckpoints>(Backend::session_checkpoints)
         .on::<ext::SessionChanges>(Backend::session_changes)
         .on::<ext::SessionRevertChanges>(Backend::session_revert_changes)
+        .on::<ext::SessionApplyWorktree>(Backend::session_apply_worktree)
         .on::<ext::SessionRewind>(Backend::session_rewind)
         .on::<ext::SessionFork>(Backend::session_fork)
         .on::<ext::McpStatus>(Backend::mcp_status)

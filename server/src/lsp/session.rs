@@ -6,11 +6,12 @@ use crate::gather;
 use crate::host::Gathered;
 use crate::locks::Locked;
 use crate::protocol::lsp::{
-    McpResourceList, McpServers, SessionCancelParams, SessionCancelResult, SessionCommandsResult,
-    SessionCompactParams, SessionCompactResult, SessionContextParams, SessionListParams,
-    SessionListResult, SessionLoadResult, SessionNewParams, SessionNewResult, SessionPromptParams,
-    SessionPromptResult, SessionSetModeParams, SessionSetModeResult, SessionSetModelParams,
-    SessionSetModelResult,
+    McpResourceList, McpServers, SessionApplyWorktreeResult, SessionCancelParams,
+    SessionCancelResult, SessionCommandsResult, SessionCompactParams, SessionCompactResult,
+    SessionContextParams, SessionListParams, SessionListResult, SessionLoadResult,
+    SessionNewParams, SessionNewResult, SessionPromptParams, SessionPromptResult,
+    SessionSetModeParams, SessionSetModeResult, SessionSetModelParams, SessionSetModelResult,
+    SessionWorktree,
 };
 use crate::protocol::shapes::SessionIdParams;
 use crate::protocol::Json;
@@ -39,9 +40,41 @@ impl Backend {
         &self,
         params: Option<SessionNewParams>,
     ) -> jsonrpc::Result<SessionNewResult> {
-        let model = params.unwrap_or_default().model;
-        let session_id = self.agent().new_session(model).await.map_err(agent_error)?;
-        Ok(SessionNewResult { session_id })
+        let params = params.unwrap_or_default();
+        if params.worktree {
+            let (session_id, link) = self
+                .agent()
+                .new_session_apart(params.model)
+                .await
+                .map_err(agent_error)?;
+            return Ok(SessionNewResult {
+                session_id,
+                worktree: Some(SessionWorktree {
+                    path: link.path,
+                    branch: link.branch,
+                }),
+            });
+        }
+        let session_id = self
+            .agent()
+            .new_session(params.model)
+            .await
+            .map_err(agent_error)?;
+        Ok(SessionNewResult {
+            session_id,
+            worktree: None,
+        })
+    }
+
+    /// `agent/session/applyWorktree`: a session's worktree brought into the workspace.
+    pub(super) async fn session_apply_worktree(
+        &self,
+        params: SessionIdParams,
+    ) -> jsonrpc::Result<SessionApplyWorktreeResult> {
+        self.agent()
+            .apply_worktree(&params.session_id)
+            .await
+            .map_err(agent_error)
     }
 
     pub(super) async fn session_list(

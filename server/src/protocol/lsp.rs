@@ -38,12 +38,49 @@ pub struct SessionNewParams {
     /// Default: `provider.model`.
     #[serde(default)]
     pub model: Option<String>,
+    /// The session works apart: in a new git worktree of the workspace's repository, on a
+    /// branch of its own, until `agent/session/applyWorktree` brings its changes over.
+    #[serde(default)]
+    pub worktree: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionNewResult {
     pub session_id: String,
+    /// Where a session that works apart works.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<SessionWorktree>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionWorktree {
+    /// The worktree's directory.
+    pub path: String,
+    pub branch: String,
+}
+
+pub enum SessionApplyWorktree {}
+
+impl ClientRequest for SessionApplyWorktree {
+    type Params = SessionIdParams;
+    type Result = SessionApplyWorktreeResult;
+    const METHOD: &'static str = "agent/session/applyWorktree";
+}
+
+/// What a session that works apart changed, brought into the workspace through the editor
+/// (`workspace/applyEdit`, file by file, undoable there); its branch keeps all of it.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionApplyWorktreeResult {
+    pub branch: String,
+    /// Files written (paths relative to the repository).
+    pub applied: Vec<String>,
+    /// Files that already held the worktree's text.
+    pub unchanged: Vec<String>,
+    /// Files left as they are, with why (the user changed them since, a deletion).
+    pub conflicts: Vec<RevertConflict>,
 }
 
 pub enum SessionList {}
@@ -1162,6 +1199,7 @@ pub(super) fn methods() -> Vec<super::catalog::Method> {
         handled::<SessionCheckpoints>(),
         handled::<SessionChanges>(),
         handled::<SessionRevertChanges>(),
+        handled::<SessionApplyWorktree>(),
         handled::<SessionRewind>(),
         handled::<SessionFork>(),
         handled::<McpStatus>(),

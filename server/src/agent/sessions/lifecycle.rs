@@ -31,7 +31,14 @@ impl Agent {
         if !crate::store::session_log::valid_session_id(id) {
             return Ok(false);
         }
+        let worktree = match self.handle(id).await {
+            Ok(handle) => handle.live.lock().await.session.worktree.clone(),
+            Err(_) => None,
+        };
         self.close(id).await?;
+        if let Some(link) = worktree {
+            self.remove_worktree_of(&link);
+        }
         let store = self.store()?;
         // Its checkpoints go with it; a store that cannot drop them keeps them for the
         // size cap to drop later (the log's removal is what the client asked for).

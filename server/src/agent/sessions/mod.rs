@@ -274,9 +274,14 @@ impl Agent {
         let log = store
             .open(id)
             .map_err(|e| AgentError::failed(format!("cannot open session {id}: {e}")))?;
+        let worktree = session.worktree.clone();
         let mut live = Live { session, log };
         self.close_interrupted_turn(&mut live);
-        Ok(self.spawn_worker(id.to_string(), live))
+        let handle = self.spawn_worker(id.to_string(), live);
+        if let Some(link) = worktree {
+            self.work_in(&handle, &link);
+        }
+        Ok(handle)
     }
 
     /// A turn left open by a crash is closed now, so the log says how it ended: each call

@@ -71,9 +71,23 @@ fn safe(name: &str) -> String {
         .collect()
 }
 
+/// Who keeps a worktree: a subagent's lives as long as this server (its directory names
+/// the process, and `sweep` removes it once that is gone); a session's as long as the
+/// session (kept across restarts, removed when the session is deleted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keeper {
+    Process,
+    Session,
+}
+
 /// A new worktree of the repository at `root` named `name`, under `dir`. Err says why not:
 /// no repository, no commit yet, a config that runs programs on checkout.
-pub(super) fn create(root: &Path, dir: &Path, name: &str) -> Result<Worktree, String> {
+pub(super) fn create(
+    root: &Path,
+    dir: &Path,
+    name: &str,
+    keeper: Keeper,
+) -> Result<Worktree, String> {
     let repo = git(root, &["rev-parse", "--show-toplevel"])
         .map_err(|_| {
             format!(
@@ -116,8 +130,12 @@ pub(super) fn create(root: &Path, dir: &Path, name: &str) -> Result<Worktree, St
     {
         branch = format!("agentls/{name}-{}", &base[..8.min(base.len())]);
     }
-    // The directory names the server that owns it: `sweep` leaves a live one's alone.
-    let path = dir.join(format!("{}-{name}", std::process::id()));
+    // A subagent's directory names the server that owns it: `sweep` leaves a live one's
+    // alone, and a session's (no process in its name) always.
+    let path = match keeper {
+        Keeper::Process => dir.join(format!("{}-{name}", std::process::id())),
+        Keeper::Session => dir.join(&name),
+    };
     let shown = path.to_string_lossy().into_owned();
     git(
         &repo,
@@ -135,29 +153,7 @@ pub(super) fn create(root: &Path, dir: &Path, name: &str) -> Result<Worktree, St
 /// from the base, and removes the worktree's directory. A branch with nothing on it is
 /// deleted.
 pub(super) fn finish(worktree: &Worktree, message: &str) -> Result<Finished, String> {
-    let here = &worktree.path;
-    git(here, &["add", "--all"])?;
-    let changed = !git(here, &["diff", "--cached", "--name-only"])?
-        .trim()
-        .is_empty();
-    if changed {
-        git(
-            here,
-            &[
-                "-c",
-                "user.name=agentls",
-                "-c",
-                "user.email=agentls@localhost",
-                "-c",
-                "commit.gpgsign=false",
-                "commit",
-                "--quiet",
-                "--no-verify",
-                "-m",
-                message,
-            ],
-        )?;
-    }
+    let changed = commit_all(&worktree.path, message)?;
     let range = format!("{}..{}", worktree.base, worktree.branch);
     let stat = git(
         &worktree.repo,
@@ -208,7 +204,8 @@ pub(super) fn sweep(root: &Path, dir: &Path) -> usize {
             .and_then(|pid| pid.parse::<u32>().ok());
         let alive =
             |pid: u32| pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if owner.is_some_and(alive) {
+        // A session's worktree (no process in its name) is its session's to remove.
+        if owner.is_none_or(alive) {
             continue;
         }
         let shown = path.to_string_lossy().into_owned();
@@ -220,4 +217,113 @@ pub(super) fn sweep(root: &Path, dir: &Path) -> usize {
     }
     let _ = git(root, &["worktree", "prune"]);
     removed
+}
+
+/// A file a session's worktree changed from its base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ChangedFile {
+    /// Relative to the repository's top level, `/`-separated.
+    pub(super) path: String,
+    pub(super) status: FileStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FileStatus {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// What the worktree at `path` changed from `base`, committed or not (everything is
+/// staged first: a new file counts).
+pub(super) fn changed_files(path: &Path, base: &str) -> Result<Vec<ChangedFile>, String> {
+    git(path, &["add", "--all"])?;
+    let listed = git(
+        path,
+        &[
+            "diff",
+            "--cached",
+            "--name-status",
+            "--no-renames",
+            "-z",
+            base,
+        ],
+    )?;
+    let mut fields = listed.split('\0').filter(|f| !f.is_empty());
+    let mut files = Vec::new();
+    while let (Some(status), Some(file)) = (fields.next(), fields.next()) {
+        let status = match status.chars().next() {
+            Some('A') => FileStatus::Added,
+            Some('D') => FileStatus::Deleted,
+            _ => FileStatus::Modified,
+        };
+        files.push(ChangedFile {
+            path: file.to_string(),
+            status,
+        });
+    }
+    Ok(files)
+}
+
+/// The text of `path` at commit `base` (None: not valid UTF-8, or not there).
+pub(super) fn text_at(repo: &Path, base: &str, path: &str) -> Option<String> {
+    let mut command: Command = pinned_git();
+    command
+        .arg("-C")
+        .arg(repo)
+        .args(["cat-file", "blob", &format!("{base}:{path}")]);
+    let out = command.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
+}
+
+/// Commits what the worktree changed on its branch (as agentls), keeping the worktree: a
+/// session that works apart leaves its work where `git merge BRANCH` finds it.
+pub(super) fn commit_all(path: &Path, message: &str) -> Result<bool, String> {
+    git(path, &["add", "--all"])?;
+    if git(path, &["diff", "--cached", "--name-only"])?
+        .trim()
+        .is_empty()
+    {
+        return Ok(false);
+    }
+    git(
+        path,
+        &[
+            "-c",
+            "user.name=agentls",
+            "-c",
+            "user.email=agentls@localhost",
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            message,
+        ],
+    )?;
+    Ok(true)
+}
+
+/// The repository's top level for `root` (where a worktree's paths start).
+pub(super) fn top_level(root: &Path) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(
+        git(root, &["rev-parse", "--show-toplevel"])?.trim(),
+    ))
+}
+
+/// The worktree of `branch` made again at `path` (a cleanup removed its directory).
+pub(super) fn restore(root: &Path, path: &Path, branch: &str) -> Result<(), String> {
+    let _ = git(root, &["worktree", "prune"]);
+    let shown = path.to_string_lossy().into_owned();
+    git(root, &["worktree", "add", "--quiet", &shown, branch]).map(|_| ())
+}
+
+/// Removes the worktree at `path` (its branch stays).
+pub(super) fn remove_path(root: &Path, path: &Path) -> Result<(), String> {
+    let shown = path.to_string_lossy().into_owned();
+    git(root, &["worktree", "remove", "--force", &shown]).map(|_| ())
 }

@@ -5,6 +5,7 @@
 //! main tree is untouched until the parent (or the user) applies it.
 
 mod git;
+mod session;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -72,9 +73,11 @@ impl Agent {
             .ok_or("isolation: worktree needs a workspace root")?;
         let dir = self.worktrees_dir().map_err(|e| e.message)?;
         let name = name.to_string();
-        let worktree = tokio::task::spawn_blocking(move || git::create(&root, &dir, &name))
-            .await
-            .map_err(|e| e.to_string())??;
+        let worktree = tokio::task::spawn_blocking(move || {
+            git::create(&root, &dir, &name, git::Keeper::Process)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
         let host: Arc<dyn Host> = Arc::new(WorktreeHost {
             inner: self.host.clone(),
             root: worktree
