@@ -750,6 +750,8 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   fs.mkdirSync(path.join(WORKSPACE, 'review'), { recursive: true });
   fs.writeFileSync(path.join(WORKSPACE, 'review', 'a.txt'), a);
   fs.writeFileSync(path.join(WORKSPACE, 'review', 'b.txt'), b);
+  // Changed by a later turn (the review from an earlier turn).
+  fs.writeFileSync(path.join(WORKSPACE, 'review', 'd.txt'), 'd1\n');
   await setMode('Edit without asking');
   const edit = (id, file, oldText, newText) => ({ id, name: 'edit_file', arguments: { path: `review/${file}`, old_text: oldText, new_text: newText } });
   await pushReply({
@@ -772,9 +774,16 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
     readWorkspace('review/a.txt') === afterA && readWorkspace('review/b.txt') === 'b1\nB2\nb3\n' && readWorkspace('review/c.txt') === 'new\n',
   );
 
-  // The files of the turn, then b.txt: its diff opens, and it is undone whole.
+  // Which turns: the last one first (Enter), then the earlier ones "and after".
   await runCommand('Agent: Review Changes');
   const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.filter({ hasText: 'The last turn: Change the three review files.' }).first().waitFor({ state: 'visible' });
+  const turns = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`review turns: ${JSON.stringify(turns)}`);
+  assert.match(turns[0], /^The last turn: Change the three review files\.\s*turn \d+ · 3 files changed$/);
+  assert.match(turns[1], /^From turn \d+: .*\s*and the 1 after it · \d+ files? changed$/);
+  await page.keyboard.press('Enter');
+  // The files of the turn, then b.txt: its diff opens, and it is undone whole.
   await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
   const listed = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
   console.log(`review list: ${JSON.stringify(listed)}`);
@@ -826,6 +835,51 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   await editor.locator('.view-line', { hasText: /^a18$/ }).first().waitFor();
   assert.equal(await editor.locator('.view-line', { hasText: /^A18$/ }).count(), 0);
   assert.equal(await editor.locator('.view-line', { hasText: /^added$/ }).count(), 0);
+});
+
+step("Agent: Review Changes from an earlier turn lists both turns' files; Review from here starts at its message", async () => {
+  // A second turn changes review/d.txt; the first one's a.txt (one hunk left) and c.txt stay.
+  await pushReply({ toolCalls: [{ id: 'rv5', name: 'edit_file', arguments: { path: 'review/d.txt', old_text: 'd1\n', new_text: 'D1\n' } }] });
+  await pushReply({ text: ['d.txt changed.'] });
+  const chat = await chatFrame();
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  const input = chat.locator('#input');
+  await input.fill('Change d.txt too.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'd.txt changed.' }).waitFor();
+  await until('d.txt changed on disk', () => readWorkspace('review/d.txt') === 'D1\n');
+
+  // From the turn before: both turns' files.
+  await runCommand('Agent: Review Changes');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await pickRow('From turn');
+  await rows.filter({ hasText: 'review/d.txt' }).first().waitFor({ state: 'visible' });
+  const listed = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`review since the earlier turn: ${JSON.stringify(listed)}`);
+  assert.deepEqual(
+    listed.map((t) => t.match(/review\/\w\.txt/)?.[0]),
+    ['review/a.txt', 'review/c.txt', 'review/d.txt'],
+    JSON.stringify(listed),
+  );
+  assert.match(await page.locator('.quick-input-title').innerText(), /Review changes: turn \d+ and after/);
+  // Undo d.txt from there: the request carries the turn (d.txt is the later turn's).
+  await pickRow('review/d.txt');
+  await pickRow('Undo the whole file');
+  await page.locator('.notification-toast', { hasText: 'agentls: undone review/d.txt' }).first().waitFor();
+  await until('d.txt undone on disk', () => readWorkspace('review/d.txt') === 'd1\n');
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  assert.equal(await rows.filter({ hasText: 'review/d.txt' }).count(), 0);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+
+  // The hover action on the first turn's message: the same files, no pick of turns.
+  await messageAction(chat, 'Change the three review files.', 'review');
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  const fromHere = (await rows.allInnerTexts()).map((t) => t.match(/review\/\w\.txt/)?.[0]);
+  assert.deepEqual(fromHere, ['review/a.txt', 'review/c.txt'], JSON.stringify(fromHere));
+  assert.match(await page.locator('.quick-input-title').innerText(), /Review changes: this turn and after/);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
 });
 
 /** The rows of the Problems panel that show `text` (a file's row or a problem's). */

@@ -108,10 +108,11 @@
   function render(block) {
     switch (block.type) {
       case 'user': {
-        // Hover actions: "Rewind to here" and "Fork from here" (the extension previews).
+        // Hover actions: "Rewind to here", "Fork from here" (the extension previews) and
+        // "Review from here" (the changes of this turn and the ones after it).
         const div = el('div', 'block user', block.text);
         const actions = el('div', 'actions');
-        for (const [type, label] of [['rewind', 'Rewind to here'], ['fork', 'Fork from here']]) {
+        for (const [type, label] of [['rewind', 'Rewind to here'], ['fork', 'Fork from here'], ['review', 'Review from here']]) {
           const button = el('button', type, label);
           button.addEventListener('click', () => vscode.postMessage({ type, index: Number(div.dataset.index) }));
           actions.appendChild(button);

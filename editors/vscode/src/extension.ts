@@ -31,7 +31,7 @@ import {
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { memoryPickItems, offerPickItems, permissionPickItems } from './memory';
 import { modePickItems } from './mode';
-import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore } from './reviewChanges';
+import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore, turnItems } from './reviewChanges';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, steeringSent, turnStarted, withdrawUser } from './transcript';
@@ -133,7 +133,7 @@ class Agent implements vscode.Disposable {
       'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.rewind': () => this.pickCheckpoint('rewind'),
       'agentls.fork': () => this.pickCheckpoint('fork'),
-      'agentls.reviewChanges': () => this.reviewChanges(),
+      'agentls.reviewChanges': (...args) => this.reviewChanges(typeof args[0] === 'string' ? args[0] : undefined),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
       'agentls.review.fix': (...args) => this.fixFinding(args[0], args[1], args[2]),
@@ -315,6 +315,22 @@ class Agent implements vscode.Disposable {
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
           break;
+        case 'review': {
+          // "Review from here": the changes of this message's turn and the ones after it.
+          const sessionId = await this.session();
+          const block = this.model.blocks[message.index];
+          let turnId = block?.type === 'user' ? block.turnId : undefined;
+          if (!turnId && block?.type === 'user' && block.checkpointId) {
+            const { checkpoints } = await this.request(Methods.sessionCheckpoints, { sessionId });
+            turnId = checkpoints.find((c) => c.id === block.checkpointId)?.turnId;
+          }
+          if (!turnId) {
+            void vscode.window.showWarningMessage('agentls: this message has no turn to review (it was not sent, or has no checkpoint).');
+            break;
+          }
+          await this.reviewChanges(turnId);
+          break;
+        }
         case 'rewind':
         case 'fork': {
           // A user message's hover action.
@@ -537,23 +553,41 @@ class Agent implements vscode.Disposable {
     void (result.failed.length > 0 ? vscode.window.showWarningMessage(text) : vscode.window.showInformationMessage(text));
   }
 
-  /** `agentls.reviewChanges` ("Agent: Review Changes"): the files the chat session's last
-   *  turn changed; a file chosen opens as a diff (before the turn ↔ now) with keep, undo the
+  /** `agentls.reviewChanges` ("Agent: Review Changes"): which turns (the last one, or an
+   *  earlier one and every turn after it; `since` skips the question), then the files they
+   *  changed; a file chosen opens as a diff (before the turns ↔ now) with keep, undo the
    *  file and undo a hunk; then the list again, as the server lists what is left. */
-  async reviewChanges(): Promise<void> {
+  async reviewChanges(since?: string): Promise<void> {
     const sessionId = this.model.sessionId;
     if (!sessionId) {
       void vscode.window.showInformationMessage('agentls: no chat session yet: a turn\'s changes can be reviewed after it.');
       return;
     }
+    let sinceTurnId = since;
+    let which = since ? 'this turn and after' : 'the last turn';
+    if (!since) {
+      const turns = turnItems((await this.request(Methods.sessionCheckpoints, { sessionId })).checkpoints);
+      if (turns.length > 1) {
+        const turn = await vscode.window.showQuickPick(turns, {
+          title: 'Review changes',
+          placeHolder: 'Review the changes of the last turn, or of an earlier turn and every turn after it',
+          matchOnDescription: true,
+        });
+        if (!turn) {
+          return;
+        }
+        sinceTurnId = turn.turnId;
+        which = turn.title;
+      }
+    }
     for (;;) {
-      const { files } = await this.request(Methods.sessionChanges, { sessionId });
+      const { files } = await this.request(Methods.sessionChanges, sinceTurnId ? { sessionId, sinceTurnId } : { sessionId });
       if (files.length === 0) {
-        void vscode.window.showInformationMessage('agentls: no change of the last turn is left to review.');
+        void vscode.window.showInformationMessage(`agentls: no change of ${which} is left to review.`);
         return;
       }
       const picked = await vscode.window.showQuickPick(files.map(fileItem), {
-        title: 'Review changes: the last turn',
+        title: `Review changes: ${which}`,
         placeHolder: 'Choose a file to see its diff and keep or undo it (Escape keeps the rest)',
         matchOnDescription: true,
       });
@@ -568,7 +602,7 @@ class Agent implements vscode.Disposable {
           placeHolder: 'Keep the agent\'s change, or undo it',
         });
         if (action?.action === 'undoFile') {
-          await this.undoChange(sessionId, file.path);
+          await this.undoChange(sessionId, file.path, undefined, sinceTurnId);
         } else if (action?.action === 'undoHunk') {
           const hunk = await vscode.window.showQuickPick(file.hunks.map((h) => hunkItem(h)), {
             title: `Undo a hunk of ${file.path}`,
@@ -576,7 +610,7 @@ class Agent implements vscode.Disposable {
             matchOnDetail: true,
           });
           if (hunk) {
-            await this.undoChange(sessionId, file.path, hunk.id);
+            await this.undoChange(sessionId, file.path, hunk.id, sinceTurnId);
           }
         }
       } finally {
@@ -609,8 +643,8 @@ class Agent implements vscode.Disposable {
   }
 
   /** Undoes a file's change (or one hunk): conflicts are warnings, nothing is overwritten. */
-  private async undoChange(sessionId: string, path: string, hunkId?: string): Promise<void> {
-    const result = await this.request(Methods.sessionRevertChanges, revertRequest(sessionId, path, hunkId));
+  private async undoChange(sessionId: string, path: string, hunkId?: string, sinceTurnId?: string): Promise<void> {
+    const result = await this.request(Methods.sessionRevertChanges, revertRequest(sessionId, path, hunkId, sinceTurnId));
     const { info, warnings } = revertMessages(result, hunkId !== undefined);
     if (info) {
       void vscode.window.showInformationMessage(info);

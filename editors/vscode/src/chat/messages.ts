@@ -29,7 +29,8 @@ export type FromWebview =
   | { type: 'commands' }
   | { type: 'copy'; text: string }
   | { type: 'rewind'; index: number }
-  | { type: 'fork'; index: number };
+  | { type: 'fork'; index: number }
+  | { type: 'review'; index: number };
 
 export function isFromWebview(value: unknown): value is FromWebview {
   if (typeof value !== 'object' || value === null) {
@@ -49,6 +50,7 @@ export function isFromWebview(value: unknown): value is FromWebview {
       return typeof (value as { text?: unknown }).text === 'string';
     case 'rewind':
     case 'fork':
+    case 'review':
       return Number.isInteger((value as { index?: unknown }).index);
     case 'unqueue':
     case 'killBackground':

@@ -96,5 +96,8 @@ describe('rewind', () => {
     assert.ok(isFromWebview({ type: 'fork', index: 0 }));
     assert.ok(!isFromWebview({ type: 'rewind', index: '3' }));
     assert.ok(!isFromWebview({ type: 'fork' }));
+    // "Review from here".
+    assert.ok(isFromWebview({ type: 'review', index: 2 }));
+    assert.ok(!isFromWebview({ type: 'review' }));
   });
 });
