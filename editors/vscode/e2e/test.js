@@ -386,6 +386,8 @@ step('Enter during a turn steers it: the message joins the turn after its tool c
 });
 
 const WORKSPACE = process.env.E2E_WORKSPACE || '';
+/** The worktree of the session that works apart (the worktree steps). */
+let worktreePath = '';
 
 /** Polls `check` until it returns a truthy value (a state reached: a file on disk, a
  *  request the fake provider saw); fails after LONG with `what`. */
@@ -989,4 +991,81 @@ step('/review: the planted bug is a problem; Dismiss removes a finding, Fix with
   const prompt = contentText(messages.filter((m) => m.role === 'user').pop());
   assert.ok(prompt.includes('src/age.rs:2') && prompt.includes(bug), `the fix prompt names the finding: ${JSON.stringify(prompt)}`);
   assert.equal(await problemRow('agentls review').count(), 0, 'no review problem is left');
+});
+
+step('Agent: New Session in a Worktree: the chat shows its branch; its turn changes the worktree, not the workspace', async () => {
+  // The repository (made by the /review step) gets two files of its own in a commit.
+  const git = (...args) =>
+    execFileSync('git', ['-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', ...args], { cwd: WORKSPACE, stdio: 'pipe' });
+  fs.mkdirSync(path.join(WORKSPACE, 'apart'), { recursive: true });
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'x.txt'), 'x1\n');
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'y.txt'), 'y1\n');
+  git('add', 'apart');
+  git('commit', '-q', '-m', 'apart');
+
+  await runCommand('Agent: New Session in a Worktree');
+  const toast = page.locator('.notification-toast', { hasText: 'this session works apart on branch agentls/session-' }).first();
+  await toast.waitFor();
+  console.log(`worktree toast: ${JSON.stringify(await toast.innerText())}`);
+  const chat = await chatFrame();
+  const label = chat.locator('#worktree');
+  await label.waitFor({ state: 'visible' });
+  const branch = (await label.innerText()).trim().replace(/^⎇ /, '');
+  assert.match(branch, /^agentls\/session-[0-9a-f]+-[0-9a-f]+$/);
+  const title = await label.getAttribute('title');
+  worktreePath = title.match(/works apart in (.*): Apply/)[1];
+  assert.ok(fs.existsSync(path.join(worktreePath, 'apart', 'x.txt')), `the worktree at ${worktreePath}`);
+  await chat.locator('#apply-worktree').waitFor({ state: 'visible' });
+  assert.equal(await chat.locator('.block').count(), 0, 'a new session: an empty chat');
+  await setMode('Edit without asking');
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-git-branch') }).first().waitFor();
+
+  const edit = (id, file, oldText, newText) => ({ id, name: 'edit_file', arguments: { path: `apart/${file}`, old_text: oldText, new_text: newText } });
+  await pushReply({ toolCalls: [edit('wt1', 'x.txt', 'x1\n', 'X1\n'), edit('wt2', 'y.txt', 'y1\n', 'Y1\n')] });
+  await pushReply({ text: ['Done apart.'] });
+  const input = chat.locator('#input');
+  await input.fill('Change them apart.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Done apart.' }).waitFor();
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await until("the worktree's files changed", () => fs.readFileSync(path.join(worktreePath, 'apart', 'x.txt'), 'utf8') === 'X1\n');
+  assert.equal(fs.readFileSync(path.join(worktreePath, 'apart', 'y.txt'), 'utf8'), 'Y1\n');
+  assert.equal(readWorkspace('apart/x.txt'), 'x1\n', "the workspace's file is as it was");
+  assert.equal(readWorkspace('apart/y.txt'), 'y1\n');
+});
+
+step("Agent: Apply Worktree Session: the work lands in the workspace; the user's change meanwhile is a conflict", async () => {
+  // Meanwhile the user changes y.txt in the workspace.
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'y.txt'), 'mine\n');
+  await runCommand('Agent: Apply Worktree Session');
+  const toast = page.locator('.notification-toast', { hasText: 'applied 1 file of agentls/session-' }).first();
+  await toast.waitFor();
+  const said = (await toast.innerText()).replace(/\s+/g, ' ');
+  console.log(`apply toast: ${JSON.stringify(said)}`);
+  assert.match(said, /applied 1 file of agentls\/session-\S+: apart\/x\.txt; 1 file not applied \(left as they are\): apart\/y\.txt\./);
+  await toast.getByRole('button', { name: 'Show Conflicts' }).click();
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'apart/y.txt' }).first();
+  await row.waitFor({ state: 'visible' });
+  const reason = (await row.innerText()).replace(/\s+/g, ' ');
+  console.log(`conflict row: ${JSON.stringify(reason)}`);
+  assert.match(reason, /changed in the workspace/);
+  await row.click();
+  // The worktree's y.txt against the user's, side by side.
+  await page.locator('.tab', { hasText: /apart\/y\.txt \(agentls\/session-.* ↔ workspace\)/ }).first().waitFor();
+  // The list of conflicts comes back (for the next one): Escape closes it.
+  await row.waitFor({ state: 'visible' });
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  assert.equal(readWorkspace('apart/y.txt'), 'mine\n', "the user's y.txt stays");
+
+  // x.txt has the worktree's text in the editor.
+  await page.keyboard.press('F1');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ state: 'visible' });
+  await box.fill('apart/x.txt');
+  await pickRow('x.txt');
+  await page.locator('.tab.active', { hasText: 'x.txt' }).waitFor();
+  const editor = page.locator('.editor-instance .monaco-editor').last();
+  await editor.locator('.view-line', { hasText: /^X1$/ }).first().waitFor();
+  console.log(`x.txt on disk after the apply: ${JSON.stringify(readWorkspace('apart/x.txt'))}`);
 });

@@ -274,6 +274,14 @@
       case 'live':
         renderLive(msg.queue, msg.background);
         break;
+      case 'worktree': {
+        const label = /** @type {HTMLElement} */ (document.getElementById('worktree'));
+        const apply = /** @type {HTMLElement} */ (document.getElementById('apply-worktree'));
+        label.hidden = apply.hidden = !msg.label;
+        label.textContent = msg.label ? msg.label.text : '';
+        label.title = msg.label ? msg.label.title : '';
+        break;
+      }
       case 'prefill':
         input.value = msg.text;
         context.hidden = !msg.context;
@@ -457,6 +465,7 @@
   stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
   document.getElementById('new')?.addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
   document.getElementById('sessions')?.addEventListener('click', () => vscode.postMessage({ type: 'sessions' }));
+  document.getElementById('apply-worktree')?.addEventListener('click', () => vscode.postMessage({ type: 'applyWorktree' }));
   document.getElementById('context-clear')?.addEventListener('click', () => {
     context.hidden = true;
     vscode.postMessage({ type: 'clearContext' });

@@ -27,6 +27,7 @@ import {
   type Range,
   type SandboxState,
   type SessionUpdateParams,
+  type SessionWorktree,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { memoryPickItems, offerPickItems, permissionPickItems } from './memory';
@@ -35,8 +36,11 @@ import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBef
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, steeringSent, turnStarted, withdrawUser } from './transcript';
+import { applySummary, conflictItem, startedMessage, type Worktrees, worktreeLabel } from './worktree';
 
 const SESSION_KEY = 'agentls.sessionId';
+/** The sessions that work apart (`Worktrees`), as agent/session/new answered. */
+const WORKTREES_KEY = 'agentls.worktrees';
 const SCHEME = 'agentls';
 
 /** Read-only documents the extension shows: proposed edits, diffs, the context report. */
@@ -122,6 +126,8 @@ class Agent implements vscode.Disposable {
     const commands: Record<string, (...args: unknown[]) => unknown> = {
       'agentls.openChat': () => this.chat.reveal(),
       'agentls.newSession': () => this.newSession(),
+      'agentls.newWorktreeSession': () => this.newSession(true),
+      'agentls.applyWorktree': () => this.applyWorktree(),
       'agentls.sessions': () => this.pickSession(),
       'agentls.compact': () => this.compact(),
       'agentls.cancel': () => this.cancel(),
@@ -250,6 +256,13 @@ class Agent implements vscode.Disposable {
   private resetView(): void {
     this.chat.post({ type: 'reset', blocks: this.model.blocks, running: isRunning(this.model) });
     this.postLive();
+    this.chat.post({ type: 'worktree', label: worktreeLabel(this.worktree()) });
+    this.renderStatus();
+  }
+
+  /** The worktree of the chat's session when it works apart (as this workspace learnt it). */
+  private worktree(sessionId = this.model.sessionId): SessionWorktree | undefined {
+    return sessionId ? this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {})[sessionId] : undefined;
   }
 
   /** The queue and the background commands, for the panel above the input. */
@@ -314,6 +327,9 @@ class Agent implements vscode.Disposable {
           break;
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
+          break;
+        case 'applyWorktree':
+          await this.applyWorktree();
           break;
         case 'review': {
           // "Review from here": the changes of this message's turn and the ones after it.
@@ -485,16 +501,69 @@ class Agent implements vscode.Disposable {
     }
   }
 
-  async newSession(): Promise<void> {
-    await this.leaveSession();
+  /** `agentls.newSession`, and with `worktree` `agentls.newWorktreeSession`: a session
+   *  that works apart, in a new git worktree on a branch of its own (refused, with why,
+   *  outside a git repository with a commit). */
+  async newSession(worktree = false): Promise<void> {
     // The id first: the chat never holds a model without one (updates are matched to it).
-    const result = await this.request(Methods.sessionNew, {});
+    const result = await this.request(Methods.sessionNew, worktree ? { worktree: true } : {});
+    await this.leaveSession(result.sessionId);
+    if (result.worktree) {
+      const known = this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {});
+      await this.context.workspaceState.update(WORKTREES_KEY, { ...known, [result.sessionId]: result.worktree });
+    }
     this.model = emptyModel(result.sessionId);
     this.status = undefined;
     this.renderStatus();
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
     await this.chat.reveal();
+    if (result.worktree) {
+      void vscode.window.showInformationMessage(startedMessage(result.worktree));
+    }
+  }
+
+  /** `agentls.applyWorktree` ("Agent: Apply Worktree Session"): the chat session's work
+   *  brought into the workspace; the files left as they are listed with why, each opening
+   *  as a diff of the worktree's text against the workspace's. */
+  async applyWorktree(): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no chat session: Agent: New Session in a Worktree starts one that works apart.');
+      return;
+    }
+    const result = await this.request(Methods.sessionApplyWorktree, { sessionId });
+    const { message, warning, conflicts } = applySummary(result);
+    this.output.appendLine(message);
+    for (const conflict of conflicts) {
+      this.output.appendLine(`  not applied: ${conflict.path}: ${conflict.reason}`);
+    }
+    if (!warning) {
+      void vscode.window.showInformationMessage(message);
+      return;
+    }
+    const show = 'Show Conflicts';
+    if ((await vscode.window.showWarningMessage(message, show)) !== show) {
+      return;
+    }
+    const worktree = this.worktree(sessionId);
+    for (;;) {
+      const pick = await vscode.window.showQuickPick(conflicts.map(conflictItem), {
+        title: `Not applied from ${result.branch}`,
+        placeHolder: 'Left as they are: choose one to compare the worktree\'s file with yours',
+        matchOnDetail: true,
+      });
+      const target = pick && this.resolvePath(pick.path);
+      if (!pick || !target) {
+        return;
+      }
+      if (worktree) {
+        const theirs = vscode.Uri.joinPath(vscode.Uri.file(worktree.path), pick.path);
+        await vscode.commands.executeCommand('vscode.diff', theirs, target, `${pick.path} (${result.branch} ↔ workspace)`, { preview: true });
+      } else {
+        await vscode.window.showTextDocument(target, { preview: true });
+      }
+    }
   }
 
   /** `agentls.rewind` / `agentls.fork`: a pick of the session's checkpoints, newest first. */
@@ -595,7 +664,7 @@ class Agent implements vscode.Disposable {
       if (!file) {
         return;
       }
-      const shown = await this.showChange(file);
+      const shown = await this.showChange(file, this.worktree(sessionId));
       try {
         const action = await vscode.window.showQuickPick(fileActions(file), {
           title: `Review changes: ${file.path}`,
@@ -621,9 +690,10 @@ class Agent implements vscode.Disposable {
 
   /** The diff of a file's change: its text before the turn (rebuilt from the hunks over the
    *  text now) on the left, the file on the right; the diff itself when the file changed
-   *  too much since for that. Returns the virtual document to drop afterwards. */
-  private async showChange(file: ChangedFile): Promise<vscode.Uri> {
-    const target = this.resolvePath(file.path);
+   *  too much since for that. A session that works apart changed its worktree's file.
+   *  Returns the virtual document to drop afterwards. */
+  private async showChange(file: ChangedFile, worktree?: SessionWorktree): Promise<vscode.Uri> {
+    const target = worktree ? vscode.Uri.joinPath(vscode.Uri.file(worktree.path), file.path) : this.resolvePath(file.path);
     const name = file.path.split('/').pop() ?? file.path;
     let now = '';
     if (target && file.status !== 'deleted') {
@@ -805,7 +875,7 @@ class Agent implements vscode.Disposable {
   }
 
   private renderStatus(): void {
-    const view = formatStatus(this.status, this.mcp, this.sandbox);
+    const view = formatStatus(this.status, this.mcp, this.sandbox, this.worktree());
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
