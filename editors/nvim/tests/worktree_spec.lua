@@ -76,6 +76,9 @@ test(":AgentWorktree new works apart; :AgentWorktree apply brings the work into 
     settings = { tools = { readBeforeWrite = false }, checks = { afterEdit = "off" } },
   })
   local agentls = require("agentls")
+  -- The user looks at c.txt (a file of the workspace): the prompt carries it, and the
+  -- session reads it in its worktree.
+  vim.cmd.edit(vim.fn.fnameescape(ws .. "/c.txt"))
   vim.cmd("AgentWorktree new")
   local session = agentls.state.session
   assert(session, "a session")
@@ -91,6 +94,8 @@ test(":AgentWorktree new works apart; :AgentWorktree apply brings the work into 
   require("agentls.chat").send("Change them apart.")
   h.wait_transcript("Done apart.")
   h.wait_idle()
+  local sent = vim.json.encode(h.requests(url)[1].body)
+  assert(sent:find([[<active_file path=\"c.txt\"]], 1, true), "the editor's file went with the prompt: " .. sent)
   -- The worktree has the work; the workspace (disk and any buffer) does not.
   h.assert_eq(read(worktree.path .. "/a.txt"), "ONE\n")
   h.assert_eq(read(worktree.path .. "/b.txt"), "B1\n")
