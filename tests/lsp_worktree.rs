@@ -435,5 +435,19 @@ async fn a_session_that_works_apart_reads_the_editors_file_in_its_worktree() {
         !second.contains("MINE"),
         "no file the worktree lacks: {second}"
     );
+    // A client that loads the session learns where it works.
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(loaded["worktree"], made["worktree"], "{loaded}");
+    let plain = new_session(&server).await;
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": plain}))
+        .await
+        .unwrap();
+    assert!(loaded.get("worktree").is_none(), "{loaded}");
     server.stop().await;
 }
