@@ -148,6 +148,25 @@ test(":AgentWorktree new works apart; :AgentWorktree apply brings the work into 
     "agentls: already in the workspace: a.txt",
     "agentls: 1 file not applied (left as they are; see the quickfix list): b.txt",
   })
+
+  -- Another session, then this one loaded again in a Neovim that never made it: the
+  -- server says where it works, and the header shows the branch.
+  vim.cmd("AgentNew")
+  agentls.state.worktrees = {}
+  h.answer_select(function(items)
+    for _, item in ipairs(items) do
+      if item.sessionId == session then
+        return item
+      end
+    end
+  end)
+  vim.cmd("AgentSessions")
+  h.wait(function()
+    return agentls.state.session == session
+  end, "the worktree session to load")
+  h.assert_eq(require("agentls.worktree").of(session), worktree)
+  h.wait_transcript("> ⎇ this session works apart, on branch `" .. worktree.branch .. "`")
+  assert(header():find("⎇ " .. worktree.branch, 1, true), header())
 end)
 
 test(":AgentWorktree new outside a repository with a commit says why; apply on a plain session is refused", function()

@@ -1069,3 +1069,17 @@ step("Agent: Apply Worktree Session: the work lands in the workspace; the user's
   await editor.locator('.view-line', { hasText: /^X1$/ }).first().waitFor();
   console.log(`x.txt on disk after the apply: ${JSON.stringify(readWorkspace('apart/x.txt'))}`);
 });
+
+step('switching sessions: a plain session hides the branch, the worktree session loaded shows it again', async () => {
+  // The chat's New button (the palette would offer "New Session in a Worktree", used last, first).
+  const chat = await chatFrame();
+  await chat.locator('#new').click();
+  await chat.locator('#worktree').waitFor({ state: 'hidden' });
+  assert.equal(await chat.locator('#apply-worktree').isVisible(), false);
+  await runCommand('Agent: Sessions');
+  await pickRow('Change them apart.');
+  const back = await chatFrame();
+  await back.locator('.block.user', { hasText: 'Change them apart.' }).waitFor();
+  await back.locator('#worktree', { hasText: /^⎇ agentls\/session-/ }).waitFor({ state: 'visible' });
+  await back.locator('#apply-worktree').waitFor({ state: 'visible' });
+});

@@ -260,6 +260,19 @@ class Agent implements vscode.Disposable {
     this.renderStatus();
   }
 
+  /** Keeps where session `sessionId` works (agent/session/new's or load's `worktree`). */
+  private async rememberWorktree(sessionId: string, worktree: SessionWorktree | undefined): Promise<void> {
+    const known = this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {});
+    if (worktree || known[sessionId]) {
+      const next: Worktrees = { ...known };
+      delete next[sessionId];
+      if (worktree) {
+        next[sessionId] = worktree;
+      }
+      await this.context.workspaceState.update(WORKTREES_KEY, next);
+    }
+  }
+
   /** The worktree of the chat's session when it works apart (as this workspace learnt it). */
   private worktree(sessionId = this.model.sessionId): SessionWorktree | undefined {
     return sessionId ? this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {})[sessionId] : undefined;
@@ -407,6 +420,7 @@ class Agent implements vscode.Disposable {
   private async load(sessionId: string): Promise<void> {
     await this.leaveSession(sessionId);
     const result = await this.request(Methods.sessionLoad, { sessionId });
+    await this.rememberWorktree(result.sessionId, result.worktree);
     this.model = fromItems(result.sessionId, result.items);
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
@@ -508,10 +522,7 @@ class Agent implements vscode.Disposable {
     // The id first: the chat never holds a model without one (updates are matched to it).
     const result = await this.request(Methods.sessionNew, worktree ? { worktree: true } : {});
     await this.leaveSession(result.sessionId);
-    if (result.worktree) {
-      const known = this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {});
-      await this.context.workspaceState.update(WORKTREES_KEY, { ...known, [result.sessionId]: result.worktree });
-    }
+    await this.rememberWorktree(result.sessionId, result.worktree);
     this.model = emptyModel(result.sessionId);
     this.status = undefined;
     this.renderStatus();

@@ -52,9 +52,13 @@ function M.sessions()
       return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
     end
     M.leave_session(choice.sessionId)
+    agentls().state.worktrees[choice.sessionId] = loaded.worktree
     agentls().set_session(choice.sessionId)
     chat().open()
     chat().render(loaded.items)
+    if loaded.worktree then
+      chat().say({ require("agentls.worktree").notice(loaded.worktree) })
+    end
   end)
 end
 
