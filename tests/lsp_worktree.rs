@@ -384,3 +384,70 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+#[tokio::test]
+async fn a_session_that_works_apart_reads_the_editors_file_in_its_worktree() {
+    // The editor shows the workspace: a prompt's editor state names the workspace's file,
+    // which this session sees in its worktree (the user's change there is not its text);
+    // a file the worktree does not have is left out, and the turn goes on either way.
+    let ws = workspace();
+    fs::write(ws.root.join("src/b.rs"), "pub const B: u32 = 1;\n").unwrap();
+    repository(&ws);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["Seen."], None));
+    fake.push(FakeProvider::openai_text(&["Seen too."], None));
+    let options = provider_options(&fake, &ws, json!({"approval": "full-auto"}));
+    let server = server(&ws, options, Some(saving_editor())).await;
+    let made = server
+        .client
+        .request("agent/session/new", json!({"worktree": true}))
+        .await
+        .unwrap();
+    let session = made["sessionId"].as_str().unwrap().to_string();
+    fs::write(ws.root.join("src/b.rs"), "pub const B: u32 = 7;\n").unwrap();
+    fs::write(ws.root.join("src/mine.rs"), "pub const MINE: u32 = 3;\n").unwrap();
+    let ask = |file: &str| {
+        let uri = format!("file://{}", ws.root.join(file).display());
+        json!({"sessionId": session, "text": "What is this?", "editor": {"uri": uri, "position": {"line": 0, "character": 10}}})
+    };
+    for (file, answer) in [("src/b.rs", "Seen."), ("src/mine.rs", "Seen too.")] {
+        let turn = server
+            .client
+            .request("agent/session/prompt", ask(file))
+            .await
+            .unwrap();
+        let (updates, _) = updates_until_end(&server, turn["turnId"].as_str().unwrap()).await;
+        assert_eq!(stop_reason(&updates), "endTurn", "{file}: {updates:?}");
+        assert_eq!(answer_text(&updates), answer);
+    }
+    let requests = fake.requests();
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("src/b.rs") && first.contains("B: u32 = 1;"),
+        "{first}"
+    );
+    assert!(
+        !first.contains("B: u32 = 7;"),
+        "the worktree's text, not the user's: {first}"
+    );
+    let second = requests[1].body.to_string();
+    assert!(
+        !second.contains("MINE"),
+        "no file the worktree lacks: {second}"
+    );
+    // A client that loads the session learns where it works.
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    assert_eq!(loaded["worktree"], made["worktree"], "{loaded}");
+    let plain = new_session(&server).await;
+    let loaded = server
+        .client
+        .request("agent/session/load", json!({"sessionId": plain}))
+        .await
+        .unwrap();
+    assert!(loaded.get("worktree").is_none(), "{loaded}");
+    server.stop().await;
+}

@@ -16,6 +16,19 @@ function M.workspace(files)
   return vim.fn.resolve(dir)
 end
 
+--- Makes `workspace` (from M.workspace) a git repository whose one commit holds its files,
+--- as a session that works apart needs.
+function M.repository(workspace)
+  vim.fn.delete(workspace .. "/.git", "rf")
+  local function git(args)
+    local out = vim.system(vim.list_extend({ "git", "-C", workspace, "-c", "user.name=t", "-c", "user.email=t@t" }, args), { text = true }):wait()
+    assert(out.code == 0, "git " .. table.concat(args, " ") .. ": " .. (out.stderr or ""))
+  end
+  git({ "init", "--quiet", "-b", "main" })
+  git({ "add", "-A" })
+  git({ "commit", "--quiet", "-m", "start" })
+end
+
 --- `agentls-dev fake-provider` with `script` ({replies = {...}, routes = {...}}); its base URL.
 function M.fake(script)
   local file = vim.fn.tempname() .. ".json"
@@ -131,7 +144,7 @@ function M.cleanup()
   end
   local agentls = require("agentls")
   agentls.state.session, agentls.state.turn, agentls.state.status, agentls.state.last_error = nil, nil, nil, nil
-  agentls.state.modes, agentls.state.sandbox = {}, nil
+  agentls.state.modes, agentls.state.sandbox, agentls.state.worktrees = {}, nil, {}
   local live = require("agentls.live")
   live.queue, live.background = {}, {}
   chat.ui.buf, chat.ui.input, chat.ui.pending_state = nil, nil, nil

@@ -386,6 +386,8 @@ step('Enter during a turn steers it: the message joins the turn after its tool c
 });
 
 const WORKSPACE = process.env.E2E_WORKSPACE || '';
+/** The worktree of the session that works apart (the worktree steps). */
+let worktreePath = '';
 
 /** Polls `check` until it returns a truthy value (a state reached: a file on disk, a
  *  request the fake provider saw); fails after LONG with `what`. */
@@ -750,6 +752,8 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   fs.mkdirSync(path.join(WORKSPACE, 'review'), { recursive: true });
   fs.writeFileSync(path.join(WORKSPACE, 'review', 'a.txt'), a);
   fs.writeFileSync(path.join(WORKSPACE, 'review', 'b.txt'), b);
+  // Changed by a later turn (the review from an earlier turn).
+  fs.writeFileSync(path.join(WORKSPACE, 'review', 'd.txt'), 'd1\n');
   await setMode('Edit without asking');
   const edit = (id, file, oldText, newText) => ({ id, name: 'edit_file', arguments: { path: `review/${file}`, old_text: oldText, new_text: newText } });
   await pushReply({
@@ -772,9 +776,16 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
     readWorkspace('review/a.txt') === afterA && readWorkspace('review/b.txt') === 'b1\nB2\nb3\n' && readWorkspace('review/c.txt') === 'new\n',
   );
 
-  // The files of the turn, then b.txt: its diff opens, and it is undone whole.
+  // Which turns: the last one first (Enter), then the earlier ones "and after".
   await runCommand('Agent: Review Changes');
   const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.filter({ hasText: 'The last turn: Change the three review files.' }).first().waitFor({ state: 'visible' });
+  const turns = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`review turns: ${JSON.stringify(turns)}`);
+  assert.match(turns[0], /^The last turn: Change the three review files\.\s*turn \d+ · 3 files changed$/);
+  assert.match(turns[1], /^From turn \d+: .*\s*and the 1 after it · \d+ files? changed$/);
+  await page.keyboard.press('Enter');
+  // The files of the turn, then b.txt: its diff opens, and it is undone whole.
   await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
   const listed = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
   console.log(`review list: ${JSON.stringify(listed)}`);
@@ -826,6 +837,51 @@ step("Agent: Review Changes: undo a file and a hunk of the turn's changes, keep 
   await editor.locator('.view-line', { hasText: /^a18$/ }).first().waitFor();
   assert.equal(await editor.locator('.view-line', { hasText: /^A18$/ }).count(), 0);
   assert.equal(await editor.locator('.view-line', { hasText: /^added$/ }).count(), 0);
+});
+
+step("Agent: Review Changes from an earlier turn lists both turns' files; Review from here starts at its message", async () => {
+  // A second turn changes review/d.txt; the first one's a.txt (one hunk left) and c.txt stay.
+  await pushReply({ toolCalls: [{ id: 'rv5', name: 'edit_file', arguments: { path: 'review/d.txt', old_text: 'd1\n', new_text: 'D1\n' } }] });
+  await pushReply({ text: ['d.txt changed.'] });
+  const chat = await chatFrame();
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  const input = chat.locator('#input');
+  await input.fill('Change d.txt too.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'd.txt changed.' }).waitFor();
+  await until('d.txt changed on disk', () => readWorkspace('review/d.txt') === 'D1\n');
+
+  // From the turn before: both turns' files.
+  await runCommand('Agent: Review Changes');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await pickRow('From turn');
+  await rows.filter({ hasText: 'review/d.txt' }).first().waitFor({ state: 'visible' });
+  const listed = (await rows.allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+  console.log(`review since the earlier turn: ${JSON.stringify(listed)}`);
+  assert.deepEqual(
+    listed.map((t) => t.match(/review\/\w\.txt/)?.[0]),
+    ['review/a.txt', 'review/c.txt', 'review/d.txt'],
+    JSON.stringify(listed),
+  );
+  assert.match(await page.locator('.quick-input-title').innerText(), /Review changes: turn \d+ and after/);
+  // Undo d.txt from there: the request carries the turn (d.txt is the later turn's).
+  await pickRow('review/d.txt');
+  await pickRow('Undo the whole file');
+  await page.locator('.notification-toast', { hasText: 'agentls: undone review/d.txt' }).first().waitFor();
+  await until('d.txt undone on disk', () => readWorkspace('review/d.txt') === 'd1\n');
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  assert.equal(await rows.filter({ hasText: 'review/d.txt' }).count(), 0);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+
+  // The hover action on the first turn's message: the same files, no pick of turns.
+  await messageAction(chat, 'Change the three review files.', 'review');
+  await rows.filter({ hasText: 'review/c.txt' }).first().waitFor({ state: 'visible' });
+  const fromHere = (await rows.allInnerTexts()).map((t) => t.match(/review\/\w\.txt/)?.[0]);
+  assert.deepEqual(fromHere, ['review/a.txt', 'review/c.txt'], JSON.stringify(fromHere));
+  assert.match(await page.locator('.quick-input-title').innerText(), /Review changes: this turn and after/);
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
 });
 
 /** The rows of the Problems panel that show `text` (a file's row or a problem's). */
@@ -935,4 +991,95 @@ step('/review: the planted bug is a problem; Dismiss removes a finding, Fix with
   const prompt = contentText(messages.filter((m) => m.role === 'user').pop());
   assert.ok(prompt.includes('src/age.rs:2') && prompt.includes(bug), `the fix prompt names the finding: ${JSON.stringify(prompt)}`);
   assert.equal(await problemRow('agentls review').count(), 0, 'no review problem is left');
+});
+
+step('Agent: New Session in a Worktree: the chat shows its branch; its turn changes the worktree, not the workspace', async () => {
+  // The repository (made by the /review step) gets two files of its own in a commit.
+  const git = (...args) =>
+    execFileSync('git', ['-c', 'user.name=e2e', '-c', 'user.email=e2e@example.com', ...args], { cwd: WORKSPACE, stdio: 'pipe' });
+  fs.mkdirSync(path.join(WORKSPACE, 'apart'), { recursive: true });
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'x.txt'), 'x1\n');
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'y.txt'), 'y1\n');
+  git('add', 'apart');
+  git('commit', '-q', '-m', 'apart');
+
+  await runCommand('Agent: New Session in a Worktree');
+  const toast = page.locator('.notification-toast', { hasText: 'this session works apart on branch agentls/session-' }).first();
+  await toast.waitFor();
+  console.log(`worktree toast: ${JSON.stringify(await toast.innerText())}`);
+  const chat = await chatFrame();
+  const label = chat.locator('#worktree');
+  await label.waitFor({ state: 'visible' });
+  const branch = (await label.innerText()).trim().replace(/^⎇ /, '');
+  assert.match(branch, /^agentls\/session-[0-9a-f]+-[0-9a-f]+$/);
+  const title = await label.getAttribute('title');
+  worktreePath = title.match(/works apart in (.*): Apply/)[1];
+  assert.ok(fs.existsSync(path.join(worktreePath, 'apart', 'x.txt')), `the worktree at ${worktreePath}`);
+  await chat.locator('#apply-worktree').waitFor({ state: 'visible' });
+  assert.equal(await chat.locator('.block').count(), 0, 'a new session: an empty chat');
+  await setMode('Edit without asking');
+  await page.locator('.statusbar-item', { has: page.locator('.codicon-git-branch') }).first().waitFor();
+
+  const edit = (id, file, oldText, newText) => ({ id, name: 'edit_file', arguments: { path: `apart/${file}`, old_text: oldText, new_text: newText } });
+  await pushReply({ toolCalls: [edit('wt1', 'x.txt', 'x1\n', 'X1\n'), edit('wt2', 'y.txt', 'y1\n', 'Y1\n')] });
+  await pushReply({ text: ['Done apart.'] });
+  const input = chat.locator('#input');
+  await input.fill('Change them apart.');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'Done apart.' }).waitFor();
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await until("the worktree's files changed", () => fs.readFileSync(path.join(worktreePath, 'apart', 'x.txt'), 'utf8') === 'X1\n');
+  assert.equal(fs.readFileSync(path.join(worktreePath, 'apart', 'y.txt'), 'utf8'), 'Y1\n');
+  assert.equal(readWorkspace('apart/x.txt'), 'x1\n', "the workspace's file is as it was");
+  assert.equal(readWorkspace('apart/y.txt'), 'y1\n');
+});
+
+step("Agent: Apply Worktree Session: the work lands in the workspace; the user's change meanwhile is a conflict", async () => {
+  // Meanwhile the user changes y.txt in the workspace.
+  fs.writeFileSync(path.join(WORKSPACE, 'apart', 'y.txt'), 'mine\n');
+  await runCommand('Agent: Apply Worktree Session');
+  const toast = page.locator('.notification-toast', { hasText: 'applied 1 file of agentls/session-' }).first();
+  await toast.waitFor();
+  const said = (await toast.innerText()).replace(/\s+/g, ' ');
+  console.log(`apply toast: ${JSON.stringify(said)}`);
+  assert.match(said, /applied 1 file of agentls\/session-\S+: apart\/x\.txt; 1 file not applied \(left as they are\): apart\/y\.txt\./);
+  await toast.getByRole('button', { name: 'Show Conflicts' }).click();
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'apart/y.txt' }).first();
+  await row.waitFor({ state: 'visible' });
+  const reason = (await row.innerText()).replace(/\s+/g, ' ');
+  console.log(`conflict row: ${JSON.stringify(reason)}`);
+  assert.match(reason, /changed in the workspace/);
+  await row.click();
+  // The worktree's y.txt against the user's, side by side.
+  await page.locator('.tab', { hasText: /apart\/y\.txt \(agentls\/session-.* ↔ workspace\)/ }).first().waitFor();
+  // The list of conflicts comes back (for the next one): Escape closes it.
+  await row.waitFor({ state: 'visible' });
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  assert.equal(readWorkspace('apart/y.txt'), 'mine\n', "the user's y.txt stays");
+
+  // x.txt has the worktree's text in the editor.
+  await page.keyboard.press('F1');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ state: 'visible' });
+  await box.fill('apart/x.txt');
+  await pickRow('x.txt');
+  await page.locator('.tab.active', { hasText: 'x.txt' }).waitFor();
+  const editor = page.locator('.editor-instance .monaco-editor').last();
+  await editor.locator('.view-line', { hasText: /^X1$/ }).first().waitFor();
+  console.log(`x.txt on disk after the apply: ${JSON.stringify(readWorkspace('apart/x.txt'))}`);
+});
+
+step('switching sessions: a plain session hides the branch, the worktree session loaded shows it again', async () => {
+  // The chat's New button (the palette would offer "New Session in a Worktree", used last, first).
+  const chat = await chatFrame();
+  await chat.locator('#new').click();
+  await chat.locator('#worktree').waitFor({ state: 'hidden' });
+  assert.equal(await chat.locator('#apply-worktree').isVisible(), false);
+  await runCommand('Agent: Sessions');
+  await pickRow('Change them apart.');
+  const back = await chatFrame();
+  await back.locator('.block.user', { hasText: 'Change them apart.' }).waitFor();
+  await back.locator('#worktree', { hasText: /^⎇ agentls\/session-/ }).waitFor({ state: 'visible' });
+  await back.locator('#apply-worktree').waitFor({ state: 'visible' });
 });

@@ -108,10 +108,11 @@
   function render(block) {
     switch (block.type) {
       case 'user': {
-        // Hover actions: "Rewind to here" and "Fork from here" (the extension previews).
+        // Hover actions: "Rewind to here", "Fork from here" (the extension previews) and
+        // "Review from here" (the changes of this turn and the ones after it).
         const div = el('div', 'block user', block.text);
         const actions = el('div', 'actions');
-        for (const [type, label] of [['rewind', 'Rewind to here'], ['fork', 'Fork from here']]) {
+        for (const [type, label] of [['rewind', 'Rewind to here'], ['fork', 'Fork from here'], ['review', 'Review from here']]) {
           const button = el('button', type, label);
           button.addEventListener('click', () => vscode.postMessage({ type, index: Number(div.dataset.index) }));
           actions.appendChild(button);
@@ -273,6 +274,14 @@
       case 'live':
         renderLive(msg.queue, msg.background);
         break;
+      case 'worktree': {
+        const label = /** @type {HTMLElement} */ (document.getElementById('worktree'));
+        const apply = /** @type {HTMLElement} */ (document.getElementById('apply-worktree'));
+        label.hidden = apply.hidden = !msg.label;
+        label.textContent = msg.label ? msg.label.text : '';
+        label.title = msg.label ? msg.label.title : '';
+        break;
+      }
       case 'prefill':
         input.value = msg.text;
         context.hidden = !msg.context;
@@ -456,6 +465,7 @@
   stop.addEventListener('click', () => vscode.postMessage({ type: 'cancel' }));
   document.getElementById('new')?.addEventListener('click', () => vscode.postMessage({ type: 'newSession' }));
   document.getElementById('sessions')?.addEventListener('click', () => vscode.postMessage({ type: 'sessions' }));
+  document.getElementById('apply-worktree')?.addEventListener('click', () => vscode.postMessage({ type: 'applyWorktree' }));
   document.getElementById('context-clear')?.addEventListener('click', () => {
     context.hidden = true;
     vscode.postMessage({ type: 'clearContext' });

@@ -27,16 +27,20 @@ import {
   type Range,
   type SandboxState,
   type SessionUpdateParams,
+  type SessionWorktree,
 } from './protocol';
 import { mcpPickItems, NO_SERVERS } from './mcpStatus';
 import { memoryPickItems, offerPickItems, permissionPickItems } from './memory';
 import { modePickItems } from './mode';
-import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore } from './reviewChanges';
+import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore, turnItems } from './reviewChanges';
 import { checkpointItem, checkpointOf, choices, planLines, RESTORES, type Restore, summary } from './rewind';
 import { formatStatus, thousands } from './status';
 import { addUser, applyUpdate, type ChatModel, emptyModel, fromItems, isRunning, sendKind, steeringSent, turnStarted, withdrawUser } from './transcript';
+import { applySummary, conflictItem, startedMessage, type Worktrees, worktreeLabel } from './worktree';
 
 const SESSION_KEY = 'agentls.sessionId';
+/** The sessions that work apart (`Worktrees`), as agent/session/new answered. */
+const WORKTREES_KEY = 'agentls.worktrees';
 const SCHEME = 'agentls';
 
 /** Read-only documents the extension shows: proposed edits, diffs, the context report. */
@@ -122,6 +126,8 @@ class Agent implements vscode.Disposable {
     const commands: Record<string, (...args: unknown[]) => unknown> = {
       'agentls.openChat': () => this.chat.reveal(),
       'agentls.newSession': () => this.newSession(),
+      'agentls.newWorktreeSession': () => this.newSession(true),
+      'agentls.applyWorktree': () => this.applyWorktree(),
       'agentls.sessions': () => this.pickSession(),
       'agentls.compact': () => this.compact(),
       'agentls.cancel': () => this.cancel(),
@@ -133,7 +139,7 @@ class Agent implements vscode.Disposable {
       'agentls.setMode': (...args) => this.setMode(args[0]),
       'agentls.rewind': () => this.pickCheckpoint('rewind'),
       'agentls.fork': () => this.pickCheckpoint('fork'),
-      'agentls.reviewChanges': () => this.reviewChanges(),
+      'agentls.reviewChanges': (...args) => this.reviewChanges(typeof args[0] === 'string' ? args[0] : undefined),
       'agentls.askAboutSelection': (...args) => this.askAboutSelection(args[0], args[1]),
       'agentls.fixDiagnostic': (...args) => this.fixDiagnostic(args[0], args[1]),
       'agentls.review.fix': (...args) => this.fixFinding(args[0], args[1], args[2]),
@@ -250,6 +256,26 @@ class Agent implements vscode.Disposable {
   private resetView(): void {
     this.chat.post({ type: 'reset', blocks: this.model.blocks, running: isRunning(this.model) });
     this.postLive();
+    this.chat.post({ type: 'worktree', label: worktreeLabel(this.worktree()) });
+    this.renderStatus();
+  }
+
+  /** Keeps where session `sessionId` works (agent/session/new's or load's `worktree`). */
+  private async rememberWorktree(sessionId: string, worktree: SessionWorktree | undefined): Promise<void> {
+    const known = this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {});
+    if (worktree || known[sessionId]) {
+      const next: Worktrees = { ...known };
+      delete next[sessionId];
+      if (worktree) {
+        next[sessionId] = worktree;
+      }
+      await this.context.workspaceState.update(WORKTREES_KEY, next);
+    }
+  }
+
+  /** The worktree of the chat's session when it works apart (as this workspace learnt it). */
+  private worktree(sessionId = this.model.sessionId): SessionWorktree | undefined {
+    return sessionId ? this.context.workspaceState.get<Worktrees>(WORKTREES_KEY, {})[sessionId] : undefined;
   }
 
   /** The queue and the background commands, for the panel above the input. */
@@ -315,6 +341,25 @@ class Agent implements vscode.Disposable {
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
           break;
+        case 'applyWorktree':
+          await this.applyWorktree();
+          break;
+        case 'review': {
+          // "Review from here": the changes of this message's turn and the ones after it.
+          const sessionId = await this.session();
+          const block = this.model.blocks[message.index];
+          let turnId = block?.type === 'user' ? block.turnId : undefined;
+          if (!turnId && block?.type === 'user' && block.checkpointId) {
+            const { checkpoints } = await this.request(Methods.sessionCheckpoints, { sessionId });
+            turnId = checkpoints.find((c) => c.id === block.checkpointId)?.turnId;
+          }
+          if (!turnId) {
+            void vscode.window.showWarningMessage('agentls: this message has no turn to review (it was not sent, or has no checkpoint).');
+            break;
+          }
+          await this.reviewChanges(turnId);
+          break;
+        }
         case 'rewind':
         case 'fork': {
           // A user message's hover action.
@@ -375,6 +420,7 @@ class Agent implements vscode.Disposable {
   private async load(sessionId: string): Promise<void> {
     await this.leaveSession(sessionId);
     const result = await this.request(Methods.sessionLoad, { sessionId });
+    await this.rememberWorktree(result.sessionId, result.worktree);
     this.model = fromItems(result.sessionId, result.items);
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
@@ -469,16 +515,66 @@ class Agent implements vscode.Disposable {
     }
   }
 
-  async newSession(): Promise<void> {
-    await this.leaveSession();
+  /** `agentls.newSession`, and with `worktree` `agentls.newWorktreeSession`: a session
+   *  that works apart, in a new git worktree on a branch of its own (refused, with why,
+   *  outside a git repository with a commit). */
+  async newSession(worktree = false): Promise<void> {
     // The id first: the chat never holds a model without one (updates are matched to it).
-    const result = await this.request(Methods.sessionNew, {});
+    const result = await this.request(Methods.sessionNew, worktree ? { worktree: true } : {});
+    await this.leaveSession(result.sessionId);
+    await this.rememberWorktree(result.sessionId, result.worktree);
     this.model = emptyModel(result.sessionId);
     this.status = undefined;
     this.renderStatus();
     await this.context.workspaceState.update(SESSION_KEY, result.sessionId);
     this.resetView();
     await this.chat.reveal();
+    if (result.worktree) {
+      void vscode.window.showInformationMessage(startedMessage(result.worktree));
+    }
+  }
+
+  /** `agentls.applyWorktree` ("Agent: Apply Worktree Session"): the chat session's work
+   *  brought into the workspace; the files left as they are listed with why, each opening
+   *  as a diff of the worktree's text against the workspace's. */
+  async applyWorktree(): Promise<void> {
+    const sessionId = this.model.sessionId;
+    if (!sessionId) {
+      void vscode.window.showInformationMessage('agentls: no chat session: Agent: New Session in a Worktree starts one that works apart.');
+      return;
+    }
+    const result = await this.request(Methods.sessionApplyWorktree, { sessionId });
+    const { message, warning, conflicts } = applySummary(result);
+    this.output.appendLine(message);
+    for (const conflict of conflicts) {
+      this.output.appendLine(`  not applied: ${conflict.path}: ${conflict.reason}`);
+    }
+    if (!warning) {
+      void vscode.window.showInformationMessage(message);
+      return;
+    }
+    const show = 'Show Conflicts';
+    if ((await vscode.window.showWarningMessage(message, show)) !== show) {
+      return;
+    }
+    const worktree = this.worktree(sessionId);
+    for (;;) {
+      const pick = await vscode.window.showQuickPick(conflicts.map(conflictItem), {
+        title: `Not applied from ${result.branch}`,
+        placeHolder: 'Left as they are: choose one to compare the worktree\'s file with yours',
+        matchOnDetail: true,
+      });
+      const target = pick && this.resolvePath(pick.path);
+      if (!pick || !target) {
+        return;
+      }
+      if (worktree) {
+        const theirs = vscode.Uri.joinPath(vscode.Uri.file(worktree.path), pick.path);
+        await vscode.commands.executeCommand('vscode.diff', theirs, target, `${pick.path} (${result.branch} ↔ workspace)`, { preview: true });
+      } else {
+        await vscode.window.showTextDocument(target, { preview: true });
+      }
+    }
   }
 
   /** `agentls.rewind` / `agentls.fork`: a pick of the session's checkpoints, newest first. */
@@ -537,23 +633,41 @@ class Agent implements vscode.Disposable {
     void (result.failed.length > 0 ? vscode.window.showWarningMessage(text) : vscode.window.showInformationMessage(text));
   }
 
-  /** `agentls.reviewChanges` ("Agent: Review Changes"): the files the chat session's last
-   *  turn changed; a file chosen opens as a diff (before the turn ↔ now) with keep, undo the
+  /** `agentls.reviewChanges` ("Agent: Review Changes"): which turns (the last one, or an
+   *  earlier one and every turn after it; `since` skips the question), then the files they
+   *  changed; a file chosen opens as a diff (before the turns ↔ now) with keep, undo the
    *  file and undo a hunk; then the list again, as the server lists what is left. */
-  async reviewChanges(): Promise<void> {
+  async reviewChanges(since?: string): Promise<void> {
     const sessionId = this.model.sessionId;
     if (!sessionId) {
       void vscode.window.showInformationMessage('agentls: no chat session yet: a turn\'s changes can be reviewed after it.');
       return;
     }
+    let sinceTurnId = since;
+    let which = since ? 'this turn and after' : 'the last turn';
+    if (!since) {
+      const turns = turnItems((await this.request(Methods.sessionCheckpoints, { sessionId })).checkpoints);
+      if (turns.length > 1) {
+        const turn = await vscode.window.showQuickPick(turns, {
+          title: 'Review changes',
+          placeHolder: 'Review the changes of the last turn, or of an earlier turn and every turn after it',
+          matchOnDescription: true,
+        });
+        if (!turn) {
+          return;
+        }
+        sinceTurnId = turn.turnId;
+        which = turn.title;
+      }
+    }
     for (;;) {
-      const { files } = await this.request(Methods.sessionChanges, { sessionId });
+      const { files } = await this.request(Methods.sessionChanges, sinceTurnId ? { sessionId, sinceTurnId } : { sessionId });
       if (files.length === 0) {
-        void vscode.window.showInformationMessage('agentls: no change of the last turn is left to review.');
+        void vscode.window.showInformationMessage(`agentls: no change of ${which} is left to review.`);
         return;
       }
       const picked = await vscode.window.showQuickPick(files.map(fileItem), {
-        title: 'Review changes: the last turn',
+        title: `Review changes: ${which}`,
         placeHolder: 'Choose a file to see its diff and keep or undo it (Escape keeps the rest)',
         matchOnDescription: true,
       });
@@ -561,14 +675,14 @@ class Agent implements vscode.Disposable {
       if (!file) {
         return;
       }
-      const shown = await this.showChange(file);
+      const shown = await this.showChange(file, this.worktree(sessionId));
       try {
         const action = await vscode.window.showQuickPick(fileActions(file), {
           title: `Review changes: ${file.path}`,
           placeHolder: 'Keep the agent\'s change, or undo it',
         });
         if (action?.action === 'undoFile') {
-          await this.undoChange(sessionId, file.path);
+          await this.undoChange(sessionId, file.path, undefined, sinceTurnId);
         } else if (action?.action === 'undoHunk') {
           const hunk = await vscode.window.showQuickPick(file.hunks.map((h) => hunkItem(h)), {
             title: `Undo a hunk of ${file.path}`,
@@ -576,7 +690,7 @@ class Agent implements vscode.Disposable {
             matchOnDetail: true,
           });
           if (hunk) {
-            await this.undoChange(sessionId, file.path, hunk.id);
+            await this.undoChange(sessionId, file.path, hunk.id, sinceTurnId);
           }
         }
       } finally {
@@ -587,9 +701,10 @@ class Agent implements vscode.Disposable {
 
   /** The diff of a file's change: its text before the turn (rebuilt from the hunks over the
    *  text now) on the left, the file on the right; the diff itself when the file changed
-   *  too much since for that. Returns the virtual document to drop afterwards. */
-  private async showChange(file: ChangedFile): Promise<vscode.Uri> {
-    const target = this.resolvePath(file.path);
+   *  too much since for that. A session that works apart changed its worktree's file.
+   *  Returns the virtual document to drop afterwards. */
+  private async showChange(file: ChangedFile, worktree?: SessionWorktree): Promise<vscode.Uri> {
+    const target = worktree ? vscode.Uri.joinPath(vscode.Uri.file(worktree.path), file.path) : this.resolvePath(file.path);
     const name = file.path.split('/').pop() ?? file.path;
     let now = '';
     if (target && file.status !== 'deleted') {
@@ -609,8 +724,8 @@ class Agent implements vscode.Disposable {
   }
 
   /** Undoes a file's change (or one hunk): conflicts are warnings, nothing is overwritten. */
-  private async undoChange(sessionId: string, path: string, hunkId?: string): Promise<void> {
-    const result = await this.request(Methods.sessionRevertChanges, revertRequest(sessionId, path, hunkId));
+  private async undoChange(sessionId: string, path: string, hunkId?: string, sinceTurnId?: string): Promise<void> {
+    const result = await this.request(Methods.sessionRevertChanges, revertRequest(sessionId, path, hunkId, sinceTurnId));
     const { info, warnings } = revertMessages(result, hunkId !== undefined);
     if (info) {
       void vscode.window.showInformationMessage(info);
@@ -771,7 +886,7 @@ class Agent implements vscode.Disposable {
   }
 
   private renderStatus(): void {
-    const view = formatStatus(this.status, this.mcp, this.sandbox);
+    const view = formatStatus(this.status, this.mcp, this.sandbox, this.worktree());
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;

@@ -731,6 +731,8 @@ export interface SessionListResult {
 export interface SessionLoadResult {
   items: TranscriptItem[];
   sessionId: string;
+  /** Where the session works when it works apart (`agent/session/new` with `worktree`). */
+  worktree?: SessionWorktree;
 }
 
 export interface SessionNewParams {

@@ -1,10 +1,50 @@
-// "Agent: Review Changes" (`agentls.reviewChanges`): the files the chat session's last turn
-// changed (`agent/session/changes`) in a quick pick; a file opens as a diff (its text before
-// the turn, rebuilt here from the hunks' old side, against the file) with actions to keep
-// it, undo it whole or undo one hunk (`agent/session/revertChanges`); a conflict (lines the
-// user changed since) is reported, never overwritten. Pure: no `vscode`, unit-tested in
-// plain Node (test/reviewChanges.test.ts).
-import type { ChangedFile, ChangeHunk, ChangeToRevert, SessionRevertChangesResult } from './protocol';
+// "Agent: Review Changes" (`agentls.reviewChanges`): first which turns (the last one, or an
+// earlier one and every turn after it, from `agent/session/checkpoints`), then the files
+// they changed (`agent/session/changes` with `sinceTurnId`) in a quick pick; a file opens as
+// a diff (its text before the turns, rebuilt here from the hunks' old side, against the
+// file) with actions to keep it, undo it whole or undo one hunk
+// (`agent/session/revertChanges`); a conflict (lines the user changed since) is reported,
+// never overwritten. Pure: no `vscode`, unit-tested in plain Node
+// (test/reviewChanges.test.ts).
+import type { ChangedFile, ChangeHunk, ChangeToRevert, CheckpointEntry, SessionRevertChangesResult } from './protocol';
+
+/** A row of the pick of where the review starts: `turnId` undefined is the last turn. */
+export interface TurnItem {
+  label: string;
+  description: string;
+  turnId: string | undefined;
+  /** The pick of files' title. */
+  title: string;
+}
+
+/**
+ * The turns a review can start from, newest first: the last turn (no `sinceTurnId`), then
+ * each earlier turn "and after", with the files changed from it on. The checkpoints of an
+ * undo (`undo-…`) are not turns.
+ */
+export function turnItems(checkpoints: CheckpointEntry[]): TurnItem[] {
+  const turns = checkpoints.filter((c) => c.turnId && !c.turnId.startsWith('undo-'));
+  const items: TurnItem[] = [];
+  const files = new Set<string>();
+  for (let i = turns.length - 1; i >= 0; i--) {
+    const c = turns[i];
+    c.files.forEach((f) => files.add(f.path));
+    const later = turns.length - 1 - i;
+    const changed = `${files.size} file${files.size === 1 ? '' : 's'} changed`;
+    const message = c.message.split('\n')[0];
+    if (later === 0) {
+      items.push({ label: `$(history) The last turn: ${message}`, description: `turn ${c.turn} · ${changed}`, turnId: undefined, title: 'the last turn' });
+    } else {
+      items.push({
+        label: `From turn ${c.turn}: ${message}`,
+        description: `and the ${later} after it · ${changed}`,
+        turnId: c.turnId,
+        title: `turn ${c.turn} and after`,
+      });
+    }
+  }
+  return items;
+}
 
 const STATUS_ICON: Record<string, string> = {
   added: '$(diff-added)',
@@ -123,9 +163,16 @@ export function textBefore(after: string, hunks: ChangeHunk[]): string | undefin
   return lines.join('');
 }
 
-/** The request to undo a whole file (no `hunkIds`) or one hunk of it. */
-export function revertRequest(sessionId: string, path: string, hunkId?: string): { sessionId: string; changes: ChangeToRevert[] } {
-  return { sessionId, changes: [hunkId ? { path, hunkIds: [hunkId] } : { path }] };
+/** The request to undo a whole file (no `hunkIds`) or one hunk of it, of the turns from
+ *  `sinceTurnId` on (absent: the last turn). */
+export function revertRequest(
+  sessionId: string,
+  path: string,
+  hunkId?: string,
+  sinceTurnId?: string,
+): { sessionId: string; sinceTurnId?: string; changes: ChangeToRevert[] } {
+  const changes = [hunkId ? { path, hunkIds: [hunkId] } : { path }];
+  return sinceTurnId ? { sessionId, sinceTurnId, changes } : { sessionId, changes };
 }
 
 /** What an undo's answer says: a message for what was undone, one warning per conflict. */

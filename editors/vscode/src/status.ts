@@ -2,7 +2,7 @@
 // agent/mcp/didChangeStatus), without `vscode` so that it is unit-tested.
 import { anyFailed, mcpTooltipLines } from './mcpStatus';
 import { sandboxText } from './mode';
-import type { AgentStatus, McpStatus, SandboxState } from './protocol';
+import type { AgentStatus, McpStatus, SandboxState, SessionWorktree } from './protocol';
 
 export interface StatusView {
   text: string;
@@ -31,9 +31,10 @@ export function thousands(n: number): string {
  * only the icon is shown, so the item stays discoverable. `$(warning)` (and `warning`, the
  * item's warning background) when an MCP server failed or no sandbox can be had; the
  * tooltip says the mode and the sandbox (the status's, else `sandbox`: what
- * agent/sandbox/status answered) and lists the MCP servers with their state.
+ * agent/sandbox/status answered) and lists the MCP servers with their state. A session that
+ * works apart (`worktree`) adds `$(git-branch)` and its branch to the tooltip.
  */
-export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus, sandbox?: SandboxState): StatusView {
+export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus, sandbox?: SandboxState, worktree?: SessionWorktree): StatusView {
   const guard = sandboxText(status?.sandbox ?? sandbox);
   const warning = anyFailed(mcp) || (guard?.warning ?? false);
   const mcpLines = mcpTooltipLines(mcp);
@@ -42,8 +43,11 @@ export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus, s
   }
   const guardLines = guard ? [guard.text] : [];
   const marker = warning ? ' $(warning)' : '';
+  const apart = worktree ? [`works apart on branch ${worktree.branch} (Agent: Apply Worktree Session brings its work over)`] : [];
   if (!status) {
-    return { text: `$(hubot)${marker}`, tooltip: ['agentls: no session yet', ...guardLines, ...mcpLines].join('\n'), warning };
+    const text = `$(hubot)${worktree ? ' $(git-branch)' : ''}${marker}`;
+    const first = worktree ? 'agentls: a new session' : 'agentls: no session yet';
+    return { text, tooltip: [first, ...apart, ...guardLines, ...mcpLines].join('\n'), warning };
   }
   const pct = `${status.estimated ? '~' : ''}${percent(status.fill)}%`;
   let text = `$(hubot) ${pct}`;
@@ -55,12 +59,16 @@ export function formatStatus(status: AgentStatus | undefined, mcp?: McpStatus, s
   if (status.mode && status.mode !== 'ask') {
     text += ` · ${status.mode}`;
   }
+  if (worktree) {
+    text += ' $(git-branch)';
+  }
   const lines = [
     `agentls context: ${thousands(status.usedTokens)} / ${thousands(status.contextWindow)} tokens (${pct})`,
     status.estimated ? 'estimated by agentls (the provider has not reported usage yet)' : 'as reported by the provider',
     `compactions: ${status.compactions}`,
     `state: ${status.state}`,
     `mode: ${status.mode ?? 'ask'}${guard ? ` · ${guard.text}` : ''} (Agent: Set Mode switches it)`,
+    ...apart,
     'Click to show the context breakdown.',
     ...mcpLines,
   ];

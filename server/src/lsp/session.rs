@@ -169,9 +169,19 @@ impl Backend {
             .load(&params.session_id)
             .await
             .map_err(agent_error)?;
+        let worktree = self
+            .agent()
+            .worktree_of(&params.session_id)
+            .await
+            .map_err(agent_error)?
+            .map(|link| SessionWorktree {
+                path: link.path,
+                branch: link.branch,
+            });
         Ok(SessionLoadResult {
             session_id: params.session_id,
             items,
+            worktree,
         })
     }
 

@@ -376,6 +376,9 @@ impl ClientRequest for SessionLoad {
 pub struct SessionLoadResult {
     pub session_id: String,
     pub items: Vec<TranscriptItem>,
+    /// Where the session works when it works apart (`agent/session/new` with `worktree`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<SessionWorktree>,
 }
 
 pub enum SessionPrompt {}

@@ -180,6 +180,11 @@ local function append_lines(lines)
   follow(follows)
 end
 
+--- Appends `lines` to the transcript (a notice of the plugin's own).
+function M.say(lines)
+  append_lines(lines)
+end
+
 --- A user message's header ("## You"), marked so "Rewind to here" finds its checkpoint.
 local function user_header(turn_id, checkpoint_id)
   append_lines({ "", "## You", "" })

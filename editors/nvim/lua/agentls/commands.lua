@@ -17,7 +17,7 @@ end
 
 --- A turn still running in the session being left is cancelled: it could not be stopped
 --- from the chat any more.
-local function leave_session(next)
+function M.leave_session(next)
   local state = agentls().state
   if state.turn and state.session and state.session ~= next then
     agentls().request_async("agent/session/cancel", { sessionId = state.session }, function() end)
@@ -26,7 +26,7 @@ local function leave_session(next)
 end
 
 function M.new_session()
-  leave_session()
+  M.leave_session()
   agentls().set_session(nil)
   agentls().session()
   chat().clear()
@@ -51,10 +51,14 @@ function M.sessions()
     if load_err or not loaded then
       return vim.notify("agentls: " .. (load_err and load_err.message or "cannot load"), vim.log.levels.ERROR)
     end
-    leave_session(choice.sessionId)
+    M.leave_session(choice.sessionId)
+    agentls().state.worktrees[choice.sessionId] = loaded.worktree
     agentls().set_session(choice.sessionId)
     chat().open()
     chat().render(loaded.items)
+    if loaded.worktree then
+      chat().say({ require("agentls.worktree").notice(loaded.worktree) })
+    end
   end)
 end
 
@@ -241,6 +245,17 @@ function M.register()
     },
     AgentPermissions = { function() require("agentls.memory").show_permissions() end, {} },
     AgentAsk = { M.ask, { nargs = "?", range = true } },
+    AgentWorktree = {
+      function(o)
+        require("agentls.worktree").command(o.args)
+      end,
+      {
+        nargs = "?",
+        complete = function()
+          return { "new", "apply" }
+        end,
+      },
+    },
     AgentRewind = { function() require("agentls.rewind").pick("rewind") end, {} },
     AgentFork = { function() require("agentls.rewind").pick("fork") end, {} },
     AgentReview = {

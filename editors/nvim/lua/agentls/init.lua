@@ -48,6 +48,7 @@ M.state = {
   turn = nil, -- the running turn id
   modes = {}, -- session id -> the mode :AgentMode set (for a server whose status has none)
   sandbox = nil, -- agent/sandbox/status's answer: the settings' sandbox, before any status
+  worktrees = {}, -- session id -> {path, branch}: the sessions that work apart (worktree.lua)
 }
 
 --- Calls a client method the way this Neovim expects (0.11: client:method(...); 0.10:
@@ -250,9 +251,10 @@ function M.sandbox()
   return M.state.sandbox
 end
 
---- The chat's header ('winbar'): the mode and the sandbox (agentls/mode.lua).
+--- The chat's header ('winbar'): the mode, the sandbox and the branch of a session that
+--- works apart (agentls/mode.lua).
 function M.chat_header()
-  return require("agentls.mode").header(M.mode(), M.sandbox())
+  return require("agentls.mode").header(M.mode(), M.sandbox(), M.state.worktrees[M.state.session or ""])
 end
 
 --- Asks the running server for its sandbox state (agent/sandbox/status) for the chat's
@@ -285,6 +287,9 @@ function M.statusline()
   local mode = M.mode()
   if mode ~= "ask" then
     text = text .. " · " .. mode
+  end
+  if M.state.worktrees[M.state.session] then
+    text = text .. " · ⎇ worktree"
   end
   if status.state == "compacting" then
     text = text .. " ⟳ compacting"

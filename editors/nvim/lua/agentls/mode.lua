@@ -48,12 +48,16 @@ local function escape(text)
 end
 
 --- The chat's 'winbar': "agentls · plan · sandbox: read-only, no network", a sandbox
---- warning in WarningMsg.
-function M.header(mode, sandbox)
+--- warning in WarningMsg; a session that works apart (`worktree`: {branch, path}) ends with
+--- its branch, cut first when the window is narrow: "agentls · ask · ⎇ agentls/session-…".
+function M.header(mode, sandbox, worktree)
   local parts = { "agentls", escape(mode or "?") }
   local text, warn = M.sandbox_text(sandbox)
   if text then
     table.insert(parts, warn and ("%#WarningMsg#" .. escape(text) .. "%*") or escape(text))
+  end
+  if type(worktree) == "table" and worktree.branch then
+    table.insert(parts, "%<%#Special#⎇ " .. escape(worktree.branch) .. "%*")
   end
   return table.concat(parts, " · ")
 end

@@ -224,13 +224,15 @@ function M.refresh()
   return true
 end
 
---- The absolute path of a listed path (relative to the workspace's first root).
+--- The absolute path of a listed path (relative to the workspace's first root, or to the
+--- worktree of a session that works apart).
 local function absolute(path)
   if path:sub(1, 1) == "/" then
     return path
   end
   local client = agentls().running_client()
-  local root = client and (client.root_dir or client.config.root_dir) or vim.fn.getcwd()
+  local worktree = require("agentls.worktree").of(M.view and M.view.session)
+  local root = worktree and worktree.path or client and (client.root_dir or client.config.root_dir) or vim.fn.getcwd()
   return vim.fs.normalize(root .. "/" .. path)
 end
 

@@ -43,6 +43,8 @@ export function chatHtml(parts: HtmlParts): string {
 <div id="toolbar">
   <button id="new" title="New session">New</button>
   <button id="sessions" title="Sessions">Sessions</button>
+  <span id="worktree" hidden></span>
+  <button id="apply-worktree" title="Bring this session's work into the workspace (Agent: Apply Worktree Session)" hidden>Apply</button>
   <span id="spacer"></span>
   <button id="stop" title="Stop the running turn" hidden>Stop</button>
 </div>

@@ -12,7 +12,10 @@ export type ToWebview =
   | { type: 'running'; running: boolean }
   | { type: 'commands'; commands: CommandInfo[] }
   /** What waits (steering, queued) and the background commands, whole, after a change. */
-  | { type: 'live'; queue: QueueItem[]; background: BackgroundCommand[] };
+  | { type: 'live'; queue: QueueItem[]; background: BackgroundCommand[] }
+  /** The session works apart: its branch in the toolbar, with an Apply button (none: it
+   *  works in the workspace). */
+  | { type: 'worktree'; label?: { text: string; title: string } };
 
 /** How a message sent while a turn runs goes: into that turn, or into the queue. */
 export type SendHow = 'steer' | 'queue';
@@ -29,7 +32,9 @@ export type FromWebview =
   | { type: 'commands' }
   | { type: 'copy'; text: string }
   | { type: 'rewind'; index: number }
-  | { type: 'fork'; index: number };
+  | { type: 'fork'; index: number }
+  | { type: 'review'; index: number }
+  | { type: 'applyWorktree' };
 
 export function isFromWebview(value: unknown): value is FromWebview {
   if (typeof value !== 'object' || value === null) {
@@ -49,6 +54,7 @@ export function isFromWebview(value: unknown): value is FromWebview {
       return typeof (value as { text?: unknown }).text === 'string';
     case 'rewind':
     case 'fork':
+    case 'review':
       return Number.isInteger((value as { index?: unknown }).index);
     case 'unqueue':
     case 'killBackground':
@@ -59,6 +65,7 @@ export function isFromWebview(value: unknown): value is FromWebview {
     case 'sessions':
     case 'clearContext':
     case 'commands':
+    case 'applyWorktree':
       return true;
     default:
       return false;

@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ChangedFile, ChangeHunk } from '../protocol';
-import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore } from '../reviewChanges';
+import { fileActions, fileItem, hunkItem, revertMessages, revertRequest, textBefore, turnItems } from '../reviewChanges';
 
 const lines = (prefix: string, n: number): string => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}\n`).join('');
 
@@ -78,6 +78,7 @@ describe('review changes', () => {
   it('asks for a whole file or one hunk, and says what happened', () => {
     assert.deepEqual(revertRequest('s1', 'a.txt'), { sessionId: 's1', changes: [{ path: 'a.txt' }] });
     assert.deepEqual(revertRequest('s1', 'a.txt', 'h18-2'), { sessionId: 's1', changes: [{ path: 'a.txt', hunkIds: ['h18-2'] }] });
+    assert.deepEqual(revertRequest('s1', 'a.txt', undefined, 'turn-2'), { sessionId: 's1', sinceTurnId: 'turn-2', changes: [{ path: 'a.txt' }] });
     assert.deepEqual(revertMessages({ reverted: ['a.txt'], conflicts: [], checkpointId: 'cp' }, true), {
       info: 'agentls: undone a hunk of a.txt',
       warnings: [],
@@ -86,5 +87,28 @@ describe('review changes', () => {
       revertMessages({ reverted: [], conflicts: [{ path: 'b.txt', reason: 'changed after the agent\'s last change' }] }, false),
       { info: undefined, warnings: ["agentls: not undone: b.txt: changed after the agent's last change"] },
     );
+  });
+
+  it('offers the last turn first, then each earlier turn and after, with the files changed from it on', () => {
+    const checkpoint = (turn: number, turnId: string, message: string, paths: string[]) => ({
+      id: `cp${turn}`,
+      turn,
+      turnId,
+      message,
+      time: 0,
+      files: paths.map((path) => ({ path, change: 'modified' })),
+    });
+    const items = turnItems([
+      checkpoint(1, 'turn-1', 'Change a.', ['a.txt']),
+      checkpoint(2, 'turn-2', 'Change a and b.\nMore words.', ['a.txt', 'b.txt']),
+      checkpoint(3, 'undo-9', "(undo of the agent's changes to b.txt)", ['b.txt']),
+      checkpoint(3, 'turn-3', 'Change c.', ['c.txt']),
+    ]);
+    assert.deepEqual(items, [
+      { label: '$(history) The last turn: Change c.', description: 'turn 3 · 1 file changed', turnId: undefined, title: 'the last turn' },
+      { label: 'From turn 2: Change a and b.', description: 'and the 1 after it · 3 files changed', turnId: 'turn-2', title: 'turn 2 and after' },
+      { label: 'From turn 1: Change a.', description: 'and the 2 after it · 3 files changed', turnId: 'turn-1', title: 'turn 1 and after' },
+    ]);
+    assert.deepEqual(turnItems([]), []);
   });
 });

@@ -96,5 +96,9 @@ describe('rewind', () => {
     assert.ok(isFromWebview({ type: 'fork', index: 0 }));
     assert.ok(!isFromWebview({ type: 'rewind', index: '3' }));
     assert.ok(!isFromWebview({ type: 'fork' }));
+    // "Review from here" and the toolbar's Apply of a session that works apart.
+    assert.ok(isFromWebview({ type: 'review', index: 2 }));
+    assert.ok(!isFromWebview({ type: 'review' }));
+    assert.ok(isFromWebview({ type: 'applyWorktree' }));
   });
 });

@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentls_core::config::Config;
+use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
 
 use crate::agent::{Agent, AgentError};
-use crate::host::{Host, Notice, PermissionOutcome, PermissionRequest};
+use crate::host::{Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 
 /// The parent's host with one root, the worktree: no editor buffers, terminal or editor
 /// diagnostics (they are the main tree's); the user is asked and told through the parent's.
@@ -48,6 +49,41 @@ impl Host for WorktreeHost {
     }
     async fn flush(&self) {
         self.inner.flush().await
+    }
+    /// The gather over the worktree's disk, with the editor's state (which names a file of
+    /// the workspace) moved to that file's place in the worktree.
+    async fn gather(&self, editor: Option<&EditorState>) -> Result<Gathered, String> {
+        let editor = editor.and_then(|e| self.in_worktree(e));
+        let source = crate::gather::DiskSource {
+            roots: self.roots(),
+            symbols: self.symbols().await,
+        };
+        crate::gather::gather(&source, &self.config(), &self.prompts(), editor.as_ref()).await
+    }
+}
+
+impl WorktreeHost {
+    /// The editor shows the workspace: a file of its repository is, for this session, the
+    /// worktree's file at the same place (the user's cursor and selection over the
+    /// worktree's text). None (no editor state) for a file the worktree does not have or
+    /// one outside the repository the worktree was made from.
+    fn in_worktree(&self, editor: &EditorState) -> Option<EditorState> {
+        let path = editor.uri.to_file_path().ok()?;
+        if path.starts_with(&self.root) {
+            return Some(editor.clone());
+        }
+        let main = self.inner.roots().into_iter().next()?;
+        let top = main.ancestors().find(|dir| dir.join(".git").exists())?;
+        if !path.starts_with(&main) {
+            return None;
+        }
+        let moved = self.root.join(path.strip_prefix(top).ok()?);
+        if !moved.is_file() {
+            return None;
+        }
+        let mut editor = editor.clone();
+        editor.uri = lsp_types::Url::from_file_path(&moved).ok()?;
+        Some(editor)
     }
 }
 

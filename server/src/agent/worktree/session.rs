@@ -106,6 +106,16 @@ impl Agent {
         Ok(Some(link))
     }
 
+    /// Where session `id` works when it works apart (None: in the workspace).
+    pub async fn worktree_of(
+        self: &Arc<Self>,
+        id: &str,
+    ) -> Result<Option<WorktreeLink>, AgentError> {
+        let handle = self.handle(id).await?;
+        let link = handle.live.lock().await.session.worktree.clone();
+        Ok(link)
+    }
+
     /// The session's worktree removed with the session (its branch stays).
     pub(in crate::agent) fn remove_worktree_of(&self, link: &WorktreeLink) {
         if let Some(root) = self.host.roots().first() {
