@@ -4,7 +4,9 @@
 //! as Rust source and mapping the lines back (the body starts on its `{`'s line).
 //!
 //! Bounded: only bodies that spell an item keyword are parsed; nested invocations are
-//! followed to [`MAX_DEPTH`]; the bytes parsed again stay under twice the file's size.
+//! followed to [`MAX_DEPTH`]; the bytes parsed again stay under twice the file's size and
+//! under [`MAX_REPARSED_BYTES`], so a re-index keeps its cost (a test file that is one
+//! macro invocation, serde's `de.rs`, cost 2–3 times their parse without it).
 
 use std::collections::HashSet;
 
@@ -14,6 +16,9 @@ use crate::language::Language;
 
 /// Macro invocations inside macro invocations followed (`cfg_rt! { cfg_net! { … } }`).
 const MAX_DEPTH: usize = 3;
+/// Bytes of macro bodies parsed again per file at most: the bodies that declare a crate's
+/// API (`cfg_rt! { … }`) are small; a whole file inside one invocation is mostly tests.
+const MAX_REPARSED_BYTES: usize = 32 * 1024;
 /// Outer definitions looked back through for the one a body sits in.
 const MAX_CONTAINER_LOOKBACK: usize = 64;
 
@@ -26,7 +31,7 @@ pub(super) fn add_items(source: &[u8], bodies: &[MacroBody], tags: &mut FileTags
     if parser.set_language(&grammar).is_err() {
         return;
     }
-    let mut budget = source.len().saturating_mul(2);
+    let mut budget = source.len().saturating_mul(2).min(MAX_REPARSED_BYTES);
     add_items_at(&mut parser, source, bodies, tags, 0, &mut budget);
     tags.definitions
         .sort_by_key(|d| (d.start_line, d.name_line));

@@ -616,6 +616,23 @@ fn main() { println!("fn not_an_item {}", 1); vec![1]; }
 }
 
 #[test]
+fn macro_bodies_are_parsed_again_up_to_a_bound_per_file() {
+    // 400 invocations of about 140 bytes: past the 32 KiB the index parses again.
+    let padding = "x".repeat(100);
+    let source: String = (0..400)
+        .map(|n| format!("m! {{ pub fn item_{n}() {{ let _ = \"{padding}\"; }} }}\n"))
+        .collect();
+    let tags = tags(Language::Rust, &source);
+    let found = |n: usize| {
+        tags.definitions
+            .iter()
+            .any(|d| d.name() == format!("item_{n}"))
+    };
+    assert!(found(0) && found(100), "the first bodies are read");
+    assert!(!found(399), "the last are past the bound");
+}
+
+#[test]
 fn a_use_ranks_by_its_qualifier_then_its_kind() {
     use crate::syntax::IdentifierKind;
     let index = index_of(&[
