@@ -908,7 +908,10 @@ class Agent implements vscode.Disposable {
       return [];
     }
     const path = typeof call.input?.path === 'string' ? call.input.path : undefined;
-    const target = path ? this.resolvePath(path) : undefined;
+    // A change of several files (an `lsp` rename) is not one file's proposal: its diff is
+    // shown as it is.
+    const files = diff.match(/^--- .*\n\+\+\+ /gm)?.length ?? 0;
+    const target = path && files <= 1 ? this.resolvePath(path) : undefined;
     const name = path?.split('/').pop() ?? 'edit';
     if (target) {
       let current: string | undefined;
