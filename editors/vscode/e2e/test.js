@@ -956,6 +956,7 @@ step("the lsp tool asks VS Code's TypeScript: definition, references, and a rena
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'tsconfig.json'), '{ "compilerOptions": { "strict": true } }\n');
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'lib.ts'), lib);
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'main.ts'), main);
+  fs.writeFileSync(path.join(WORKSPACE, 'ts', 'warm.ts'), "export const warm: number = 'not a number';\n");
   await setMode('Ask before every edit and command');
   await pushReply({
     toolCalls: [
@@ -967,24 +968,20 @@ step("the lsp tool asks VS Code's TypeScript: definition, references, and a rena
   await pushReply({ toolCalls: [{ id: 'ls3', name: 'lsp', arguments: { operation: 'rename', path: 'ts/lib.ts', line: 1, symbol: 'answer', new_name: 'reply' } }] });
   await pushReply({ text: ['Renamed answer to reply.'] });
 
-  // main.ts in an editor, and the TypeScript server up: its hover on `answer`.
-  await page.keyboard.press('F1');
-  const box = page.locator('.quick-input-widget input');
-  await box.waitFor({ state: 'visible' });
-  await box.fill('ts/main.ts');
-  await pickRow('main.ts');
-  await page.locator('.tab.active', { hasText: 'main.ts' }).waitFor();
-  const call = page.locator('.monaco-editor .view-line', { hasText: 'console.log(answer());' }).first();
-  await call.waitFor();
-  // (The server may still be starting: hover again until the type shows, within the
-  // step's own timeout.)
-  const typed = page.locator('.monaco-hover', { hasText: 'answer(): number' }).first();
-  for (;;) {
-    await page.mouse.move(0, 0);
-    await call.locator('span', { hasText: /^answer$/ }).last().hover();
-    if (await typed.waitFor({ state: 'visible', timeout: 10_000 }).then(() => true, () => false)) break;
-  }
-  await page.mouse.move(0, 0);
+  // The TypeScript server up: the type error of ts/warm.ts underlined (its project is
+  // loaded, so the agent's first question is not raced against the server's start).
+  const openFile = async (file, name) => {
+    await page.keyboard.press('F1');
+    const box = page.locator('.quick-input-widget input');
+    await box.waitFor({ state: 'visible' });
+    await box.fill(file);
+    await pickRow(name);
+    await page.locator('.tab.active', { hasText: name }).waitFor();
+  };
+  await openFile('ts/warm.ts', 'warm.ts');
+  await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 2 * LONG });
+  await openFile('ts/main.ts', 'main.ts');
+  await page.locator('.monaco-editor .view-line', { hasText: 'console.log(answer());' }).first().waitFor();
 
   const chat = await chatFrame();
   const input = chat.locator('#input');
@@ -1008,6 +1005,10 @@ step("the lsp tool asks VS Code's TypeScript: definition, references, and a rena
   const dialog = page.locator('.monaco-dialog-box');
   await dialog.waitFor({ state: 'visible' });
   console.log(`rename approval: ${JSON.stringify(await dialog.innerText())}`);
+  // Behind the dialog: the diff of both files, as it is (not one file's proposal).
+  const shown = page.locator('.tab', { hasText: 'lib.ts.diff' }).first();
+  await shown.waitFor();
+  assert.equal(await page.locator('.tab', { hasText: '(proposed)' }).count(), 0);
   await dialog.getByRole('button', { name: /^Allow/ }).first().click();
   await dialog.waitFor({ state: 'hidden' });
   await chat.locator('.block.agent', { hasText: 'Renamed answer to reply.' }).waitFor();
