@@ -1083,3 +1083,100 @@ step('switching sessions: a plain session hides the branch, the worktree session
   await back.locator('#worktree', { hasText: /^⎇ agentls\/session-/ }).waitFor({ state: 'visible' });
   await back.locator('#apply-worktree').waitFor({ state: 'visible' });
 });
+
+/** The text of the tool call `id`'s output in the requests the fake provider saw. */
+async function toolOutput(id) {
+  for (const request of await providerRequests()) {
+    for (const message of request.body.messages ?? []) {
+      if (message.role === 'tool' && message.tool_call_id === id) return contentText(message) || String(message.content);
+    }
+  }
+  return undefined;
+}
+
+step("the lsp tool asks VS Code's TypeScript: definition, references, and a rename approved then rewound", async () => {
+  // A small TypeScript project; code-server's built-in TypeScript support serves it
+  // (scripts/vscode-e2e checks that it is there).
+  const lib = 'export function answer(): number {\n  return 41;\n}\n';
+  const main = "import { answer } from './lib';\n\nconsole.log(answer());\n";
+  fs.mkdirSync(path.join(WORKSPACE, 'ts'), { recursive: true });
+  fs.writeFileSync(path.join(WORKSPACE, 'ts', 'tsconfig.json'), '{ "compilerOptions": { "strict": true } }\n');
+  fs.writeFileSync(path.join(WORKSPACE, 'ts', 'lib.ts'), lib);
+  fs.writeFileSync(path.join(WORKSPACE, 'ts', 'main.ts'), main);
+  fs.writeFileSync(path.join(WORKSPACE, 'ts', 'warm.ts'), "export const warm: number = 'not a number';\n");
+  await setMode('Ask before every edit and command');
+  await pushReply({
+    toolCalls: [
+      { id: 'ls1', name: 'lsp', arguments: { operation: 'definition', path: 'ts/main.ts', line: 3, symbol: 'answer' } },
+      { id: 'ls2', name: 'lsp', arguments: { operation: 'references', path: 'ts/lib.ts', line: 1, symbol: 'answer' } },
+    ],
+  });
+  await pushReply({ text: ['answer() is defined in ts/lib.ts and used in ts/main.ts.'] });
+  await pushReply({ toolCalls: [{ id: 'ls3', name: 'lsp', arguments: { operation: 'rename', path: 'ts/lib.ts', line: 1, symbol: 'answer', new_name: 'reply' } }] });
+  await pushReply({ text: ['Renamed answer to reply.'] });
+
+  // The TypeScript server up: the type error of ts/warm.ts underlined (its project is
+  // loaded, so the agent's first question is not raced against the server's start).
+  const openFile = async (file, name) => {
+    await page.keyboard.press('F1');
+    const box = page.locator('.quick-input-widget input');
+    await box.waitFor({ state: 'visible' });
+    await box.fill(file);
+    await pickRow(name);
+    await page.locator('.tab.active', { hasText: name }).waitFor();
+  };
+  await openFile('ts/warm.ts', 'warm.ts');
+  await page.locator('.monaco-editor .squiggly-error').first().waitFor({ timeout: 2 * LONG });
+  await openFile('ts/main.ts', 'main.ts');
+  await page.locator('.monaco-editor .view-line', { hasText: 'console.log(answer());' }).first().waitFor();
+
+  const chat = await chatFrame();
+  const input = chat.locator('#input');
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await input.fill('Where is answer() defined and used?');
+  await input.press('Enter');
+  await chat.locator('.block.agent', { hasText: 'answer() is defined in ts/lib.ts and used in ts/main.ts.' }).waitFor();
+  const definition = await until('the definition output', () => toolOutput('ls1'));
+  console.log(`lsp definition: ${JSON.stringify(definition)}`);
+  assert.match(definition, /1 definition of `answer` at ts\/main\.ts:3:13 \(the editor's language server\):\nts\/lib\.ts:1:17/);
+  const references = await until('the references output', () => toolOutput('ls2'));
+  console.log(`lsp references: ${JSON.stringify(references)}`);
+  assert.match(references, /references to `answer` at ts\/lib\.ts:1:17 in 2 files \(the editor's language server\)/);
+  assert.match(references, /ts\/main\.ts:3:13: console\.log\(answer\(\)\);/);
+  assert.doesNotMatch(references, /symbol index/);
+
+  // The rename: asked once, applied to both files in the editor.
+  await chat.locator('#busy').waitFor({ state: 'hidden' });
+  await input.fill('Rename answer to reply.');
+  await input.press('Enter');
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible' });
+  console.log(`rename approval: ${JSON.stringify(await dialog.innerText())}`);
+  // Behind the dialog: the diff of both files, as it is (not one file's proposal).
+  const shown = page.locator('.tab', { hasText: 'lib.ts.diff' }).first();
+  await shown.waitFor();
+  assert.equal(await page.locator('.tab', { hasText: '(proposed)' }).count(), 0);
+  await dialog.getByRole('button', { name: /^Allow/ }).first().click();
+  await dialog.waitFor({ state: 'hidden' });
+  await chat.locator('.block.agent', { hasText: 'Renamed answer to reply.' }).waitFor();
+  const renamed = await until('the rename output', () => toolOutput('ls3'));
+  assert.match(renamed, /Renamed `answer` to `reply`: \d+ edit\(s\) in 2 file\(s\): ts\/lib\.ts, ts\/main\.ts\./, renamed);
+  await page.locator('.tab', { hasText: 'main.ts' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: 'console.log(reply());' }).first().waitFor();
+
+  // Rewind the code to before the rename message: both files as they were.
+  await messageAction(chat, 'Rename answer to reply.', 'rewind');
+  await pickRow('Code only');
+  await dialog.waitFor({ state: 'visible' });
+  const preview = await dialog.innerText();
+  console.log(`rename rewind preview: ${JSON.stringify(preview)}`);
+  assert.match(preview, /Rewind \(code\)/, preview);
+  assert.match(preview, /~ ts\/lib\.ts/, preview);
+  assert.match(preview, /~ ts\/main\.ts/, preview);
+  await dialog.getByRole('button', { name: /^Rewind$/ }).click();
+  await dialog.waitFor({ state: 'hidden' });
+  await page.locator('.tab', { hasText: 'main.ts' }).first().click();
+  await page.locator('.monaco-editor .view-line', { hasText: 'console.log(answer());' }).first().waitFor();
+  assert.equal(await page.locator('.monaco-editor .view-line', { hasText: 'reply' }).count(), 0);
+  await until('ts/lib.ts and ts/main.ts as they were on disk', () => readWorkspace('ts/lib.ts') === lib && readWorkspace('ts/main.ts') === main);
+});

@@ -7,6 +7,8 @@ import {
   type CancellationToken,
   LanguageClient,
   type LanguageClientOptions,
+  LSPErrorCodes,
+  ResponseError,
   type ServerOptions,
   TransportKind,
 } from 'vscode-languageclient/node';
@@ -14,6 +16,8 @@ import {
   type AgentStatus,
   type EditorDiagnosticsParams,
   type EditorDiagnosticsResult,
+  type EditorLspParams,
+  type EditorLspResult,
   type McpStatus,
   Methods,
   type PermissionRequest,
@@ -33,6 +37,21 @@ export interface AgentHandlers {
   /** agent/editor/diagnostics: when given, the client offers it
    *  (`capabilities.editorDiagnostics` in initializationOptions). */
   onEditorDiagnostics?(params: EditorDiagnosticsParams): Promise<EditorDiagnosticsResult>;
+  /** agent/editor/lsp: when given, the client offers it (`capabilities.editorLanguageServers`);
+   *  a rejection is answered as a JSON-RPC error with its message. */
+  onEditorLsp?(params: EditorLspParams): Promise<EditorLspResult>;
+}
+
+/** What this client answers beyond LSP, as initializationOptions.capabilities. */
+function capabilities(handlers: AgentHandlers): Record<string, boolean> | undefined {
+  const offered: Record<string, boolean> = {};
+  if (handlers.onEditorDiagnostics) {
+    offered.editorDiagnostics = true;
+  }
+  if (handlers.onEditorLsp) {
+    offered.editorLanguageServers = true;
+  }
+  return Object.keys(offered).length > 0 ? offered : undefined;
 }
 
 export interface ClientConfig {
@@ -55,8 +74,8 @@ export function createClient(config: ClientConfig): LanguageClient {
     // Every file: the server gives syntax-aware context for some languages and plain
     // text for the rest; it must see unsaved buffers of all of them.
     documentSelector: [{ scheme: 'file' }],
-    initializationOptions: config.handlers.onEditorDiagnostics
-      ? { ...config.settings, capabilities: { editorDiagnostics: true } }
+    initializationOptions: capabilities(config.handlers)
+      ? { ...config.settings, capabilities: capabilities(config.handlers) }
       : config.settings,
     outputChannel: config.outputChannel,
     // The settings are sent by the extension itself (see extension.ts): the client's
@@ -78,6 +97,17 @@ export function createClient(config: ClientConfig): LanguageClient {
   const onEditorDiagnostics = config.handlers.onEditorDiagnostics;
   if (onEditorDiagnostics) {
     client.onRequest(Methods.editorDiagnostics, (params: EditorDiagnosticsParams) => onEditorDiagnostics(params));
+  }
+  const onEditorLsp = config.handlers.onEditorLsp;
+  if (onEditorLsp) {
+    client.onRequest(Methods.editorLsp, async (params: EditorLspParams) => {
+      try {
+        return await onEditorLsp(params);
+      } catch (error) {
+        // The message as it is: the model reads it.
+        return new ResponseError(LSPErrorCodes.RequestFailed, error instanceof Error ? error.message : String(error));
+      }
+    });
   }
   return client;
 }

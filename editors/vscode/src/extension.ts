@@ -13,6 +13,7 @@ import { onPath, serverCommand, serverSettings, turnEndNotice } from './config';
 import { applyUnifiedDiff } from './diff';
 import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { DiagnosticsAnswerer } from './editorDiagnostics';
+import { answerEditorLsp, type LspSource } from './editorLsp';
 import { editorState, toLspDiagnostic } from './editorState';
 import {
   type AgentStatus,
@@ -187,6 +188,7 @@ class Agent implements vscode.Disposable {
         onPermission: (p, withdrawn) => this.onPermission(p, withdrawn),
         onMcpStatus: (p) => this.onMcpStatus(p),
         onEditorDiagnostics: (p) => this.diagnostics.answer(p),
+        onEditorLsp: (p) => answerEditorLsp(editorLspSource(this.context.extension.id), p),
       },
     });
     this.client = client;
@@ -1021,7 +1023,10 @@ class Agent implements vscode.Disposable {
       return [];
     }
     const path = typeof call.input?.path === 'string' ? call.input.path : undefined;
-    const target = path ? this.resolvePath(path) : undefined;
+    // A change of several files (an `lsp` rename) is not one file's proposal: its diff is
+    // shown as it is.
+    const files = diff.match(/^--- .*\n\+\+\+ /gm)?.length ?? 0;
+    const target = path && files <= 1 ? this.resolvePath(path) : undefined;
     const name = path?.split('/').pop() ?? 'edit';
     if (target) {
       let current: string | undefined;
@@ -1175,4 +1180,33 @@ function contextLabel(state: EditorState): string {
   const file = vscode.Uri.parse(state.uri).path.split('/').pop() ?? state.uri;
   const range = state.selection ?? state.diagnostics?.[0]?.range;
   return range ? `${file}:${range.start.line + 1}-${range.end.line + 1}` : file;
+}
+
+/** agent/editor/lsp's view of VS Code: documents, the extensions that may serve a
+ *  language, and the provider commands. */
+function editorLspSource(ownId: string): LspSource {
+  return {
+    open: async (uri) => vscode.workspace.openTextDocument(vscode.Uri.parse(uri)),
+    served: (languageId) =>
+      vscode.extensions.all.some((e) => {
+        if (e.id === ownId) {
+          return false;
+        }
+        const events: unknown = e.packageJSON?.activationEvents;
+        return Array.isArray(events) && events.some((a) => a === '*' || a === `onLanguage:${languageId}` || a === 'onLanguage');
+      }),
+    execute: (command, uri, position, extra) => {
+      const args: unknown[] = [];
+      if (uri !== undefined) {
+        args.push(vscode.Uri.parse(uri));
+      }
+      if (position !== undefined) {
+        args.push(new vscode.Position(position.line, position.character));
+      }
+      if (extra !== undefined) {
+        args.push(extra);
+      }
+      return Promise.resolve(vscode.commands.executeCommand(command, ...args));
+    },
+  };
 }

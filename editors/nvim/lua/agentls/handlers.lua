@@ -1,5 +1,5 @@
 -- What the server sends on its own: turn updates, status, permission requests, requests
--- for the editor's diagnostics.
+-- for the editor's diagnostics and for its language servers' answers.
 
 local M = {}
 
@@ -123,6 +123,9 @@ function M.table()
     ["agent/session/requestPermission"] = on_permission,
     ["agent/editor/diagnostics"] = function(...)
       return require("agentls.diagnostics").on_request(...)
+    end,
+    ["agent/editor/lsp"] = function(...)
+      return require("agentls.editor_lsp").on_request(...)
     end,
     ["agent/mcp/didChangeStatus"] = function(...)
       return require("agentls.mcp").on_status(...)

@@ -65,8 +65,9 @@ local function settings()
   s.provider = M.config.provider or s.provider
   s.compaction = M.config.compaction or s.compaction
   s.approval = M.config.approval or s.approval
-  -- What this plugin answers beyond LSP: agent/editor/diagnostics (agentls.diagnostics).
-  s.capabilities = vim.tbl_extend("force", s.capabilities or {}, { editorDiagnostics = true })
+  -- What this plugin answers beyond LSP: agent/editor/diagnostics (agentls.diagnostics)
+  -- and agent/editor/lsp (agentls.editor_lsp).
+  s.capabilities = vim.tbl_extend("force", s.capabilities or {}, { editorDiagnostics = true, editorLanguageServers = true })
   return s
 end
 
