@@ -1104,6 +1104,11 @@ step("the lsp tool asks VS Code's TypeScript: definition, references, and a rena
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'lib.ts'), lib);
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'main.ts'), main);
   fs.writeFileSync(path.join(WORKSPACE, 'ts', 'warm.ts'), "export const warm: number = 'not a number';\n");
+  // A plain session: the step before left the worktree session in the chat, whose tools
+  // see the worktree (made before ts/ existed), not the workspace.
+  const fresh = await chatFrame();
+  await fresh.locator('#new').click();
+  await fresh.locator('#worktree').waitFor({ state: 'hidden' });
   await setMode('Ask before every edit and command');
   await pushReply({
     toolCalls: [
