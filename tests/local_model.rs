@@ -426,46 +426,6 @@ fn allow_all() -> (agentls_dev::lsp_client::Responder, Seen) {
     (responder, seen)
 }
 
-/// Applies a `workspace/applyEdit`'s text edits to the files on disk (ASCII text: a UTF-16
-/// column is a byte); creates the files it creates. Whether every change applied.
-fn apply_to_disk(params: &Value) -> bool {
-    let changes = params["edit"]["documentChanges"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    changes.iter().all(|change| {
-        let uri = change["textDocument"]["uri"]
-            .as_str()
-            .or(change["uri"].as_str());
-        let Some(path) = uri.and_then(|u| u.strip_prefix("file://")) else {
-            return false;
-        };
-        if change["kind"] == "create" {
-            return std::fs::write(path, "").is_ok();
-        }
-        let Ok(mut text) = std::fs::read_to_string(path) else {
-            return false;
-        };
-        let offset = |text: &str, position: &Value| -> usize {
-            let line = position["line"].as_u64().unwrap_or(0) as usize;
-            let column = position["character"].as_u64().unwrap_or(0) as usize;
-            let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-            (start + column).min(text.len())
-        };
-        let mut edits = change["edits"].as_array().cloned().unwrap_or_default();
-        // From the end, so earlier offsets stay valid.
-        edits.sort_by_key(|e| std::cmp::Reverse(offset(&text, &e["range"]["start"])));
-        for edit in edits {
-            let (start, end) = (
-                offset(&text, &edit["range"]["start"]),
-                offset(&text, &edit["range"]["end"]),
-            );
-            text.replace_range(start..end, edit["newText"].as_str().unwrap_or(""));
-        }
-        std::fs::write(path, text).is_ok()
-    })
-}
-
 /// The calls of `name` the model made (their `toolCall` updates).
 fn calls<'a>(updates: &'a [Value], name: &str) -> Vec<&'a Value> {
     updates
