@@ -504,6 +504,7 @@ impl Tool for EditFile {
             current,
             version,
             shown,
+            ..
         } = file_change::target(cx, &input.path).await?;
         let current =
             current.ok_or_else(|| format!("{shown} does not exist; create it with write_file"))?;

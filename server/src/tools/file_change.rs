@@ -10,6 +10,8 @@ use crate::tools::registry::{Effect, Prepared, ToolContext, ToolOutcome};
 
 /// The file a change names, as both file tools plan against it.
 pub struct Target {
+    /// The file, resolved through the workspace boundary.
+    pub path: std::path::PathBuf,
     /// The file's current text (None when it does not exist yet).
     pub current: Option<String>,
     /// The open buffer's version the change is planned against (None: read from disk).
@@ -50,9 +52,10 @@ pub async fn target(cx: &ToolContext, arg: &str) -> Result<Target, String> {
     let path = cx.boundary.resolve(arg).map_err(|e| e.0)?;
     let (current, version) = current_text(cx, &path).await?;
     Ok(Target {
+        shown: cx.boundary.display(&path),
+        path,
         current,
         version,
-        shown: cx.boundary.display(&path),
     })
 }
 

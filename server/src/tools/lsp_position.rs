@@ -79,7 +79,7 @@ pub async fn locate_file(cx: &ToolContext, input: &LspInput) -> Result<Located, 
     let Some(text) = target.current else {
         return Err(format!("{} does not exist", target.shown));
     };
-    let path = cx.boundary.resolve(arg).map_err(|e| e.0)?;
+    let path = target.path;
     let uri = Url::from_file_path(&path)
         .map_err(|()| format!("{} cannot be named by a file URI", target.shown))?;
     Ok(Located {

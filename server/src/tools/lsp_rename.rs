@@ -104,10 +104,6 @@ async fn plan_file(
                 path.display()
             )
         })?;
-    let resolved = cx
-        .boundary
-        .resolve(&path.to_string_lossy())
-        .map_err(|e| e.0)?;
     let Some(current) = target.current else {
         return Err(format!(
             "the rename would change {}, which does not exist",
@@ -121,7 +117,7 @@ async fn plan_file(
         )
     })?;
     let change = FileChange::Edit {
-        path: resolved,
+        path: target.path,
         version: target.version,
         original: current.clone(),
         range,

@@ -88,13 +88,12 @@ impl Tool for WriteFile {
     /// Planned before the approval, like an edit: the user sees the diff.
     async fn prepare(&self, cx: &ToolContext, input: &WriteFileInput) -> Result<Prepared, String> {
         let target = file_change::target(cx, &input.path).await?;
-        if let Ok(path) = cx.boundary.resolve(&input.path) {
-            target.check_read(cx, &path, Self::NAME)?;
-        }
+        target.check_read(cx, &target.path, Self::NAME)?;
         let file_change::Target {
             current,
             version,
             shown,
+            ..
         } = target;
         let content = &input.content;
         // The same text again: a small model rewrites a file it failed to fix, unchanged.
