@@ -81,6 +81,26 @@ fn workspace_with_main() -> (Workspace, String) {
     (ws, main)
 }
 
+/// A server with `settings` and the editor `responder`, a session, and one turn of `prompt`
+/// that ends normally (after the symbol index is ready when `index` is set).
+async fn one_turn(
+    ws: &Workspace,
+    fake: &FakeProvider,
+    settings: Value,
+    responder: Responder,
+    index: bool,
+    prompt: &str,
+) -> (common::Server, String) {
+    let server = server(ws, provider_options(fake, ws, settings), Some(responder)).await;
+    if index {
+        symbols_ready(&server).await;
+    }
+    let session = new_session(&server).await;
+    let (updates, _) = run_turn(&server, &session, prompt).await;
+    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    (server, session)
+}
+
 fn call(id: &str, arguments: Value) -> (&str, &'static str, String) {
     (id, "lsp", arguments.to_string())
 }
@@ -106,15 +126,15 @@ async fn definition_references_and_hover_are_the_editors_language_servers_answer
     ]));
     fake.push(FakeProvider::openai_text(&["Found."], None));
     let (responder, seen) = editor(&ws);
-    let options = provider_options(
-        &fake,
+    let (server, _) = one_turn(
         &ws,
+        &fake,
         json!({"capabilities": {"editorLanguageServers": true}}),
-    );
-    let server = server(&ws, options, Some(responder)).await;
-    let session = new_session(&server).await;
-    let (updates, _) = run_turn(&server, &session, "Where is answer defined?").await;
-    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+        responder,
+        false,
+        "Where is answer defined?",
+    )
+    .await;
 
     let requests = fake.requests();
     assert!(offered_tool_names(&requests[0].body).contains(&"lsp".to_string()));
@@ -170,15 +190,15 @@ async fn a_rename_is_approved_applied_to_every_file_and_undone_by_a_rewind() {
         "Renamed.",
     );
     let (responder, seen) = editor(&ws);
-    let options = provider_options(
-        &fake,
+    let (server, session) = one_turn(
         &ws,
+        &fake,
         json!({"capabilities": {"editorLanguageServers": true}, "approval": "ask"}),
-    );
-    let server = server(&ws, options, Some(responder)).await;
-    let session = new_session(&server).await;
-    let (updates, _) = run_turn(&server, &session, "Rename answer to reply").await;
-    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+        responder,
+        false,
+        "Rename answer to reply",
+    )
+    .await;
 
     let asked = permission_requests(&seen);
     assert_eq!(
@@ -253,15 +273,15 @@ async fn plan_mode_refuses_a_rename_and_applies_nothing() {
         "Planned.",
     );
     let (responder, seen) = editor(&ws);
-    let options = provider_options(
-        &fake,
+    let (server, _) = one_turn(
         &ws,
+        &fake,
         json!({"capabilities": {"editorLanguageServers": true}, "approval": "plan"}),
-    );
-    let server = server(&ws, options, Some(responder)).await;
-    let session = new_session(&server).await;
-    let (updates, _) = run_turn(&server, &session, "Rename answer to reply").await;
-    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+        responder,
+        false,
+        "Rename answer to reply",
+    )
+    .await;
     let output = tool_output_in(&fake.requests()[1].body, "call_n");
     assert!(output.contains("plan mode is read-only"), "{output}");
     assert!(!seen
@@ -289,12 +309,7 @@ async fn without_the_capability_the_symbol_index_answers_and_says_so() {
     ]));
     fake.push(FakeProvider::openai_text(&["Done."], None));
     let (responder, seen) = editor(&ws);
-    let options = provider_options(&fake, &ws, json!({}));
-    let server = server(&ws, options, Some(responder)).await;
-    symbols_ready(&server).await;
-    let session = new_session(&server).await;
-    let (updates, _) = run_turn(&server, &session, "Where is answer?").await;
-    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+    let (server, _) = one_turn(&ws, &fake, json!({}), responder, true, "Where is answer?").await;
 
     let requests = fake.requests();
     assert!(
@@ -332,16 +347,15 @@ async fn a_file_no_language_server_serves_gets_the_index_answer_with_the_editors
         "agent/editor/lsp" => Answer::Error(-32603, "no language server serves src/main.rs".into()),
         _ => Answer::Result(Value::Null),
     });
-    let options = provider_options(
-        &fake,
+    let (server, _) = one_turn(
         &ws,
+        &fake,
         json!({"capabilities": {"editorLanguageServers": true}}),
-    );
-    let server = server(&ws, options, Some(responder)).await;
-    symbols_ready(&server).await;
-    let session = new_session(&server).await;
-    let (updates, _) = run_turn(&server, &session, "Where is answer?").await;
-    assert_eq!(stop_reason(&updates), "endTurn", "{updates:?}");
+        responder,
+        true,
+        "Where is answer?",
+    )
+    .await;
     let output = tool_output_in(&fake.requests()[1].body, "call_d");
     assert!(
         output.contains("[the editor's language servers did not answer: no language server serves src/main.rs; this answer is from the workspace symbol index"),
