@@ -7,7 +7,8 @@
 //!   applied, and said;
 //! - a call cut by the output limit is answered, and never breaks the session;
 //! - the project's tests run after a change, and their failure is in the change's result;
-//! - the result line on stderr shows what a call returned.
+//! - the result line on stderr shows what a call returned;
+//! - a small model is offered the short prompt, six tools and greedy sampling.
 
 mod common;
 
@@ -259,6 +260,73 @@ async fn a_small_file_open_in_the_editor_is_shown_whole_and_counts_as_read() {
     let (code, _, stderr) = task.ask_with(&fake, "Undo bob.py", off, None, &more).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(tool_output(&fake.requests(), "c3").contains("had not read it"));
+}
+
+/// The model's name says it is small (1.5B): it is told a short system prompt with an
+/// example call, offered six tools with short descriptions and only the arguments it needs,
+/// and sampled at temperature 0; `provider.profile: "full"` gives it everything back.
+#[tokio::test]
+async fn a_small_model_is_offered_a_short_prompt_few_tools_and_greedy_sampling() {
+    let task = Task::new(&[("bob.py", STUB)]);
+    let small = json!({"provider": {"model": "qwen2.5-coder-1.5b"}});
+    let tool_names = |body: &serde_json::Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["It says pass."], None));
+    let (code, _, stderr) = task
+        .ask_with(
+            &fake,
+            "What does bob.py do?",
+            small.clone(),
+            None,
+            &["--file", "bob.py"],
+        )
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let body = &fake.requests()[0].body;
+    assert_eq!(
+        tool_names(body),
+        [
+            "read_file",
+            "list_dir",
+            "grep",
+            "edit_file",
+            "write_file",
+            "shell"
+        ]
+    );
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("A good call"), "{system}");
+    assert!(!system.contains("update_plan"), "{system}");
+    assert_eq!(body["temperature"], json!(0.0));
+    let shell = &body["tools"][5]["function"]["parameters"]["properties"];
+    assert_eq!(shell.as_object().unwrap().len(), 1, "{shell}");
+
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&["It says pass."], None));
+    let full = json!({"provider": {"model": "qwen2.5-coder-1.5b", "profile": "full"}});
+    let (code, _, stderr) = task
+        .ask_with(
+            &fake,
+            "What does bob.py do?",
+            full,
+            None,
+            &["--file", "bob.py"],
+        )
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let body = &fake.requests()[0].body;
+    assert!(tool_names(body).contains(&"update_plan".to_string()));
+    assert!(body.get("temperature").is_none(), "{body}");
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains("A good call"));
 }
 
 /// `./run`'s question as the small model answered it: grep for the path, "No matches",

@@ -64,6 +64,8 @@ pub struct Config {
     pub max_retries: u32,
     /// `provider.temperature`: sent when set (the provider's default otherwise).
     pub temperature: Option<f64>,
+    /// `provider.profile`: what the model is offered, by its size (`ModelProfile`).
+    pub model_profile: ModelProfile,
     /// `provider.images`: whether the model takes images; unset = the known-models table
     /// (`models::takes_images`), false for a model it does not know.
     pub images: Option<bool>,
@@ -112,11 +114,50 @@ pub struct Config {
 
 pub const APPROVAL_POLICIES: [&str; 4] = crate::approval::POLICIES;
 
+/// `provider.profile`: what the model is offered. A small model (under `auto`, one whose name
+/// gives its size at most [`SMALL_MODEL_MAX_BILLIONS`]) gets a short system prompt, a few
+/// tools with short descriptions (`prompts/small_model.json`) and greedy sampling; others get
+/// everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelProfile {
+    Auto,
+    Full,
+    Small,
+}
+
+pub const MODEL_PROFILES: [&str; 3] = ["auto", "full", "small"];
+
+/// Under `provider.profile: "auto"`, a model whose name says it has at most this many
+/// billion parameters is small (`qwen2.5-coder-1.5b`, `llama3.2:3b`). Its name, not its
+/// window: a large model may be served with a small window, and a name without a size
+/// (the hosted models) keeps everything.
+pub const SMALL_MODEL_MAX_BILLIONS: f64 = 8.0;
+
 impl Config {
     /// The provider `provider.kind` names (validated against `PRESETS` when set).
     pub fn preset(&self) -> &'static crate::provider_kind::Preset {
         crate::provider_kind::Preset::named(&self.provider_kind)
             .unwrap_or(&crate::provider_kind::PRESETS[0])
+    }
+
+    /// Whether the model gets the small-model profile (`provider.profile`).
+    pub fn small_model(&self) -> bool {
+        match self.model_profile {
+            ModelProfile::Small => true,
+            ModelProfile::Full => false,
+            ModelProfile::Auto => self
+                .model
+                .as_deref()
+                .and_then(crate::models::billions_in_name)
+                .is_some_and(|billions| billions <= SMALL_MODEL_MAX_BILLIONS),
+        }
+    }
+
+    /// The sampling temperature to send: configured, else greedy for a small model (which
+    /// drifts from the task at the server's default, 0.8 on llama.cpp), else none.
+    pub fn sampling_temperature(&self) -> Option<f64> {
+        self.temperature
+            .or_else(|| self.small_model().then_some(0.0))
     }
 
     /// The tokenizer counts are made with: configured, else the model's.
@@ -157,6 +198,7 @@ impl Default for Config {
             timeout_ms: 120_000,
             max_retries: 4,
             temperature: None,
+            model_profile: ModelProfile::Auto,
             images: None,
             apply_edit_timeout_ms: 30_000,
             max_steps: 50,
@@ -504,7 +546,7 @@ const KEYS: &[Key] = &[
         path: "provider.temperature",
         doc: KeyDoc {
             ty: r#"number 0–2"#,
-            default: r#"none (the provider's)"#,
+            default: r#"none (the provider's); 0 for a small model (`provider.profile`)"#,
             meaning: r#"sampling temperature sent with each request"#,
         },
         set: |c, v| {
@@ -516,6 +558,23 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.temperature = p.temperature,
+    },
+    Key {
+        path: "provider.profile",
+        doc: KeyDoc {
+            ty: r#"`"auto"` \| `"full"` \| `"small"`"#,
+            default: r#"`"auto"`: small when the model's name gives its size at 8B parameters or fewer (`qwen2.5-coder-1.5b`)"#,
+            meaning: r#"what the model is offered: `small` gives a short system prompt (`system_small.md`), the tools of `small_model.json` with their short descriptions, and temperature 0 unless `provider.temperature` is set; `full` gives every tool and `system.md`"#,
+        },
+        set: |c, v| {
+            c.model_profile = match one_of(v, &MODEL_PROFILES)?.as_str() {
+                "full" => ModelProfile::Full,
+                "small" => ModelProfile::Small,
+                _ => ModelProfile::Auto,
+            };
+            Ok(())
+        },
+        keep: |c, p| c.model_profile = p.model_profile,
     },
     Key {
         path: "provider.images",
@@ -1303,6 +1362,30 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_small_model_is_known_by_its_name_or_the_setting_and_sampled_greedily() {
+        let with =
+            |settings: serde_json::Value| Config::from_settings(&Config::default(), &settings).0;
+        let qwen = with(json!({"provider": {"model": "qwen2.5-coder-1.5b"}}));
+        assert!(qwen.small_model());
+        assert_eq!(qwen.sampling_temperature(), Some(0.0));
+        let hot = with(json!({"provider": {"model": "qwen2.5-coder-1.5b", "temperature": 0.7}}));
+        assert_eq!(hot.sampling_temperature(), Some(0.7));
+        let full = with(json!({"provider": {"model": "qwen2.5-coder-1.5b", "profile": "full"}}));
+        assert!(!full.small_model());
+        assert_eq!(full.sampling_temperature(), None);
+        let large = with(json!({"provider": {"model": "gpt-4.1", "contextWindow": 8000}}));
+        assert!(!large.small_model());
+        assert!(!with(json!({"provider": {"model": "gemma-2-27b"}})).small_model());
+        assert!(with(json!({"provider": {"model": "gpt-4.1", "profile": "small"}})).small_model());
+        let (kept, update) = Config::from_settings(
+            &qwen,
+            &json!({"provider": {"model": "qwen2.5-coder-1.5b", "profile": "tiny"}}),
+        );
+        assert!(kept.small_model());
+        assert_eq!(update.problems.len(), 1, "{:?}", update.problems);
+    }
 
     #[test]
     fn mcp_servers_are_a_setting_and_a_bad_entry_keeps_the_previous_servers() {

@@ -82,9 +82,18 @@ pub fn static_context(inputs: &Inputs) -> StaticContext {
             dir: chain.dir.to_string_lossy().into_owned(),
             text: chain.text.clone(),
         });
+    // A small model is offered less, said shortly (`provider.profile`).
+    let (tools, system_prompt) = if inputs.config.small_model() {
+        (
+            inputs.prompts.small_model_tools(),
+            inputs.prompts.system_small.clone(),
+        )
+    } else {
+        (inputs.prompts.tools.clone(), inputs.prompts.system.clone())
+    };
     StaticContext {
-        tools: inputs.prompts.tools.clone(),
-        system_prompt: inputs.prompts.system.clone(),
+        tools,
+        system_prompt,
         developer_instructions: inputs.config.developer_instructions.clone(),
         agents_md,
         skills_index: skills::render(inputs.skills, &inputs.prompts.skills),

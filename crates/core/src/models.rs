@@ -83,6 +83,22 @@ pub fn known_context_window(model: &str) -> Option<usize> {
         .map(|&(_, window)| window)
 }
 
+/// The size a model's name gives, in billions of parameters: `1.5b` in
+/// `qwen2.5-coder-1.5b-instruct`, `3b` in `llama3.2:3b`, `135m` in `smollm2-135m`.
+pub fn billions_in_name(model: &str) -> Option<f64> {
+    model
+        .to_ascii_lowercase()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .find_map(|word| {
+            let (number, scale) = match word.strip_suffix('b') {
+                Some(number) => (number, 1.0),
+                None => (word.strip_suffix('m')?, 0.001),
+            };
+            let value: f64 = number.parse().ok()?;
+            (value > 0.0).then_some(value * scale)
+        })
+}
+
 /// The window to budget against: configured, else known, else the default.
 pub fn context_window(configured: Option<usize>, model: Option<&str>) -> usize {
     configured
@@ -93,6 +109,22 @@ pub fn context_window(configured: Option<usize>, model: Option<&str>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_models_size_is_read_from_its_name() {
+        assert_eq!(billions_in_name("qwen2.5-coder-1.5b-instruct"), Some(1.5));
+        assert_eq!(
+            billions_in_name("Qwen2.5-Coder-7B-Instruct-GGUF"),
+            Some(7.0)
+        );
+        assert_eq!(billions_in_name("llama3.2:3b"), Some(3.0));
+        assert_eq!(billions_in_name("smollm2-135m"), Some(0.135));
+        assert_eq!(billions_in_name("gemma-2-27b"), Some(27.0));
+        assert_eq!(billions_in_name("gpt-4o-mini"), None);
+        assert_eq!(billions_in_name("claude-sonnet-4-5"), None);
+        assert_eq!(billions_in_name("mixtral-8x7b"), None);
+        assert_eq!(billions_in_name("small-model"), None);
+    }
 
     #[test]
     fn longest_prefix_wins_and_configuration_overrides() {

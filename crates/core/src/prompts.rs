@@ -2,6 +2,8 @@
 //! same name in the user's prompt directory. The overrides come in as data
 //! (`Prompts::from_sources`); reading them from disk is `store::prompts`.
 
+use std::collections::BTreeMap;
+
 /// A tool as the model is told about it: the provider adapters map this to their format.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
@@ -15,6 +17,11 @@ pub struct ToolSpec {
 pub struct Prompts {
     /// The system prompt: who the agent is and how it works.
     pub system: String,
+    /// The system prompt of a small model (`provider.profile`): short, one way to work.
+    pub system_small: String,
+    /// The tools a small model is offered, with their short descriptions and the arguments
+    /// it is told of (`small_model.json`); see [`Prompts::small_model_tools`].
+    pub small_model: BTreeMap<String, SmallModelTool>,
     /// Put before untrusted content (files, tool outputs, diagnostics): it is data.
     pub data_boundary: String,
     /// Heads the skills index.
@@ -152,6 +159,17 @@ pub enum AbortReason {
     CancelledAwaitingApproval,
 }
 
+/// A tool as a small model is offered it (`small_model.json`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmallModelTool {
+    /// Replaces the tool's description.
+    pub description: String,
+    /// The arguments kept in its schema (the required ones always are); the others are
+    /// not described, and take their defaults.
+    pub parameters: Vec<String>,
+}
+
 /// `attachments.json`: the sentences of an `@path` attachment block (its XML tags are
 /// structure, written by `attachments`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -166,6 +184,14 @@ pub struct AttachmentMarkers {
 /// (file name, built-in content): one table so a new prompt cannot miss its override.
 const BUILTIN: &[(&str, &str)] = &[
     ("system.md", include_str!("../../../prompts/system.md")),
+    (
+        "system_small.md",
+        include_str!("../../../prompts/system_small.md"),
+    ),
+    (
+        "small_model.json",
+        include_str!("../../../prompts/small_model.json"),
+    ),
     (
         "data_boundary.md",
         include_str!("../../../prompts/data_boundary.md"),
@@ -302,6 +328,8 @@ impl Prompts {
             prompt_text(&read(name).unwrap_or_else(|| builtin(name).to_string()))
         };
         let system = text("system.md");
+        let system_small = text("system_small.md");
+        let small_model_json = text("small_model.json");
         let data_boundary = text("data_boundary.md");
         let skills = text("skills.md");
         let repo_map = text("repo_map.md");
@@ -321,6 +349,12 @@ impl Prompts {
         let reminders_json = text("reminders.json");
         let tool_outputs_json = text("tool_outputs.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
+        let small_model = parse_json(
+            &mut problems,
+            "small_model.json",
+            "an object of tool names to their description and arguments",
+            &small_model_json,
+        );
         let tool_aborted = parse_json(
             &mut problems,
             "tool_aborted.json",
@@ -348,6 +382,8 @@ impl Prompts {
         (
             Prompts {
                 system,
+                system_small,
+                small_model,
                 data_boundary,
                 skills,
                 repo_map,
@@ -383,6 +419,40 @@ impl Prompts {
         self
     }
 
+    /// The tools of `small_model.json`, in `tools.json`'s order: each with its short
+    /// description and only the arguments named there (and the required ones).
+    pub fn small_model_tools(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .filter_map(|tool| {
+                let small = self.small_model.get(&tool.name)?;
+                let mut parameters = tool.parameters.clone();
+                let required: Vec<String> = parameters["required"]
+                    .as_array()
+                    .map(|names| {
+                        names
+                            .iter()
+                            .filter_map(|n| n.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(properties) = parameters
+                    .get_mut("properties")
+                    .and_then(|p| p.as_object_mut())
+                {
+                    properties.retain(|name, _| {
+                        small.parameters.contains(name) || required.contains(name)
+                    });
+                }
+                Some(ToolSpec {
+                    name: tool.name.clone(),
+                    description: small.description.clone(),
+                    parameters,
+                })
+            })
+            .collect()
+    }
+
     /// The output recorded for a tool call that did not complete, for `reason`.
     pub fn aborted(&self, reason: AbortReason) -> String {
         let reasons = &self.tool_aborted.reasons;
@@ -413,6 +483,48 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_model_is_offered_its_tools_shortly_and_their_required_arguments() {
+        let prompts = Prompts::builtin();
+        let small = prompts.small_model_tools();
+        let names: Vec<&str> = small.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "grep",
+                "edit_file",
+                "write_file",
+                "shell"
+            ]
+        );
+        for tool in &small {
+            let full = prompts.tools.iter().find(|t| t.name == tool.name).unwrap();
+            assert!(
+                tool.description.len() < full.description.len(),
+                "{}",
+                tool.name
+            );
+            for required in full.parameters["required"].as_array().into_iter().flatten() {
+                let name = required.as_str().unwrap();
+                assert!(tool.parameters["properties"].get(name).is_some(), "{name}");
+            }
+        }
+        let shell = small.iter().find(|t| t.name == "shell").unwrap();
+        let arguments: Vec<&String> = shell.parameters["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(arguments, ["command"]);
+        // Every tool it names is a tool, and the short prompt is short.
+        for name in prompts.small_model.keys() {
+            assert!(prompts.tools.iter().any(|t| &t.name == name), "{name}");
+        }
+        assert!(prompts.system_small.len() * 2 < prompts.system.len());
+    }
 
     #[test]
     fn builtin_prompts_are_complete() {

@@ -270,7 +270,7 @@ impl Agent {
             max_output_tokens: config.max_output_tokens,
             timeout: Duration::from_millis(config.timeout_ms),
             max_retries: config.max_retries,
-            temperature: config.temperature,
+            temperature: config.sampling_temperature(),
             images: agentls_core::models::takes_images(config.images, model),
         };
         let key = format!("{provider_config:?}");
