@@ -8,7 +8,8 @@
 //! - a call cut by the output limit is answered, and never breaks the session;
 //! - the project's tests run after a change, and their failure is in the change's result;
 //! - the result line on stderr shows what a call returned;
-//! - a small model is offered the short prompt, six tools and greedy sampling.
+//! - a small model is offered the short prompt, six tools and greedy sampling;
+//! - a turn that ends while the check after its last change fails goes on, twice at most.
 
 mod common;
 
@@ -542,6 +543,68 @@ async fn the_check_after_a_change_reports_its_failure() {
     assert!(passed.contains("passed]"), "{passed}");
     // A read is no change: no check after it.
     assert!(!tool_output(&requests, "c1").contains("check after"));
+}
+
+/// The small model read the failure in its change's result and answered "Done.": the turn
+/// goes on with a reminder, and the model's next change makes the check pass. Where it
+/// cannot, the turn goes on twice at most; `reminders.failingCheck: false` ends it at once.
+#[tokio::test]
+async fn a_turn_ending_on_a_failing_check_goes_on_to_fix_it() {
+    let task = Task::new(&[("bob.py", STUB)]);
+    let check = "grep -q Fine bob.py || { echo 'FAILED test_bob: expected Fine'; exit 1; }";
+    let settings = json!({"checks": {"afterEdit": check}, "reminders": {"failingCheck": true}});
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    fake.push(call(
+        "c2",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "'Whatever.'", "new_text": "'Fine.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Fixed."], None));
+    let (code, stdout, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4, "{stdout}");
+    let third = requests[2].body["messages"].to_string();
+    assert!(third.contains("still fails"), "{third}");
+    assert!(tool_output(&requests, "c2").contains("passed]"));
+    assert!(stdout.contains("Fixed."), "{stdout}");
+    assert!(task.read("bob.py").contains("Fine"));
+
+    // A check it cannot pass: two reminders, then the turn ends.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
+    ));
+    for _ in 0..4 {
+        fake.push(FakeProvider::openai_text(&["Done."], None));
+    }
+    let settings = json!({"checks": {"afterEdit": check}, "reminders": {"failingCheck": true}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(fake.requests().len(), 4);
+
+    // Off: the turn ends on the model's answer.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(call(
+        "c1",
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
+    ));
+    fake.push(FakeProvider::openai_text(&["Done."], None));
+    let settings = json!({"checks": {"afterEdit": check}, "reminders": {"failingCheck": false}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(fake.requests().len(), 2);
 }
 
 /// The small model's loop on an exercise: read the file, make an edit that changes nothing,

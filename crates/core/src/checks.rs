@@ -61,6 +61,17 @@ pub const KEPT_LINES: usize = 60;
 
 /// What the model reads after a change's result: the check passed, or failed with the end
 /// of its output. None when it says nothing useful (pytest collected no tests).
+/// Whether a check's run says the code fails: a non-zero exit (pytest's "no tests were
+/// collected" aside), not a check that did not finish.
+pub fn failed(exit_code: Option<i32>, timed_out: bool, command: &str) -> bool {
+    match exit_code {
+        _ if timed_out => false,
+        Some(0) => false,
+        Some(5) if command.contains("pytest") => false,
+        _ => true,
+    }
+}
+
 pub fn report(
     command: &str,
     exit_code: Option<i32>,

@@ -160,6 +160,14 @@ impl Config {
             .or_else(|| self.small_model().then_some(0.0))
     }
 
+    /// Whether a turn ending on a failing check goes on (`reminders.failingCheck`):
+    /// configured, else for a small model.
+    pub fn failing_check_reminder(&self) -> bool {
+        self.reminders
+            .failing_check
+            .unwrap_or_else(|| self.small_model())
+    }
+
     /// The tokenizer counts are made with: configured, else the model's.
     pub fn tokenizer(&self) -> TokenizerKind {
         self.tokenizer.unwrap_or_else(|| {
@@ -1016,6 +1024,19 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.reminders.unfinished_change = p.reminders.unfinished_change,
+    },
+    Key {
+        path: "reminders.failingCheck",
+        doc: KeyDoc {
+            ty: r#"bool"#,
+            default: r#"true for a small model (`provider.profile`), else false"#,
+            meaning: r#"a turn that ends while the check after its last change (`checks.afterEdit`) fails goes on with a reminder (source `loop`) to fix it, at most twice a turn; for small models, which read the failure and answer "done""#,
+        },
+        set: |c, v| {
+            c.reminders.failing_check = Some(boolean(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.reminders.failing_check = p.reminders.failing_check,
     },
     Key {
         path: "reminders.planRounds",

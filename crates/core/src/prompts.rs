@@ -123,6 +123,8 @@ pub struct ReminderTexts {
     pub repeated_call: String,
     /// The model ends a turn that asked for a change without changing a file.
     pub unfinished_change: String,
+    /// The turn ends while the check after the last change fails (`reminders.failingCheck`).
+    pub failing_check: String,
     /// `{scope}`, `{author}`, `{fact}`: a memory entry over the budget a message names.
     pub memory_recalled: String,
     /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).

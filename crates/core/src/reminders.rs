@@ -52,6 +52,10 @@ pub struct ReminderSettings {
     /// `reminders.unfinishedChange`: a turn asked for a change that ends without one goes
     /// on once with a reminder (off by default: for small models, `./run`'s local one).
     pub unfinished_change: bool,
+    /// `reminders.failingCheck`: a turn that ends while the check after its last change
+    /// fails goes on with a reminder, at most [`FAILING_CHECK_REMINDERS`] times; unset: on
+    /// for a small model (`Config::failing_check_reminder`).
+    pub failing_check: Option<bool>,
 }
 
 impl Default for ReminderSettings {
@@ -65,6 +69,7 @@ impl Default for ReminderSettings {
             max_tokens: 200,
             plan_rounds: 5,
             unfinished_change: false,
+            failing_check: None,
         }
     }
 }
@@ -403,6 +408,27 @@ pub fn unfinished_change(
     })
 }
 
+/// How many times a turn `failing_check` makes it go on: enough for a small model to try
+/// two more fixes, bounded so a check it cannot pass does not hold the turn.
+pub const FAILING_CHECK_REMINDERS: usize = 2;
+
+/// (9) The model ends a turn while the check after its last change fails
+/// (`reminders.failingCheck`): the turn goes on with this, `given` times already. A small
+/// model reads the failure in the change's result and answers "done" anyway.
+pub fn failing_check(
+    turn_id: &str,
+    last_check_failed: bool,
+    given: usize,
+    texts: &ReminderTexts,
+) -> Option<Reminder> {
+    (last_check_failed && given < FAILING_CHECK_REMINDERS).then(|| Reminder {
+        key: format!("failing-check:{turn_id}:{given}"),
+        version: String::new(),
+        source: "loop",
+        text: texts.failing_check.clone(),
+    })
+}
+
 /// Entries per message that `memory_recalled` brings back.
 pub const MEMORY_RECALLED_PER_MESSAGE: usize = 3;
 
@@ -443,6 +469,17 @@ mod tests {
         assert!(unfinished_change("t1", ask, 0, &texts).is_some());
         assert!(unfinished_change("t1", ask, 1, &texts).is_none());
         assert!(unfinished_change("t1", "What does server/src/main.rs do?", 0, &texts).is_none());
+    }
+
+    #[test]
+    fn a_turn_ending_on_a_failing_check_goes_on_twice_at_most() {
+        let texts = crate::prompts::Prompts::builtin().reminders;
+        let first = failing_check("t1", true, 0, &texts).unwrap();
+        let second = failing_check("t1", true, 1, &texts).unwrap();
+        assert_ne!(first.key, second.key);
+        assert!(first.text.contains("fails"));
+        assert!(failing_check("t1", true, FAILING_CHECK_REMINDERS, &texts).is_none());
+        assert!(failing_check("t1", false, 0, &texts).is_none());
         // Words, not parts of words: "prefix" is no "fix", "address" no "add".
         assert!(!asks_for_change("What is the prefix of this address?"));
         assert!(asks_for_change("Please fix the failing test."));

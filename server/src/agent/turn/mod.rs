@@ -79,6 +79,10 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) request: String,
     /// The unfinished-change reminder was given in this turn.
     pub(in crate::agent) reminded_unfinished: bool,
+    /// Whether the check after this turn's last change failed (`checks.afterEdit`).
+    pub(in crate::agent) last_check_failed: bool,
+    /// Failing-check reminders given in this turn (`reminders.failingCheck`).
+    pub(in crate::agent) failing_check_reminders: usize,
     /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
     pub(in crate::agent) halt: Option<String>,
     /// When the call being run passed its gate and started: PostToolUse or
@@ -179,6 +183,8 @@ impl Turn {
             stop_hook_active: false,
             request: String::new(),
             reminded_unfinished: false,
+            last_check_failed: false,
+            failing_check_reminders: 0,
             halt: None,
             call_started: None,
             scope,

@@ -211,7 +211,10 @@ impl Turn {
             self.record_usage(usage, estimated).await;
         }
         if reply.calls.is_empty() {
-            if self.unfinished_change() || self.stop_hooks(&reply.text).await {
+            if self.unfinished_change()
+                || self.failing_check()
+                || self.stop_hooks(&reply.text).await
+            {
                 return Flow::Next;
             }
             return Flow::Done(Stop::EndTurn);
@@ -245,6 +248,26 @@ impl Turn {
             return false;
         };
         self.reminded_unfinished = true;
+        self.agent.hooks.queue(&self.handle.id, reminder);
+        true
+    }
+
+    /// `reminders.failingCheck`: the model ends a turn while the check after its last
+    /// change fails; at most twice a turn, it goes on with a reminder. Whether it goes on.
+    fn failing_check(&mut self) -> bool {
+        if !self.host().config().failing_check_reminder() {
+            return false;
+        }
+        let texts = self.host().prompts().reminders.clone();
+        let Some(reminder) = agentls_core::reminders::failing_check(
+            &self.turn_id,
+            self.last_check_failed,
+            self.failing_check_reminders,
+            &texts,
+        ) else {
+            return false;
+        };
+        self.failing_check_reminders += 1;
         self.agent.hooks.queue(&self.handle.id, reminder);
         true
     }

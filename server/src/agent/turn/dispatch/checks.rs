@@ -22,26 +22,35 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
 /// A check's output kept in memory (its end is what the model reads).
 const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
 
+/// What the check after a change found: a reason for the turn to go on
+/// (`reminders.failingCheck`), or none. A check that could not run or did not finish is
+/// not a failure of the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::agent) enum CheckVerdict {
+    Passed,
+    Failed,
+}
+
 impl Turn {
     /// `output` followed by the check's verdict, when a check applies to what `outcome`
-    /// changed.
+    /// changed; and the verdict, when a check ran.
     pub(super) async fn output_with_check(
         &self,
         cx: &ToolContext,
         outcome: &ToolOutcome,
-        mut output: String,
-    ) -> String {
+        output: String,
+    ) -> (String, Option<CheckVerdict>) {
         let Some(Effect::Changed(changed)) = outcome.effect.as_ref().filter(|_| outcome.success)
         else {
-            return output;
+            return (output, None);
         };
         let Some(root) = cx.boundary.roots.first() else {
-            return output;
+            return (output, None);
         };
         let command = match self.host().config().after_edit {
-            AfterEdit::Off => return output,
+            AfterEdit::Off => return (output, None),
             AfterEdit::Command(command) => command,
-            AfterEdit::Auto if self.host().has_editor_diagnostics() => return output,
+            AfterEdit::Auto if self.host().has_editor_diagnostics() => return (output, None),
             AfterEdit::Auto => {
                 let root = root.clone();
                 let files = tokio::task::spawn_blocking(move || project_files(&root))
@@ -49,7 +58,7 @@ impl Turn {
                     .unwrap_or_default();
                 match changed.iter().find_map(|path| checks::detect(path, &files)) {
                     Some(command) => command,
-                    None => return output,
+                    None => return (output, None),
                 }
             }
         };
@@ -58,7 +67,7 @@ impl Turn {
             .await
             != Gate::Run
         {
-            return output;
+            return (output, None);
         }
         let ran = run_shell(
             &command,
@@ -73,21 +82,34 @@ impl Turn {
             },
         )
         .await;
-        let verdict = match ran {
-            Ok(ran) => checks::report(&command, ran.exit_code, ran.timed_out, &ran.output),
-            Err(err) => Some(format!(
-                "[check after this change: `{command}` could not run: {}]",
-                err.0
-            )),
+        let (verdict, failed) = match ran {
+            Ok(ran) => (
+                checks::report(&command, ran.exit_code, ran.timed_out, &ran.output),
+                checks::failed(ran.exit_code, ran.timed_out, &command),
+            ),
+            Err(err) => (
+                Some(format!(
+                    "[check after this change: `{command}` could not run: {}]",
+                    err.0
+                )),
+                false,
+            ),
         };
-        if let Some(verdict) = verdict {
-            if !output.ends_with('\n') {
-                output.push('\n');
-            }
+        let Some(verdict) = verdict else {
+            return (output, Some(CheckVerdict::Passed));
+        };
+        let mut output = output;
+        if !output.ends_with('\n') {
             output.push('\n');
-            output.push_str(&verdict);
         }
-        output
+        output.push('\n');
+        output.push_str(&verdict);
+        let verdict = if failed {
+            CheckVerdict::Failed
+        } else {
+            CheckVerdict::Passed
+        };
+        (output, Some(verdict))
     }
 }
 

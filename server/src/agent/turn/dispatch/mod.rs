@@ -9,6 +9,7 @@ use crate::agent::turn::Turn;
 use crate::locks::Locked;
 mod asking;
 mod checks;
+use checks::CheckVerdict;
 mod diagnostics;
 pub(in crate::agent) mod mcp;
 mod plan_mode;
@@ -439,7 +440,10 @@ impl Turn {
             self.note_diff(&diff);
         }
         let output = self.output_with_diagnostics(cx, planned, &outcome).await;
-        let output = self.output_with_check(cx, &outcome, output).await;
+        let (output, check) = self.output_with_check(cx, &outcome, output).await;
+        if let Some(check) = check {
+            self.last_check_failed = check == CheckVerdict::Failed;
+        }
         self.apply_effect(call, command, outcome.effect).await;
         Ok((output, outcome.success))
     }
