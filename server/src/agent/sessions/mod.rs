@@ -135,16 +135,15 @@ impl SessionHandle {
     pub(in crate::agent) fn ask_route(
         &self,
         turn_id: &str,
-        tool_call: &mut serde_json::Value,
+        tool_call: &mut agentls_core::updates::PermissionToolCall,
     ) -> (String, String) {
         let Some(asked_in) = self.asks_in.get() else {
             return (self.id.clone(), turn_id.to_string());
         };
-        let title = tool_call["title"].as_str().unwrap_or_default();
-        tool_call["title"] = format!("{}: {title}", asked_in.agent).into();
-        tool_call["subagent"] = asked_in.agent.clone().into();
-        tool_call["subagentSessionId"] = self.id.clone().into();
-        tool_call["parentToolCallId"] = asked_in.parent_call_id.clone().into();
+        tool_call.title = format!("{}: {}", asked_in.agent, tool_call.title);
+        tool_call.subagent = Some(asked_in.agent.clone());
+        tool_call.subagent_session_id = Some(self.id.clone());
+        tool_call.parent_tool_call_id = Some(asked_in.parent_call_id.clone());
         (
             asked_in.parent_session_id.clone(),
             asked_in.parent_turn_id.clone(),
