@@ -102,6 +102,9 @@ pub(in crate::agent) struct SessionHandle {
     /// A subagent's session that works apart (`isolation: worktree`): its host, whose one
     /// root is its worktree (set as it starts; else the agent's).
     pub(in crate::agent) host: std::sync::OnceLock<Arc<dyn crate::host::Host>>,
+    /// Its background commands (`shell` with `background: true`): stopped when the
+    /// session is released, their client terminals released at agentls's exit.
+    pub(in crate::agent) background: Arc<crate::tools::background::Commands>,
 }
 
 /// Where a subagent asks its user: the parent's session and turn (the only ones the client
@@ -372,6 +375,7 @@ impl Agent {
             parent,
             reads: Arc::new(Mutex::new(reads)),
             host: std::sync::OnceLock::new(),
+            background: crate::tools::background::Commands::new(&id),
         });
         let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {
