@@ -9,7 +9,7 @@ use serde_json::Value;
 use agentls_core::config::Config;
 use agentls_core::editor_state::EditorState;
 use agentls_core::prompts::Prompts;
-use agentls_core::updates::{AgentStatus, FileDiff, ParentCall, Update};
+use agentls_core::updates::{AgentStatus, FileDiff, ParentCall, PermissionToolCall, Update};
 
 /// What `Host::gather` returns (the recipe is `crate::gather`).
 pub use crate::gather::Gathered;
@@ -164,7 +164,7 @@ pub trait ClientTerminal: Send + Sync {
 pub struct PermissionRequest {
     pub session_id: String,
     pub turn_id: String,
-    pub tool_call: Value,
+    pub tool_call: PermissionToolCall,
     pub options: Vec<PermissionOption>,
 }
 

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 use crate::session::TranscriptItem;
 use crate::tool_info::{PlanEntry, ToolKind};
 use crate::updates::{
-    AgentStatus, CompactionPhase, FileDiff, StopReason, ToolLocation, ToolStatus, Update,
+    AgentStatus, CompactionPhase, FileDiff, PermissionToolCall, StopReason, ToolLocation,
+    ToolStatus, Update,
 };
 
 /// The approval policies (`approval::POLICIES`, in that order), offered as ACP session
@@ -117,12 +118,6 @@ pub fn available_commands(commands: &[crate::commands::CommandInfo]) -> Vec<Valu
         .collect()
 }
 
-/// The ACP kind of an agentls tool kind named as on the wire (`read`, `search`, `edit`,
-/// `execute`, `other`; anything else is `other`).
-pub fn tool_kind(kind: &str) -> &'static str {
-    ToolKind::deserialize(&json!(kind)).map_or("other", acp_tool_kind)
-}
-
 /// The ACP status of a tool status named as on the wire (anything else is `pending`).
 fn tool_status(status: &str) -> &'static str {
     ToolStatus::deserialize(&json!(status)).map_or("pending", acp_tool_status)
@@ -165,12 +160,6 @@ fn acp_locations(list: &[ToolLocation]) -> Option<Value> {
             })
             .collect(),
     ))
-}
-
-/// A permission request's `locations` (as `acp_locations` shows them).
-fn locations(value: &Value) -> Option<Value> {
-    let list: Vec<ToolLocation> = serde_json::from_value(value.clone()).ok()?;
-    Some(acp_locations(&list).unwrap_or_else(|| json!([])))
 }
 
 /// An edit's change as a diff content item.
@@ -489,31 +478,28 @@ pub fn acp_permission_kind(kind: &str) -> &'static str {
 }
 
 /// `session/request_permission` params from the LSP mode's permission request: the tool
-/// call (`{toolCallId, title, kind, input, edit?, details?, locations?}`) as a
-/// `ToolCallUpdate` (the edit's diff, else the details, as its content), the options with
-/// ACP's kinds.
+/// call as a `ToolCallUpdate` (the edit's diff, else the details, as its content), the
+/// options with ACP's kinds.
 pub fn permission_request(
     session_id: &str,
-    tool_call: &Value,
+    tool_call: &PermissionToolCall,
     options: &[(String, String, String)],
 ) -> Value {
-    let text = |key: &str| tool_call[key].as_str().unwrap_or_default();
     let mut call = json!({
-        "toolCallId": text("toolCallId"),
-        "title": text("title"),
-        "kind": tool_kind(text("kind")),
+        "toolCallId": tool_call.tool_call_id,
+        "title": tool_call.title,
+        "kind": acp_tool_kind(tool_call.kind),
         "status": "pending",
-        "rawInput": tool_call["input"],
+        "rawInput": tool_call.input,
     });
-    if let Ok(diff) = FileDiff::deserialize(&tool_call["edit"]) {
-        call["content"] = json!([diff_content(&diff)]);
-    } else if let Some(details) = tool_call["details"].as_str() {
+    if let Some(diff) = &tool_call.edit {
+        call["content"] = json!([diff_content(diff)]);
+    } else if let Some(details) = &tool_call.details {
         // A workspace MCP server's whole entry, shown as text where clients show content.
-        call["content"] =
-            json!([{"type": "content", "content": {"type": "text", "text": details}}]);
+        call["content"] = json!([text_content(details)]);
     }
-    if let Some(locations) = locations(&tool_call["locations"]) {
-        call["locations"] = locations;
+    if let Some(locations) = &tool_call.locations {
+        call["locations"] = acp_locations(locations).unwrap_or_else(|| json!([]));
     }
     let options: Vec<Value> = options
         .iter()
@@ -736,7 +722,7 @@ pub fn replay(items: &[TranscriptItem]) -> Vec<Value> {
 mod tests {
     use super::*;
     use expect_test::expect;
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     #[test]
     fn terminal_news_is_what_follows_the_last_read() {
@@ -864,15 +850,18 @@ mod tests {
                 .iter()
                 .map(|k| (format!("id-{k}"), k.to_string(), format!("name {k}")))
                 .collect();
-        let request = permission_request(
-            "s1",
-            &json!({
-                "toolCallId": "c1", "title": "Edit a.rs", "kind": "edit", "input": {},
-                "edit": {"path": "/w/a.rs", "oldText": "a", "newText": "b"},
-                "locations": [{"path": "/w/a.rs"}],
-            }),
-            &options,
-        );
+        let mut edit =
+            PermissionToolCall::new("c1", "edit_file", "Edit a.rs", ToolKind::Edit, Map::new());
+        edit.edit = Some(FileDiff {
+            path: "/w/a.rs".into(),
+            old_text: Some("a".into()),
+            new_text: "b".into(),
+        });
+        edit.locations = Some(vec![ToolLocation {
+            path: "/w/a.rs".into(),
+            line: None,
+        }]);
+        let request = permission_request("s1", &edit, &options);
         expect![[r#"{"options":[{"kind":"allow_once","name":"name allowOnce","optionId":"id-allowOnce"},{"kind":"allow_always","name":"name allowAlways","optionId":"id-allowAlways"},{"kind":"reject_once","name":"name rejectOnce","optionId":"id-rejectOnce"},{"kind":"reject_always","name":"name rejectAlways","optionId":"id-rejectAlways"}],"sessionId":"s1","toolCall":{"content":[{"newText":"b","oldText":"a","path":"/w/a.rs","type":"diff"}],"kind":"edit","locations":[{"path":"/w/a.rs"}],"rawInput":{},"status":"pending","title":"Edit a.rs","toolCallId":"c1"}}"#]]
             .assert_eq(&request.to_string());
         assert_eq!(
@@ -884,12 +873,16 @@ mod tests {
             None
         );
         assert_eq!(permission_choice(&json!({"outcome": "cancelled"})), None);
-        let server = permission_request(
-            "s1",
-            &json!({"toolCallId": "m", "title": "Workspace MCP server x: srv", "kind": "execute",
-                    "input": {"server": "x"}, "details": "command: srv\ntrust: ask"}),
-            &options,
+        let input = json!({"server": "x"}).as_object().cloned().unwrap();
+        let mut server = PermissionToolCall::new(
+            "m",
+            "mcpServer",
+            "Workspace MCP server x: srv",
+            ToolKind::Execute,
+            input,
         );
+        server.details = Some("command: srv\ntrust: ask".into());
+        let server = permission_request("s1", &server, &options);
         assert_eq!(
             server["toolCall"]["content"],
             json!([{"type": "content", "content": {"type": "text", "text": "command: srv\ntrust: ask"}}])

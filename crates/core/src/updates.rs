@@ -229,6 +229,76 @@ pub struct FileDiff {
     pub new_text: String,
 }
 
+// The agent builds it, the LSP front door sends it as it is, ACP maps it
+// (`acp::permission_request`), the CLI prints it.
+/// The call a permission request is about: a tool call, or a workspace hook or MCP server
+/// to approve. Absent fields are left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionToolCall {
+    pub tool_call_id: String,
+    pub name: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub input: Map<String, Value>,
+    /// A unified diff, for an edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The same change as whole texts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<FileDiff>,
+    /// Why it is asked: a write asked in every mode (also appended to the title), or why
+    /// the sandbox stopped the command (with `outsideSandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `true`: the request is to run again outside the sandbox a command it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_sandbox: Option<bool>,
+    /// What the call would run, as lines for the user to read before answering, where the
+    /// title cannot say it all: a workspace MCP server's whole entry (command, args, cwd,
+    /// env, url, headers, trust, tools; values as written, literal secrets masked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// Where a tool call works (a hook or MCP server has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<ToolLocation>>,
+    /// A subagent's call: its name, its session and the `task` call that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+impl PermissionToolCall {
+    /// A request about `name`'s call `tool_call_id`, with nothing beside its input.
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        title: impl Into<String>,
+        kind: ToolKind,
+        input: Map<String, Value>,
+    ) -> PermissionToolCall {
+        PermissionToolCall {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            title: title.into(),
+            kind,
+            input,
+            diff: None,
+            edit: None,
+            reason: None,
+            outside_sandbox: None,
+            details: None,
+            locations: None,
+            subagent: None,
+            subagent_session_id: None,
+            parent_tool_call_id: None,
+        }
+    }
+}
+
 /// A hook's run, as the editor is told (`hook` update) and the transcript shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -386,6 +456,29 @@ mod tests {
             assert_eq!(serde_json::to_value(&update).unwrap(), wire);
             assert_eq!(serde_json::from_value::<Update>(wire).unwrap(), update);
         }
+    }
+
+    /// The fields the editors read, absent ones left out, as the hand-built JSON had them.
+    #[test]
+    fn permission_tool_calls_serialize_as_the_protocol_names_them() {
+        let input = json!({"command": "ls"}).as_object().cloned().unwrap();
+        let mut call = PermissionToolCall::new("c1", "shell", "Run ls", ToolKind::Execute, input);
+        let wire = json!({"toolCallId": "c1", "name": "shell", "title": "Run ls", "kind": "execute", "input": {"command": "ls"}});
+        assert_eq!(serde_json::to_value(&call).unwrap(), wire);
+        call.reason = Some("denied".into());
+        call.outside_sandbox = Some(true);
+        call.locations = Some(Vec::new());
+        call.subagent = Some("explore".into());
+        call.subagent_session_id = Some("s2".into());
+        call.parent_tool_call_id = Some("t1".into());
+        let wire = json!({"toolCallId": "c1", "name": "shell", "title": "Run ls", "kind": "execute",
+            "input": {"command": "ls"}, "reason": "denied", "outsideSandbox": true, "locations": [],
+            "subagent": "explore", "subagentSessionId": "s2", "parentToolCallId": "t1"});
+        assert_eq!(serde_json::to_value(&call).unwrap(), wire);
+        assert_eq!(
+            serde_json::from_value::<PermissionToolCall>(wire).unwrap(),
+            call
+        );
     }
 
     #[test]

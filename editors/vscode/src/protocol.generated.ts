@@ -511,7 +511,10 @@ export interface PermissionRules {
   rules: PermissionRule[];
 }
 
-/** The call a permission request is about. */
+/**
+ * The call a permission request is about: a tool call, or a workspace hook or MCP server
+ * to approve. Absent fields are left out.
+ */
 export interface PermissionToolCall {
   /**
    * What the call would run, as lines for the user to read before answering, where the
@@ -525,9 +528,17 @@ export interface PermissionToolCall {
   edit?: FileDiff;
   input: Record<string, unknown>;
   kind: ToolKind;
+  /** Where a tool call works (a hook or MCP server has none). */
   locations?: ToolLocation[];
   name: string;
+  /** `true`: the request is to run again outside the sandbox a command it stopped. */
+  outsideSandbox?: boolean;
   parentToolCallId?: string;
+  /**
+   * Why it is asked: a write asked in every mode (also appended to the title), or why
+   * the sandbox stopped the command (with `outsideSandbox`).
+   */
+  reason?: string;
   /** A subagent's call: its name, its session and the `task` call that runs it. */
   subagent?: string;
   subagentSessionId?: string;

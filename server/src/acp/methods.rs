@@ -79,6 +79,16 @@ impl State {
         }
     }
 
+    /// agentls is exiting: the client terminals of every open session's background
+    /// commands are released at once (the client kills them); how many.
+    pub fn release_terminals_at_exit(&self) -> usize {
+        let sessions: Vec<_> = self.sessions.locked().values().cloned().collect();
+        sessions
+            .iter()
+            .map(|session| session.agent.release_terminals_at_exit())
+            .sum()
+    }
+
     pub async fn handle(self: Arc<Self>, incoming: Incoming) -> Result<Reply, RpcError> {
         match incoming {
             // A withdrawn prompt ends as `session/cancel` ends it: `cancelled`.

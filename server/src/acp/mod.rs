@@ -31,8 +31,12 @@ pub async fn serve_stdio(config: Result<Config, String>) {
         }
         Arc::new(prompts)
     };
+    // Kept past the connection's end: its sessions' background commands are released then.
+    let kept = Arc::new(std::sync::OnceLock::new());
+    let slot = kept.clone();
     transport::serve(tokio::io::stdin(), tokio::io::stdout(), move |connection| {
         let state = Arc::new(methods::State::new(connection, config, prompts));
+        let _ = slot.set(state.clone());
         move |incoming| {
             let state = state.clone();
             async move { state.handle(incoming).await }
@@ -40,7 +44,10 @@ pub async fn serve_stdio(config: Result<Config, String>) {
     })
     .await;
     // The client terminals of background commands are the client's to kill: tell it.
-    if crate::tools::background::release_terminals_at_exit() > 0 {
+    let released = kept
+        .get()
+        .map_or(0, |state| state.release_terminals_at_exit());
+    if released > 0 {
         // The writer is a task of its own: a moment to send the releases before the exit.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

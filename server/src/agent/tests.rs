@@ -258,10 +258,10 @@ impl Fixture {
             let call = &request.tool_call;
             out.push_str(&format!(
                 "{} {} {:?} {}\n",
-                str_of(&call["toolCallId"]),
-                str_of(&call["kind"]),
-                str_of(&call["title"]),
-                call["input"]
+                call.tool_call_id,
+                str_of(&json!(call.kind)),
+                call.title,
+                Value::Object(call.input.clone())
             ));
             for option in &request.options {
                 out.push_str(&format!(
@@ -269,7 +269,7 @@ impl Fixture {
                     option.option_id, option.kind, option.name
                 ));
             }
-            if let Some(diff) = call["diff"].as_str() {
+            if let Some(diff) = &call.diff {
                 out.push_str(&indent("  diff", diff));
             }
         }

@@ -294,10 +294,7 @@ impl Host for CliHost {
     }
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionOutcome {
-        let title = request.tool_call["title"]
-            .as_str()
-            .unwrap_or("a tool call")
-            .to_string();
+        let title = &request.tool_call.title;
         if self.approve {
             self.stderr_line(&format!("agentls: allowed (--approve): {title}"));
             return PermissionOutcome {
@@ -314,11 +311,11 @@ impl Host for CliHost {
                 kind: "cancelled".into(),
             };
         }
-        if let Some(diff) = request.tool_call["diff"].as_str() {
+        if let Some(diff) = &request.tool_call.diff {
             self.stderr_line(diff);
         }
         // A workspace MCP server's whole entry: its command alone would hide the rest.
-        if let Some(details) = request.tool_call["details"].as_str() {
+        if let Some(details) = &request.tool_call.details {
             self.stderr_line(details);
         }
         self.stderr_line(&format!(

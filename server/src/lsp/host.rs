@@ -7,11 +7,11 @@ use super::{client_request, to_proto, Backend, ClientSupport};
 use crate::gather::DocumentSource;
 use crate::host::{FileChange, Gathered, Host, Notice, PermissionOutcome, PermissionRequest};
 use crate::locks::{Locked, ReadWriteLocked};
+use crate::protocol::lsp;
 use crate::protocol::lsp::{
     EditorDiagnostics, EditorDiagnosticsParams, EditorLsp, EditorLspParams, PermissionOption,
     RequestPermission, SessionUpdate, SessionUpdateParams, Status, SubagentUpdate,
 };
-use crate::protocol::{lsp, Json};
 use agentls_core::agents_md::InstructionFiles;
 use agentls_core::config::Config;
 use agentls_core::document::DocumentSnapshot;
@@ -361,7 +361,7 @@ fn permission_params(request: PermissionRequest) -> lsp::PermissionRequest {
     lsp::PermissionRequest {
         session_id,
         turn_id,
-        tool_call: Json::new(tool_call),
+        tool_call,
         options: options
             .into_iter()
             .map(

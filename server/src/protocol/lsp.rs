@@ -20,7 +20,6 @@ use agentls_core::editor_state::EditorState;
 use agentls_core::inspect::ContextReport;
 use agentls_core::session::TranscriptItem;
 use agentls_core::syntax::SymbolKind;
-use agentls_core::tool_info::ToolKind;
 
 // ---- agent/session/* (client → server) ----
 
@@ -725,8 +724,8 @@ pub struct SessionUpdateParams {
 
 pub use agentls_core::sandbox::SandboxState;
 pub use agentls_core::updates::{
-    AgentStatus, BackgroundCommand, CompactionPhase, FileDiff, ParentCall, QueueItem, StopReason,
-    SubagentUpdate, ToolLocation, ToolStatus, Update, Usage,
+    AgentStatus, BackgroundCommand, CompactionPhase, FileDiff, ParentCall, PermissionToolCall,
+    QueueItem, StopReason, SubagentUpdate, ToolLocation, ToolStatus, Update, Usage,
 };
 
 pub enum Status {}
@@ -830,39 +829,8 @@ pub struct PermissionRequest {
     pub session_id: String,
     pub turn_id: String,
     /// Built by the agent loop.
-    pub tool_call: Json<PermissionToolCall>,
+    pub tool_call: PermissionToolCall,
     pub options: Vec<PermissionOption>,
-}
-
-/// The call a permission request is about.
-#[derive(Debug, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionToolCall {
-    pub tool_call_id: String,
-    pub name: String,
-    pub title: String,
-    pub kind: ToolKind,
-    pub input: serde_json::Map<String, Value>,
-    /// A unified diff, for an edit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff: Option<String>,
-    /// The same change as whole texts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub edit: Option<FileDiff>,
-    /// What the call would run, as lines for the user to read before answering, where the
-    /// title cannot say it all: a workspace MCP server's whole entry (command, args, cwd,
-    /// env, url, headers, trust, tools; values as written, literal secrets masked).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub locations: Option<Vec<ToolLocation>>,
-    /// A subagent's call: its name, its session and the `task` call that runs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagent: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagent_session_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_tool_call_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

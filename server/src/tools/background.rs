@@ -3,21 +3,22 @@
 //! A background command runs as a foreground one does (the same spawn: its own process group
 //! held by a `GroupGuard`, listed with the warden before it runs, so a kill -9 of agentls
 //! ends it too; the same sandbox and hidden variables), and belongs to the session that
-//! started it: [`stop_session`] kills a session's commands (its end, a cancel with
-//! `stopBackground`), `process_groups::kill_all` every command at agentls's exit.
+//! started it: the session holds its [`Commands`] (the agent's `SessionHandle`, handed to
+//! its tools as `ToolContext::background`). [`Commands::stop_all`] kills a session's
+//! commands (its end, a cancel with `stopBackground`), `process_groups::kill_all` every
+//! command at agentls's exit.
 //!
 //! A command runs where foreground ones do: in a process group of agentls's own, or, for an
 //! ACP client that offers terminals, in a client terminal (`Host::open_terminal`) that the
-//! client shows and agentls reads (`terminal/output`), kills and releases. One registry
+//! client shows and agentls reads (`terminal/output`), kills and releases. One table
 //! holds both; a [`Runner`] is the only difference: a local process pushes its output as it
 //! comes, a terminal's is pulled when read.
 //!
 //! What a command changes in the workspace enters the ledger when its output is read: each
 //! read compares the workspace with the snapshot taken at the previous read (or the start).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use agentls_core::event::ChangedPath;
 use agentls_core::prompts::fill;
+use agentls_core::sandbox::SandboxPolicy;
 use agentls_core::tool_info::{error, ToolError};
 use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 use agentls_core::updates::Update;
@@ -32,7 +34,6 @@ use agentls_core::updates::Update;
 use crate::host::{ClientTerminal, Host, Notice, TerminalExit, TerminalRun};
 use crate::locks::Locked;
 use crate::process_groups::GroupGuard;
-use crate::tools::registry::ToolContext;
 use crate::tools::shell_process::{
     self, ChildSetup, Ending, KeptOutput, Limits, ProtectedBefore, SHELL_OUTPUT_BYTES,
 };
@@ -55,13 +56,17 @@ const TERMINAL_EXIT_POLL: Duration = Duration::from_secs(1);
 /// two reads, the client dropping the start of more.
 const TERMINAL_OUTPUT_BYTES: usize = 1024 * 1024;
 
-/// Every session's background commands.
-static SESSIONS: LazyLock<Mutex<HashMap<String, SessionCommands>>> =
-    LazyLock::new(Default::default);
+/// A session's background commands: the session owns them; its tools reach them through
+/// their `ToolContext`, the front doors through the session.
+pub struct Commands {
+    session_id: String,
+    table: Mutex<Table>,
+}
 
 #[derive(Default)]
-struct SessionCommands {
-    /// The number of the next id (`bg1`, `bg2`, …): ids are never reused in a server's life.
+struct Table {
+    /// The number of the last id given (`bg1`, `bg2`, …): not reused while the session
+    /// keeps its commands (a stop-all or the session's release forgets them, and it).
     next: u32,
     commands: Vec<Arc<Background>>,
     /// Told when the list changes (a command starts or ends).
@@ -71,7 +76,8 @@ struct SessionCommands {
 /// One background command.
 pub struct Background {
     pub id: String,
-    pub session_id: String,
+    /// The session's commands, which list it (until the session forgets them).
+    owner: Weak<Commands>,
     pub command: String,
     pub cwd: PathBuf,
     /// Milliseconds since the epoch.
@@ -278,116 +284,142 @@ impl Background {
     }
 }
 
-/// Starts `command` in the background for the call of `cx`; the text the call returns: its
-/// id, then what it printed in its first moments (and its status, if it ended already).
-pub async fn start(cx: &ToolContext, command: &str, cwd: PathBuf) -> Result<String, ToolError> {
-    let max = cx.host.config().shell_max_background.max(1);
-    let running = running_count(&cx.session_id);
-    if running >= max {
-        return Err(error(format!(
-            "{running} background commands of this session are running, the most allowed (shell.maxBackground = {max}): stop one with shell_kill, or run this one in the foreground"
-        )));
-    }
-    let root = shell_process::root_holding(cx, &cwd).to_path_buf();
-    let before = snapshot::before(&root).await;
-    let absent = shell_process::protected_before(cx.sandbox.as_ref());
-    let run = TerminalRun {
-        session_id: cx.session_id.clone(),
-        tool_call_id: cx.call_id.clone(),
-        command: command.to_string(),
-        cwd: cwd.clone(),
-        timeout: Duration::MAX,
-        max_output_bytes: TERMINAL_OUTPUT_BYTES,
-        hidden_env: cx.hidden_env.clone(),
-        sandbox: cx.sandbox.clone(),
-    };
-    let background = match cx.host.open_terminal(run).await {
-        Some(terminal) => {
-            let terminal = terminal.map_err(error)?;
-            let runner = Runner::Terminal(TerminalFollow {
-                terminal,
-                seen: Default::default(),
-                released: Default::default(),
-            });
-            let background = register(cx, command, cwd, root, before, runner);
-            background.state.locked().live = Some(cx.on_output.clone());
-            tokio::spawn(follow(background.clone(), absent));
-            background
-        }
-        None => {
-            let mut child = shell_process::spawn(
-                command,
-                &cwd,
-                ChildSetup {
-                    hidden_env: &cx.hidden_env,
-                    sandbox: cx.sandbox.as_ref(),
-                },
-            )?;
-            let group = GroupGuard::new(child.id());
-            let (chunks, readers) = shell_process::merged_output(&mut child);
-            let background = register(cx, command, cwd, root, before, Runner::Local);
-            background.state.locked().live = Some(cx.on_output.clone());
-            tokio::spawn(watch(
-                background.clone(),
-                child,
-                group,
-                chunks,
-                readers,
-                absent,
-            ));
-            background
-        }
-    };
-    tell(&cx.session_id);
-    first_output(&background).await;
-    background.state.locked().live = None;
-    let prompts = cx.host.prompts();
-    let (output, _, _) = background.take_output(&prompts);
-    let opening = fill(
-        &prompts.tool_outputs.background_started,
-        &[
-            ("id", &background.id),
-            ("command", &agentls_core::tool_info::shorten(command)),
-        ],
-    );
-    Ok(format!("{opening}\n{output}"))
+/// The starting call (its `ToolContext`), as a background command reads it.
+pub struct Caller<'a> {
+    pub host: &'a Arc<dyn Host>,
+    pub call_id: &'a str,
+    pub roots: &'a [PathBuf],
+    pub hidden_env: &'a [String],
+    pub sandbox: Option<&'a SandboxPolicy>,
+    /// Where the first output streams while the call waits for it.
+    pub on_output: &'a OnOutput,
 }
 
-/// Registers a new command of `cx`'s session under the next id.
-fn register(
-    cx: &ToolContext,
-    command: &str,
-    cwd: PathBuf,
-    root: PathBuf,
-    before: Option<snapshot::Before>,
-    runner: Runner,
-) -> Arc<Background> {
-    let mut sessions = SESSIONS.locked();
-    let session = sessions.entry(cx.session_id.clone()).or_default();
-    session.next += 1;
-    session.host = Some(cx.host.clone());
-    let background = Arc::new(Background {
-        id: format!("bg{}", session.next),
-        session_id: cx.session_id.clone(),
-        command: command.to_string(),
-        cwd,
-        started_at: crate::store::session_log::now_millis(),
-        state: Mutex::new(Progress {
-            unread: KeptOutput::new(SHELL_OUTPUT_BYTES),
-            unread_bytes: 0,
-            ending: None,
-            exit_code: None,
-            live: None,
-        }),
-        changed: Notify::new(),
-        stop: CancellationToken::new(),
-        runner,
-        root,
-        roots: cx.boundary.roots.clone(),
-        snapshot: tokio::sync::Mutex::new(before),
-    });
-    session.commands.push(background.clone());
-    background
+impl Commands {
+    /// A session's table, empty.
+    pub fn new(session_id: impl Into<String>) -> Arc<Commands> {
+        Arc::new(Commands {
+            session_id: session_id.into(),
+            table: Mutex::new(Table::default()),
+        })
+    }
+
+    /// Starts `command` in the background for `caller`; the text the call returns: its
+    /// id, then what it printed in its first moments (and its status, if it ended already).
+    pub async fn start(
+        self: &Arc<Self>,
+        caller: Caller<'_>,
+        command: &str,
+        cwd: PathBuf,
+    ) -> Result<String, ToolError> {
+        let max = caller.host.config().shell_max_background.max(1);
+        let running = self.running().len();
+        if running >= max {
+            return Err(error(format!(
+                "{running} background commands of this session are running, the most allowed (shell.maxBackground = {max}): stop one with shell_kill, or run this one in the foreground"
+            )));
+        }
+        let root = shell_process::root_holding(caller.roots, &cwd).to_path_buf();
+        let before = snapshot::before(&root).await;
+        let absent = shell_process::protected_before(caller.sandbox);
+        let run = TerminalRun {
+            session_id: self.session_id.clone(),
+            tool_call_id: caller.call_id.to_string(),
+            command: command.to_string(),
+            cwd: cwd.clone(),
+            timeout: Duration::MAX,
+            max_output_bytes: TERMINAL_OUTPUT_BYTES,
+            hidden_env: caller.hidden_env.to_vec(),
+            sandbox: caller.sandbox.cloned(),
+        };
+        let background = match caller.host.open_terminal(run).await {
+            Some(terminal) => {
+                let terminal = terminal.map_err(error)?;
+                let runner = Runner::Terminal(TerminalFollow {
+                    terminal,
+                    seen: Default::default(),
+                    released: Default::default(),
+                });
+                let background = self.register(&caller, command, cwd, root, before, runner);
+                background.state.locked().live = Some(caller.on_output.clone());
+                tokio::spawn(follow(background.clone(), absent));
+                background
+            }
+            None => {
+                let mut child = shell_process::spawn(
+                    command,
+                    &cwd,
+                    ChildSetup {
+                        hidden_env: caller.hidden_env,
+                        sandbox: caller.sandbox,
+                    },
+                )?;
+                let group = GroupGuard::new(child.id());
+                let (chunks, readers) = shell_process::merged_output(&mut child);
+                let background = self.register(&caller, command, cwd, root, before, Runner::Local);
+                background.state.locked().live = Some(caller.on_output.clone());
+                tokio::spawn(watch(
+                    background.clone(),
+                    child,
+                    group,
+                    chunks,
+                    readers,
+                    absent,
+                ));
+                background
+            }
+        };
+        self.tell();
+        first_output(&background).await;
+        background.state.locked().live = None;
+        let prompts = caller.host.prompts();
+        let (output, _, _) = background.take_output(&prompts);
+        let opening = fill(
+            &prompts.tool_outputs.background_started,
+            &[
+                ("id", &background.id),
+                ("command", &agentls_core::tool_info::shorten(command)),
+            ],
+        );
+        Ok(format!("{opening}\n{output}"))
+    }
+
+    /// Registers a new command of the session under the next id.
+    fn register(
+        self: &Arc<Self>,
+        caller: &Caller<'_>,
+        command: &str,
+        cwd: PathBuf,
+        root: PathBuf,
+        before: Option<snapshot::Before>,
+        runner: Runner,
+    ) -> Arc<Background> {
+        let mut table = self.table.locked();
+        table.next += 1;
+        table.host = Some(caller.host.clone());
+        let background = Arc::new(Background {
+            id: format!("bg{}", table.next),
+            owner: Arc::downgrade(self),
+            command: command.to_string(),
+            cwd,
+            started_at: crate::store::session_log::now_millis(),
+            state: Mutex::new(Progress {
+                unread: KeptOutput::new(SHELL_OUTPUT_BYTES),
+                unread_bytes: 0,
+                ending: None,
+                exit_code: None,
+                live: None,
+            }),
+            changed: Notify::new(),
+            stop: CancellationToken::new(),
+            runner,
+            root,
+            roots: caller.roots.to_vec(),
+            snapshot: tokio::sync::Mutex::new(before),
+        });
+        table.commands.push(background.clone());
+        background
+    }
 }
 
 /// Waits for the first output: until the command ends, its output pauses, or
@@ -460,7 +492,7 @@ async fn follow(background: Arc<Background>, absent: Vec<ProtectedBefore>) {
     }
     let ending = with_planted(ending, &absent);
     if background.end(ending, exit_code) {
-        tell(&background.session_id);
+        background.tell_owner();
     }
 }
 
@@ -539,7 +571,7 @@ async fn watch(
         }
     };
     if background.end(with_planted(ending, &absent), exit_code) {
-        tell(&background.session_id);
+        background.tell_owner();
     }
 }
 
@@ -567,157 +599,158 @@ fn ending_line(
     (line, code)
 }
 
-/// A command of `session_id`, by id.
-fn find(session_id: &str, id: &str) -> Result<Arc<Background>, String> {
-    let sessions = SESSIONS.locked();
-    let commands = sessions
-        .get(session_id)
-        .map(|s| &s.commands[..])
-        .unwrap_or(&[]);
-    match commands.iter().find(|c| c.id == id.trim()) {
-        Some(found) => Ok(found.clone()),
-        None => {
-            let known: Vec<&str> = commands.iter().map(|c| c.id.as_str()).collect();
-            Err(if known.is_empty() {
-                format!("no background command {id:?}: this session has none (start one with shell and background: true)")
-            } else {
-                format!(
-                    "no background command {id:?}: this session's are {}",
-                    known.join(", ")
-                )
-            })
-        }
-    }
-}
-
-/// `shell_output`: what command `id` printed since the last read (waiting up to `wait` for
-/// something new while it runs), and what it changed.
-pub async fn read(
-    session_id: &str,
-    id: &str,
-    wait: Duration,
-    prompts: &agentls_core::prompts::Prompts,
-) -> Result<Read, String> {
-    let background = find(session_id, id)?;
-    background.wait_for_news(wait).await;
-    let changed = background.changes().await;
-    let (output, ended, exit_code) = background.take_output(prompts);
-    Ok(Read {
-        output,
-        changed,
-        command: background.command.clone(),
-        ended,
-        exit_code,
-    })
-}
-
-/// `shell_kill`: stops command `id` (its whole process group); its last output and status.
-pub async fn kill(
-    session_id: &str,
-    id: &str,
-    prompts: &agentls_core::prompts::Prompts,
-) -> Result<Read, String> {
-    let background = find(session_id, id)?;
-    let ended_before = background.ended();
-    background.stop.cancel();
-    let deadline = tokio::time::Instant::now() + KILL_WAIT;
-    loop {
-        let changed = background.changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        let now = tokio::time::Instant::now();
-        if background.ended() || now >= deadline {
-            break;
-        }
-        let _ = tokio::time::timeout(deadline - now, changed).await;
-    }
-    let mut read = read(session_id, id, Duration::ZERO, prompts).await?;
-    if !ended_before {
-        read.output.push('\n');
-        read.output.push_str(&fill(
-            &prompts.tool_outputs.background_stopped,
-            &[("id", &background.id)],
-        ));
-    }
-    Ok(read)
-}
-
-/// Stops every background command of `session_id` and forgets them: the session ended or
-/// was cancelled with "stop all". Returns how many were running. Each process group is
-/// killed at once (not waiting for the watchers).
-pub fn stop_session(session_id: &str) -> usize {
-    let removed = SESSIONS.locked().remove(session_id);
-    let Some(session) = removed else {
-        return 0;
-    };
-    let mut running = 0;
-    for background in &session.commands {
-        if !background.ended() {
-            running += 1;
-        }
-        background.stop.cancel();
-    }
-    if let Some(host) = session.host {
-        announce(&*host, session_id, Vec::new());
-    }
-    running
-}
-
-/// agentls is exiting: every command in a client terminal is released at once, without
-/// waiting for an answer that can no longer arrive (the client kills it); local process
-/// groups are `process_groups::kill_all`'s. How many terminals were released.
-pub fn release_terminals_at_exit() -> usize {
-    let sessions = std::mem::take(&mut *SESSIONS.locked());
-    let mut released = 0;
-    for background in sessions.values().flat_map(|s| &s.commands) {
-        if let Runner::Terminal(follow) = &background.runner {
-            if !follow.released.load(std::sync::atomic::Ordering::SeqCst) {
-                follow.terminal.abandon();
-                released += 1;
+impl Commands {
+    /// A command of the session, by id.
+    fn find(&self, id: &str) -> Result<Arc<Background>, String> {
+        let table = self.table.locked();
+        match table.commands.iter().find(|c| c.id == id.trim()) {
+            Some(found) => Ok(found.clone()),
+            None => {
+                let known: Vec<&str> = table.commands.iter().map(|c| c.id.as_str()).collect();
+                Err(if known.is_empty() {
+                    format!("no background command {id:?}: this session has none (start one with shell and background: true)")
+                } else {
+                    format!(
+                        "no background command {id:?}: this session's are {}",
+                        known.join(", ")
+                    )
+                })
             }
         }
     }
-    released
+
+    /// `shell_output`: what command `id` printed since the last read (waiting up to `wait`
+    /// for something new while it runs), and what it changed.
+    pub async fn read(
+        &self,
+        id: &str,
+        wait: Duration,
+        prompts: &agentls_core::prompts::Prompts,
+    ) -> Result<Read, String> {
+        let background = self.find(id)?;
+        background.wait_for_news(wait).await;
+        let changed = background.changes().await;
+        let (output, ended, exit_code) = background.take_output(prompts);
+        Ok(Read {
+            output,
+            changed,
+            command: background.command.clone(),
+            ended,
+            exit_code,
+        })
+    }
+
+    /// `shell_kill`: stops command `id` (its whole process group); its last output and
+    /// status.
+    pub async fn kill(
+        &self,
+        id: &str,
+        prompts: &agentls_core::prompts::Prompts,
+    ) -> Result<Read, String> {
+        let background = self.find(id)?;
+        let ended_before = background.ended();
+        background.stop.cancel();
+        let deadline = tokio::time::Instant::now() + KILL_WAIT;
+        loop {
+            let changed = background.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = tokio::time::Instant::now();
+            if background.ended() || now >= deadline {
+                break;
+            }
+            let _ = tokio::time::timeout(deadline - now, changed).await;
+        }
+        let mut read = self.read(id, Duration::ZERO, prompts).await?;
+        if !ended_before {
+            read.output.push('\n');
+            read.output.push_str(&fill(
+                &prompts.tool_outputs.background_stopped,
+                &[("id", &background.id)],
+            ));
+        }
+        Ok(read)
+    }
+
+    /// Stops every command of the session and forgets them: the session ended or was
+    /// cancelled with "stop all". Returns how many were running. Each process group is
+    /// killed at once (not waiting for the watchers).
+    pub fn stop_all(&self) -> usize {
+        let table = std::mem::take(&mut *self.table.locked());
+        let mut running = 0;
+        for background in &table.commands {
+            if !background.ended() {
+                running += 1;
+            }
+            background.stop.cancel();
+        }
+        if let Some(host) = table.host {
+            announce(&*host, &self.session_id, Vec::new());
+        }
+        running
+    }
+
+    /// agentls is exiting: every command of the session in a client terminal is released
+    /// at once, without waiting for an answer that can no longer arrive (the client kills
+    /// it); local process groups are `process_groups::kill_all`'s. How many terminals were
+    /// released.
+    pub fn release_terminals_at_exit(&self) -> usize {
+        let table = std::mem::take(&mut *self.table.locked());
+        let mut released = 0;
+        for background in &table.commands {
+            if let Runner::Terminal(follow) = &background.runner {
+                if !follow.released.load(std::sync::atomic::Ordering::SeqCst) {
+                    follow.terminal.abandon();
+                    released += 1;
+                }
+            }
+        }
+        released
+    }
+
+    /// Stops one command from outside a turn (the editor's stop button); whether it was
+    /// running.
+    pub fn stop(&self, id: &str) -> Result<bool, String> {
+        let background = self.find(id)?;
+        let running = !background.ended();
+        background.stop.cancel();
+        Ok(running)
+    }
+
+    /// The session's commands, in the order they started.
+    pub fn list(&self) -> Vec<BackgroundInfo> {
+        self.table
+            .locked()
+            .commands
+            .iter()
+            .map(|c| c.info())
+            .collect()
+    }
+
+    /// The session's running commands, as the environment block names them.
+    pub fn running(&self) -> Vec<(String, String)> {
+        self.list()
+            .into_iter()
+            .filter(|c| c.state == "running")
+            .map(|c| (c.id, c.command))
+            .collect()
+    }
+
+    /// Tells the session's editor the list changed (a `background` update).
+    fn tell(&self) {
+        let host = self.table.locked().host.clone();
+        if let Some(host) = host {
+            announce(&*host, &self.session_id, self.list());
+        }
+    }
 }
 
-/// Stops one command from outside a turn (the editor's stop button); whether it was running.
-pub fn stop(session_id: &str, id: &str) -> Result<bool, String> {
-    let background = find(session_id, id)?;
-    let running = !background.ended();
-    background.stop.cancel();
-    Ok(running)
-}
-
-/// The background commands of `session_id`, in the order they started.
-pub fn list(session_id: &str) -> Vec<BackgroundInfo> {
-    SESSIONS
-        .locked()
-        .get(session_id)
-        .map(|s| s.commands.iter().map(|c| c.info()).collect())
-        .unwrap_or_default()
-}
-
-/// The session's running commands, as the environment block names them.
-pub fn running(session_id: &str) -> Vec<(String, String)> {
-    list(session_id)
-        .into_iter()
-        .filter(|c| c.state == "running")
-        .map(|c| (c.id, c.command))
-        .collect()
-}
-
-fn running_count(session_id: &str) -> usize {
-    running(session_id).len()
-}
-
-/// Tells the session's editor the list changed (a `background` update).
-fn tell(session_id: &str) {
-    let host = SESSIONS
-        .locked()
-        .get(session_id)
-        .and_then(|s| s.host.clone());
-    if let Some(host) = host {
-        announce(&*host, session_id, list(session_id));
+impl Background {
+    /// Tells its session's editor the list changed, while the session keeps its commands.
+    fn tell_owner(&self) {
+        if let Some(owner) = self.owner.upgrade() {
+            owner.tell();
+        }
     }
 }
 

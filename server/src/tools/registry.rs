@@ -52,6 +52,9 @@ pub struct ToolContext {
     /// What the session's model has read of each file: a change to a file it has not read
     /// (or read in an older version) is refused (`tools.readBeforeWrite`); None: no such rule.
     pub reads: Option<Arc<std::sync::Mutex<agentls_core::file_reads::FileReads>>>,
+    /// The session's background commands (`shell` with `background: true`, `shell_output`,
+    /// `shell_kill`).
+    pub background: Arc<crate::tools::background::Commands>,
 }
 
 /// Tokens an output may take, counted with the session's tokenizer.

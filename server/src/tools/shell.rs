@@ -17,6 +17,7 @@ use agentls_core::truncate::{truncate_middle, TruncationPolicy};
 
 use crate::host::{TerminalOutcome, TerminalRun};
 use crate::process_groups::GroupGuard;
+use crate::tools::background::Caller;
 use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 use crate::tools::shell_process::{
     merged_output, protected_before, put_back_protected, root_holding, settle, spawn, watch,
@@ -224,7 +225,7 @@ impl Tool for Shell {
             .unwrap_or(SHELL_DEFAULT_TIMEOUT);
         // The workspace root the command runs in, snapshotted around it: what it changes on
         // disk (`rm`, `sed -i`, a generator, `git checkout`) goes into the ledger.
-        let before = snapshot::before(root_holding(cx, &cwd)).await;
+        let before = snapshot::before(root_holding(&cx.boundary.roots, &cwd)).await;
         let protected = protected_before(cx.sandbox.as_ref());
         let ran = execute(cx, &input.command, cwd, timeout).await;
         let planted = put_back_protected(&protected);
@@ -248,7 +249,15 @@ impl Tool for Shell {
 
 /// `background: true`: started, and the call answered with its id and first output.
 async fn start_background(cx: &ToolContext, command: &str, cwd: PathBuf) -> ToolOutcome {
-    match crate::tools::background::start(cx, command, cwd).await {
+    let caller = Caller {
+        host: &cx.host,
+        call_id: &cx.call_id,
+        roots: &cx.boundary.roots,
+        hidden_env: &cx.hidden_env,
+        sandbox: cx.sandbox.as_ref(),
+        on_output: &cx.on_output,
+    };
+    match cx.background.start(caller, command, cwd).await {
         Ok(output) => ToolOutcome::ok(output).with_effect(Effect::Ran {
             evidence: format!("`{command}` started in the background"),
             changed: Vec::new(),

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use agentls_core::tool_info::ToolKind;
 
-use crate::tools::background;
 use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 
 pub struct ShellKill;
@@ -37,7 +36,7 @@ impl Tool for ShellKill {
 
     async fn run(&self, cx: &ToolContext, input: ShellKillInput, _: Prepared) -> ToolOutcome {
         let prompts = cx.host.prompts();
-        match background::kill(&cx.session_id, &input.id, &prompts).await {
+        match cx.background.kill(&input.id, &prompts).await {
             Ok(read) => {
                 let outcome = ToolOutcome::ok(read.output);
                 if read.changed.is_empty() {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use agentls_core::tool_info::ToolKind;
 
-use crate::tools::background::{self, MAX_WAIT_MS};
+use crate::tools::background::MAX_WAIT_MS;
 use crate::tools::registry::{text_arg, Effect, Prepared, Tool, ToolContext, ToolOutcome};
 
 pub struct ShellOutput;
@@ -43,9 +43,9 @@ impl Tool for ShellOutput {
         let wait = Duration::from_millis(input.wait_ms.unwrap_or(0).min(MAX_WAIT_MS));
         let prompts = cx.host.prompts();
         let read = tokio::select! {
-            read = background::read(&cx.session_id, &input.id, wait, &prompts) => read,
+            read = cx.background.read(&input.id, wait, &prompts) => read,
             // A cancel ends the wait, not the command.
-            _ = cx.cancel.cancelled() => background::read(&cx.session_id, &input.id, Duration::ZERO, &prompts).await,
+            _ = cx.cancel.cancelled() => cx.background.read(&input.id, Duration::ZERO, &prompts).await,
         };
         match read {
             Ok(read) => {

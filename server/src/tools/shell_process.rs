@@ -22,7 +22,6 @@ use agentls_core::sandbox::SandboxPolicy;
 use agentls_core::tool_info::{error, ToolError};
 
 use crate::process_groups::GroupGuard;
-use crate::tools::registry::ToolContext;
 
 /// How long output is still read after the shell exited, before whatever it left running in
 /// the background (and holding the pipes open) is killed: `server &` must not hang the turn.
@@ -324,14 +323,13 @@ impl KeptOutput {
     }
 }
 
-/// The innermost workspace root that holds `dir` (else the first).
-pub(crate) fn root_holding<'a>(cx: &'a ToolContext, dir: &Path) -> &'a Path {
-    cx.boundary
-        .roots
+/// The innermost workspace root of `roots` that holds `dir` (else the first).
+pub(crate) fn root_holding<'a>(roots: &'a [PathBuf], dir: &Path) -> &'a Path {
+    roots
         .iter()
         .filter(|root| dir.starts_with(root))
         .max_by_key(|root| root.as_os_str().len())
-        .unwrap_or(&cx.boundary.roots[0])
+        .unwrap_or(&roots[0])
 }
 
 /// A protected path as it was before a sandboxed command, where the mount namespace cannot

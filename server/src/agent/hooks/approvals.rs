@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::sessions::SessionHandle;
@@ -15,6 +15,8 @@ use crate::agent::Agent;
 use crate::host::{PermissionOption, PermissionRequest};
 use agentls_core::hooks::{Hook, HookSource};
 use agentls_core::reminders;
+use agentls_core::tool_info::ToolKind;
+use agentls_core::updates::PermissionToolCall;
 
 /// Workspace hooks the user answered for good, on disk (`hook-approvals.json`).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -152,19 +154,20 @@ impl Agent {
                 hook.source.file_name(),
             )
         };
-        let tool_call = json!({
-            "toolCallId": format!("hook-{}", reminders::version_of(&fingerprint)),
-            "name": "hook",
-            "title": title,
-            "kind": "execute",
-            "input": {
-                "command": hook.command,
-                "event": hook.event.name(),
-                "matcher": matcher,
-                "file": file,
-                "scripts": scripts.iter().map(|(path, _)| path).collect::<Vec<_>>(),
-            },
+        let input = json!({
+            "command": hook.command,
+            "event": hook.event.name(),
+            "matcher": matcher,
+            "file": file,
+            "scripts": scripts.iter().map(|(path, _)| path).collect::<Vec<_>>(),
         });
+        let tool_call = PermissionToolCall::new(
+            format!("hook-{}", reminders::version_of(&fingerprint)),
+            "hook",
+            title,
+            ToolKind::Execute,
+            input.as_object().cloned().unwrap_or_default(),
+        );
         self.workspace_entry_approved(handle, turn_id, &fingerprint, tool_call, "hook", cancel)
             .await
     }
@@ -177,7 +180,7 @@ impl Agent {
         handle: &SessionHandle,
         turn_id: &str,
         fingerprint: &str,
-        tool_call: Value,
+        tool_call: PermissionToolCall,
         what: &str,
         cancel: &CancellationToken,
     ) -> bool {

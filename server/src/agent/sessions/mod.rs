@@ -102,6 +102,9 @@ pub(in crate::agent) struct SessionHandle {
     /// A subagent's session that works apart (`isolation: worktree`): its host, whose one
     /// root is its worktree (set as it starts; else the agent's).
     pub(in crate::agent) host: std::sync::OnceLock<Arc<dyn crate::host::Host>>,
+    /// Its background commands (`shell` with `background: true`): stopped when the
+    /// session is released, their client terminals released at agentls's exit.
+    pub(in crate::agent) background: Arc<crate::tools::background::Commands>,
 }
 
 /// Where a subagent asks its user: the parent's session and turn (the only ones the client
@@ -135,16 +138,15 @@ impl SessionHandle {
     pub(in crate::agent) fn ask_route(
         &self,
         turn_id: &str,
-        tool_call: &mut serde_json::Value,
+        tool_call: &mut agentls_core::updates::PermissionToolCall,
     ) -> (String, String) {
         let Some(asked_in) = self.asks_in.get() else {
             return (self.id.clone(), turn_id.to_string());
         };
-        let title = tool_call["title"].as_str().unwrap_or_default();
-        tool_call["title"] = format!("{}: {title}", asked_in.agent).into();
-        tool_call["subagent"] = asked_in.agent.clone().into();
-        tool_call["subagentSessionId"] = self.id.clone().into();
-        tool_call["parentToolCallId"] = asked_in.parent_call_id.clone().into();
+        tool_call.title = format!("{}: {}", asked_in.agent, tool_call.title);
+        tool_call.subagent = Some(asked_in.agent.clone());
+        tool_call.subagent_session_id = Some(self.id.clone());
+        tool_call.parent_tool_call_id = Some(asked_in.parent_call_id.clone());
         (
             asked_in.parent_session_id.clone(),
             asked_in.parent_turn_id.clone(),
@@ -373,6 +375,7 @@ impl Agent {
             parent,
             reads: Arc::new(Mutex::new(reads)),
             host: std::sync::OnceLock::new(),
+            background: crate::tools::background::Commands::new(&id),
         });
         let mut sessions = self.sessions.locked();
         if let Some(existing) = sessions.get(&id) {

@@ -344,8 +344,7 @@ impl Turn {
         gathered.environment = self
             .agent
             .environment_for(&gathered.environment, &self.mode());
-        gathered.environment.background_commands =
-            crate::tools::background::running(&self.handle.id);
+        gathered.environment.background_commands = self.handle.background.running();
         let model = match &self.scope.model {
             Some(model) => model.clone(),
             None => self.handle.live.lock().await.session.model.clone(),

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::agent::sessions::live::Durability;
 use crate::agent::turn::{Call, Turn};
@@ -16,7 +16,7 @@ use agentls_core::approval::{self, Gate};
 use agentls_core::event::Event;
 use agentls_core::hooks::Permission;
 use agentls_core::tool_info::ToolKind;
-use agentls_core::updates::{FileDiff, ToolLocation, Update};
+use agentls_core::updates::{FileDiff, PermissionToolCall, ToolLocation, Update};
 
 /// What a permission request shows beside the call: the planned change (its diff, and as
 /// {path, oldText, newText}) and why it is asked when the mode alone would not ask.
@@ -171,35 +171,24 @@ impl Turn {
         };
         let options =
             PermissionOption::four("Allow".to_string(), always, "Reject".to_string(), never);
-        let mut tool_call = json!({
-            "toolCallId": call.id,
-            "name": call.name,
-            "title": self.title_of(&call.name, arguments),
-            "kind": kind,
-            "input": arguments,
-        });
-        if let Some(diff) = shown.diff {
-            tool_call["diff"] = Value::String(diff);
-        }
-        if let Some(edit) = shown.edit {
-            tool_call["edit"] = json!(edit);
-        }
+        let title = self.title_of(&call.name, arguments);
+        let input = arguments.as_object().cloned().unwrap_or_default();
+        let mut tool_call = PermissionToolCall::new(&call.id, &call.name, &title, kind, input);
+        tool_call.diff = shown.diff;
+        tool_call.edit = shown.edit;
         if let Some(reason) = shown.reason {
-            tool_call["title"] = json!(format!(
-                "{} (asked in every mode: {reason})",
-                self.title_of(&call.name, arguments)
-            ));
-            tool_call["reason"] = json!(reason);
+            tool_call.title = format!("{title} (asked in every mode: {reason})");
+            tool_call.reason = Some(reason);
         }
         if let Some(reason) = shown.outside_sandbox {
-            tool_call["title"] = json!(format!(
+            tool_call.title = format!(
                 "Run `{}` again outside the sandbox",
                 agentls_core::tool_info::shorten(command.unwrap_or_default())
-            ));
-            tool_call["reason"] = json!(reason);
-            tool_call["outsideSandbox"] = json!(true);
+            );
+            tool_call.reason = Some(reason);
+            tool_call.outside_sandbox = Some(true);
         }
-        tool_call["locations"] = json!(locations(
+        tool_call.locations = Some(locations(
             &PathBoundary {
                 roots: self.host().roots(),
             },

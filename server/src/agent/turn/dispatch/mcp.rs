@@ -12,8 +12,8 @@ use crate::tools::registry::Registry;
 use agentls_core::hooks::Permission;
 use agentls_core::mcp::tools::McpTool;
 use agentls_core::prompts::ToolSpec;
-use agentls_core::tool_info::ToolCatalog;
-use agentls_core::updates::Update;
+use agentls_core::tool_info::{ToolCatalog, ToolKind};
+use agentls_core::updates::{PermissionToolCall, Update};
 use serde_json::{json, Value};
 
 impl Turn {
@@ -37,14 +37,18 @@ impl Turn {
                     input["scripts"] =
                         json!(scripts.iter().map(|(path, _)| path).collect::<Vec<_>>());
                 }
-                let tool_call = json!({
-                    "toolCallId": format!("mcp-server-{}", agentls_core::reminders::version_of(&key)),
-                    "name": "mcpServer",
-                    "title": format!("Workspace MCP server {}: {}", config.name, config.describe()),
-                    "kind": "execute",
-                    "input": input,
-                    "details": details,
-                });
+                let mut tool_call = PermissionToolCall::new(
+                    format!("mcp-server-{}", agentls_core::reminders::version_of(&key)),
+                    "mcpServer",
+                    format!(
+                        "Workspace MCP server {}: {}",
+                        config.name,
+                        config.describe()
+                    ),
+                    ToolKind::Execute,
+                    input.as_object().cloned().unwrap_or_default(),
+                );
+                tool_call.details = Some(details);
                 let handle = self.handle.clone();
                 self.agent
                     .workspace_entry_approved(

@@ -588,6 +588,7 @@ impl Turn {
             sandbox: self.sandbox_policy(),
             images: self.image_formula,
             reads: config_reads(&self.host().config(), &self.handle.reads),
+            background: self.handle.background.clone(),
         }
     }
 
