@@ -329,25 +329,10 @@ impl Prompts {
         let mut text = |name: &str| -> String {
             prompt_text(&read(name).unwrap_or_else(|| builtin(name).to_string()))
         };
-        let system = text("system.md");
-        let system_small = text("system_small.md");
         let small_model_json = text("small_model.json");
-        let data_boundary = text("data_boundary.md");
-        let skills = text("skills.md");
-        let repo_map = text("repo_map.md");
-        let memory = text("memory.md");
-        let summary_prefix = text("summary_prefix.md");
         let tools_json = text("tools.json");
-        let compact_handoff = text("compact_handoff.md");
-        let compact_state_snapshot = text("compact_state_snapshot.md");
-        let compact_checkpoint = text("compact_checkpoint.md");
-        let compact_focus = text("compact_focus.md");
         let tool_aborted_json = text("tool_aborted.json");
-        let compact_fallback = text("compact_fallback.md");
-        let tool_rejected = text("tool_rejected.md");
-        let ledger_header = text("ledger.md");
         let attachments_json = text("attachments.json");
-        let subagent_explore = text("subagent_explore.md");
         let reminders_json = text("reminders.json");
         let tool_outputs_json = text("tool_outputs.json");
         let tools = parse_json(&mut problems, "tools.json", "a list of tools", &tools_json);
@@ -383,26 +368,26 @@ impl Prompts {
         );
         (
             Prompts {
-                system,
-                system_small,
+                system: text("system.md"),
+                system_small: text("system_small.md"),
                 small_model,
-                data_boundary,
-                skills,
-                repo_map,
-                memory,
-                summary_prefix,
+                data_boundary: text("data_boundary.md"),
+                skills: text("skills.md"),
+                repo_map: text("repo_map.md"),
+                memory: text("memory.md"),
+                summary_prefix: text("summary_prefix.md"),
                 tools,
-                compact_handoff,
-                compact_state_snapshot,
-                compact_checkpoint,
-                compact_focus,
+                compact_handoff: text("compact_handoff.md"),
+                compact_state_snapshot: text("compact_state_snapshot.md"),
+                compact_checkpoint: text("compact_checkpoint.md"),
+                compact_focus: text("compact_focus.md"),
                 compact_custom: None,
                 tool_aborted,
-                compact_fallback,
-                tool_rejected,
-                ledger_header,
+                compact_fallback: text("compact_fallback.md"),
+                tool_rejected: text("tool_rejected.md"),
+                ledger_header: text("ledger.md"),
                 attachments,
-                subagent_explore,
+                subagent_explore: text("subagent_explore.md"),
                 reminders,
                 tool_outputs,
                 plan_mode: text("plan_mode.md"),
