@@ -45,33 +45,25 @@ export function serverSettings(get: SettingGetter): ServerSettings {
   return settings;
 }
 
-/** The binary to start: `agentls.serverPath`, else `agentls` from PATH, else the one
- *  bundled in the extension (`bundled`, when given: `<extension>/bin/agentls` exists). */
-export function serverCommand(get: SettingGetter, onPath: (name: string) => boolean = () => true, bundled?: string): string {
-  const path = get('serverPath');
-  if (typeof path === 'string' && path.trim() !== '') {
-    return path.trim();
-  }
-  if (onPath('agentls') || bundled === undefined) {
-    return 'agentls';
-  }
-  return bundled;
+/** The binary to start and where it was found, for the output channel. */
+export interface ServerCommand {
+  command: string;
+  from: 'agentls.serverPath' | 'bundled with the extension' | 'PATH';
 }
 
-/** Whether `name` is an executable file in one of the PATH directories. */
-export function onPath(name: string, pathVariable: string | undefined = process.env.PATH): boolean {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const fs = require('node:fs') as typeof import('node:fs');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const nodePath = require('node:path') as typeof import('node:path');
-  return (pathVariable ?? '').split(nodePath.delimiter).some((dir) => {
-    try {
-      fs.accessSync(nodePath.join(dir, name), fs.constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+/** The binary to start, in rust-analyzer's order: `agentls.serverPath`, else the one
+ *  bundled in the extension (`bundled`, when given: `<extension>/bin/agentls` exists),
+ *  else `agentls` from PATH. The bundled binary comes before PATH because it was built
+ *  with this extension and speaks its protocol; an older `agentls` on PATH may not. */
+export function serverCommand(get: SettingGetter, bundled?: string): ServerCommand {
+  const path = get('serverPath');
+  if (typeof path === 'string' && path.trim() !== '') {
+    return { command: path.trim(), from: 'agentls.serverPath' };
+  }
+  if (bundled !== undefined) {
+    return { command: bundled, from: 'bundled with the extension' };
+  }
+  return { command: 'agentls', from: 'PATH' };
 }
 
 /** The notification for a turn that ended while the chat was not in view

@@ -9,7 +9,7 @@ import { makeNonce } from './chat/html';
 import type { FromWebview } from './chat/messages';
 import type { PromptImage } from './chat/images';
 import { createClient } from './client';
-import { onPath, serverCommand, serverSettings, turnEndNotice } from './config';
+import { type ServerCommand, serverCommand, serverSettings, turnEndNotice } from './config';
 import { applyUnifiedDiff } from './diff';
 import { compactionsOf, contextHtml, contextLayout } from './contextBar';
 import { DiagnosticsAnswerer } from './editorDiagnostics';
@@ -158,12 +158,14 @@ class Agent implements vscode.Disposable {
     }
   }
 
-  /** The agentls binary to start (see `serverCommand`). */
-  private command(): string {
+  /** The agentls binary to start (see `serverCommand`). The bundled one keeps its
+   *  executable bit without a chmod: vsce stores each file's mode in the .vsix and VS Code
+   *  restores it on install (scripts/vscode-e2e installs the .vsix and runs that binary). */
+  private command(): ServerCommand {
     const bundled = vscode.Uri.joinPath(this.context.extensionUri, 'bin', 'agentls').fsPath;
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const exists = (require('node:fs') as typeof import('node:fs')).existsSync(bundled);
-    return serverCommand(settingGetter(), onPath, exists ? bundled : undefined);
+    return serverCommand(settingGetter(), exists ? bundled : undefined);
   }
 
   /** Restarts after a serverPath change, chained. */
@@ -178,8 +180,10 @@ class Agent implements vscode.Disposable {
 
   private async startClient(): Promise<void> {
     const get = settingGetter();
+    const server = this.command();
+    this.output.appendLine(`starting ${server.command} (${server.from})`);
     const client = createClient({
-      command: this.command(),
+      command: server.command,
       settings: serverSettings(get),
       outputChannel: this.output,
       handlers: {
@@ -201,7 +205,7 @@ class Agent implements vscode.Disposable {
       // Not awaited: activation must not wait for the user to dismiss the message.
       void vscode.window
         .showErrorMessage(
-          `agentls could not start \`${this.command()}\`: ${describe(error)}. Install agentls or set agentls.serverPath.`,
+          `agentls could not start \`${server.command}\`: ${describe(error)}. Install agentls or set agentls.serverPath.`,
           open,
         )
         .then((choice) =>

@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chatHtml, contentSecurityPolicy } from '../chat/html';
 import { isFromWebview } from '../chat/messages';
-import { onPath, serverCommand, serverSettings, turnEndNotice } from '../config';
+import { serverCommand, serverSettings, turnEndNotice } from '../config';
 import { memoryPickItems, offerPickItems, permissionPickItems } from '../memory';
 import { applyUnifiedDiff } from '../diff';
 import { editorState, toLspSeverity } from '../editorState';
@@ -212,13 +212,16 @@ describe('settings', () => {
       compaction: { threshold: 0.8, style: 'handoff' },
       approval: 'auto-edit',
     });
-    assert.equal(serverCommand(get), 'agentls');
-    assert.equal(serverCommand(() => '/opt/agentls'), '/opt/agentls');
-    // Not on PATH: the binary bundled with the extension, when there is one.
-    assert.equal(serverCommand(get, () => false, '/ext/bin/agentls'), '/ext/bin/agentls');
-    assert.equal(serverCommand(get, () => true, '/ext/bin/agentls'), 'agentls');
-    assert.equal(onPath('sh'), true);
-    assert.equal(onPath('surely-not-a-program-agentls'), false);
+  });
+  it("starts agentls.serverPath, else the bundled binary, else agentls on PATH (rust-analyzer's order)", () => {
+    const get = (k: string) => (k === 'serverPath' ? ' ' : undefined);
+    assert.deepEqual(serverCommand(get), { command: 'agentls', from: 'PATH' });
+    assert.deepEqual(serverCommand(() => ' /opt/agentls '), { command: '/opt/agentls', from: 'agentls.serverPath' });
+    assert.deepEqual(serverCommand(() => '/opt/agentls', '/ext/bin/agentls'), {
+      command: '/opt/agentls',
+      from: 'agentls.serverPath',
+    });
+    assert.deepEqual(serverCommand(get, '/ext/bin/agentls'), { command: '/ext/bin/agentls', from: 'bundled with the extension' });
   });
 });
 
