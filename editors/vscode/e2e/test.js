@@ -5,6 +5,9 @@
 //   E2E_FAKE_URL     the fake provider's base URL (…/v1); its control endpoints are at /
 //   E2E_WORKSPACE    the workspace folder (the rewind steps read its files on disk)
 //   E2E_SCREENSHOTS  where a failing step saves a screenshot
+//   E2E_BUNDLED_SERVER  the agentls inside the installed extension (the .vsix carried it)
+//   E2E_CODE_SERVER_PID  code-server's process (the servers it started are under it)
+//   E2E_LOGS         code-server's logs directory (output channels are files there)
 //   NODE_PATH        the cache's node_modules (playwright-core)
 // The steps depend on each other and run in order; after a failure the rest fail at once
 // ("not run") rather than waiting for their timeouts. Assertions are on behaviour only;
@@ -139,6 +142,69 @@ step('sends the prompt and shows the streamed answer', async () => {
   // The markdown renderer turned **41** into <strong>.
   assert.equal((await answer.locator('strong').first().innerText()).trim(), '41');
   assert.equal(await input.inputValue(), '');
+});
+
+/** The agentls servers code-server started: the processes under it (E2E_CODE_SERVER_PID)
+ *  whose program is named agentls, with that program's path and their PATH. */
+function agentlsServers() {
+  const root = Number(process.env.E2E_CODE_SERVER_PID);
+  const parent = new Map();
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); // pid (comm) state ppid …
+      parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const under = (pid) => {
+    for (let p = parent.get(pid); p; p = parent.get(p)) if (p === root) return true;
+    return false;
+  };
+  const servers = [];
+  for (const pid of parent.keys()) {
+    if (!under(pid)) continue;
+    try {
+      const exe = fs.readlinkSync(`/proc/${pid}/exe`);
+      if (path.basename(exe) !== 'agentls') continue;
+      const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const PATH = (env.find((v) => v.startsWith('PATH=')) ?? 'PATH=').slice(5);
+      servers.push({ pid, exe, PATH });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return servers;
+}
+
+step('the turn ran the agentls bundled in the .vsix: no serverPath is set, none is on PATH', async () => {
+  const bundled = process.env.E2E_BUNDLED_SERVER;
+  assert.ok(bundled, 'E2E_BUNDLED_SERVER is not set (run scripts/vscode-e2e)');
+  // Installed with its executable bit (the extension does not chmod it).
+  fs.accessSync(bundled, fs.constants.X_OK);
+  const servers = agentlsServers();
+  assert.ok(servers.length > 0, 'no agentls process runs under code-server');
+  for (const server of servers) {
+    assert.equal(server.exe, fs.realpathSync(bundled), `process ${server.pid} runs another agentls`);
+    const onPath = server.PATH.split(':').filter((dir) => {
+      try {
+        fs.accessSync(path.join(dir, 'agentls'), fs.constants.X_OK);
+        return dir !== '';
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(onPath, [], `agentls is on the PATH the extension host gave the server`);
+  }
+  // The extension says in its output channel which binary it started, and why.
+  const logs = process.env.E2E_LOGS || '';
+  const started = `starting ${bundled} (bundled with the extension)`;
+  await until('the output channel to name the bundled server', () =>
+    fs
+      .readdirSync(logs, { recursive: true })
+      .filter((f) => /output_logging_[^/]*\/\d+-agentls\.log$/.test(f))
+      .some((f) => fs.readFileSync(path.join(logs, f), 'utf8').includes(started)),
+  );
 });
 
 step('the status bar shows the context fill', async () => {
