@@ -304,7 +304,7 @@ async fn a_small_model_is_offered_a_short_prompt_few_tools_and_greedy_sampling()
         ]
     );
     let system = body["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("A good call"), "{system}");
+    assert!(system.contains("The form of a good change"), "{system}");
     assert!(!system.contains("update_plan"), "{system}");
     assert_eq!(body["temperature"], json!(0.0));
     let shell = &body["tools"][5]["function"]["parameters"]["properties"];
@@ -327,7 +327,7 @@ async fn a_small_model_is_offered_a_short_prompt_few_tools_and_greedy_sampling()
     assert!(tool_names(body).contains(&"update_plan".to_string()));
     assert!(body.get("temperature").is_none(), "{body}");
     let system = body["messages"][0]["content"].as_str().unwrap();
-    assert!(!system.contains("A good call"));
+    assert!(!system.contains("The form of a good change"));
 }
 
 /// `./run`'s question as the small model answered it: grep for the path, "No matches",
