@@ -64,12 +64,12 @@ pub const KEPT_LINES: usize = 60;
 /// Whether a check's run says the code fails: a non-zero exit (pytest's "no tests were
 /// collected" aside), not a check that did not finish.
 pub fn failed(exit_code: Option<i32>, timed_out: bool, command: &str) -> bool {
-    match exit_code {
-        _ if timed_out => false,
-        Some(0) => false,
-        Some(5) if command.contains("pytest") => false,
-        _ => true,
-    }
+    !timed_out && exit_code != Some(0) && !collected_nothing(exit_code, command)
+}
+
+/// pytest's "no tests were collected": no verdict on the code.
+fn collected_nothing(exit_code: Option<i32>, command: &str) -> bool {
+    exit_code == Some(5) && command.contains("pytest")
 }
 
 pub fn report(
@@ -85,8 +85,7 @@ pub fn report(
     }
     match exit_code {
         Some(0) => Some(format!("[check after this change: `{command}` passed]")),
-        // pytest's "no tests were collected".
-        Some(5) if command.contains("pytest") => None,
+        code if collected_nothing(code, command) => None,
         code => {
             let lines: Vec<&str> = output.lines().collect();
             let kept = &lines[lines.len().saturating_sub(KEPT_LINES)..];
