@@ -116,6 +116,15 @@ fn call(id: &str, name: &str, arguments: serde_json::Value) -> agentls_dev::fake
     FakeProvider::openai_tool_calls(&[(id, name, &[arguments.to_string().as_str()])], None)
 }
 
+/// The small model's first answer to bob.py: an edit to a wrong but working reply.
+fn edit_to_whatever(id: &str) -> agentls_dev::fake_provider::Reply {
+    call(
+        id,
+        "edit_file",
+        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
+    )
+}
+
 fn session_of(stderr: &str) -> String {
     stderr
         .lines()
@@ -517,11 +526,7 @@ async fn the_check_after_a_change_reports_its_failure() {
     let task = Task::new(&[("bob.py", STUB)]);
     let fake = FakeProvider::start().await;
     fake.push(call("c1", "read_file", json!({"path": "bob.py"})));
-    fake.push(call(
-        "c2",
-        "edit_file",
-        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
-    ));
+    fake.push(edit_to_whatever("c2"));
     fake.push(call(
         "c3",
         "edit_file",
@@ -555,11 +560,7 @@ async fn a_turn_ending_on_a_failing_check_goes_on_to_fix_it() {
     let check = "grep -q Fine bob.py || { echo 'FAILED test_bob: expected Fine'; exit 1; }";
     let settings = json!({"checks": {"afterEdit": check}, "reminders": {"failingCheck": true}});
     let fake = FakeProvider::start().await;
-    fake.push(call(
-        "c1",
-        "edit_file",
-        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
-    ));
+    fake.push(edit_to_whatever("c1"));
     fake.push(FakeProvider::openai_text(&["Done."], None));
     fake.push(call(
         "c2",
@@ -580,11 +581,7 @@ async fn a_turn_ending_on_a_failing_check_goes_on_to_fix_it() {
     // A check it cannot pass: two reminders, then the turn ends.
     let task = Task::new(&[("bob.py", STUB)]);
     let fake = FakeProvider::start().await;
-    fake.push(call(
-        "c1",
-        "edit_file",
-        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
-    ));
+    fake.push(edit_to_whatever("c1"));
     for _ in 0..4 {
         fake.push(FakeProvider::openai_text(&["Done."], None));
     }
@@ -596,11 +593,7 @@ async fn a_turn_ending_on_a_failing_check_goes_on_to_fix_it() {
     // Off: the turn ends on the model's answer.
     let task = Task::new(&[("bob.py", STUB)]);
     let fake = FakeProvider::start().await;
-    fake.push(call(
-        "c1",
-        "edit_file",
-        json!({"path": "bob.py", "old_text": "    pass", "new_text": "    return 'Whatever.'"}),
-    ));
+    fake.push(edit_to_whatever("c1"));
     fake.push(FakeProvider::openai_text(&["Done."], None));
     let settings = json!({"checks": {"afterEdit": check}, "reminders": {"failingCheck": false}});
     let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
