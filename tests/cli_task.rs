@@ -8,7 +8,8 @@
 //! - a call cut by the output limit is answered, and never breaks the session;
 //! - the project's tests run after a change, and their failure is in the change's result;
 //! - the result line on stderr shows what a call returned;
-//! - a small model is offered the short prompt, six tools and greedy sampling;
+//! - a small model is offered the short prompt, four tools and greedy sampling;
+//! - a file listing in the reply (path, fenced block) writes the file, as a call would;
 //! - a turn that ends while the check after its last change fails goes on, twice at most.
 
 mod common;
@@ -273,7 +274,7 @@ async fn a_small_file_open_in_the_editor_is_shown_whole_and_counts_as_read() {
 }
 
 /// Under `provider.profile: "auto"`, the model's name says it is small (1.5B): it is told a
-/// short system prompt with the form of a call, offered six tools with short descriptions
+/// short system prompt with the form of a change, offered four tools with short descriptions
 /// and only the arguments it needs, and sampled at temperature 0; `"full"` (the default)
 /// gives it everything.
 #[tokio::test]
@@ -302,22 +303,12 @@ async fn a_small_model_is_offered_a_short_prompt_few_tools_and_greedy_sampling()
         .await;
     assert_eq!(code, 0, "{stderr}");
     let body = &fake.requests()[0].body;
-    assert_eq!(
-        tool_names(body),
-        [
-            "read_file",
-            "list_dir",
-            "grep",
-            "edit_file",
-            "write_file",
-            "shell"
-        ]
-    );
+    assert_eq!(tool_names(body), ["read_file", "list_dir", "grep", "shell"]);
     let system = body["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("The form of a change"), "{system}");
+    assert!(system.contains("path on a line of its own"), "{system}");
     assert!(!system.contains("update_plan"), "{system}");
     assert_eq!(body["temperature"], json!(0.0));
-    let shell = &body["tools"][5]["function"]["parameters"]["properties"];
+    let shell = &body["tools"][3]["function"]["parameters"]["properties"];
     assert_eq!(shell.as_object().unwrap().len(), 1, "{shell}");
 
     let fake = FakeProvider::start().await;
@@ -337,7 +328,7 @@ async fn a_small_model_is_offered_a_short_prompt_few_tools_and_greedy_sampling()
     assert!(tool_names(body).contains(&"update_plan".to_string()));
     assert!(body.get("temperature").is_none(), "{body}");
     let system = body["messages"][0]["content"].as_str().unwrap();
-    assert!(!system.contains("The form of a change"));
+    assert!(!system.contains("path on a line of its own"));
 }
 
 /// `./run`'s question as the small model answered it: grep for the path, "No matches",
@@ -599,6 +590,73 @@ async fn a_turn_ending_on_a_failing_check_goes_on_to_fix_it() {
     let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(fake.requests().len(), 2);
+}
+
+/// The small model writes its solution as a file listing (the path, then the whole file in
+/// a fenced block), as it writes code best: the listing is the `write_file` it stands for,
+/// checked after the change, and the turn goes on while the check fails. Code shown for a
+/// file that neither exists nor is named, or cut by the output limit, writes nothing; with
+/// `tools.fileListings: false` the listing is only text.
+#[tokio::test]
+async fn a_file_listing_in_the_reply_writes_the_file() {
+    let check = "grep -q Fine bob.py || { echo 'FAILED test_bob: expected Fine'; exit 1; }";
+    let listing = |text: &str| {
+        format!(
+            "Here it is.\n\nbob.py\n```python\ndef response(hey_bob):\n    return '{text}'\n```\n"
+        )
+    };
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    fake.push(FakeProvider::openai_text(
+        &[&format!(
+            "{}\nexample.py\n```python\nprint(1)\n```\n",
+            listing("Fine.")
+        )],
+        None,
+    ));
+    let settings = json!({
+        "provider": {"profile": "small"},
+        "checks": {"afterEdit": check},
+    });
+    let (code, stdout, stderr) = task
+        .ask_with(&fake, "Solve bob.py", settings, None, &["--file", "bob.py"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{stdout}");
+    let failed = tool_output(&requests, "listing1");
+    assert!(
+        failed.contains("bob.py") && failed.contains("FAILED test_bob: expected Fine"),
+        "{failed}"
+    );
+    assert_eq!(
+        task.read("bob.py"),
+        "def response(hey_bob):\n    return 'Fine.'\n"
+    );
+    assert!(!task.root.join("example.py").exists());
+    assert!(stderr.contains("Write bob.py"), "{stderr}");
+
+    // Cut by the output limit: the half file is not written.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(
+        &["bob.py\n```python\ndef response(hey_bob):\n    return"],
+        None,
+    ));
+    let settings = json!({"provider": {"profile": "small"}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(task.read("bob.py"), STUB);
+
+    // Off: text only.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Fine.")], None));
+    let settings = json!({"provider": {"profile": "small"}, "tools": {"fileListings": false}});
+    let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(task.read("bob.py"), STUB);
 }
 
 /// The small model's loop on an exercise: read the file, make an edit that changes nothing,

@@ -102,6 +102,8 @@ pub struct Config {
     /// `tools.readBeforeWrite`: a `write_file` over an existing file the model has not read
     /// (or read in an older version) is refused with a message to read it first.
     pub read_before_write: bool,
+    /// `tools.fileListings`: configured, else for a small model (`Config::file_listings`).
+    pub file_listings: Option<bool>,
     /// `checks.afterEdit`: what runs after each change the model makes, its failure appended
     /// to the change's result.
     pub after_edit: crate::checks::AfterEdit,
@@ -169,6 +171,13 @@ impl Config {
             .unwrap_or_else(|| self.small_model())
     }
 
+    /// Whether a file listing in a reply (a path, then the file's whole content in a fenced
+    /// block: `listings`) is applied as a `write_file` call (`tools.fileListings`):
+    /// configured, else for a small model, which writes better code as text than as JSON.
+    pub fn file_listings(&self) -> bool {
+        self.file_listings.unwrap_or_else(|| self.small_model())
+    }
+
     /// The tokenizer counts are made with: configured, else the model's.
     pub fn tokenizer(&self) -> TokenizerKind {
         self.tokenizer.unwrap_or_else(|| {
@@ -224,6 +233,7 @@ impl Default for Config {
             sandbox: crate::sandbox::SandboxSettings::default(),
             checkpoints: crate::checkpoints::CheckpointSettings::default(),
             read_before_write: true,
+            file_listings: None,
             after_edit: crate::checks::AfterEdit::default(),
             permissions: crate::permission_rules::PermissionLists::default(),
             remember_always_in_workspace: false,
@@ -626,6 +636,19 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.read_before_write = p.read_before_write,
+    },
+    Key {
+        path: "tools.fileListings",
+        doc: KeyDoc {
+            ty: r#"boolean"#,
+            default: r#"true for a small model (`provider.profile`), else false"#,
+            meaning: r#"a reply that lists a file (a line with its path, then its whole new content in a fenced block) writes it, as the `write_file` call it stands for: asked, checked and recorded like one. Only for an existing file of the workspace or one the user's message names; a block cut by the output limit is never applied. A small model writes better code as text than inside a call's JSON"#,
+        },
+        set: |c, v| {
+            c.file_listings = Some(boolean(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.file_listings = p.file_listings,
     },
     Key {
         path: "checks.afterEdit",

@@ -34,6 +34,7 @@ pub mod image;
 pub mod inspect;
 pub mod language;
 pub mod ledger;
+pub mod listings;
 pub mod mcp;
 pub mod memory;
 pub mod models;

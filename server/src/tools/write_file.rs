@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use agentls_core::prompts::fill;
@@ -59,8 +59,9 @@ pub fn plan_write(
 
 pub struct WriteFile;
 
-/// `write_file`'s arguments (described to the model in `prompts/tools.json`).
-#[derive(Debug, Deserialize, JsonSchema)]
+/// `write_file`'s arguments (described to the model in `prompts/tools.json`; a file listing
+/// in a reply becomes them: `agent::turn::listings`).
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 pub struct WriteFileInput {
     pub path: String,
     pub content: String,

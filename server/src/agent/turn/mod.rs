@@ -10,6 +10,7 @@ use crate::agent::Agent;
 use crate::locks::Locked;
 mod dispatch;
 mod input;
+mod listings;
 mod model_step;
 mod steering;
 

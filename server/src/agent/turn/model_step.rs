@@ -211,6 +211,14 @@ impl Turn {
             self.record_usage(usage, estimated).await;
         }
         if reply.calls.is_empty() {
+            // A file listing in the text is the call it stands for (`tools.fileListings`).
+            if let Err(stop) = self.apply_listings(&reply.text).await {
+                return Flow::Done(stop);
+            }
+            if let Some(reason) = self.halt.take() {
+                self.warn(format!("a hook stopped the turn: {reason}"));
+                return Flow::Done(Stop::EndTurn);
+            }
             if self.unfinished_change()
                 || self.failing_check()
                 || self.stop_hooks(&reply.text).await

@@ -1,0 +1,143 @@
+//! File listings in a model's reply: a line naming a file, then a fenced block with the
+//! file's whole new content (the edit format Aider calls "whole"). A small model writes far
+//! better code as plain text than inside a tool call's JSON string (on the task bench the
+//! 1.5B local model's first reply passed 0 of 6 tries as a `write_file` call and 5 of 6 as a
+//! listing), so under `tools.fileListings` the agent applies a listing as the `write_file`
+//! call it stands for. This module only finds them; which to apply is the server's call.
+
+/// One file listing: the path as written and the content of its fenced block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub path: String,
+    pub content: String,
+}
+
+/// The listings of `reply`, in order. A block whose fence is never closed (a reply cut by
+/// the output limit) is not a listing: half a file must never replace a whole one. Where
+/// every line of a block starts with a read's line number (`L12: `), the numbers are left
+/// out (a small model copies them from the editor block).
+pub fn find(reply: &str) -> Vec<Listing> {
+    let lines: Vec<&str> = reply.lines().collect();
+    let mut listings = Vec::new();
+    let mut index = 0;
+    while index < lines.len() {
+        let Some((fence, info)) = opening_fence(lines[index]) else {
+            index += 1;
+            continue;
+        };
+        let Some(close) = (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) else {
+            break;
+        };
+        let path = path_in_info(info).or_else(|| path_before(&lines[..index]));
+        if let Some(path) = path {
+            listings.push(Listing {
+                path,
+                content: content_of(&lines[index + 1..close]),
+            });
+        }
+        index = close + 1;
+    }
+    listings
+}
+
+/// A fence's marker (its character and length) and info string, when `line` opens one.
+fn opening_fence(line: &str) -> Option<((char, usize), &str)> {
+    let trimmed = line.trim_start();
+    if line.len() - trimmed.len() > 3 {
+        return None;
+    }
+    let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let length = trimmed.chars().take_while(|c| *c == marker).count();
+    if length < 3 {
+        return None;
+    }
+    let info = trimmed[length..].trim();
+    // A backtick fence's info string never holds a backtick (CommonMark).
+    if marker == '`' && info.contains('`') {
+        return None;
+    }
+    Some(((marker, length), info))
+}
+
+fn closes(line: &str, (marker, length): (char, usize)) -> bool {
+    let trimmed = line.trim();
+    trimmed.chars().count() >= length && trimmed.chars().all(|c| c == marker)
+}
+
+/// A path in the info string: ```` ```python path=src/a.py ````, ```` ```src/a.py ```` or
+/// ```` ```python:src/a.py ````; a bare language name is not one.
+fn path_in_info(info: &str) -> Option<String> {
+    info.split(|c: char| c.is_whitespace() || c == ':' || c == '=')
+        .filter(|word| word.contains('.'))
+        .find_map(path_like)
+}
+
+/// The path on the last non-blank line before the fence (one blank line may separate
+/// them), as a model writes it: `a.py`, `` `a.py` ``, `**a.py**`, `a.py:`, `### a.py`,
+/// `File: a.py`.
+fn path_before(before: &[&str]) -> Option<String> {
+    let mut lines = before.iter().rev();
+    let mut line = lines.next()?.trim();
+    if line.is_empty() {
+        line = lines.next()?.trim();
+    }
+    let line = line.trim_start_matches('#').trim();
+    let line = ["File:", "file:", "Filename:", "filename:"]
+        .iter()
+        .find_map(|label| line.strip_prefix(label))
+        .unwrap_or(line)
+        .trim();
+    let line = line.trim_end_matches(':');
+    let line = line.trim_matches(|c| c == '`' || c == '*' || c == '"' || c == '\'');
+    path_like(line)
+}
+
+/// `word` when it reads as a relative or absolute file path: no spaces, no URL, only the
+/// characters paths are made of, and a name with an extension or a directory part.
+fn path_like(word: &str) -> Option<String> {
+    let word = word.trim();
+    if word.is_empty() || word.len() > 255 || word.contains("://") {
+        return None;
+    }
+    let allowed = |c: char| c.is_alphanumeric() || "._-/+@".contains(c);
+    if !word.chars().all(allowed) {
+        return None;
+    }
+    let name = word.rsplit('/').next().unwrap_or(word);
+    let has_extension = name
+        .rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && !ext.is_empty());
+    (has_extension || (word.contains('/') && !name.is_empty())).then(|| word.to_string())
+}
+
+/// A block's lines as a file: line numbers copied from a read (`L3: `) left out when every
+/// non-empty line has one; one trailing newline.
+fn content_of(lines: &[&str]) -> String {
+    let numbered = |line: &&str| {
+        line.strip_prefix('L').is_some_and(|rest| {
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            digits > 0 && rest[digits..].starts_with(": ") || digits > 0 && rest[digits..] == *":"
+        })
+    };
+    let strip = !lines.is_empty()
+        && lines.iter().filter(|l| !l.is_empty()).all(numbered)
+        && lines.iter().any(|l| !l.is_empty());
+    let mut content = String::new();
+    for line in lines {
+        let line = if strip && !line.is_empty() {
+            let rest = &line[1..];
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            let rest = &rest[digits + 1..];
+            rest.strip_prefix(' ').unwrap_or(rest)
+        } else {
+            line
+        };
+        content.push_str(line);
+        content.push('\n');
+    }
+    content
+}
+
+#[cfg(test)]
+#[path = "listings_tests.rs"]
+mod tests;
