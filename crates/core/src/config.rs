@@ -178,6 +178,15 @@ impl Config {
         self.file_listings.unwrap_or_else(|| self.small_model())
     }
 
+    /// How the model is told to change a file (`reminders::ChangeForm`).
+    pub fn change_form(&self) -> crate::reminders::ChangeForm {
+        if self.file_listings() {
+            crate::reminders::ChangeForm::Listings
+        } else {
+            crate::reminders::ChangeForm::Calls
+        }
+    }
+
     /// The tokenizer counts are made with: configured, else the model's.
     pub fn tokenizer(&self) -> TokenizerKind {
         self.tokenizer.unwrap_or_else(|| {

@@ -167,6 +167,9 @@ pub struct Request<'a> {
     pub estimated: bool,
     pub context_window: usize,
     pub normalize_report: NormalizeReport,
+    /// This request's sampling temperature, over the provider's (a fresh attempt samples:
+    /// `reminders::fresh_attempt`).
+    pub temperature: Option<f64>,
 }
 
 impl Request<'_> {
@@ -243,6 +246,7 @@ pub fn assemble<'a>(
         estimated: true,
         context_window: config.context_window,
         normalize_report,
+        temperature: None,
     }
 }
 

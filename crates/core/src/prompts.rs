@@ -123,8 +123,14 @@ pub struct ReminderTexts {
     pub repeated_call: String,
     /// The model ends a turn that asked for a change without changing a file.
     pub unfinished_change: String,
+    /// The same, to a model that changes files by listing them (`tools.fileListings`).
+    pub unfinished_change_listing: String,
     /// The turn ends while the check after the last change fails (`reminders.failingCheck`).
     pub failing_check: String,
+    /// The same, to a model that changes files by listing them.
+    pub failing_check_listing: String,
+    /// `{report}`: what a fresh attempt is told of the failed one (`reminders::fresh_attempt`).
+    pub fresh_attempt: String,
     /// `{scope}`, `{author}`, `{fact}`: a memory entry over the budget a message names.
     pub memory_recalled: String,
     /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).

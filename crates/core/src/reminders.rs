@@ -398,14 +398,26 @@ pub fn unfinished_change(
     turn_id: &str,
     request: &str,
     files_changed: usize,
+    form: ChangeForm,
     texts: &ReminderTexts,
 ) -> Option<Reminder> {
     (files_changed == 0 && asks_for_change(request)).then(|| Reminder {
         key: format!("unfinished:{turn_id}"),
         version: String::new(),
         source: "loop",
-        text: texts.unfinished_change.clone(),
+        text: match form {
+            ChangeForm::Calls => texts.unfinished_change.clone(),
+            ChangeForm::Listings => texts.unfinished_change_listing.clone(),
+        },
     })
+}
+
+/// How the model changes a file, which a reminder to change one names: by `write_file` and
+/// `edit_file` calls, or by a file listing in its reply (`tools.fileListings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeForm {
+    Calls,
+    Listings,
 }
 
 /// How many times a turn `failing_check` makes it go on: enough for a small model to try
@@ -419,14 +431,51 @@ pub fn failing_check(
     turn_id: &str,
     last_check_failed: bool,
     given: usize,
+    form: ChangeForm,
     texts: &ReminderTexts,
 ) -> Option<Reminder> {
     (last_check_failed && given < FAILING_CHECK_REMINDERS).then(|| Reminder {
         key: format!("failing-check:{turn_id}:{given}"),
         version: String::new(),
         source: "loop",
-        text: texts.failing_check.clone(),
+        text: match form {
+            ChangeForm::Calls => texts.failing_check.clone(),
+            ChangeForm::Listings => texts.failing_check_listing.clone(),
+        },
     })
+}
+
+/// The sampling temperature of a fresh attempt: the first is greedy for a small model,
+/// and greedy again it would write the same file.
+pub const FRESH_ATTEMPT_TEMPERATURE: f64 = 0.7;
+
+/// The end of a failed check's report a fresh attempt is told of.
+const FRESH_ATTEMPT_REPORT_CHARS: usize = 1_500;
+
+/// (10) A fresh attempt at a change (`tools.fileListings`): a model that lists files and
+/// whose listing failed the check is asked again without its failed attempt in the request
+/// (the turn's entries after `base`, the user's message, are left out of it) and told how
+/// it failed, sampled at [`FRESH_ATTEMPT_TEMPERATURE`]. Shown its own failed file, the 1.5B
+/// local model wrote it again unchanged (replayed: two samples of three at temperature 1).
+/// The request's entries: `entries[..base]`, then the reminder. The history keeps it all.
+pub fn fresh_attempt(
+    entries: &[crate::history::Entry],
+    base: usize,
+    report: &str,
+    texts: &ReminderTexts,
+) -> (Vec<crate::history::Entry>, Reminder) {
+    let start = report
+        .char_indices()
+        .rev()
+        .nth(FRESH_ATTEMPT_REPORT_CHARS)
+        .map_or(0, |(at, _)| at);
+    let reminder = Reminder {
+        key: String::new(),
+        version: String::new(),
+        source: "loop",
+        text: fill(&texts.fresh_attempt, &[("report", report[start..].trim())]),
+    };
+    (entries[..base.min(entries.len())].to_vec(), reminder)
 }
 
 /// Entries per message that `memory_recalled` brings back.
@@ -466,20 +515,53 @@ mod tests {
     fn a_turn_that_asked_for_a_change_and_made_none_is_reminded() {
         let texts = texts();
         let ask = "Use the above instructions to modify the supplied files: bob.py";
-        assert!(unfinished_change("t1", ask, 0, &texts).is_some());
-        assert!(unfinished_change("t1", ask, 1, &texts).is_none());
-        assert!(unfinished_change("t1", "What does server/src/main.rs do?", 0, &texts).is_none());
+        assert!(unfinished_change("t1", ask, 0, ChangeForm::Calls, &texts).is_some());
+        assert!(unfinished_change("t1", ask, 1, ChangeForm::Calls, &texts).is_none());
+        assert!(unfinished_change(
+            "t1",
+            "What does server/src/main.rs do?",
+            0,
+            ChangeForm::Calls,
+            &texts
+        )
+        .is_none());
     }
 
     #[test]
     fn a_turn_ending_on_a_failing_check_goes_on_twice_at_most() {
         let texts = crate::prompts::Prompts::builtin().reminders;
-        let first = failing_check("t1", true, 0, &texts).unwrap();
-        let second = failing_check("t1", true, 1, &texts).unwrap();
+        let first = failing_check("t1", true, 0, ChangeForm::Calls, &texts).unwrap();
+        let second = failing_check("t1", true, 1, ChangeForm::Listings, &texts).unwrap();
         assert_ne!(first.key, second.key);
         assert!(first.text.contains("fails"));
-        assert!(failing_check("t1", true, FAILING_CHECK_REMINDERS, &texts).is_none());
-        assert!(failing_check("t1", false, 0, &texts).is_none());
+        // To a model that lists files, the reminder asks for a listing, not a call.
+        assert!(first.text.contains("write_file") && !second.text.contains("write_file"));
+        assert!(second.text.contains("fenced block"));
+        assert!(failing_check(
+            "t1",
+            true,
+            FAILING_CHECK_REMINDERS,
+            ChangeForm::Calls,
+            &texts
+        )
+        .is_none());
+        assert!(failing_check("t1", false, 0, ChangeForm::Calls, &texts).is_none());
+        // A fresh attempt leaves the failed one out and says how it failed, its end only.
+        let entries: Vec<Entry> = ["ask", "first try", "its result"]
+            .iter()
+            .map(|text| Entry {
+                item: crate::history::Item::User {
+                    text: text.to_string(),
+                    context: None,
+                },
+                tokens: 1,
+            })
+            .collect();
+        let report = format!("{}E   assert 1 == 2", "x".repeat(5_000));
+        let (view, reminder) = fresh_attempt(&entries, 1, &report, &texts);
+        assert_eq!(view, entries[..1]);
+        assert!(reminder.text.contains("E   assert 1 == 2"));
+        assert!(reminder.text.len() < 2_000);
         // Words, not parts of words: "prefix" is no "fix", "address" no "add".
         assert!(!asks_for_change("What is the prefix of this address?"));
         assert!(asks_for_change("Please fix the failing test."));

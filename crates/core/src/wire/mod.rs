@@ -153,7 +153,7 @@ pub fn body(config: &ProviderConfig, request: &Request<'_>, prompts: &Prompts) -
             if let Some(max) = config.max_output_tokens {
                 body["max_tokens"] = json!(max);
             }
-            if let Some(temperature) = config.temperature {
+            if let Some(temperature) = request.temperature.or(config.temperature) {
                 body["temperature"] = json!(temperature);
             }
             body
@@ -165,7 +165,7 @@ pub fn body(config: &ProviderConfig, request: &Request<'_>, prompts: &Prompts) -
                 .max_output_tokens
                 .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS));
             body["stream"] = json!(true);
-            if let Some(temperature) = config.temperature {
+            if let Some(temperature) = request.temperature.or(config.temperature) {
                 body["temperature"] = json!(temperature);
             }
             body

@@ -8,18 +8,47 @@ use crate::agent::turn::{Call, Stop, Turn};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::registry::Tool;
 use crate::tools::write_file::{WriteFile, WriteFileInput};
+use agentls_core::history::{History, InstructionRole, Item};
 use agentls_core::listings::{self, Listing};
+use agentls_core::prompts::Prompts;
+use agentls_core::reminders;
+
+/// Fresh attempts a turn makes at most: each is a model call and a run of the check.
+const FRESH_ATTEMPTS: usize = 3;
 
 impl Turn {
+    /// A small model asked to change the file it is shown whole (`shows_whole_file`) is
+    /// offered no tools: it answers with the file's listing. Offered tools, the 1.5B local
+    /// model's first call was a read of the file it had just been shown, and after it the
+    /// model described the file instead of changing it (4 exercises of 4 on the bench).
+    pub(in crate::agent::turn) fn listing_only(
+        &self,
+        mut static_context: agentls_core::context::StaticContext,
+        shows_whole_file: bool,
+    ) -> agentls_core::context::StaticContext {
+        let config = self.host().config();
+        if shows_whole_file
+            && config.small_model()
+            && config.file_listings()
+            && agentls_core::reminders::asks_for_change(&self.request)
+        {
+            static_context.tools.clear();
+        }
+        static_context
+    }
+
     /// Writes the listings of `text` that name a file of the workspace or one the user's
-    /// message names; Err is the stop that ended the turn while writing them.
-    pub(in crate::agent::turn) async fn apply_listings(&mut self, text: &str) -> Result<(), Stop> {
+    /// message names; whether there was one, or the stop that ended the turn while writing.
+    pub(in crate::agent::turn) async fn apply_listings(
+        &mut self,
+        text: &str,
+    ) -> Result<bool, Stop> {
         if !self.host().config().file_listings() {
-            return Ok(());
+            return Ok(false);
         }
         let found = listings::find(text);
         if found.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let boundary = PathBoundary {
             roots: self.host().roots(),
@@ -31,7 +60,7 @@ impl Turn {
             }
         }
         if chosen.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let proposed: Vec<String> = (1..=chosen.len()).map(|n| format!("listing{n}")).collect();
         let ids = {
@@ -53,8 +82,61 @@ impl Turn {
             .collect();
         match self.run_calls(&calls).await {
             Some(stop) => Err(stop),
-            None => Ok(()),
+            None => Ok(true),
         }
+    }
+
+    /// After a listing, while the check after the turn's last change fails (a listing
+    /// written the same again is refused and changes nothing): the turn goes on with a
+    /// fresh attempt, [`FRESH_ATTEMPTS`] at most. Whether it goes on.
+    pub(in crate::agent::turn) async fn fresh_attempt(&mut self) -> bool {
+        let Some(report) = self.failed_check.clone() else {
+            return false;
+        };
+        if self.attempt.base.is_none() || self.attempt.fresh >= FRESH_ATTEMPTS {
+            return false;
+        }
+        let end = self.handle.live.lock().await.session.history.len();
+        self.attempt.failed = Some((end, report));
+        self.attempt.fresh += 1;
+        true
+    }
+
+    /// What a request is built from: the history, or during a fresh attempt the history
+    /// without the failed attempt, told how it failed (`reminders::fresh_attempt`), with the
+    /// temperature to sample it at.
+    pub(in crate::agent::turn) fn attempt_view(
+        &self,
+        history: History,
+        prompts: &Prompts,
+    ) -> (History, Option<f64>) {
+        let (Some(base), Some((end, report))) = (self.attempt.base, &self.attempt.failed) else {
+            return (history, None);
+        };
+        let config = self.host().config();
+        let (mut entries, reminder) =
+            reminders::fresh_attempt(history.entries(), base, report, &prompts.reminders);
+        let text = reminders::render(
+            &reminder,
+            prompts,
+            history.tokenizer(),
+            config.reminders.max_tokens,
+        );
+        let item = Item::Instructions {
+            role: InstructionRole::Reminder,
+            text,
+        };
+        entries.push(history.entry_for(item, config.tool_output_limit, prompts));
+        entries.extend(history.entries().iter().skip(*end).cloned());
+        let temperature = config
+            .sampling_temperature()
+            .map_or(reminders::FRESH_ATTEMPT_TEMPERATURE, |t| {
+                t.max(reminders::FRESH_ATTEMPT_TEMPERATURE)
+            });
+        (
+            History::from_entries(history.tokenizer(), entries),
+            Some(temperature),
+        )
     }
 
     /// A listing is applied to a file that exists in the workspace, or to a new one the

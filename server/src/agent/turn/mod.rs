@@ -80,8 +80,13 @@ pub(in crate::agent) struct Turn {
     pub(in crate::agent) request: String,
     /// The unfinished-change reminder was given in this turn.
     pub(in crate::agent) reminded_unfinished: bool,
-    /// Whether the check after this turn's last change failed (`checks.afterEdit`).
-    pub(in crate::agent) last_check_failed: bool,
+    /// The report of the check after this turn's last change, when it failed
+    /// (`checks.afterEdit`).
+    pub(in crate::agent) failed_check: Option<String>,
+    /// Where this turn's attempt at a change starts in the history (after the user's
+    /// message), and where the failed listing it retries ends, with that failure's report:
+    /// the request of a fresh attempt leaves out what lies between (`listings.rs`).
+    pub(in crate::agent) attempt: Attempt,
     /// Failing-check reminders given in this turn (`reminders.failingCheck`).
     pub(in crate::agent) failing_check_reminders: usize,
     /// A hook's `continue: false`: the turn ends after the current calls, with this reason.
@@ -121,6 +126,17 @@ pub(in crate::agent) enum CompactionCheck {
     Helped,
     /// The fill stayed near the threshold: no more compactions in this turn.
     NoRoom,
+}
+
+/// A turn's attempts at a change by file listing (`listings.rs`).
+#[derive(Debug, Default)]
+pub(in crate::agent) struct Attempt {
+    /// The history's length once the user's message was recorded.
+    pub(in crate::agent) base: Option<usize>,
+    /// The history's length after the failed listing, and the check's report.
+    pub(in crate::agent) failed: Option<(usize, String)>,
+    /// Fresh attempts made in this turn.
+    pub(in crate::agent) fresh: usize,
 }
 
 /// A tool call the model asked for.
@@ -184,7 +200,8 @@ impl Turn {
             stop_hook_active: false,
             request: String::new(),
             reminded_unfinished: false,
-            last_check_failed: false,
+            failed_check: None,
+            attempt: Attempt::default(),
             failing_check_reminders: 0,
             halt: None,
             call_started: None,
@@ -362,16 +379,17 @@ impl Turn {
                 inspect::static_context(&inputs),
             )
         };
-        if block
+        let shows_whole_file = block
             .editor
             .as_ref()
-            .is_some_and(|editor| editor.shows_whole_file())
-        {
+            .is_some_and(|editor| editor.shows_whole_file());
+        if shows_whole_file {
             if let Some(active) = &gathered.active {
                 self.note_read_whole(active);
             }
         }
         let static_context = self.offer_tools(static_context, &prompts).await;
+        let static_context = self.listing_only(static_context, shows_whole_file);
         // @mentions: attached as data, within what the editor block left of its budget.
         let mentioned = (self.scope.mentions_from.clone()).unwrap_or_else(|| prompt.text.clone());
         let attachments = self
@@ -393,6 +411,7 @@ impl Turn {
             .unwrap_or_default();
         self.record_prompt(prompt, block.text, &instructions, &config, &model)
             .await?;
+        self.attempt.base = Some(self.handle.live.lock().await.session.history.len());
         self.opened(config, prompts, model, static_context).await
     }
 

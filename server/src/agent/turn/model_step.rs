@@ -48,7 +48,8 @@ impl Turn {
             context_window: window.context_window,
             calibration: agentls_core::tokens::Calibration::default(),
         };
-        let request = {
+        let (history, temperature) = self.attempt_view(history, &opened.prompts);
+        let mut request = {
             let mut cache = self.agent.cache.locked();
             agentls_core::context::assemble(
                 &assembly,
@@ -59,6 +60,7 @@ impl Turn {
                 &mut cache.counts,
             )
         };
+        request.temperature = temperature;
         let estimated = request.total_tokens;
         let used = calibration.apply(estimated);
         self.last_estimate = Some(used);
@@ -212,12 +214,26 @@ impl Turn {
         }
         if reply.calls.is_empty() {
             // A file listing in the text is the call it stands for (`tools.fileListings`).
-            if let Err(stop) = self.apply_listings(&reply.text).await {
-                return Flow::Done(stop);
-            }
-            if let Some(reason) = self.halt.take() {
-                self.warn(format!("a hook stopped the turn: {reason}"));
-                return Flow::Done(Stop::EndTurn);
+            match self.apply_listings(&reply.text).await {
+                Err(stop) => return Flow::Done(stop),
+                Ok(listed) => {
+                    if let Some(reason) = self.halt.take() {
+                        self.warn(format!("a hook stopped the turn: {reason}"));
+                        return Flow::Done(Stop::EndTurn);
+                    }
+                    if listed {
+                        if self.fresh_attempt().await {
+                            return Flow::Next;
+                        }
+                        // Passed, or its fresh attempts spent: the listing ends the turn
+                        // as an answer does (the failing-check reminder would only bring
+                        // the last failed file back).
+                        if self.stop_hooks(&reply.text).await {
+                            return Flow::Next;
+                        }
+                        return Flow::Done(Stop::EndTurn);
+                    }
+                }
             }
             if self.unfinished_change()
                 || self.failing_check()
@@ -251,6 +267,7 @@ impl Turn {
             &self.turn_id,
             &self.request,
             self.changed.len(),
+            config.change_form(),
             &texts,
         ) else {
             return false;
@@ -269,8 +286,9 @@ impl Turn {
         let texts = self.host().prompts().reminders.clone();
         let Some(reminder) = agentls_core::reminders::failing_check(
             &self.turn_id,
-            self.last_check_failed,
+            self.failed_check.is_some(),
             self.failing_check_reminders,
+            self.host().config().change_form(),
             &texts,
         ) else {
             return false;

@@ -23,12 +23,13 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
 const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
 
 /// What the check after a change found: a reason for the turn to go on
-/// (`reminders.failingCheck`), or none. A check that could not run or did not finish is
-/// not a failure of the code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// (`reminders.failingCheck`, a fresh attempt), or none. A check that could not run or did
+/// not finish is not a failure of the code.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::agent) enum CheckVerdict {
     Passed,
-    Failed,
+    /// Its report, as appended to the change's result.
+    Failed(String),
 }
 
 impl Turn {
@@ -105,7 +106,7 @@ impl Turn {
         output.push('\n');
         output.push_str(&verdict);
         let verdict = if failed {
-            CheckVerdict::Failed
+            CheckVerdict::Failed(verdict)
         } else {
             CheckVerdict::Passed
         };

@@ -442,7 +442,10 @@ impl Turn {
         let output = self.output_with_diagnostics(cx, planned, &outcome).await;
         let (output, check) = self.output_with_check(cx, &outcome, output).await;
         if let Some(check) = check {
-            self.last_check_failed = check == CheckVerdict::Failed;
+            self.failed_check = match check {
+                CheckVerdict::Failed(report) => Some(report),
+                CheckVerdict::Passed => None,
+            };
         }
         self.apply_effect(call, command, outcome.effect).await;
         Ok((output, outcome.success))
