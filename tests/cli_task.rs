@@ -10,6 +10,7 @@
 //! - the result line on stderr shows what a call returned;
 //! - a small model is offered the short prompt, four tools and greedy sampling;
 //! - a file listing in the reply (path, fenced block) writes the file, as a call would;
+//! - a listing that fails the check is tried again fresh, without the failed file;
 //! - a turn that ends while the check after its last change fails goes on, twice at most.
 
 mod common;
@@ -625,10 +626,11 @@ async fn a_file_listing_in_the_reply_writes_the_file() {
     assert_eq!(code, 0, "{stderr}");
     let requests = fake.requests();
     assert_eq!(requests.len(), 2, "{stdout}");
-    let failed = tool_output(&requests, "listing1");
+    // The check's failure reached the model (in the fresh attempt's request).
+    let second = requests[1].body["messages"].to_string();
     assert!(
-        failed.contains("bob.py") && failed.contains("FAILED test_bob: expected Fine"),
-        "{failed}"
+        second.contains("FAILED test_bob: expected Fine"),
+        "{second}"
     );
     assert_eq!(
         task.read("bob.py"),
@@ -657,6 +659,62 @@ async fn a_file_listing_in_the_reply_writes_the_file() {
     let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(task.read("bob.py"), STUB);
+}
+
+/// A small model shown the file it is asked to change is offered no tools (it would read
+/// that file again and describe it), and answers with a listing. When the listing fails the
+/// check, the next request leaves the failed file out, says how it failed and samples at
+/// 0.7: shown its failed file, the model writes it again. Three fresh attempts at most.
+#[tokio::test]
+async fn a_failed_listing_is_tried_again_fresh_without_the_failed_file() {
+    let check = "grep -q Fine bob.py || { echo 'FAILED test_bob: expected Fine'; exit 1; }";
+    let listing = |text: &str| {
+        format!("bob.py\n```python\ndef response(hey_bob):\n    return '{text}'\n```\n")
+    };
+    let settings = json!({"provider": {"profile": "small"}, "checks": {"afterEdit": check}});
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    fake.push(FakeProvider::openai_text(&[&listing("Fine.")], None));
+    let (code, stdout, stderr) = task
+        .ask_with(
+            &fake,
+            "Solve bob.py",
+            settings.clone(),
+            None,
+            &["--file", "bob.py"],
+        )
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{stdout}");
+    assert!(
+        requests[0].body.get("tools").is_none(),
+        "{}",
+        requests[0].body
+    );
+    assert_eq!(requests[0].body["temperature"], json!(0.0));
+    let fresh = requests[1].body["messages"].to_string();
+    assert!(!fresh.contains("Whatever."), "{fresh}");
+    assert!(
+        fresh.contains("A fresh attempt") && fresh.contains("expected Fine"),
+        "{fresh}"
+    );
+    assert_eq!(requests[1].body["temperature"], json!(0.7));
+    assert!(task.read("bob.py").contains("Fine."));
+
+    // A listing that never passes: three fresh attempts (the same file again is refused),
+    // then the turn ends.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    for _ in 0..6 {
+        fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    }
+    let (code, _, stderr) = task
+        .ask_with(&fake, "Solve bob.py", settings, None, &["--file", "bob.py"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(fake.requests().len(), 4);
 }
 
 /// The small model's loop on an exercise: read the file, make an edit that changes nothing,

@@ -651,7 +651,7 @@ const KEYS: &[Key] = &[
         doc: KeyDoc {
             ty: r#"boolean"#,
             default: r#"true for a small model (`provider.profile`), else false"#,
-            meaning: r#"a reply that lists a file (a line with its path, then its whole new content in a fenced block) writes it, as the `write_file` call it stands for: asked, checked and recorded like one. Only for an existing file of the workspace or one the user's message names; a block cut by the output limit is never applied. A small model writes better code as text than inside a call's JSON"#,
+            meaning: r#"a reply that lists a file (a line with its path, then its whole new content in a fenced block) writes it, as the `write_file` call it stands for: asked, checked and recorded like one. Only for an existing file of the workspace or one the user's message names; a block cut by the output limit is never applied. When the check after it (`checks.afterEdit`) fails, the turn goes on with a fresh attempt (3 at most): the request leaves the failed attempt out, gives the end of the check's output, and samples at temperature 0.7. Under the small profile, a change asked of the file the editor block shows whole is offered no tools. A small model writes better code as text than inside a call's JSON"#,
         },
         set: |c, v| {
             c.file_listings = Some(boolean(v)?);
