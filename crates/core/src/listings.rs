@@ -113,29 +113,34 @@ fn path_like(word: &str) -> Option<String> {
 /// A block's lines as a file: line numbers copied from a read (`L3: `) left out when every
 /// non-empty line has one; one trailing newline.
 fn content_of(lines: &[&str]) -> String {
-    let numbered = |line: &&str| {
-        line.strip_prefix('L').is_some_and(|rest| {
-            let digits = rest.chars().take_while(char::is_ascii_digit).count();
-            digits > 0 && rest[digits..].starts_with(": ") || digits > 0 && rest[digits..] == *":"
-        })
-    };
-    let strip = !lines.is_empty()
-        && lines.iter().filter(|l| !l.is_empty()).all(numbered)
-        && lines.iter().any(|l| !l.is_empty());
+    let numbered = lines.iter().any(|l| !l.is_empty())
+        && lines
+            .iter()
+            .all(|l| l.is_empty() || read_number(l).is_some());
     let mut content = String::new();
     for line in lines {
-        let line = if strip && !line.is_empty() {
-            let rest = &line[1..];
-            let digits = rest.chars().take_while(char::is_ascii_digit).count();
-            let rest = &rest[digits + 1..];
-            rest.strip_prefix(' ').unwrap_or(rest)
-        } else {
-            line
+        let line = match read_number(line).filter(|_| numbered) {
+            Some(length) => &line[length..],
+            None => line,
         };
         content.push_str(line);
         content.push('\n');
     }
     content
+}
+
+/// The length of `line`'s read line number (`L12: `, or `L12:` on an empty line).
+fn read_number(line: &str) -> Option<usize> {
+    let rest = line.strip_prefix('L')?;
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    match &rest[digits..] {
+        ":" => Some(digits + 2),
+        after if after.starts_with(": ") => Some(digits + 3),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
