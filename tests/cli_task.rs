@@ -639,17 +639,24 @@ async fn a_file_listing_in_the_reply_writes_the_file() {
     assert!(!task.root.join("example.py").exists());
     assert!(stderr.contains("Write bob.py"), "{stderr}");
 
-    // Cut by the output limit: the half file is not written.
+    // Cut by the output limit: the half file is not written, and a fresh attempt is told so.
     let task = Task::new(&[("bob.py", STUB)]);
     let fake = FakeProvider::start().await;
-    fake.push(FakeProvider::openai_text(
-        &["bob.py\n```python\ndef response(hey_bob):\n    return"],
-        None,
-    ));
+    let cut = "bob.py\n```python\ndef response(hey_bob):\n    return 1\n    return 1\n";
+    fake.push(FakeProvider::openai_text(&[cut], None));
+    fake.push(FakeProvider::openai_text(&["I could not."], None));
     let settings = json!({"provider": {"profile": "small"}});
     let (code, _, stderr) = task.ask(&fake, "Solve bob.py", settings, None).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(task.read("bob.py"), STUB);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let fresh = requests[1].body["messages"].to_string();
+    assert!(
+        fresh.contains("cut by the output limit inside the listing of bob.py"),
+        "{fresh}"
+    );
+    assert!(!fresh.contains("return 1"), "{fresh}");
 
     // Off: text only.
     let task = Task::new(&[("bob.py", STUB)]);

@@ -40,6 +40,24 @@ pub fn find(reply: &str) -> Vec<Listing> {
     listings
 }
 
+/// The path of a listing `reply` opens and never closes: a reply cut by the output limit
+/// in the middle of a file (a small model that repeats a block until the limit).
+pub fn cut(reply: &str) -> Option<String> {
+    let lines: Vec<&str> = reply.lines().collect();
+    let mut index = 0;
+    while index < lines.len() {
+        let Some((fence, info)) = opening_fence(lines[index]) else {
+            index += 1;
+            continue;
+        };
+        match (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) {
+            Some(close) => index = close + 1,
+            None => return path_in_info(info).or_else(|| path_before(&lines[..index])),
+        }
+    }
+    None
+}
+
 /// A fence's marker (its character and length) and info string, when `line` opens one.
 fn opening_fence(line: &str) -> Option<((char, usize), &str)> {
     let trimmed = line.trim_start();

@@ -51,6 +51,16 @@ fn an_unclosed_block_is_never_a_listing() {
 }
 
 #[test]
+fn a_listing_left_open_names_its_file() {
+    assert_eq!(
+        cut("a.py\n```\nx = 1\n```\nb.py\n```python\nwhile True:\n    x += 1\n"),
+        Some("b.py".into())
+    );
+    assert_eq!(cut("a.py\n```\nx = 1\n```\n"), None);
+    assert_eq!(cut("```bash\nrun"), None);
+}
+
+#[test]
 fn several_listings_are_found_in_order() {
     let reply = "a.py\n```python\nx = 1\n```\nand\n\nlib/b.rs\n```rust\nfn b() {}\n```\n";
     assert_eq!(

@@ -131,6 +131,8 @@ pub struct ReminderTexts {
     pub failing_check_listing: String,
     /// `{report}`: what a fresh attempt is told of the failed one (`reminders::fresh_attempt`).
     pub fresh_attempt: String,
+    /// `{path}`: the report of a listing cut by the output limit (`listings::cut`).
+    pub listing_cut: String,
     /// `{scope}`, `{author}`, `{fact}`: a memory entry over the budget a message names.
     pub memory_recalled: String,
     /// Risky-pattern rule name → its warning (every rule of `reminders::RISKY` has one).

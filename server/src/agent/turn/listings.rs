@@ -10,11 +10,22 @@ use crate::tools::registry::Tool;
 use crate::tools::write_file::{WriteFile, WriteFileInput};
 use agentls_core::history::{History, InstructionRole, Item};
 use agentls_core::listings::{self, Listing};
-use agentls_core::prompts::Prompts;
+use agentls_core::prompts::{self, Prompts};
 use agentls_core::reminders;
 
 /// Fresh attempts a turn makes at most: each is a model call and a run of the check.
 const FRESH_ATTEMPTS: usize = 3;
+
+/// What a reply's file listings came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(in crate::agent::turn) enum Listed {
+    /// None applied (none found, or none of a file the turn may write).
+    Nothing,
+    /// Applied, each as a `write_file` call.
+    Written,
+    /// The reply ends inside the listing of this file (the output limit): nothing written.
+    Cut(String),
+}
 
 impl Turn {
     /// A small model asked to change the file it is shown whole (`shows_whole_file`) is
@@ -38,17 +49,20 @@ impl Turn {
     }
 
     /// Writes the listings of `text` that name a file of the workspace or one the user's
-    /// message names; whether there was one, or the stop that ended the turn while writing.
+    /// message names: what the reply listed, or the stop that ended the turn while writing.
     pub(in crate::agent::turn) async fn apply_listings(
         &mut self,
         text: &str,
-    ) -> Result<bool, Stop> {
+    ) -> Result<Listed, Stop> {
         if !self.host().config().file_listings() {
-            return Ok(false);
+            return Ok(Listed::Nothing);
+        }
+        if let Some(path) = listings::cut(text) {
+            return Ok(Listed::Cut(path));
         }
         let found = listings::find(text);
         if found.is_empty() {
-            return Ok(false);
+            return Ok(Listed::Nothing);
         }
         let boundary = PathBoundary {
             roots: self.host().roots(),
@@ -60,7 +74,7 @@ impl Turn {
             }
         }
         if chosen.is_empty() {
-            return Ok(false);
+            return Ok(Listed::Nothing);
         }
         let proposed: Vec<String> = (1..=chosen.len()).map(|n| format!("listing{n}")).collect();
         let ids = {
@@ -82,16 +96,24 @@ impl Turn {
             .collect();
         match self.run_calls(&calls).await {
             Some(stop) => Err(stop),
-            None => Ok(true),
+            None => Ok(Listed::Written),
         }
     }
 
-    /// After a listing, while the check after the turn's last change fails (a listing
-    /// written the same again is refused and changes nothing): the turn goes on with a
-    /// fresh attempt, [`FRESH_ATTEMPTS`] at most. Whether it goes on.
-    pub(in crate::agent::turn) async fn fresh_attempt(&mut self) -> bool {
-        let Some(report) = self.failed_check.clone() else {
-            return false;
+    /// After a listing that failed (its check fails, or it was written the same again and
+    /// refused while the check still fails, or it was cut): the turn goes on with a fresh
+    /// attempt, [`FRESH_ATTEMPTS`] at most. Whether it goes on.
+    pub(in crate::agent::turn) async fn fresh_attempt(&mut self, listed: &Listed) -> bool {
+        let report = match listed {
+            Listed::Nothing => return false,
+            Listed::Written => match &self.failed_check {
+                Some(report) => report.clone(),
+                None => return false,
+            },
+            Listed::Cut(path) => prompts::fill(
+                &self.host().prompts().reminders.listing_cut,
+                &[("path", path)],
+            ),
         };
         if self.attempt.base.is_none() || self.attempt.fresh >= FRESH_ATTEMPTS {
             return false;

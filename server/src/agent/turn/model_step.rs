@@ -4,6 +4,7 @@
 //! sends the call again, once).
 
 use crate::agent::compact;
+use crate::agent::turn::listings::Listed;
 use crate::agent::turn::Call;
 use crate::agent::turn::CompactionCheck;
 use crate::agent::turn::Flow;
@@ -221,8 +222,8 @@ impl Turn {
                         self.warn(format!("a hook stopped the turn: {reason}"));
                         return Flow::Done(Stop::EndTurn);
                     }
-                    if listed {
-                        if self.fresh_attempt().await {
+                    if listed != Listed::Nothing {
+                        if self.fresh_attempt(&listed).await {
                             return Flow::Next;
                         }
                         // Passed, or its fresh attempts spent: the listing ends the turn
