@@ -94,13 +94,11 @@ pub enum Event {
     /// `reminder`); its key and version are remembered so it is not shown again.
     Reminder {
         turn_id: String,
-        key: String,
         version: String,
-        source: String,
         entry: Entry,
-        /// The reminder as the editor was shown it (unwrapped), for the transcript.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        text: String,
+        /// Its key, source and text (unwrapped), as the editor was shown it.
+        #[serde(flatten)]
+        shown: crate::updates::ReminderShown,
     },
     /// The session works apart: in a git worktree of the workspace's repository on a
     /// branch of its own (`agent/session/new` with `worktree`), recorded before its first

@@ -170,12 +170,13 @@ impl Session {
             // The ledger's alone (observed above).
             Event::FilesChanged { .. } => {}
             Event::Reminder {
-                key,
+                shown,
                 version,
                 entry,
                 ..
             } => {
-                self.reminders_shown.insert(key.clone(), version.clone());
+                self.reminders_shown
+                    .insert(shown.key.clone(), version.clone());
                 self.history.push_recorded(entry.clone());
                 self.last_usage = None;
             }
@@ -387,13 +388,7 @@ pub fn transcript(events: &[Event], tools: &dyn ToolCatalog) -> Vec<TranscriptIt
                 duration_ms: *duration_ms,
                 message: message.clone(),
             })),
-            Event::Reminder {
-                key, source, text, ..
-            } => items.push(TranscriptItem::Reminder(crate::updates::ReminderShown {
-                key: key.clone(),
-                source: source.clone(),
-                text: text.clone(),
-            })),
+            Event::Reminder { shown, .. } => items.push(TranscriptItem::Reminder(shown.clone())),
             _ => {}
         }
     }
@@ -550,6 +545,27 @@ mod tests {
                 }),
             },
         ]
+    }
+
+    /// The log's `reminder` event carries the update's own type; a log written before it
+    /// kept the reminder's text still loads.
+    #[test]
+    fn the_reminder_event_is_the_updates_type_and_old_logs_still_load() {
+        let old = [
+            r#"{"event":"hook","turnId":"t1","hookEvent":"PreToolUse","command":"./check","outcome":"ok","durationMs":12}"#,
+            r#"{"event":"reminder","turnId":"t1","key":"k1","version":"v1","source":"loop","entry":{"item":{"type":"instructions","role":"reminder","text":"<r>"},"tokens":3}}"#,
+        ];
+        let events: Vec<Event> = old
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let transcript = transcript(&events, &TestTools);
+        let session = Session::replay("s1", &events, TokenizerKind::O200kBase, &TestTools);
+        assert_eq!(
+            session.reminders_shown.get("k1").map(String::as_str),
+            Some("v1")
+        );
+        assert_eq!(transcript.len(), 2, "{transcript:?}");
     }
 
     #[test]

@@ -318,6 +318,9 @@ pub struct HookRun {
 pub struct ReminderShown {
     pub key: String,
     pub source: String,
+    /// Empty in session logs written before the log's `reminder` event kept it.
+    #[serde(default)]
+    #[schemars(required)]
     pub text: String,
 }
 

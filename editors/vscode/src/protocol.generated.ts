@@ -590,6 +590,7 @@ export interface Range {
 export interface ReminderShown {
   key: string;
   source: string;
+  /** Empty in session logs written before the log's `reminder` event kept it. */
   text: string;
 }
 

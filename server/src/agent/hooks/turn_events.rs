@@ -423,23 +423,22 @@ impl Turn {
                     &prompts,
                 )
             };
+            let shown = ReminderShown {
+                key: reminder.key.clone(),
+                source: reminder.source.to_string(),
+                text: reminder.text.clone(),
+            };
             let event = Event::Reminder {
                 turn_id: self.turn_id.clone(),
-                key: reminder.key.clone(),
                 version: reminder.version.clone(),
-                source: reminder.source.to_string(),
                 entry,
-                text: reminder.text.clone(),
+                shown: shown.clone(),
             };
             {
                 let mut live = self.handle.live.lock().await;
                 live.record(&event, Durability::Buffered, Registry::builtin())?;
             }
-            self.update(Update::Reminder(ReminderShown {
-                key: reminder.key.clone(),
-                source: reminder.source.to_string(),
-                text: reminder.text.clone(),
-            }));
+            self.update(Update::Reminder(shown));
         }
         Ok(())
     }
