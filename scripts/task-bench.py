@@ -165,6 +165,9 @@ def agentls_config(args):
             "contextWindow": args.context_window,
             "maxOutputTokens": args.max_output_tokens,
             "timeoutMs": MODEL_CALL_TIMEOUT_S * 1000,
+            # A model named as small (the default 1.5B) gets the small-model profile: file
+            # listings, fresh attempts, no tools for a change to the file in view.
+            "profile": "auto",
         },
         "approval": "full-auto",
         # What ./run gives the small local model (issue 37's harness).

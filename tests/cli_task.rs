@@ -722,6 +722,40 @@ async fn a_failed_listing_is_tried_again_fresh_without_the_failed_file() {
         .await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(fake.requests().len(), 4);
+
+    // The next turn of the session: the model copies its last file from the history, which
+    // is refused as changing nothing; that is a failed attempt too.
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    let no_check = json!({"provider": {"profile": "small"}});
+    let (code, _, stderr) = task
+        .ask_with(&fake, "Solve bob.py", no_check, None, &["--file", "bob.py"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let session = session_of(&stderr);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    fake.push(FakeProvider::openai_text(&[&listing("Fine.")], None));
+    let settings = json!({"provider": {"profile": "small"}, "checks": {"afterEdit": check}});
+    let (code, _, stderr) = task
+        .ask_with(
+            &fake,
+            "Solve bob.py: FAILED test_bob",
+            settings,
+            Some(&session),
+            &["--file", "bob.py"],
+        )
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2);
+    let fresh = requests[1].body["messages"].to_string();
+    assert!(
+        fresh.contains("already holds exactly this content"),
+        "{fresh}"
+    );
+    assert!(task.read("bob.py").contains("Fine."));
 }
 
 /// The small model's loop on an exercise: read the file, make an edit that changes nothing,

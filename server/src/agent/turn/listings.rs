@@ -4,7 +4,7 @@
 //! (hooks, the approval gate with its diff, the check after the change, the ledger), so a
 //! listing is asked, refused and recorded exactly like a call the model made.
 
-use crate::agent::turn::{Call, Stop, Turn};
+use crate::agent::turn::{Call, Flow, Stop, Turn};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::registry::Tool;
 use crate::tools::write_file::{WriteFile, WriteFileInput};
@@ -18,11 +18,11 @@ const FRESH_ATTEMPTS: usize = 3;
 
 /// What a reply's file listings came to.
 #[derive(Debug, PartialEq, Eq)]
-pub(in crate::agent::turn) enum Listed {
+enum Listed {
     /// None applied (none found, or none of a file the turn may write).
     Nothing,
-    /// Applied, each as a `write_file` call.
-    Written,
+    /// Applied, each as a `write_file` call; the output of the first that failed.
+    Written { refused: Option<String> },
     /// The reply ends inside the listing of this file (the output limit): nothing written.
     Cut(String),
 }
@@ -48,12 +48,30 @@ impl Turn {
         static_context
     }
 
+    /// A reply's listings written, then a fresh attempt, or the turn's end as after an
+    /// answer (the failing-check reminder would only bring the last failed file back);
+    /// None when the reply listed nothing.
+    pub(in crate::agent::turn) async fn take_listings(&mut self, text: &str) -> Option<Flow> {
+        let listed = match self.apply_listings(text).await {
+            Ok(listed) => listed,
+            Err(stop) => return Some(Flow::Done(stop)),
+        };
+        if listed == Listed::Nothing {
+            return None;
+        }
+        if let Some(reason) = self.halt.take() {
+            self.warn(format!("a hook stopped the turn: {reason}"));
+            return Some(Flow::Done(Stop::EndTurn));
+        }
+        if self.fresh_attempt(&listed).await || self.stop_hooks(text).await {
+            return Some(Flow::Next);
+        }
+        Some(Flow::Done(Stop::EndTurn))
+    }
+
     /// Writes the listings of `text` that name a file of the workspace or one the user's
     /// message names: what the reply listed, or the stop that ended the turn while writing.
-    pub(in crate::agent::turn) async fn apply_listings(
-        &mut self,
-        text: &str,
-    ) -> Result<Listed, Stop> {
+    async fn apply_listings(&mut self, text: &str) -> Result<Listed, Stop> {
         if !self.host().config().file_listings() {
             return Ok(Listed::Nothing);
         }
@@ -96,19 +114,44 @@ impl Turn {
             .collect();
         match self.run_calls(&calls).await {
             Some(stop) => Err(stop),
-            None => Ok(Listed::Written),
+            None => Ok(Listed::Written {
+                refused: self.refused_output(&calls).await,
+            }),
         }
+    }
+
+    /// The recorded output of the first of `calls` that failed.
+    async fn refused_output(&self, calls: &[Call]) -> Option<String> {
+        let live = self.handle.live.lock().await;
+        live.session
+            .history
+            .entries()
+            .iter()
+            .rev()
+            .take(calls.len() * 2)
+            .filter_map(|entry| match &entry.item {
+                Item::ToolOutput {
+                    call_id,
+                    content,
+                    success: false,
+                    ..
+                } if calls.iter().any(|call| &call.id == call_id) => Some(content.clone()),
+                _ => None,
+            })
+            .last()
     }
 
     /// After a listing that failed (its check fails, or it was written the same again and
     /// refused while the check still fails, or it was cut): the turn goes on with a fresh
     /// attempt, [`FRESH_ATTEMPTS`] at most. Whether it goes on.
-    pub(in crate::agent::turn) async fn fresh_attempt(&mut self, listed: &Listed) -> bool {
+    async fn fresh_attempt(&mut self, listed: &Listed) -> bool {
         let report = match listed {
             Listed::Nothing => return false,
-            Listed::Written => match &self.failed_check {
-                Some(report) => report.clone(),
-                None => return false,
+            // The check's failure; else a write refused (the file as it already is: a
+            // small model copies its last failed file from an earlier turn).
+            Listed::Written { refused } => match (&self.failed_check, refused) {
+                (Some(report), _) | (None, Some(report)) => report.clone(),
+                (None, None) => return false,
             },
             Listed::Cut(path) => prompts::fill(
                 &self.host().prompts().reminders.listing_cut,

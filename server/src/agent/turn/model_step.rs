@@ -4,7 +4,6 @@
 //! sends the call again, once).
 
 use crate::agent::compact;
-use crate::agent::turn::listings::Listed;
 use crate::agent::turn::Call;
 use crate::agent::turn::CompactionCheck;
 use crate::agent::turn::Flow;
@@ -215,26 +214,8 @@ impl Turn {
         }
         if reply.calls.is_empty() {
             // A file listing in the text is the call it stands for (`tools.fileListings`).
-            match self.apply_listings(&reply.text).await {
-                Err(stop) => return Flow::Done(stop),
-                Ok(listed) => {
-                    if let Some(reason) = self.halt.take() {
-                        self.warn(format!("a hook stopped the turn: {reason}"));
-                        return Flow::Done(Stop::EndTurn);
-                    }
-                    if listed != Listed::Nothing {
-                        if self.fresh_attempt(&listed).await {
-                            return Flow::Next;
-                        }
-                        // Passed, or its fresh attempts spent: the listing ends the turn
-                        // as an answer does (the failing-check reminder would only bring
-                        // the last failed file back).
-                        if self.stop_hooks(&reply.text).await {
-                            return Flow::Next;
-                        }
-                        return Flow::Done(Stop::EndTurn);
-                    }
-                }
+            if let Some(flow) = self.take_listings(&reply.text).await {
+                return flow;
             }
             if self.unfinished_change()
                 || self.failing_check()
