@@ -138,7 +138,7 @@ impl Turn {
                 } if calls.iter().any(|call| &call.id == call_id) => Some(content.clone()),
                 _ => None,
             })
-            .last()
+            .next_back()
     }
 
     /// After a listing that failed (its check fails, or it was written the same again and
