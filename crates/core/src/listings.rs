@@ -17,6 +17,17 @@ pub struct Listing {
 /// every line of a block starts with a read's line number (`L12: `), the numbers are left
 /// out (a small model copies them from the editor block).
 pub fn find(reply: &str) -> Vec<Listing> {
+    scan(reply).0
+}
+
+/// The path of a listing `reply` opens and never closes: a reply cut by the output limit
+/// in the middle of a file (a small model that repeats a block until the limit).
+pub fn cut(reply: &str) -> Option<String> {
+    scan(reply).1
+}
+
+/// One walk over the fences: the closed listings, and the path of one left open.
+fn scan(reply: &str) -> (Vec<Listing>, Option<String>) {
     let lines: Vec<&str> = reply.lines().collect();
     let mut listings = Vec::new();
     let mut index = 0;
@@ -25,10 +36,10 @@ pub fn find(reply: &str) -> Vec<Listing> {
             index += 1;
             continue;
         };
-        let Some(close) = (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) else {
-            break;
-        };
         let path = path_in_info(info).or_else(|| path_before(&lines[..index]));
+        let Some(close) = (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) else {
+            return (listings, path);
+        };
         if let Some(path) = path {
             listings.push(Listing {
                 path,
@@ -37,25 +48,7 @@ pub fn find(reply: &str) -> Vec<Listing> {
         }
         index = close + 1;
     }
-    listings
-}
-
-/// The path of a listing `reply` opens and never closes: a reply cut by the output limit
-/// in the middle of a file (a small model that repeats a block until the limit).
-pub fn cut(reply: &str) -> Option<String> {
-    let lines: Vec<&str> = reply.lines().collect();
-    let mut index = 0;
-    while index < lines.len() {
-        let Some((fence, info)) = opening_fence(lines[index]) else {
-            index += 1;
-            continue;
-        };
-        match (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) {
-            Some(close) => index = close + 1,
-            None => return path_in_info(info).or_else(|| path_before(&lines[..index])),
-        }
-    }
-    None
+    (listings, None)
 }
 
 /// A fence's marker (its character and length) and info string, when `line` opens one.
