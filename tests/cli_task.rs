@@ -758,6 +758,94 @@ async fn a_failed_listing_is_tried_again_fresh_without_the_failed_file() {
     assert!(task.read("bob.py").contains("Fine."));
 }
 
+/// A small model asked to change the file it is shown whole gets that file's tests attached
+/// (it is offered no tools to read them): the names, values and messages the code must
+/// have, once a session. A question attaches nothing, nor does `editorContext.attachTests:
+/// false`.
+#[tokio::test]
+async fn a_change_to_the_active_file_attaches_its_tests() {
+    let tests = "from bob import response\n\ndef test_shout():\n    assert response('HEY') == 'Whoa, chill out!'\n";
+    let cases = [
+        ("Solve bob.py", None, true),
+        ("What does bob.py hold?", None, false),
+        ("Solve bob.py", Some(false), false),
+    ];
+    for (prompt, attach_tests, attached) in cases {
+        let task = Task::new(&[("bob.py", STUB), ("bob_test.py", tests)]);
+        let fake = FakeProvider::start().await;
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        let settings = json!({
+            "provider": {"profile": "small"},
+            "checks": {"afterEdit": "off"},
+            "editorContext": {"attachTests": attach_tests},
+        });
+        let (code, _, stderr) = task
+            .ask_with(&fake, prompt, settings, None, &["--file", "bob.py"])
+            .await;
+        assert_eq!(code, 0, "{stderr}");
+        let first = fake.requests()[0].body["messages"].to_string();
+        assert_eq!(
+            first.contains("bob_test.py") && first.contains("Whoa, chill out!"),
+            attached,
+            "{prompt}: {first}"
+        );
+        if !attached {
+            continue;
+        }
+        // The next change request of the session: the model has them already.
+        let session = session_of(&stderr);
+        let fake = FakeProvider::start().await;
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        let settings = json!({"provider": {"profile": "small"}, "checks": {"afterEdit": "off"}});
+        let (code, _, stderr) = task
+            .ask_with(
+                &fake,
+                "Fix bob.py",
+                settings,
+                Some(&session),
+                &["--file", "bob.py"],
+            )
+            .await;
+        assert_eq!(code, 0, "{stderr}");
+        let next = fake.requests()[0].body["messages"].to_string();
+        assert_eq!(next.matches("Whoa, chill out!").count(), 1, "{next}");
+    }
+}
+
+/// A listing whose check never finishes (the model's code loops forever) is a failed
+/// attempt like one whose check fails: the check is stopped at `checks.timeoutMs`, and the
+/// fresh attempt is told it did not finish.
+#[tokio::test]
+async fn a_check_that_does_not_finish_is_a_failed_attempt() {
+    let check = "grep -q Fine bob.py || sleep 600";
+    let listing = |text: &str| {
+        format!("bob.py\n```python\ndef response(hey_bob):\n    return '{text}'\n```\n")
+    };
+    let settings = json!({
+        "provider": {"profile": "small"},
+        "checks": {"afterEdit": check, "timeoutMs": 1000},
+    });
+    let task = Task::new(&[("bob.py", STUB)]);
+    let fake = FakeProvider::start().await;
+    fake.push(FakeProvider::openai_text(&[&listing("Whatever.")], None));
+    fake.push(FakeProvider::openai_text(&[&listing("Fine.")], None));
+    let (code, stdout, stderr) = task
+        .ask_with(&fake, "Solve bob.py", settings, None, &["--file", "bob.py"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "{stdout}");
+    let fresh = requests[1].body["messages"].to_string();
+    assert!(
+        fresh.contains("A fresh attempt") && fresh.contains("did not finish in 1 s"),
+        "{fresh}"
+    );
+    assert!(!fresh.contains("Whatever."), "{fresh}");
+    assert!(task.read("bob.py").contains("Fine."));
+}
+
 /// The small model's loop on an exercise: read the file, make an edit that changes nothing,
 /// read it again, the same edit again… Each call repeats with the same result though never
 /// twice in a row: the model is reminded at the third, and the turn stops at the fifth

@@ -39,6 +39,8 @@ pub struct Config {
     pub memory_max_tokens: usize,
     /// `editorContext.wholeFileMaxTokens`: a smaller active file is shown whole (0: never).
     pub editor_whole_file_max_tokens: usize,
+    /// `editorContext.attachTests`: configured, else for a small model (`Config::attach_tests`).
+    pub attach_tests: Option<bool>,
     /// `context.repoMap.maxTokens`: budget of the repository map in the system message
     /// (0: no map).
     pub repo_map_max_tokens: usize,
@@ -107,6 +109,8 @@ pub struct Config {
     /// `checks.afterEdit`: what runs after each change the model makes, its failure appended
     /// to the change's result.
     pub after_edit: crate::checks::AfterEdit,
+    /// `checks.timeoutMs`: how long a check may run before it is stopped (and fails).
+    pub check_timeout_ms: u64,
     /// `permissions.{allow, ask, deny}`: the user's standing rules (`permission_rules`).
     pub permissions: crate::permission_rules::PermissionLists,
     /// `permissions.rememberAlways`: `"workspace"` also keeps an "always" answer as a rule
@@ -178,6 +182,11 @@ impl Config {
         self.file_listings.unwrap_or_else(|| self.small_model())
     }
 
+    /// Whether a change asked of the active file attaches its tests (`checks::tests_of`).
+    pub fn attach_tests(&self) -> bool {
+        self.attach_tests.unwrap_or_else(|| self.small_model())
+    }
+
     /// How the model is told to change a file (`reminders::ChangeForm`).
     pub fn change_form(&self) -> crate::reminders::ChangeForm {
         if self.file_listings() {
@@ -209,6 +218,7 @@ impl Default for Config {
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
             editor_whole_file_max_tokens: editor_context::WHOLE_FILE_MAX_TOKENS,
+            attach_tests: None,
             memory_enabled: true,
             memory_max_tokens: 2_000,
             repo_map_max_tokens: 0,
@@ -244,6 +254,7 @@ impl Default for Config {
             read_before_write: true,
             file_listings: None,
             after_edit: crate::checks::AfterEdit::default(),
+            check_timeout_ms: 90_000,
             permissions: crate::permission_rules::PermissionLists::default(),
             remember_always_in_workspace: false,
         }
@@ -408,6 +419,19 @@ const KEYS: &[Key] = &[
             Ok(())
         },
         keep: |c, p| c.editor_whole_file_max_tokens = p.editor_whole_file_max_tokens,
+    },
+    Key {
+        path: "editorContext.attachTests",
+        doc: KeyDoc {
+            ty: r#"boolean"#,
+            default: r#"true for a small model (`provider.profile`), else false"#,
+            meaning: r#"a request to change the active file, shown whole in the editor block, also attaches that file's tests as an `@` mention would (`NAME_test.py` or `test_NAME.py` beside it or in `tests/`, `NAME.test.ts`/`.spec.ts`/`.js`, `NAME_test.go`), within the block's budget: the tests say the names, values and error messages the code must have. A small model offered no tools for the change could not read them"#,
+        },
+        set: |c, v| {
+            c.attach_tests = Some(boolean(v)?);
+            Ok(())
+        },
+        keep: |c, p| c.attach_tests = p.attach_tests,
     },
     Key {
         path: "memory.enabled",
@@ -664,13 +688,26 @@ const KEYS: &[Key] = &[
         doc: KeyDoc {
             ty: r#"`"auto"` \| `"off"` \| command line"#,
             default: r#"`"auto"`"#,
-            meaning: r#"after each `edit_file`/`write_file` that changed a file, this command runs in the workspace (in the command sandbox, 90 s at most) and its verdict is appended to the change's result: `[check after this change: `CMD` passed]`, or `failed (exit N)` with the last 60 lines of its output. `auto`: only where no editor reports diagnostics (the CLI, ACP, an LSP client without `editorDiagnostics`), and only a known check: `python3 -m pytest -x -q --tb=long -p no:cacheprovider` after a change to a `.py` file in a project with pytest-style tests (`test_*.py`, `*_test.py`, `tests/`) in its top two levels. It runs only where the session's approval rules would run that command without asking (`full-auto`, or an "always" answer for it)"#,
+            meaning: r#"after each `edit_file`/`write_file` that changed a file, this command runs in the workspace (in the command sandbox, `checks.timeoutMs` at most) and its verdict is appended to the change's result: `[check after this change: `CMD` passed]`, or `failed (exit N)` (or `did not finish in N s`) with the last 60 lines of its output. `auto`: only where no editor reports diagnostics (the CLI, ACP, an LSP client without `editorDiagnostics`), and only a known check: `python3 -m pytest -x -q --tb=long -p no:cacheprovider` after a change to a `.py` file in a project with pytest-style tests (`test_*.py`, `*_test.py`, `tests/`) in its top two levels. It runs only where the session's approval rules would run that command without asking (`full-auto`, or an "always" answer for it)"#,
         },
         set: |c, v| {
             c.after_edit = crate::checks::AfterEdit::parse(v)?;
             Ok(())
         },
         keep: |c, p| c.after_edit = p.after_edit.clone(),
+    },
+    Key {
+        path: "checks.timeoutMs",
+        doc: KeyDoc {
+            ty: r#"integer > 0"#,
+            default: r#"90000"#,
+            meaning: r#"how long the check after a change may run; past it the check is stopped and counts as failing (nothing shows the change works; after a small change the usual cause is code that never returns): the model is told it did not finish, with the end of its output"#,
+        },
+        set: |c, v| {
+            c.check_timeout_ms = positive_integer(v)? as u64;
+            Ok(())
+        },
+        keep: |c, p| c.check_timeout_ms = p.check_timeout_ms,
     },
     Key {
         path: "maxSteps",

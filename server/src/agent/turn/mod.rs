@@ -390,10 +390,12 @@ impl Turn {
         }
         let static_context = self.offer_tools(static_context, &prompts).await;
         let static_context = self.listing_only(static_context, shows_whole_file);
-        // @mentions: attached as data, within what the editor block left of its budget.
+        // @mentions (and the active file's tests): attached as data, within what the editor
+        // block left of its budget.
         let mentioned = (self.scope.mentions_from.clone()).unwrap_or_else(|| prompt.text.clone());
+        let tests = self.tests_to_attach(gathered.active.as_ref(), shows_whole_file);
         let attachments = self
-            .attachments(&mentioned, &block, &config, &prompts)
+            .attachments(&mentioned, tests, &block, &config, &prompts)
             .await;
         if !attachments.is_empty() {
             block.text.push_str("\n\n");

@@ -63,7 +63,13 @@ impl Turn {
                 editor: None,
             };
             let attached = self
-                .attachments(&steering.text, &no_block, &opened.config, &opened.prompts)
+                .attachments(
+                    &steering.text,
+                    None,
+                    &no_block,
+                    &opened.config,
+                    &opened.prompts,
+                )
                 .await;
             let item = Item::User {
                 text,

@@ -17,14 +17,12 @@ use crate::tools::registry::{Effect, ToolContext, ToolOutcome};
 use crate::tools::shell::run_shell;
 use crate::tools::shell_process::ChildSetup;
 
-/// How long a check may run; past it the model is told it did not finish.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
 /// A check's output kept in memory (its end is what the model reads).
 const CHECK_OUTPUT_BYTES: usize = 256 * 1024;
 
 /// What the check after a change found: a reason for the turn to go on
-/// (`reminders.failingCheck`, a fresh attempt), or none. A check that could not run or did
-/// not finish is not a failure of the code.
+/// (`reminders.failingCheck`, a fresh attempt), or none. A check that could not run is not
+/// a failure of the code; one stopped at `checks.timeoutMs` is (`checks::failed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::agent) enum CheckVerdict {
     Passed,
@@ -70,10 +68,11 @@ impl Turn {
         {
             return (output, None);
         }
+        let limit = Duration::from_millis(self.host().config().check_timeout_ms);
         let ran = run_shell(
             &command,
             root,
-            CHECK_TIMEOUT,
+            limit,
             CHECK_OUTPUT_BYTES,
             |_: &str| {},
             &cx.cancel,
@@ -85,7 +84,12 @@ impl Turn {
         .await;
         let (verdict, failed) = match ran {
             Ok(ran) => (
-                checks::report(&command, ran.exit_code, ran.timed_out, &ran.output),
+                checks::report(
+                    &command,
+                    ran.exit_code,
+                    ran.timed_out.then_some(limit),
+                    &ran.output,
+                ),
                 checks::failed(ran.exit_code, ran.timed_out, &command),
             ),
             Err(err) => (

@@ -6,21 +6,24 @@ use crate::tools::read_file;
 
 use crate::tools::boundary::PathBoundary;
 use agentls_core::attachments::{attachment_block, MentionedFile};
+use agentls_core::history::Item;
 use agentls_core::mcp::resources::resource_mention;
 use agentls_core::prompt_text;
 use agentls_core::updates::Update;
 
 impl Turn {
-    /// Fetches `@path` mentions as untrusted data within the editor budget left.
+    /// Fetches `@path` mentions, and the file `also` as if it were mentioned, as untrusted
+    /// data within the editor budget left.
     pub(in crate::agent) async fn attachments(
         &mut self,
         text: &str,
+        also: Option<String>,
         block: &agentls_core::context::TurnBlock,
         config: &agentls_core::config::Config,
         prompts: &agentls_core::prompts::Prompts,
     ) -> String {
         let mentions = prompt_text::mentions(text);
-        if mentions.is_empty() {
+        if mentions.is_empty() && also.is_none() {
             return String::new();
         }
         let workspace = PathBoundary {
@@ -56,6 +59,21 @@ impl Turn {
                 read_files.push((mention, display, content, None));
             }
         }
+        if let Some(path) = also.filter(|p| !read_files.iter().any(|(m, ..)| &m.path == p)) {
+            let mention = prompt_text::Mention {
+                path,
+                lines: None,
+                span: 0..0,
+            };
+            if let Some((display, content)) =
+                self.read_mentioned(&mention, &workspace, &servers).await
+            {
+                // Attached once: the model still has it from an earlier turn.
+                if !self.history_holds(&content).await {
+                    read_files.push((mention, display, content, None));
+                }
+            }
+        }
         let files: Vec<MentionedFile<'_>> = read_files
             .iter()
             .map(|(mention, display, content, server)| MentionedFile {
@@ -74,6 +92,40 @@ impl Turn {
             )));
         }
         attached.text
+    }
+
+    /// `editorContext.attachTests`: for a change asked of the active file the editor block
+    /// shows whole, that file's tests (`checks::tests_of`), to attach as if mentioned: they
+    /// hold the names, values and messages the code must have, and a small model offered no
+    /// tools for the change (`listing_only`) could not read them.
+    pub(in crate::agent) fn tests_to_attach(
+        &self,
+        active: Option<&agentls_core::inspect::ActiveDocument>,
+        shows_whole_file: bool,
+    ) -> Option<String> {
+        let config = self.host().config();
+        if !(shows_whole_file
+            && config.attach_tests()
+            && agentls_core::reminders::asks_for_change(&self.request))
+        {
+            return None;
+        }
+        let workspace = PathBoundary {
+            roots: self.host().roots(),
+        };
+        agentls_core::checks::tests_of(&active?.display_path, |candidate| {
+            workspace
+                .resolve(candidate)
+                .is_ok_and(|path| path.is_file())
+        })
+    }
+
+    /// Whether a user message of the history (its context block) holds `text`.
+    async fn history_holds(&self, text: &str) -> bool {
+        let live = self.handle.live.lock().await;
+        live.session.history.entries().iter().any(|entry| {
+            matches!(&entry.item, Item::User { context: Some(context), .. } if context.contains(text))
+        })
     }
 
     /// A mentioned workspace file read as `read_file` reads it (an open buffer with its
