@@ -707,6 +707,7 @@ async fn a_failed_listing_is_tried_again_fresh_without_the_failed_file() {
         fresh.contains("A fresh attempt") && fresh.contains("expected Fine"),
         "{fresh}"
     );
+    assert!(fresh.contains("Write bob.py again"), "{fresh}");
     assert_eq!(requests[1].body["temperature"], json!(0.7));
     assert!(task.read("bob.py").contains("Fine."));
 
@@ -811,6 +812,36 @@ async fn a_change_to_the_active_file_attaches_its_tests() {
         assert_eq!(code, 0, "{stderr}");
         let next = fake.requests()[0].body["messages"].to_string();
         assert_eq!(next.matches("Whoa, chill out!").count(), 1, "{next}");
+    }
+}
+
+/// The small model often lists the file it was asked to change under no path, or under the
+/// name of its prompt's example: a block that defines every function the file in view (shown
+/// whole) defines is that file. A snippet that only calls them writes nothing.
+#[tokio::test]
+async fn a_block_under_no_path_or_a_made_up_one_is_the_file_in_view() {
+    let solved = "def response(hey_bob):\n    return 'Fine.'\n";
+    let replies = [
+        (format!("Here it is:\n```python\n{solved}```\n"), true),
+        (format!("greeting.py\n```python\n{solved}```\n"), true),
+        (
+            "Use it so:\n```python\nprint(response('Hi'))\n```\n".to_string(),
+            false,
+        ),
+    ];
+    for (reply, writes) in replies {
+        let task = Task::new(&[("bob.py", STUB)]);
+        let fake = FakeProvider::start().await;
+        fake.push(FakeProvider::openai_text(&[&reply], None));
+        fake.push(FakeProvider::openai_text(&["Done."], None));
+        let settings = json!({"provider": {"profile": "small"}, "checks": {"afterEdit": "off"}});
+        let (code, _, stderr) = task
+            .ask_with(&fake, "Solve bob.py", settings, None, &["--file", "bob.py"])
+            .await;
+        assert_eq!(code, 0, "{stderr}");
+        let expected = if writes { solved } else { STUB };
+        assert_eq!(task.read("bob.py"), expected, "{reply}");
+        assert!(!task.root.join("greeting.py").exists());
     }
 }
 

@@ -17,7 +17,68 @@ pub struct Listing {
 /// every line of a block starts with a read's line number (`L12: `), the numbers are left
 /// out (a small model copies them from the editor block).
 pub fn find(reply: &str) -> Vec<Listing> {
+    blocks(reply)
+        .into_iter()
+        .filter_map(|block| {
+            Some(Listing {
+                path: block.path?,
+                content: block.content,
+            })
+        })
+        .collect()
+}
+
+/// A closed fenced block of a reply: its content, and the path it is listed under, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub path: Option<String>,
+    pub content: String,
+}
+
+/// Every closed fenced block of `reply`, in order, with its path where it has one (what
+/// [`find`] keeps), content as in [`find`].
+pub fn blocks(reply: &str) -> Vec<Block> {
     scan(reply).0
+}
+
+/// Whether `content` is a whole new version of `original` (the file as the turn found it):
+/// it defines every top-level function and class `original` defines, and `original` defines
+/// some. A small model often lists the file it was asked to change under no path, or under
+/// the example's name from its prompt; a block that keeps the file's names is that file
+/// (what Aider does with a block of no known name when one file is in the chat). An example
+/// or a snippet that calls the functions does not define them.
+pub fn keeps_definitions(content: &str, original: &str) -> bool {
+    let wanted = top_level_definitions(original);
+    let found = top_level_definitions(content);
+    !wanted.is_empty() && wanted.iter().all(|name| found.contains(name))
+}
+
+/// The names a file defines at its top level, read from lines that start a definition at
+/// column 0 (Python, Rust, JavaScript and TypeScript, Go).
+fn top_level_definitions(text: &str) -> Vec<&str> {
+    const STARTS: [&str; 12] = [
+        "def ",
+        "async def ",
+        "class ",
+        "fn ",
+        "pub fn ",
+        "pub struct ",
+        "struct ",
+        "function ",
+        "export function ",
+        "export class ",
+        "export default function ",
+        "func ",
+    ];
+    text.lines()
+        .filter_map(|line| STARTS.iter().find_map(|start| line.strip_prefix(start)))
+        .filter_map(|rest| {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| &rest[..end])
+        })
+        .collect()
 }
 
 /// The path of a listing `reply` opens and never closes: a reply cut by the output limit
@@ -27,7 +88,7 @@ pub fn cut(reply: &str) -> Option<String> {
 }
 
 /// One walk over the fences: the closed listings, and the path of one left open.
-fn scan(reply: &str) -> (Vec<Listing>, Option<String>) {
+fn scan(reply: &str) -> (Vec<Block>, Option<String>) {
     let lines: Vec<&str> = reply.lines().collect();
     let mut listings = Vec::new();
     let mut index = 0;
@@ -40,12 +101,10 @@ fn scan(reply: &str) -> (Vec<Listing>, Option<String>) {
         let Some(close) = (index + 1..lines.len()).find(|&i| closes(lines[i], fence)) else {
             return (listings, path);
         };
-        if let Some(path) = path {
-            listings.push(Listing {
-                path,
-                content: content_of(&lines[index + 1..close]),
-            });
-        }
+        listings.push(Block {
+            path,
+            content: content_of(&lines[index + 1..close]),
+        });
         index = close + 1;
     }
     (listings, None)

@@ -97,3 +97,41 @@ fn read_line_numbers_copied_into_every_line_are_left_out() {
 fn an_empty_block_is_an_empty_file() {
     assert_eq!(find("a.py\n```\n```"), vec![listing("a.py", "")]);
 }
+
+#[test]
+fn a_block_under_no_path_is_a_block_and_names_no_file() {
+    let reply = "Here it is:\n```python\ndef f():\n    return 1\n```\nb.py\n```\nx = 2\n```\n";
+    assert_eq!(
+        blocks(reply),
+        vec![
+            Block {
+                path: None,
+                content: "def f():\n    return 1\n".into()
+            },
+            Block {
+                path: Some("b.py".into()),
+                content: "x = 2\n".into()
+            },
+        ]
+    );
+    assert_eq!(find(reply), vec![listing("b.py", "x = 2\n")]);
+}
+
+#[test]
+fn a_block_that_defines_the_file_s_names_is_a_new_version_of_it() {
+    let stub = "def simulate_game(player_a, player_b):\n    pass\n\nclass Deck:\n    pass\n";
+    let whole = "import itertools\n\nclass Deck:\n    cards = []\n\ndef simulate_game(a, b):\n    return {}\n";
+    assert!(keeps_definitions(whole, stub));
+    // A snippet that calls the function, or one that drops a name, is not the file.
+    assert!(!keeps_definitions("print(simulate_game([], []))\n", stub));
+    assert!(!keeps_definitions(
+        "def simulate_game(a, b):\n    return {}\n",
+        stub
+    ));
+    // A file that defines nothing at its top level has no version to recognize.
+    assert!(!keeps_definitions("x = 1\n", "x = 0\n"));
+    assert!(keeps_definitions(
+        "pub fn run() {}\n",
+        "pub fn run() {\n    todo!()\n}\n"
+    ));
+}

@@ -129,7 +129,8 @@ pub struct ReminderTexts {
     pub failing_check: String,
     /// The same, to a model that changes files by listing them.
     pub failing_check_listing: String,
-    /// `{report}`: what a fresh attempt is told of the failed one (`reminders::fresh_attempt`).
+    /// `{path}`, `{report}`: what a fresh attempt is told of the failed one
+    /// (`reminders::fresh_attempt`).
     pub fresh_attempt: String,
     /// `{path}`: the report of a listing cut by the output limit (`listings::cut`).
     pub listing_cut: String,

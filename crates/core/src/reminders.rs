@@ -457,10 +457,13 @@ const FRESH_ATTEMPT_REPORT_CHARS: usize = 1_500;
 /// (the turn's entries after `base`, the user's message, are left out of it) and told how
 /// it failed, sampled at [`FRESH_ATTEMPT_TEMPERATURE`]. Shown its own failed file, the 1.5B
 /// local model wrote it again unchanged (replayed: two samples of three at temperature 1).
-/// The request's entries: `entries[..base]`, then the reminder. The history keeps it all.
+/// The reminder names the file (`path`): left with no listing in view but its prompt's
+/// example, the model listed the example's file instead. The request's entries:
+/// `entries[..base]`, then the reminder. The history keeps it all.
 pub fn fresh_attempt(
     entries: &[crate::history::Entry],
     base: usize,
+    path: &str,
     report: &str,
     texts: &ReminderTexts,
 ) -> (Vec<crate::history::Entry>, Reminder) {
@@ -473,7 +476,10 @@ pub fn fresh_attempt(
         key: String::new(),
         version: String::new(),
         source: "loop",
-        text: fill(&texts.fresh_attempt, &[("report", report[start..].trim())]),
+        text: fill(
+            &texts.fresh_attempt,
+            &[("path", path), ("report", report[start..].trim())],
+        ),
     };
     (entries[..base.min(entries.len())].to_vec(), reminder)
 }
@@ -558,9 +564,14 @@ mod tests {
             })
             .collect();
         let report = format!("{}E   assert 1 == 2", "x".repeat(5_000));
-        let (view, reminder) = fresh_attempt(&entries, 1, &report, &texts);
+        let (view, reminder) = fresh_attempt(&entries, 1, "camicia.py", &report, &texts);
         assert_eq!(view, entries[..1]);
         assert!(reminder.text.contains("E   assert 1 == 2"));
+        assert!(
+            reminder.text.contains("\ncamicia.py\n```"),
+            "{}",
+            reminder.text
+        );
         assert!(reminder.text.len() < 2_000);
         // Words, not parts of words: "prefix" is no "fix", "address" no "add".
         assert!(!asks_for_change("What is the prefix of this address?"));

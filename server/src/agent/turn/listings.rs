@@ -4,7 +4,7 @@
 //! (hooks, the approval gate with its diff, the check after the change, the ledger), so a
 //! listing is asked, refused and recorded exactly like a call the model made.
 
-use crate::agent::turn::{Call, Flow, Stop, Turn};
+use crate::agent::turn::{Call, FailedListing, Flow, Stop, Turn};
 use crate::tools::boundary::PathBoundary;
 use crate::tools::registry::Tool;
 use crate::tools::write_file::{WriteFile, WriteFileInput};
@@ -21,8 +21,12 @@ const FRESH_ATTEMPTS: usize = 3;
 enum Listed {
     /// None applied (none found, or none of a file the turn may write).
     Nothing,
-    /// Applied, each as a `write_file` call; the output of the first that failed.
-    Written { refused: Option<String> },
+    /// Applied, each as a `write_file` call: the first file written, and the output of the
+    /// first call that failed.
+    Written {
+        path: String,
+        refused: Option<String>,
+    },
     /// The reply ends inside the listing of this file (the output limit): nothing written.
     Cut(String),
 }
@@ -78,22 +82,28 @@ impl Turn {
         if let Some(path) = listings::cut(text) {
             return Ok(Listed::Cut(path));
         }
-        let found = listings::find(text);
-        if found.is_empty() {
-            return Ok(Listed::Nothing);
-        }
         let boundary = PathBoundary {
             roots: self.host().roots(),
         };
-        let mut chosen = Vec::new();
-        for listing in found {
-            if self.applies(&boundary, &listing).await {
-                chosen.push(listing);
+        let mut chosen: Vec<Listing> = Vec::new();
+        for block in listings::blocks(text) {
+            let named = match block.path {
+                Some(path) if self.applies(&boundary, &path).await => Some(path),
+                _ => self.in_view_path(&block.content),
+            };
+            match named {
+                Some(path) if !chosen.iter().any(|listing| listing.path == path) => {
+                    chosen.push(Listing {
+                        path,
+                        content: block.content,
+                    });
+                }
+                _ => {}
             }
         }
-        if chosen.is_empty() {
+        let Some(first) = chosen.first().map(|listing| listing.path.clone()) else {
             return Ok(Listed::Nothing);
-        }
+        };
         let proposed: Vec<String> = (1..=chosen.len()).map(|n| format!("listing{n}")).collect();
         let ids = {
             let live = self.handle.live.lock().await;
@@ -115,6 +125,7 @@ impl Turn {
         match self.run_calls(&calls).await {
             Some(stop) => Err(stop),
             None => Ok(Listed::Written {
+                path: first,
                 refused: self.refused_output(&calls).await,
             }),
         }
@@ -145,24 +156,31 @@ impl Turn {
     /// refused while the check still fails, or it was cut): the turn goes on with a fresh
     /// attempt, [`FRESH_ATTEMPTS`] at most. Whether it goes on.
     async fn fresh_attempt(&mut self, listed: &Listed) -> bool {
-        let report = match listed {
+        let (path, report) = match listed {
             Listed::Nothing => return false,
             // The check's failure; else a write refused (the file as it already is: a
             // small model copies its last failed file from an earlier turn).
-            Listed::Written { refused } => match (&self.failed_check, refused) {
-                (Some(report), _) | (None, Some(report)) => report.clone(),
+            Listed::Written { path, refused } => match (&self.failed_check, refused) {
+                (Some(report), _) | (None, Some(report)) => (path, report.clone()),
                 (None, None) => return false,
             },
-            Listed::Cut(path) => prompts::fill(
-                &self.host().prompts().reminders.listing_cut,
-                &[("path", path)],
+            Listed::Cut(path) => (
+                path,
+                prompts::fill(
+                    &self.host().prompts().reminders.listing_cut,
+                    &[("path", path)],
+                ),
             ),
         };
         if self.attempt.base.is_none() || self.attempt.fresh >= FRESH_ATTEMPTS {
             return false;
         }
         let end = self.handle.live.lock().await.session.history.len();
-        self.attempt.failed = Some((end, report));
+        self.attempt.failed = Some(FailedListing {
+            end,
+            path: path.clone(),
+            report,
+        });
         self.attempt.fresh += 1;
         true
     }
@@ -175,12 +193,17 @@ impl Turn {
         history: History,
         prompts: &Prompts,
     ) -> (History, Option<f64>) {
-        let (Some(base), Some((end, report))) = (self.attempt.base, &self.attempt.failed) else {
+        let (Some(base), Some(failed)) = (self.attempt.base, &self.attempt.failed) else {
             return (history, None);
         };
         let config = self.host().config();
-        let (mut entries, reminder) =
-            reminders::fresh_attempt(history.entries(), base, report, &prompts.reminders);
+        let (mut entries, reminder) = reminders::fresh_attempt(
+            history.entries(),
+            base,
+            &failed.path,
+            &failed.report,
+            &prompts.reminders,
+        );
         let text = reminders::render(
             &reminder,
             prompts,
@@ -192,7 +215,7 @@ impl Turn {
             text,
         };
         entries.push(history.entry_for(item, config.tool_output_limit, prompts));
-        entries.extend(history.entries().iter().skip(*end).cloned());
+        entries.extend(history.entries().iter().skip(failed.end).cloned());
         let temperature = config
             .sampling_temperature()
             .map_or(reminders::FRESH_ATTEMPT_TEMPERATURE, |t| {
@@ -207,13 +230,21 @@ impl Turn {
     /// A listing is applied to a file that exists in the workspace, or to a new one the
     /// user's message names: code shown for another reason (an example, a new helper the
     /// user did not ask for) writes nothing.
-    async fn applies(&self, boundary: &PathBoundary, listing: &Listing) -> bool {
-        let Ok(path) = boundary.resolve(&listing.path) else {
+    async fn applies(&self, boundary: &PathBoundary, listed: &str) -> bool {
+        let Ok(path) = boundary.resolve(listed) else {
             return false;
         };
         match tokio::fs::metadata(&path).await {
             Ok(meta) => meta.is_file(),
-            Err(_) => self.request.contains(listing.path.as_str()),
+            Err(_) => self.request.contains(listed),
         }
+    }
+
+    /// The file in view (shown whole at the turn's start), when `content` is a whole new
+    /// version of it (`listings::keeps_definitions`): the model listed it under no path, or
+    /// under a name it made up or took from its prompt's example.
+    fn in_view_path(&self, content: &str) -> Option<String> {
+        let (path, text) = self.attempt.in_view.as_ref()?;
+        listings::keeps_definitions(content, text).then(|| path.clone())
     }
 }

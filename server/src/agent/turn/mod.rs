@@ -133,10 +133,24 @@ pub(in crate::agent) enum CompactionCheck {
 pub(in crate::agent) struct Attempt {
     /// The history's length once the user's message was recorded.
     pub(in crate::agent) base: Option<usize>,
-    /// The history's length after the failed listing, and the check's report.
-    pub(in crate::agent) failed: Option<(usize, String)>,
+    /// The failed listing a fresh attempt retries.
+    pub(in crate::agent) failed: Option<FailedListing>,
     /// Fresh attempts made in this turn.
     pub(in crate::agent) fresh: usize,
+    /// The active file the editor block showed whole, its path and its text then: a block
+    /// listed under no known path that keeps that file's definitions is that file.
+    pub(in crate::agent) in_view: Option<(String, String)>,
+}
+
+/// A listing that failed, as a fresh attempt is told of it.
+#[derive(Debug)]
+pub(in crate::agent) struct FailedListing {
+    /// The history's length after it.
+    pub(in crate::agent) end: usize,
+    /// The file it listed.
+    pub(in crate::agent) path: String,
+    /// How it failed: the check's report, the refusal, or that it was cut.
+    pub(in crate::agent) report: String,
 }
 
 /// A tool call the model asked for.
@@ -418,15 +432,17 @@ impl Turn {
     }
 
     /// The editor block showed the active file whole: the model has read it, in the version
-    /// the block showed (a write over it is not refused for want of a read).
-    fn note_read_whole(&self, active: &agentls_core::inspect::ActiveDocument) {
+    /// the block showed (a write over it is not refused for want of a read), and it is the
+    /// file in view of this turn's attempts.
+    fn note_read_whole(&mut self, active: &agentls_core::inspect::ActiveDocument) {
         let boundary = crate::tools::boundary::PathBoundary {
             roots: self.host().roots(),
         };
+        let text = active.snapshot.rope.to_string();
         if let Ok(path) = boundary.resolve(&active.display_path) {
-            let text = active.snapshot.rope.to_string();
             self.handle.reads.locked().saw(&path, &text);
         }
+        self.attempt.in_view = Some((active.display_path.clone(), text));
     }
 
     /// Records the turn's start and the user's message, with its context block and images,
