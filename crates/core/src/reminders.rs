@@ -568,7 +568,7 @@ mod tests {
         assert_eq!(view, entries[..1]);
         assert!(reminder.text.contains("E   assert 1 == 2"));
         assert!(
-            reminder.text.contains("\ncamicia.py\n```"),
+            reminder.text.contains("Write camicia.py again"),
             "{}",
             reminder.text
         );
