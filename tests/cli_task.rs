@@ -759,17 +759,17 @@ async fn a_failed_listing_is_tried_again_fresh_without_the_failed_file() {
     assert!(task.read("bob.py").contains("Fine."));
 }
 
-/// A small model asked to change the file it is shown whole gets that file's tests attached
-/// (it is offered no tools to read them): the names, values and messages the code must
-/// have, once a session. A question attaches nothing, nor does `editorContext.attachTests:
-/// false`.
+/// With `editorContext.attachTests`, a small model asked to change the file it is shown
+/// whole gets that file's tests attached (it is offered no tools to read them): the names,
+/// values and messages the code must have, once a session. A question attaches nothing,
+/// nor does the default.
 #[tokio::test]
 async fn a_change_to_the_active_file_attaches_its_tests() {
     let tests = "from bob import response\n\ndef test_shout():\n    assert response('HEY') == 'Whoa, chill out!'\n";
     let cases = [
-        ("Solve bob.py", None, true),
-        ("What does bob.py hold?", None, false),
-        ("Solve bob.py", Some(false), false),
+        ("Solve bob.py", true, true),
+        ("What does bob.py hold?", true, false),
+        ("Solve bob.py", false, false),
     ];
     for (prompt, attach_tests, attached) in cases {
         let task = Task::new(&[("bob.py", STUB), ("bob_test.py", tests)]);
@@ -799,7 +799,11 @@ async fn a_change_to_the_active_file_attaches_its_tests() {
         let fake = FakeProvider::start().await;
         fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
         fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
-        let settings = json!({"provider": {"profile": "small"}, "checks": {"afterEdit": "off"}});
+        let settings = json!({
+            "provider": {"profile": "small"},
+            "checks": {"afterEdit": "off"},
+            "editorContext": {"attachTests": true},
+        });
         let (code, _, stderr) = task
             .ask_with(
                 &fake,

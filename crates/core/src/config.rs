@@ -39,8 +39,8 @@ pub struct Config {
     pub memory_max_tokens: usize,
     /// `editorContext.wholeFileMaxTokens`: a smaller active file is shown whole (0: never).
     pub editor_whole_file_max_tokens: usize,
-    /// `editorContext.attachTests`: configured, else for a small model (`Config::attach_tests`).
-    pub attach_tests: Option<bool>,
+    /// `editorContext.attachTests`: a change request attaches the active file's tests.
+    pub attach_tests: bool,
     /// `context.repoMap.maxTokens`: budget of the repository map in the system message
     /// (0: no map).
     pub repo_map_max_tokens: usize,
@@ -182,11 +182,6 @@ impl Config {
         self.file_listings.unwrap_or_else(|| self.small_model())
     }
 
-    /// Whether a change asked of the active file attaches its tests (`checks::tests_of`).
-    pub fn attach_tests(&self) -> bool {
-        self.attach_tests.unwrap_or_else(|| self.small_model())
-    }
-
     /// How the model is told to change a file (`reminders::ChangeForm`).
     pub fn change_form(&self) -> crate::reminders::ChangeForm {
         if self.file_listings() {
@@ -218,7 +213,7 @@ impl Default for Config {
             tool_output_limit: truncate::DEFAULT_TOOL_OUTPUT_LIMIT,
             editor_context_max_tokens: editor_context::DEFAULT_EDITOR_BUDGET,
             editor_whole_file_max_tokens: editor_context::WHOLE_FILE_MAX_TOKENS,
-            attach_tests: None,
+            attach_tests: false,
             memory_enabled: true,
             memory_max_tokens: 2_000,
             repo_map_max_tokens: 0,
@@ -424,11 +419,11 @@ const KEYS: &[Key] = &[
         path: "editorContext.attachTests",
         doc: KeyDoc {
             ty: r#"boolean"#,
-            default: r#"true for a small model (`provider.profile`), else false"#,
-            meaning: r#"a request to change the active file, shown whole in the editor block, also attaches that file's tests as an `@` mention would (`NAME_test.py` or `test_NAME.py` beside it or in `tests/`, `NAME.test.ts`/`.spec.ts`/`.js`, `NAME_test.go`), within the block's budget: the tests say the names, values and error messages the code must have. A small model offered no tools for the change could not read them"#,
+            default: r#"false"#,
+            meaning: r#"a request to change the active file, shown whole in the editor block, also attaches that file's tests as an `@` mention would (`NAME_test.py` or `test_NAME.py` beside it or in `tests/`, `NAME.test.ts`/`.spec.ts`/`.js`, `NAME_test.go`), within the block's budget: the tests say the names, values and error messages the code must have. A small model offered no tools for the change cannot read them otherwise; off by default: on the 1.5B local model it showed no gain on the task bench (0 of 6 exercises, against 1 of 6 without), and it lengthens the prompt by the tests"#,
         },
         set: |c, v| {
-            c.attach_tests = Some(boolean(v)?);
+            c.attach_tests = boolean(v)?;
             Ok(())
         },
         keep: |c, p| c.attach_tests = p.attach_tests,

@@ -105,7 +105,7 @@ impl Turn {
     ) -> Option<String> {
         let config = self.host().config();
         if !(shows_whole_file
-            && config.attach_tests()
+            && config.attach_tests
             && agentls_core::reminders::asks_for_change(&self.request))
         {
             return None;
