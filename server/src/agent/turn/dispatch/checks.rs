@@ -46,20 +46,8 @@ impl Turn {
         let Some(root) = cx.boundary.roots.first() else {
             return (output, None);
         };
-        let command = match self.host().config().after_edit {
-            AfterEdit::Off => return (output, None),
-            AfterEdit::Command(command) => command,
-            AfterEdit::Auto if self.host().has_editor_diagnostics() => return (output, None),
-            AfterEdit::Auto => {
-                let root = root.clone();
-                let files = tokio::task::spawn_blocking(move || project_files(&root))
-                    .await
-                    .unwrap_or_default();
-                match changed.iter().find_map(|path| checks::detect(path, &files)) {
-                    Some(command) => command,
-                    None => return (output, None),
-                }
-            }
+        let Some(command) = self.check_command(changed, root).await else {
+            return (output, None);
         };
         if self
             .gate("shell", ToolKind::Execute, Some(&command), None, None)
@@ -115,6 +103,22 @@ impl Turn {
             CheckVerdict::Passed
         };
         (output, Some(verdict))
+    }
+
+    /// The check `checks.afterEdit` runs after a change to `changed`, if any.
+    async fn check_command(&self, changed: &[String], root: &Path) -> Option<String> {
+        match self.host().config().after_edit {
+            AfterEdit::Off => None,
+            AfterEdit::Command(command) => Some(command),
+            AfterEdit::Auto if self.host().has_editor_diagnostics() => None,
+            AfterEdit::Auto => {
+                let root = root.to_path_buf();
+                let files = tokio::task::spawn_blocking(move || project_files(&root))
+                    .await
+                    .unwrap_or_default();
+                changed.iter().find_map(|path| checks::detect(path, &files))
+            }
+        }
     }
 }
 
