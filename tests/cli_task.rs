@@ -771,18 +771,30 @@ async fn a_change_to_the_active_file_attaches_its_tests() {
         ("What does bob.py hold?", true, false),
         ("Solve bob.py", false, false),
     ];
-    for (prompt, attach_tests, attached) in cases {
-        let task = Task::new(&[("bob.py", STUB), ("bob_test.py", tests)]);
-        let fake = FakeProvider::start().await;
-        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
-        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
-        let settings = json!({
+    let settings = |attach_tests: bool| {
+        json!({
             "provider": {"profile": "small"},
             "checks": {"afterEdit": "off"},
             "editorContext": {"attachTests": attach_tests},
-        });
+        })
+    };
+    let answering = || async {
+        let fake = FakeProvider::start().await;
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
+        fake
+    };
+    for (prompt, attach_tests, attached) in cases {
+        let task = Task::new(&[("bob.py", STUB), ("bob_test.py", tests)]);
+        let fake = answering().await;
         let (code, _, stderr) = task
-            .ask_with(&fake, prompt, settings, None, &["--file", "bob.py"])
+            .ask_with(
+                &fake,
+                prompt,
+                settings(attach_tests),
+                None,
+                &["--file", "bob.py"],
+            )
             .await;
         assert_eq!(code, 0, "{stderr}");
         let first = fake.requests()[0].body["messages"].to_string();
@@ -796,19 +808,12 @@ async fn a_change_to_the_active_file_attaches_its_tests() {
         }
         // The next change request of the session: the model has them already.
         let session = session_of(&stderr);
-        let fake = FakeProvider::start().await;
-        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
-        fake.push(FakeProvider::openai_text(&["It holds a stub."], None));
-        let settings = json!({
-            "provider": {"profile": "small"},
-            "checks": {"afterEdit": "off"},
-            "editorContext": {"attachTests": true},
-        });
+        let fake = answering().await;
         let (code, _, stderr) = task
             .ask_with(
                 &fake,
                 "Fix bob.py",
-                settings,
+                settings(true),
                 Some(&session),
                 &["--file", "bob.py"],
             )
